@@ -1,0 +1,115 @@
+// swift-tools-version: 6.1
+import PackageDescription
+
+let strictSettings: [SwiftSetting] = [
+    .enableUpcomingFeature("ExistentialAny"),
+    .enableUpcomingFeature("MemberImportVisibility"),
+    .enableUpcomingFeature("InternalImportsByDefault"),
+]
+
+/// An app plugin: a dynamic library that links the SDK statically, plus its Info.plist beside
+/// the sources (bundled by `swift package bundle-app`).
+func appPlugin(_ name: String, path: String) -> (Product, Target) {
+    (
+        .library(name: name, type: .dynamic, targets: [name]),
+        .target(
+            name: name,
+            dependencies: ["AppHostKit"],
+            path: path,
+            exclude: ["Info.plist"],
+            swiftSettings: strictSettings
+        )
+    )
+}
+
+let apps = [
+    appPlugin("Hello", path: "Examples/Hello"),
+    appPlugin("Notes", path: "Examples/Notes"),
+    appPlugin("Uploader", path: "Examples/Uploader"),
+    // Test fixtures: real plugins that the end-to-end tests and the benchmark launch.
+    appPlugin("Probe", path: "Tests/Fixtures/Probe"),
+]
+
+let package = Package(
+    name: "apphost",
+    platforms: [.macOS(.v15)],
+    products: [
+        .executable(name: "apphost", targets: ["apphost"]),
+        .library(name: "AppHostKit", targets: ["AppHostKit"]),
+        .plugin(name: "BundleApp", targets: ["BundleApp"]),
+        // A shared object that is not an apphost plugin, and one whose ABI record is forged:
+        // the runner must refuse both with a clear message.
+        .library(name: "NotAPlugin", type: .dynamic, targets: ["NotAPlugin"]),
+        .library(name: "ForeignPlugin", type: .dynamic, targets: ["ForeignPlugin"]),
+        .library(name: "OtherABIPlugin", type: .dynamic, targets: ["OtherABIPlugin"]),
+    ] + apps.map(\.0),
+    dependencies: [
+        .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
+    ],
+    targets: [
+        // C: syscalls and macros that do not import into Swift. Never a product.
+        .target(name: "CAppHostShims"),
+        // C: the ABI record compiled into every plugin (only the SDK depends on it).
+        .target(name: "CAppHostKitRecord", dependencies: ["CAppHostShims"]),
+
+        .target(
+            name: "AppHostProtocol",
+            swiftSettings: strictSettings
+        ),
+        .target(
+            name: "AppHostKit",
+            dependencies: ["AppHostProtocol", "CAppHostShims", "CAppHostKitRecord"],
+            swiftSettings: strictSettings
+        ),
+        .target(
+            name: "AppHostRunner",
+            dependencies: ["AppHostProtocol", "CAppHostShims"],
+            swiftSettings: strictSettings
+        ),
+        .target(
+            name: "AppHostRuntime",
+            dependencies: [
+                "AppHostProtocol",
+                "CAppHostShims",
+            ],
+            swiftSettings: strictSettings
+        ),
+        .executableTarget(
+            name: "apphost",
+            dependencies: [
+                "AppHostRuntime",
+                "AppHostRunner",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ],
+            swiftSettings: strictSettings
+        ),
+        .plugin(
+            name: "BundleApp",
+            capability: .command(
+                intent: .custom(verb: "bundle-app", description: "Build app plugin products into Name.app bundles"),
+                permissions: [.writeToPackageDirectory(reason: "writes Name.app bundles into the output directory")]
+            )
+        ),
+        .executableTarget(
+            name: "apphost-benchmark",
+            dependencies: ["AppHostRuntime"],
+            path: "Benchmarks/Lifecycle",
+            swiftSettings: strictSettings
+        ),
+
+        .target(name: "NotAPlugin", path: "Tests/Fixtures/NotAPlugin"),
+        .target(name: "ForeignPlugin", dependencies: ["CAppHostShims"], path: "Tests/Fixtures/ForeignPlugin"),
+        .target(name: "OtherABIPlugin", dependencies: ["CAppHostShims"], path: "Tests/Fixtures/OtherABIPlugin"),
+
+        .testTarget(
+            name: "AppHostRuntimeTests",
+            dependencies: ["AppHostRuntime", "AppHostProtocol"],
+            swiftSettings: strictSettings
+        ),
+        .testTarget(
+            name: "EndToEndTests",
+            dependencies: ["AppHostProtocol"],
+            swiftSettings: strictSettings
+        ),
+    ] + apps.map(\.1)
+)

@@ -1,0 +1,173 @@
+public import Foundation
+import Synchronization
+import AppHostProtocol
+
+/// The running app, as `UIApplication`: its state, its delegate, its windows and its background
+/// time. There is one per app process: `Application.shared`.
+@MainActor
+public final class Application {
+    /// The app's single instance.
+    public nonisolated static let shared = Application()
+
+    /// The app's execution state. Raw values as UIKit's: active 0, inactive 1, background 2.
+    public enum State: Int, Sendable {
+        case active = 0
+        case inactive = 1
+        case background = 2
+    }
+
+    /// Where the app is in its life cycle. A suspended app runs no code, so it never sees that.
+    public internal(set) var applicationState: State = .inactive
+
+    /// The object the SDK created from Info.plist's `ApplicationDelegateClassName`.
+    public internal(set) var delegate: (any ApplicationDelegate)?
+
+    /// The app's windows; visible ones make up its snapshot.
+    public var windows: [Window] = []
+
+    /// The bundle's `CFBundleIdentifier`.
+    public nonisolated var bundleIdentifier: String { hostLink.configuration.bundleIdentifier }
+
+    /// The app's container: Documents, Library and tmp live here, and Foundation's directory
+    /// look-ups (`FileManager.urls(for:in:)`, `NSHomeDirectory()`, `NSTemporaryDirectory()`) resolve into it.
+    public nonisolated var containerURL: URL { URL(fileURLWithPath: hostLink.configuration.containerPath, isDirectory: true) }
+
+    /// The bundle's Info.plist, read once.
+    public private(set) lazy var infoDictionary: [String: Any] = {
+        let url = URL(fileURLWithPath: hostLink.configuration.bundlePath).appendingPathComponent("Info.plist")
+        guard let data = try? Data(contentsOf: url),
+              let plist = try? PropertyListSerialization.propertyList(from: data, format: nil) as? [String: Any]
+        else { return [:] }
+        return plist
+    }()
+
+    private nonisolated let background = Mutex(BackgroundLedger())
+
+    private nonisolated init() {}
+
+    // MARK: Background time
+
+    /// The background time left, in seconds: `Double.greatestFiniteMagnitude` in the foreground,
+    /// an estimate of the grant's remaining time in the background. Safe from any thread.
+    public nonisolated var backgroundTimeRemaining: TimeInterval {
+        background.withLock { $0.remaining(now: .now) }
+    }
+
+    /// Asks for background time to finish a task, as UIKit's method of the same name.
+    ///
+    /// The time belongs to the app, not to the task: all of its tasks share one budget (30 s by
+    /// default) that starts when the app enters the background. Shortly before it runs out, each
+    /// open task's `expirationHandler` runs on the main queue; end every task by then, or the host
+    /// terminates the app (0x2182bad2). Returns `.invalid` when no background time is left.
+    /// Safe from any thread.
+    public nonisolated func beginBackgroundTask(
+        withName taskName: String?, expirationHandler handler: (@MainActor @Sendable () -> Void)?
+    ) -> BackgroundTaskIdentifier {
+        let identifier = background.withLock { ledger -> BackgroundTaskIdentifier in
+            guard ledger.canBegin(now: .now) else { return .invalid }
+            return ledger.open(name: taskName, expirationHandler: handler)
+        }
+        if identifier != .invalid {
+            hostLink.send(.taskBegan(id: UInt64(identifier.rawValue), name: taskName))
+        }
+        return identifier
+    }
+
+    /// `beginBackgroundTask(withName: nil, expirationHandler:)`.
+    public nonisolated func beginBackgroundTask(
+        expirationHandler handler: (@MainActor @Sendable () -> Void)? = nil
+    ) -> BackgroundTaskIdentifier {
+        beginBackgroundTask(withName: nil, expirationHandler: handler)
+    }
+
+    /// Ends a background task. An unknown or already-ended identifier logs a warning naming it and
+    /// is otherwise ignored (never a crash). Safe from any thread.
+    public nonisolated func endBackgroundTask(_ identifier: BackgroundTaskIdentifier) {
+        let ended = background.withLock { $0.close(identifier) }
+        if ended {
+            hostLink.send(.taskEnded(id: UInt64(identifier.rawValue)))
+        } else {
+            hostLink.warn(
+                "endBackgroundTask(_:) called with \(identifier), which is not an open background task; ignoring it"
+            )
+        }
+    }
+
+    // MARK: Driven by the host
+
+    nonisolated func enterBackground(remaining: Double?) {
+        background.withLock { $0.enterBackground(remaining: remaining, now: .now) }
+    }
+
+    nonisolated func enterForeground() {
+        background.withLock { $0.enterForeground() }
+    }
+
+    /// Runs the expiration handlers of the given tasks that are still open, on the main actor.
+    func expire(taskIDs: [UInt64], remaining: Double) {
+        let handlers = background.withLock { ledger in
+            ledger.expire(remaining: remaining, now: .now)
+            return taskIDs.compactMap { ledger.expirationHandler(of: Int($0)) }
+        }
+        for handler in handlers { handler() }
+    }
+
+    /// The visible windows' content, which the host stores as the app's snapshot.
+    func snapshot() -> String {
+        windows.filter { !$0.isHidden }.map(\.content).joined(separator: "\n")
+    }
+}
+
+/// The app's background tasks and budget, guarded by `Application.background`.
+private struct BackgroundLedger {
+    typealias Handler = @MainActor @Sendable () -> Void
+
+    private var tasks: [Int: Handler?] = [:]
+    private var nextIdentifier = 1
+    private var inBackground = false
+    private var deadline: ContinuousClock.Instant?
+    private var expired = false
+
+    func remaining(now: ContinuousClock.Instant) -> TimeInterval {
+        guard inBackground else { return .greatestFiniteMagnitude }
+        guard let deadline else { return 0 }
+        let left = now.duration(to: deadline)
+        return max(0, Double(left.components.seconds) + Double(left.components.attoseconds) / 1e18)
+    }
+
+    func canBegin(now: ContinuousClock.Instant) -> Bool {
+        !inBackground || (!expired && remaining(now: now) > 0)
+    }
+
+    mutating func open(name: String?, expirationHandler: Handler?) -> BackgroundTaskIdentifier {
+        let identifier = nextIdentifier
+        nextIdentifier += 1
+        tasks[identifier] = .some(expirationHandler)
+        return BackgroundTaskIdentifier(rawValue: identifier)
+    }
+
+    mutating func close(_ identifier: BackgroundTaskIdentifier) -> Bool {
+        tasks.removeValue(forKey: identifier.rawValue) != nil
+    }
+
+    func expirationHandler(of identifier: Int) -> Handler? {
+        tasks[identifier] ?? nil
+    }
+
+    mutating func enterBackground(remaining: Double?, now: ContinuousClock.Instant) {
+        inBackground = true
+        expired = false
+        deadline = remaining.map { now + .milliseconds(Int64($0 * 1000)) }
+    }
+
+    mutating func enterForeground() {
+        inBackground = false
+        expired = false
+        deadline = nil
+    }
+
+    mutating func expire(remaining: Double, now: ContinuousClock.Instant) {
+        expired = true
+        deadline = now + .milliseconds(Int64(remaining * 1000))
+    }
+}

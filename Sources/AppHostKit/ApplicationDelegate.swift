@@ -1,0 +1,49 @@
+/// The object that responds to the life-cycle events of an app, as `UIApplicationDelegate` does.
+///
+/// Name the conforming class in Info.plist under `ApplicationDelegateClassName`
+/// (`Module.ClassName`, e.g. `Notes.AppDelegate`); the SDK creates it with `init()` when the app
+/// process starts. Every method is optional and runs on the main queue. Each must return promptly:
+/// the host's watchdog terminates an app whose callback overruns its budget (0x8badf00d).
+@MainActor
+public protocol ApplicationDelegate: AnyObject {
+    init()
+
+    /// The launch has begun; return false to fail it (the host writes a report).
+    func application(
+        _ application: Application, willFinishLaunchingWithOptions launchOptions: [Application.LaunchOptionsKey: Any]?
+    ) -> Bool
+    /// The launch is nearly done; the app's state is `.inactive`, or `.background` for a launch
+    /// into the background. Return false to fail the launch.
+    func application(
+        _ application: Application, didFinishLaunchingWithOptions launchOptions: [Application.LaunchOptionsKey: Any]?
+    ) -> Bool
+    /// The app is in the foreground and receives events; state `.active`.
+    func applicationDidBecomeActive(_ application: Application)
+    /// The app is about to stop receiving events: an interruption, or on its way to the background.
+    func applicationWillResignActive(_ application: Application)
+    /// The app is in the background (state `.background`) and will be suspended when this returns,
+    /// unless it holds a background task. Save state here; 5 s by default.
+    func applicationDidEnterBackground(_ application: Application)
+    /// The app is about to come to the foreground; state is still `.background`.
+    func applicationWillEnterForeground(_ application: Application)
+    /// The host is terminating the running app; 5 s by default, then the process ends.
+    /// A suspended app is terminated without this call.
+    func applicationWillTerminate(_ application: Application)
+    /// Memory is short: release what can be rebuilt.
+    func applicationDidReceiveMemoryWarning(_ application: Application)
+}
+
+extension ApplicationDelegate {
+    public func application(
+        _ application: Application, willFinishLaunchingWithOptions launchOptions: [Application.LaunchOptionsKey: Any]?
+    ) -> Bool { true }
+    public func application(
+        _ application: Application, didFinishLaunchingWithOptions launchOptions: [Application.LaunchOptionsKey: Any]?
+    ) -> Bool { true }
+    public func applicationDidBecomeActive(_ application: Application) {}
+    public func applicationWillResignActive(_ application: Application) {}
+    public func applicationDidEnterBackground(_ application: Application) {}
+    public func applicationWillEnterForeground(_ application: Application) {}
+    public func applicationWillTerminate(_ application: Application) {}
+    public func applicationDidReceiveMemoryWarning(_ application: Application) {}
+}

@@ -1,0 +1,142 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import Dispatch
+import Foundation
+import AppHostProtocol
+import CAppHostShims
+
+/// The plugin's C entry point, called by the app process's runner once the plugin is loaded and
+/// its ABI record checked. Apps never call it: like `UIApplicationMain`, it creates the delegate
+/// named in Info.plist and runs the main queue forever.
+///
+/// `arguments` points to a `struct apphost_entry_arguments` (apphost_plugin.h). Returns only if
+/// the arguments are unusable.
+@_cdecl("apphost_plugin_main")
+public func _apphostPluginMain(_ arguments: UnsafeRawPointer) -> Int32 {
+    let arguments = arguments.assumingMemoryBound(to: apphost_entry_arguments.self).pointee
+    guard arguments.abi_version == APPHOST_PLUGIN_ABI_VERSION, let text = arguments.configuration else {
+        writeStandardError("AppHostKit: incompatible entry arguments\n")
+        return 2
+    }
+    let configuration: WireConfiguration
+    do {
+        configuration = try WireCoding.decode(WireConfiguration.self, from: Array(String(cString: text).utf8))
+    } catch {
+        writeStandardError("AppHostKit: unreadable configuration: \(error)\n")
+        return 2
+    }
+    let controlFD = arguments.control_fd
+    hostLink.start(socket: FrameSocket(fd: controlFD), configuration: configuration)
+    MainActor.assumeIsolated {
+        AppMain.start(configuration: configuration, controlFD: controlFD)
+    }
+    dispatchMain()
+}
+
+/// The app process's main loop: reads the host's messages on the main queue and runs them.
+@MainActor
+enum AppMain {
+    private static var decoder = FrameDecoder()
+    private static var readSource: (any DispatchSourceRead)?
+    private static var launchOptions: [Application.LaunchOptionsKey: Any] = [:]
+
+    static func start(configuration: WireConfiguration, controlFD: Int32) {
+        let application = Application.shared
+        let className = configuration.delegateClassName
+        guard let type = _typeByName(className) else {
+            fail(
+                "\(configuration.bundleName).app/Info.plist: ApplicationDelegateClassName names \(className), "
+                    + "which does not exist in the plugin; name the class as Module.ClassName, e.g. \(configuration.bundleName).AppDelegate"
+            )
+        }
+        guard let delegateType = type as? any ApplicationDelegate.Type else {
+            fail(
+                "\(configuration.bundleName).app/Info.plist: ApplicationDelegateClassName names \(className), "
+                    + "which does not conform to ApplicationDelegate"
+            )
+        }
+        launchOptions = [.launchReason: Application.LaunchReason(rawValue: configuration.launchReason)]
+        application.delegate = delegateType.init()
+
+        let source = DispatchSource.makeReadSource(fileDescriptor: controlFD, queue: .main)
+        source.setEventHandler {
+            MainActor.assumeIsolated { readAvailable(fd: controlFD) }
+        }
+        source.resume()
+        readSource = source
+        hostLink.send(.ready(protocolVersion: wireProtocolVersion))
+    }
+
+    /// Tells the host why the app cannot start, then ends the process.
+    static func fail(_ reason: String) -> Never {
+        hostLink.send(.launchFailed(reason: reason))
+        _exit(78)
+    }
+
+    private static func readAvailable(fd: Int32) {
+        var buffer = [UInt8](repeating: 0, count: 64 * 1024)
+        while true {
+            let count = buffer.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, Int32(MSG_DONTWAIT)) }
+            if count > 0 {
+                buffer.withUnsafeBytes { decoder.append(UnsafeRawBufferPointer(rebasing: $0[0..<count])) }
+                continue
+            }
+            if count == 0 { _exit(0) }  // the host closed the connection: it is ending this app
+            if errno == EINTR { continue }
+            if errno == EAGAIN || errno == EWOULDBLOCK { break }
+            _exit(0)
+        }
+        do {
+            while let body = try decoder.next() {
+                handle(try WireCoding.decode(HostMessage.self, from: body))
+            }
+        } catch {
+            writeStandardError("AppHostKit: unreadable message from the host: \(error)\n")
+            _exit(70)
+        }
+    }
+
+    private static func handle(_ message: HostMessage) {
+        switch message {
+        case .callback(let request):
+            run(request)
+        case .expire(let taskIDs, let remaining):
+            Application.shared.expire(taskIDs: taskIDs, remaining: remaining)
+        case .configure:
+            writeStandardError("AppHostKit: unexpected configure message\n")
+            _exit(70)
+        }
+    }
+
+    private static func run(_ request: WireCallbackRequest) {
+        let application = Application.shared
+        application.applicationState = Application.State(rawValue: request.state.rawValue) ?? .inactive
+        switch request.callback {
+        case .didEnterBackground: application.enterBackground(remaining: request.backgroundTimeRemaining)
+        case .willEnterForeground: application.enterForeground()
+        default: break
+        }
+        var returned: Bool?
+        var snapshot: String?
+        if let delegate = application.delegate {
+            switch request.callback {
+            case .willFinishLaunching:
+                returned = delegate.application(application, willFinishLaunchingWithOptions: launchOptions)
+            case .didFinishLaunching:
+                returned = delegate.application(application, didFinishLaunchingWithOptions: launchOptions)
+            case .didBecomeActive: delegate.applicationDidBecomeActive(application)
+            case .willResignActive: delegate.applicationWillResignActive(application)
+            case .didEnterBackground: delegate.applicationDidEnterBackground(application)
+            case .willEnterForeground: delegate.applicationWillEnterForeground(application)
+            case .willTerminate: delegate.applicationWillTerminate(application)
+            case .didReceiveMemoryWarning: delegate.applicationDidReceiveMemoryWarning(application)
+            case .snapshot: snapshot = application.snapshot()
+            }
+        }
+        if let after = request.stateAfter {
+            application.applicationState = Application.State(rawValue: after.rawValue) ?? application.applicationState
+        }
+        hostLink.send(.ack(id: request.id, returned: returned, snapshot: snapshot))
+    }
+}

@@ -1,0 +1,136 @@
+import Foundation
+
+// The messages of the control socket between the supervisor and an app process. Each is one
+// frame (see Framing). Fields added later must be optional, so that old peers still decode.
+
+/// The version both sides send first; a mismatch ends the connection with a clear error.
+package let wireProtocolVersion = 1
+
+/// `applicationState` as the app observes it. Raw values as in LIFECYCLE.md.
+package enum WireApplicationState: Int, Codable, Sendable {
+    case active = 0
+    case inactive = 1
+    case background = 2
+}
+
+/// A delegate callback (or SDK request) the host asks the app to run on its main queue.
+package enum WireCallback: String, Codable, Sendable, CaseIterable {
+    case willFinishLaunching
+    case didFinishLaunching
+    case didBecomeActive
+    case willResignActive
+    case didEnterBackground
+    case willEnterForeground
+    case willTerminate
+    case didReceiveMemoryWarning
+    /// Not a delegate callback: the SDK answers with the app's window content.
+    case snapshot
+
+    /// The UIKit-style name people recognise, for event lines and reports.
+    package var delegateMethodName: String {
+        switch self {
+        case .willFinishLaunching: "application(_:willFinishLaunchingWithOptions:)"
+        case .didFinishLaunching: "application(_:didFinishLaunchingWithOptions:)"
+        case .didBecomeActive: "applicationDidBecomeActive(_:)"
+        case .willResignActive: "applicationWillResignActive(_:)"
+        case .didEnterBackground: "applicationDidEnterBackground(_:)"
+        case .willEnterForeground: "applicationWillEnterForeground(_:)"
+        case .willTerminate: "applicationWillTerminate(_:)"
+        case .didReceiveMemoryWarning: "applicationDidReceiveMemoryWarning(_:)"
+        case .snapshot: "snapshot"
+        }
+    }
+}
+
+/// Sent by the host to the runner right after `hello`: everything the app process needs.
+package struct WireConfiguration: Codable, Sendable, Equatable {
+    package var protocolVersion: Int
+    package var bundleIdentifier: String
+    package var bundleName: String
+    package var bundlePath: String
+    package var pluginPath: String
+    package var delegateClassName: String
+    package var containerPath: String
+    /// Why the app is launched: "user", "background", … (LaunchOptionsKey.launchReason).
+    package var launchReason: String
+
+    package init(
+        protocolVersion: Int = wireProtocolVersion, bundleIdentifier: String, bundleName: String,
+        bundlePath: String, pluginPath: String, delegateClassName: String, containerPath: String,
+        launchReason: String
+    ) {
+        self.protocolVersion = protocolVersion
+        self.bundleIdentifier = bundleIdentifier
+        self.bundleName = bundleName
+        self.bundlePath = bundlePath
+        self.pluginPath = pluginPath
+        self.delegateClassName = delegateClassName
+        self.containerPath = containerPath
+        self.launchReason = launchReason
+    }
+}
+
+package struct WireCallbackRequest: Codable, Sendable, Equatable {
+    package var id: UInt64
+    package var callback: WireCallback
+    /// `applicationState` while the callback runs.
+    package var state: WireApplicationState
+    /// `applicationState` once it has returned, when that differs.
+    package var stateAfter: WireApplicationState?
+    /// Background time left, in seconds, when the app is in the background.
+    package var backgroundTimeRemaining: Double?
+
+    package init(
+        id: UInt64, callback: WireCallback, state: WireApplicationState,
+        stateAfter: WireApplicationState? = nil, backgroundTimeRemaining: Double? = nil
+    ) {
+        self.id = id
+        self.callback = callback
+        self.state = state
+        self.stateAfter = stateAfter
+        self.backgroundTimeRemaining = backgroundTimeRemaining
+    }
+}
+
+/// Host to app.
+package enum HostMessage: Codable, Sendable, Equatable {
+    case configure(WireConfiguration)
+    case callback(WireCallbackRequest)
+    /// Run the expiration handlers of these background tasks now; `remaining` seconds are left.
+    case expire(taskIDs: [UInt64], remaining: Double)
+}
+
+/// App to host.
+package enum AppMessage: Codable, Sendable, Equatable {
+    /// The runner's first frame.
+    case hello(protocolVersion: Int, pid: Int32)
+    /// The plugin is loaded and its delegate exists; callbacks may start.
+    case ready(protocolVersion: Int)
+    /// The app could not be started; `reason` is one line for the person running the host.
+    case launchFailed(reason: String)
+    /// A callback returned. `returned` carries a launching method's Bool, `snapshot` the window.
+    case ack(id: UInt64, returned: Bool?, snapshot: String?)
+    case taskBegan(id: UInt64, name: String?)
+    case taskEnded(id: UInt64)
+    /// Something the person running the host should see, e.g. a misuse of the SDK.
+    case warning(String)
+}
+
+/// JSON coding of messages; one shared encoder and decoder per process.
+package enum WireCoding {
+    private static let encoder: JSONEncoder = {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys]
+        return encoder
+    }()
+    private static let decoder = JSONDecoder()
+
+    package static func encode(_ value: some Encodable) -> [UInt8] {
+        // Encoding our own message types cannot fail: they hold only strings, numbers and Bools.
+        Array((try? encoder.encode(value)) ?? Data())
+    }
+
+    package static func decode<Value: Decodable>(_ type: Value.Type, from body: [UInt8]) throws -> Value {
+        try decoder.decode(type, from: Data(body))
+    }
+}

@@ -1,0 +1,100 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import Foundation
+import AppHostProtocol
+import CAppHostShims
+
+/// The app process before any app code runs: it is apphost's own binary re-executed in an internal
+/// mode, with the control socket on fd 3. It greets the supervisor, receives its configuration,
+/// (confines itself — the sandbox's seam), loads the plugin, checks its ABI record and calls its
+/// entry point, which never returns.
+public enum AppProcessRunner {
+    /// The internal argument that selects this mode: `apphost __app-process`.
+    public static let argument = "__app-process"
+    /// The control socket's descriptor in the app process.
+    public static let controlFD: Int32 = 3
+    /// Environment variable naming the supervisor's pid, to detect a parent that died before
+    /// the parent-death signal was armed.
+    public static let parentPIDVariable = "APPHOST_PARENT_PID"
+
+    public static func main() -> Never {
+        // The supervisor spawns from a thread that lives as long as it does, so this signal
+        // fires exactly when the host goes away, however it goes (SIGKILL included).
+        _ = apphost_set_parent_death_signal(SIGKILL)
+        if let expected = ProcessInfo.processInfo.environment[parentPIDVariable].flatMap(Int32.init),
+           getppid() != expected {
+            _exit(0)
+        }
+        let socket = FrameSocket(fd: controlFD)
+        try? socket.send(body: WireCoding.encode(AppMessage.hello(protocolVersion: wireProtocolVersion, pid: getpid())))
+
+        let configuration: WireConfiguration
+        do {
+            guard let body = try socket.receive() else { _exit(0) }
+            guard case .configure(let received) = try WireCoding.decode(HostMessage.self, from: body) else {
+                fail(socket, "the host's first message was not a configuration")
+            }
+            configuration = received
+        } catch {
+            fail(socket, "unreadable configuration from the host: \(error)")
+        }
+        _ = apphost_set_thread_name(String(configuration.bundleName.prefix(15)))
+
+        let entry = loadPlugin(configuration, socket: socket)
+        let text = String(decoding: WireCoding.encode(configuration), as: UTF8.self)
+        let status = text.withCString { configurationText in
+            var arguments = apphost_entry_arguments(
+                abi_version: APPHOST_PLUGIN_ABI_VERSION, control_fd: controlFD, configuration: configurationText)
+            return entry(&arguments)
+        }
+        fail(socket, "the plugin's entry point returned \(status)")
+    }
+
+    /// Loads the plugin and returns its entry point, or reports why it cannot be used. The plugin
+    /// is never unloaded: unmapping a Swift image leaves the runtime pointing at freed metadata.
+    static func loadPlugin(_ configuration: WireConfiguration, socket: FrameSocket) -> apphost_plugin_main_function {
+        let plugin = "\(configuration.bundleName).app/\((configuration.pluginPath as NSString).lastPathComponent)"
+        guard let handle = dlopen(configuration.pluginPath, RTLD_NOW | RTLD_LOCAL) else {
+            let reason = dlerror().map { String(cString: $0) } ?? "unknown error"
+            fail(socket, "\(plugin) cannot be loaded: \(reason)")
+        }
+        guard let recordSymbol = dlsym(handle, "apphost_plugin_record") else {
+            fail(
+                socket,
+                "\(plugin) is not an apphost plugin: it exports no apphost_plugin_record; "
+                    + "build it as a .dynamic library product that depends on AppHostKit"
+            )
+        }
+        let record = recordSymbol.assumingMemoryBound(to: apphost_plugin_record.self).pointee
+        guard record.magic == APPHOST_PLUGIN_MAGIC else {
+            fail(socket, "\(plugin) is not an apphost plugin: its apphost_plugin_record is not apphost's")
+        }
+        guard record.abi_version == APPHOST_PLUGIN_ABI_VERSION else {
+            fail(
+                socket,
+                "\(plugin) was built against AppHostKit ABI version \(record.abi_version), but this apphost "
+                    + "speaks version \(APPHOST_PLUGIN_ABI_VERSION); rebuild the plugin against this apphost's AppHostKit"
+            )
+        }
+        let theirs = record.toolchain.map { String(cString: $0) } ?? "an unknown toolchain"
+        let ours = String(cString: apphost_toolchain_id())
+        guard theirs == ours else {
+            fail(
+                socket,
+                "\(plugin) was built by another Swift toolchain (\(theirs)) than this apphost (\(ours)); "
+                    + "Swift has no stable ABI on Linux, so rebuild the plugin with this toolchain"
+            )
+        }
+        guard let entrySymbol = dlsym(handle, "apphost_plugin_main") else {
+            fail(socket, "\(plugin) exports no apphost_plugin_main entry point; is AppHostKit linked into it?")
+        }
+        return unsafeBitCast(entrySymbol, to: apphost_plugin_main_function.self)
+    }
+
+    /// Tells the supervisor why the app cannot start, and ends the app process.
+    static func fail(_ socket: FrameSocket, _ reason: String) -> Never {
+        try? socket.send(body: WireCoding.encode(AppMessage.launchFailed(reason: reason)))
+        _exit(78)
+    }
+}

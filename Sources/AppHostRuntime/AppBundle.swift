@@ -1,0 +1,81 @@
+public import Foundation
+
+/// An app bundle on disk, `Name.app/` with `Info.plist` and the plugin. The supervisor reads it as
+/// data only: it never loads the plugin (DESIGN.md, the one rule).
+public struct AppBundle: Sendable, Equatable {
+    public var url: URL
+    /// `CFBundleIdentifier`, e.g. com.example.notes.
+    public var identifier: String
+    /// `CFBundleName`, or the bundle's directory name without `.app`.
+    public var name: String
+    /// The plugin, from `CFBundleExecutable`.
+    public var pluginURL: URL
+    /// `ApplicationDelegateClassName`, e.g. Notes.AppDelegate.
+    public var delegateClassName: String
+
+    /// Reads and validates `Name.app/Info.plist`. Every error says what is wrong and how to fix it.
+    public init(url: URL) throws(BundleError) {
+        let url = url.standardizedFileURL
+        let label = url.lastPathComponent
+        var isDirectory: ObjCBool = false
+        guard FileManager.default.fileExists(atPath: url.path, isDirectory: &isDirectory) else {
+            throw BundleError("\(url.path): no such app bundle; build one with `swift package bundle-app`")
+        }
+        guard isDirectory.boolValue else {
+            throw BundleError("\(url.path): not an app bundle (a directory Name.app with an Info.plist)")
+        }
+        let plistURL = url.appendingPathComponent("Info.plist")
+        guard let data = FileManager.default.contents(atPath: plistURL.path) else {
+            throw BundleError("\(label)/Info.plist is missing; an app bundle needs one")
+        }
+        let object: Any
+        do {
+            object = try PropertyListSerialization.propertyList(from: data, format: nil)
+        } catch {
+            throw BundleError("\(label)/Info.plist is not a valid property list: \(Self.describe(error))")
+        }
+        guard let plist = object as? [String: Any] else {
+            throw BundleError("\(label)/Info.plist must be a dictionary at the top level")
+        }
+        func string(_ key: String, example: String, purpose: String) throws(BundleError) -> String {
+            guard let value = plist[key] else {
+                throw BundleError("\(label)/Info.plist: \(key) is missing; \(purpose), e.g. \(example)")
+            }
+            guard let text = value as? String, !text.trimmingCharacters(in: .whitespaces).isEmpty else {
+                throw BundleError("\(label)/Info.plist: \(key) must be a non-empty string; \(purpose), e.g. \(example)")
+            }
+            return text
+        }
+        let directoryName = String(label.hasSuffix(".app") ? label.dropLast(4) : Substring(label))
+        identifier = try string("CFBundleIdentifier", example: "com.example.\(directoryName.lowercased())", purpose: "give the app a unique reverse-DNS identifier")
+        name = plist["CFBundleName"] == nil
+            ? directoryName
+            : try string("CFBundleName", example: directoryName, purpose: "name the app")
+        delegateClassName = try string(
+            "ApplicationDelegateClassName", example: "\(name).AppDelegate",
+            purpose: "name the class that conforms to ApplicationDelegate")
+        let executable = try string("CFBundleExecutable", example: "lib\(name).so", purpose: "name the plugin inside the bundle")
+        guard !executable.contains("/") else {
+            throw BundleError("\(label)/Info.plist: CFBundleExecutable must name a file inside the bundle, not a path")
+        }
+        pluginURL = url.appendingPathComponent(executable)
+        guard FileManager.default.isReadableFile(atPath: pluginURL.path) else {
+            throw BundleError("\(label)/\(executable) is missing (named by CFBundleExecutable); rebuild the bundle")
+        }
+        guard identifier.allSatisfy({ $0.isLetter || $0.isNumber || $0 == "." || $0 == "-" }) else {
+            throw BundleError("\(label)/Info.plist: CFBundleIdentifier \(identifier) may hold only letters, digits, '.' and '-'")
+        }
+        self.url = url
+    }
+
+    private static func describe(_ error: any Error) -> String {
+        let nsError = error as NSError
+        return (nsError.userInfo[NSDebugDescriptionErrorKey] as? String) ?? nsError.localizedDescription
+    }
+}
+
+/// A bundle that cannot be launched, with a message naming the file and the fix.
+public struct BundleError: Error, CustomStringConvertible, Equatable {
+    public var description: String
+    init(_ description: String) { self.description = description }
+}

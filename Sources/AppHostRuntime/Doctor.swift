@@ -1,0 +1,67 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import Foundation
+import CAppHostShims
+
+/// What this kernel and user give apphost, and what apphost will use (`apphost doctor`).
+public struct DoctorReport: Sendable {
+    public struct Finding: Sendable {
+        public var name: String
+        public var available: Bool
+        public var detail: String
+    }
+
+    public var findings: [Finding] = []
+
+    /// Probes the machine. Creates and removes a throwaway cgroup to prove the freezer works.
+    public static func probe(instance: String = "doctor") -> DoctorReport {
+        var report = DoctorReport()
+        let status = (try? String(contentsOfFile: "/proc/self/status", encoding: .utf8)) ?? ""
+        func statusField(_ key: String) -> String? {
+            status.split(separator: "\n").first { $0.hasPrefix(key + ":") }
+                .map { $0.dropFirst(key.count + 1).trimmingCharacters(in: .whitespaces) }
+        }
+
+        let actions = (try? String(contentsOfFile: "/proc/sys/kernel/seccomp/actions_avail", encoding: .utf8)) ?? ""
+        report.add("seccomp filter", statusField("Seccomp") != nil && actions.contains("errno"),
+                   actions.isEmpty ? "no /proc/sys/kernel/seccomp/actions_avail" : "actions: \(actions.trimmingCharacters(in: .whitespacesAndNewlines))")
+        report.add("seccomp user notification", actions.contains("user_notif"), actions.contains("user_notif") ? "SECCOMP_RET_USER_NOTIF" : "missing: violations cannot be reported")
+
+        let landlock = apphost_landlock_abi_version()
+        report.add("Landlock", landlock > 0, landlock > 0 ? "ABI version \(landlock)" : "unavailable (\(String(cString: strerror(errno))))")
+
+        let pidfd = apphost_pidfd_open(getpid())
+        report.add("pidfd", pidfd >= 0, pidfd >= 0 ? "pidfd_open works" : "pidfd_open failed: \(String(cString: strerror(errno))); apphost needs Linux 5.3")
+        if pidfd >= 0 { close(pidfd) }
+
+        let v2 = CgroupHierarchy.hostCgroupDirectory()
+        switch CgroupHierarchy.create(instance: instance) {
+        case .success(let hierarchy):
+            report.add("cgroup v2 freezer", true, "\(hierarchy.path) (cgroup.freeze)")
+            hierarchy.remove()
+        case .failure(let unavailable):
+            report.add("cgroup v2 freezer", false, v2.map { "\($0): \(unavailable.reason)" } ?? unavailable.reason)
+        }
+        let v1Freezer = FileManager.default.fileExists(atPath: "/sys/fs/cgroup/freezer/freezer.state")
+            || FileManager.default.fileExists(atPath: "/sys/fs/cgroup/freezer/cgroup.procs")
+        report.add("cgroup v1 freezer", v1Freezer, v1Freezer ? "/sys/fs/cgroup/freezer (not used: v1-frozen tasks ignore SIGKILL until thawed)" : "not mounted")
+        let memory = FileManager.default.fileExists(atPath: "/sys/fs/cgroup/memory/memory.limit_in_bytes")
+        report.add("cgroup v1 memory controller", memory, memory ? "/sys/fs/cgroup/memory" : "not mounted")
+
+        let effective = statusField("CapEff") ?? "?"
+        report.add("host capabilities", true, "effective \(effective), uid \(getuid())\(getuid() == 0 ? " (root: per-app users possible)" : "")")
+        return report
+    }
+
+    /// The suspension mechanism `apphost launch` would pick here.
+    public var suspension: String {
+        findings.first { $0.name == "cgroup v2 freezer" }?.available == true
+            ? "suspension: cgroup v2 freezer (verified by cgroup.events)"
+            : "suspension: SIGSTOP, degraded (verified by /proc/PID/task/*/stat)"
+    }
+
+    private mutating func add(_ name: String, _ available: Bool, _ detail: String) {
+        findings.append(Finding(name: name, available: available, detail: detail))
+    }
+}

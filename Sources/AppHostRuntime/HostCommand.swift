@@ -1,0 +1,85 @@
+/// One line of the command language that `apphost launch` reads from `--script FILE` and then
+/// from standard input. README.md lists the commands.
+public enum HostCommand: Sendable, Equatable {
+    /// Send the foreground app to the background.
+    case home
+    /// Bring an app to the foreground, launching it if needed.
+    case open(String)
+    /// Interrupt the foreground app (an alert, a call) for some seconds, or until open/home.
+    case interrupt(String, Duration?)
+    /// Terminate an app: `applicationWillTerminate` if it runs, nothing if it is suspended.
+    case terminate(String)
+    /// Send `applicationDidReceiveMemoryWarning` to one app, or to every running app.
+    case memoryWarning(String?)
+    /// Pause the script.
+    case sleep(Duration)
+    /// Wait until an app reaches a state; fail after the timeout.
+    case wait(String, AppState, timeout: Duration)
+    /// List the apps.
+    case ps
+    /// Terminate every app and exit.
+    case quit
+
+    /// `wait` gives up after this long unless told otherwise.
+    public static let defaultWaitTimeout: Duration = .seconds(30)
+
+    /// Parses one line; nil for a blank line or a `#` comment.
+    public static func parse(_ line: String) throws(CommandError) -> HostCommand? {
+        let words = line.split(whereSeparator: \.isWhitespace).map(String.init)
+        guard let verb = words.first, !verb.hasPrefix("#") else { return nil }
+        let arguments = Array(words.dropFirst())
+
+        func count(_ range: ClosedRange<Int>, _ usage: String) throws(CommandError) {
+            guard range.contains(arguments.count) else { throw CommandError("usage: \(usage)") }
+        }
+        func seconds(_ text: String, _ what: String) throws(CommandError) -> Duration {
+            guard let value = Double(text), value >= 0, value.isFinite else {
+                throw CommandError("\(what) must be a number of seconds, not \(text)")
+            }
+            return .seconds(double: value)
+        }
+
+        switch verb {
+        case "home":
+            try count(0...0, "home")
+            return .home
+        case "open":
+            try count(1...1, "open APP")
+            return .open(arguments[0])
+        case "interrupt":
+            try count(1...2, "interrupt APP [SECONDS]")
+            return .interrupt(arguments[0], try arguments.count == 2 ? seconds(arguments[1], "SECONDS") : nil)
+        case "terminate":
+            try count(1...1, "terminate APP")
+            return .terminate(arguments[0])
+        case "memory-warning":
+            try count(0...1, "memory-warning [APP]")
+            return .memoryWarning(arguments.first)
+        case "sleep":
+            try count(1...1, "sleep SECONDS")
+            return .sleep(try seconds(arguments[0], "SECONDS"))
+        case "wait":
+            try count(2...3, "wait APP STATE [TIMEOUT]")
+            guard let state = AppState(rawValue: arguments[1]), state != .notRunning, state != .launching else {
+                throw CommandError("STATE must be one of inactive, active, background, suspended, terminated; not \(arguments[1])")
+            }
+            let timeout = try arguments.count == 3 ? seconds(arguments[2], "TIMEOUT") : defaultWaitTimeout
+            return .wait(arguments[0], state, timeout: timeout)
+        case "ps":
+            try count(0...0, "ps")
+            return .ps
+        case "quit", "exit":
+            try count(0...0, "quit")
+            return .quit
+        default:
+            throw CommandError(
+                "unknown command \(verb); commands: home, open, interrupt, terminate, memory-warning, sleep, wait, ps, quit")
+        }
+    }
+}
+
+/// A command line that cannot be parsed, or a command that cannot be carried out.
+public struct CommandError: Error, CustomStringConvertible, Equatable {
+    public var description: String
+    public init(_ description: String) { self.description = description }
+}

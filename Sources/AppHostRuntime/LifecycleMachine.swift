@@ -1,0 +1,520 @@
+package import AppHostProtocol
+
+/// An app's state as the person running the host sees it: in events, `wait APP STATE` and `ps`.
+public enum AppState: String, Sendable, CaseIterable, Codable {
+    case notRunning = "not-running"
+    case launching
+    case inactive
+    case active
+    case background
+    case suspended
+    case terminated
+}
+
+/// How an app is launched: to the foreground (sequence 1) or directly into the background (5).
+public enum LaunchKind: Sendable, Equatable {
+    case foreground
+    case background
+}
+
+/// One line of an app's life: a callback that returned, a state it entered, a task it began.
+public struct LifecycleEvent: Sendable, Equatable {
+    /// Stable names, listed in README.md: `launching`, `loaded`, `willFinishLaunching`, …
+    public var name: String
+    /// The app's state after the event.
+    public var state: AppState
+    public var detail: String?
+
+    public init(name: String, state: AppState, detail: String? = nil) {
+        self.name = name
+        self.state = state
+        self.detail = detail
+    }
+}
+
+/// The life cycle of one app, as a pure state machine (LIFECYCLE.md).
+///
+/// It takes inputs — commands, the app's messages, the process's end, the passing of time — and
+/// returns the actions the caller must perform (send a callback, freeze, kill, write a report).
+/// It never reads a clock: every input carries `now`, and `nextDeadline` says when the caller
+/// must next deliver `.tick`. So every rule is testable with a virtual clock, in microseconds.
+package struct LifecycleMachine: Sendable {
+    package enum Input: Sendable, Equatable {
+        case launch(LaunchKind, reason: String)
+        /// The plugin is loaded and its delegate exists.
+        case ready
+        case launchFailed(String)
+        case acknowledged(id: UInt64, returned: Bool?, snapshot: String?)
+        case taskBegan(id: UInt64, name: String?)
+        case taskEnded(id: UInt64)
+        case warning(String)
+        /// Every thread of the app is verified stopped.
+        case suspensionVerified
+        case exited(ProcessExit)
+        case protocolViolation(String)
+        /// Time passed: deadlines at or before `now` fire.
+        case tick
+        case moveToForeground
+        case moveToBackground
+        case interrupt(Duration?)
+        case endInterruption
+        case terminate(byUser: Bool)
+        /// Kill now, without a callback: the host was told to stop at once (a second Ctrl-C).
+        case abort
+        case memoryWarning
+    }
+
+    package enum Action: Sendable, Equatable {
+        case spawn(LaunchKind, reason: String)
+        case send(WireCallbackRequest)
+        case expire(taskIDs: [UInt64], remaining: Double)
+        case freeze
+        case thaw
+        /// End the process now, without a callback.
+        case kill(Termination)
+        case event(LifecycleEvent)
+        /// The process is gone; write the report.
+        case finished(Termination, ProcessExit)
+    }
+
+    package enum Phase: Sendable, Equatable {
+        case notRunning
+        /// Spawned; the plugin is not loaded yet.
+        case starting
+        /// `willFinishLaunching` or `didFinishLaunching` running.
+        case launching
+        /// `didFinishLaunching` returned; not yet active nor in the background.
+        case launched
+        case inactive
+        case active
+        case background
+        /// Freeze requested, not yet verified.
+        case suspending
+        case suspended
+        /// Killed; waiting for the process to end.
+        case terminating
+        case terminated
+    }
+
+    /// Where the host wants the app.
+    private enum Placement: Equatable {
+        case foreground
+        case interrupted
+        case background
+        case terminated
+    }
+
+    private enum Timer: Hashable {
+        case launch
+        case callback
+        case backgroundWarning
+        case backgroundEnd
+        case interruption
+    }
+
+    private struct InFlight {
+        var id: UInt64
+        var callback: WireCallback
+        var budget: Duration
+        var isLaunch: Bool
+    }
+
+    package let policy: Policy
+    package private(set) var phase: Phase = .notRunning
+    /// Open background tasks, by identifier, with their names.
+    package private(set) var openTasks: [UInt64: String] = [:]
+    /// When the app last entered the background, while its background time runs.
+    package private(set) var backgroundEnteredAt: HostInstant?
+    /// The state the app was in when the host decided to end it (or it ended).
+    package private(set) var finalState: AppState = .notRunning
+
+    private var placement: Placement = .foreground
+    private var launchKind: LaunchKind = .foreground
+    private var inFlight: InFlight?
+    private var nextCallbackID: UInt64 = 1
+    private var deadlines: [Timer: HostInstant] = [:]
+    /// Spawn plus the launch budget, until the launch is over; bounds every launch callback.
+    private var launchDeadline: HostInstant?
+    private var needsSnapshot = false
+    private var pendingMemoryWarning = false
+    private var expirationSent = false
+    private var pendingTermination: Termination?
+    private var requestedTermination: Termination?
+
+    package init(policy: Policy) {
+        self.policy = policy
+    }
+
+    /// The app's state as users see it.
+    package var state: AppState {
+        switch phase {
+        case .notRunning: .notRunning
+        case .starting, .launching: .launching
+        case .launched: launchKind == .foreground ? .inactive : .background
+        case .inactive: .inactive
+        case .active: .active
+        case .background, .suspending: .background
+        case .suspended: .suspended
+        case .terminating: finalState
+        case .terminated: .terminated
+        }
+    }
+
+    /// Whether the app's process exists (from spawn until its end is observed).
+    package var isAlive: Bool { phase != .notRunning && phase != .terminated }
+
+    /// Whether the app is in the foreground, or on its way there.
+    package var isInForeground: Bool { placement == .foreground || placement == .interrupted }
+
+    /// When the caller must next deliver `.tick`.
+    package var nextDeadline: HostInstant? { deadlines.values.min() }
+
+    /// The background time left, while the app is in the background with its time running.
+    package func backgroundTimeRemaining(at now: HostInstant) -> Duration? {
+        guard let entered = backgroundEnteredAt else { return nil }
+        return max(.zero, now.duration(to: entered + policy.backgroundTime))
+    }
+
+    package mutating func handle(_ input: Input, now: HostInstant) -> [Action] {
+        var actions: [Action] = []
+        switch input {
+        case .launch(let kind, let reason):
+            guard phase == .notRunning else { return [] }
+            launchKind = kind
+            placement = kind == .foreground ? .foreground : .background
+            phase = .starting
+            launchDeadline = now + policy.launchTimeout
+            deadlines[.launch] = launchDeadline
+            actions += [.spawn(kind, reason: reason), event("launching", detail: reason)]
+
+        case .ready:
+            guard phase == .starting else { return protocolViolation("the app said it was ready twice", now: now) }
+            deadlines[.launch] = nil
+            phase = .launching
+            actions.append(event("loaded"))
+            actions += send(.willFinishLaunching, state: launchState, now: now)
+
+        case .launchFailed(let reason):
+            actions += kill(Termination(kind: .launchFailed, namespace: .host, code: nil, reason: reason))
+
+        case .acknowledged(let id, let returned, let snapshot):
+            guard let flight = inFlight, flight.id == id else {
+                return protocolViolation("it acknowledged callback \(id), which was not running", now: now)
+            }
+            inFlight = nil
+            deadlines[.callback] = nil
+            actions += acknowledged(flight, returned: returned, snapshot: snapshot, now: now)
+
+        case .taskBegan(let id, let name):
+            guard isAlive, phase != .terminating else { return [] }
+            openTasks[id] = name ?? ""
+            actions.append(event("backgroundTaskBegan", detail: taskLabel(id)))
+            if openTasks.count > policy.maximumBackgroundTasks {
+                actions += kill(Termination(
+                    kind: .tooManyBackgroundTasks, namespace: .runningBoard,
+                    code: TerminationCode.tooManyBackgroundTasks.rawValue,
+                    reason: "opened \(openTasks.count) background tasks at once; the limit is \(policy.maximumBackgroundTasks)"))
+            }
+
+        case .taskEnded(let id):
+            guard isAlive, phase != .terminating, openTasks[id] != nil else { return [] }
+            let label = taskLabel(id)
+            openTasks[id] = nil
+            actions.append(event("backgroundTaskEnded", detail: label))
+
+        case .warning(let text):
+            actions.append(event("warning", detail: text))
+
+        case .suspensionVerified:
+            guard phase == .suspending else { return [] }
+            phase = .suspended
+            actions.append(event("suspended"))
+
+        case .exited(let exit):
+            guard isAlive else { return [] }
+            let termination = pendingTermination ?? unexpectedEnd(exit)
+            if pendingTermination == nil { finalState = state }
+            phase = .terminated
+            inFlight = nil
+            deadlines.removeAll()
+            backgroundEnteredAt = nil
+            return [.finished(termination, exit)]
+
+        case .protocolViolation(let what):
+            return protocolViolation(what, now: now)
+
+        case .tick:
+            actions += fireDeadlines(now: now)
+
+        case .moveToForeground:
+            if phase == .notRunning { return handle(.launch(.foreground, reason: "user"), now: now) }
+            guard placement != .terminated else { return [] }
+            placement = .foreground
+            deadlines[.interruption] = nil
+
+        case .moveToBackground:
+            guard placement != .terminated, isAlive else { return [] }
+            placement = .background
+            deadlines[.interruption] = nil
+
+        case .interrupt(let duration):
+            guard isAlive, isInForeground else { return [] }
+            placement = .interrupted
+            deadlines[.interruption] = duration.map { now + $0 }
+
+        case .endInterruption:
+            guard placement == .interrupted else { return [] }
+            placement = .foreground
+            deadlines[.interruption] = nil
+
+        case .terminate(let byUser):
+            guard isAlive, placement != .terminated else { return [] }
+            placement = .terminated
+            requestedTermination = byUser
+                ? Termination(
+                    kind: .userTerminated, namespace: .user, code: nil,
+                    reason: "terminated by the user; applicationWillTerminate(_:) returned")
+                : Termination(
+                    kind: .hostShutdown, namespace: .host, code: nil,
+                    reason: "the host shut down; applicationWillTerminate(_:) returned")
+            if phase == .starting {
+                actions += kill(Termination(
+                    kind: requestedTermination!.kind, namespace: requestedTermination!.namespace, code: nil,
+                    reason: byUser ? "terminated by the user before it finished loading" : "the host shut down before the app finished loading"))
+            }
+
+        case .abort:
+            return kill(Termination(
+                kind: .hostShutdown, namespace: .host, code: nil,
+                reason: "the host was told to stop at once; killed without a callback"))
+
+        case .memoryWarning:
+            guard isAlive, phase != .suspended, phase != .suspending, phase != .starting else { return [] }
+            pendingMemoryWarning = true
+        }
+        actions += reconcile(now: now)
+        return actions
+    }
+
+    // MARK: Callbacks
+
+    /// The state the app observes while it launches.
+    private var launchState: WireApplicationState { launchKind == .foreground ? .inactive : .background }
+
+    /// The state the app observes now, for callbacks that do not change it.
+    private var observedState: WireApplicationState {
+        switch phase {
+        case .active: .active
+        case .background, .suspending, .suspended: .background
+        case .launching, .starting: launchState
+        case .launched: launchState
+        default: .inactive
+        }
+    }
+
+    private mutating func send(
+        _ callback: WireCallback, state: WireApplicationState, after: WireApplicationState? = nil,
+        remaining: Duration? = nil, now: HostInstant
+    ) -> [Action] {
+        let isLaunch: Bool
+        let budget: Duration
+        switch callback {
+        case .willFinishLaunching, .didFinishLaunching:
+            isLaunch = true
+        case .didBecomeActive:
+            isLaunch = launchDeadline != nil
+        default:
+            isLaunch = false
+        }
+        switch callback {
+        case .didEnterBackground: budget = policy.didEnterBackgroundTimeout
+        case .willTerminate: budget = policy.willTerminateTimeout
+        default: budget = policy.callbackTimeout
+        }
+        let id = nextCallbackID
+        nextCallbackID += 1
+        inFlight = InFlight(id: id, callback: callback, budget: isLaunch ? policy.launchTimeout : budget, isLaunch: isLaunch)
+        if isLaunch, let launchDeadline {
+            deadlines[.callback] = launchDeadline
+        } else {
+            deadlines[.callback] = now + budget
+        }
+        return [.send(WireCallbackRequest(
+            id: id, callback: callback, state: state, stateAfter: after, backgroundTimeRemaining: remaining?.seconds))]
+    }
+
+    private mutating func acknowledged(_ flight: InFlight, returned: Bool?, snapshot: String?, now: HostInstant) -> [Action] {
+        switch flight.callback {
+        case .willFinishLaunching, .didFinishLaunching:
+            if returned == false {
+                return kill(Termination(
+                    kind: .launchFailed, namespace: .host, code: nil,
+                    reason: "\(flight.callback.delegateMethodName) returned false"))
+            }
+            if flight.callback == .willFinishLaunching {
+                return [event("willFinishLaunching")] + send(.didFinishLaunching, state: launchState, now: now)
+            }
+            phase = .launched
+            if launchKind == .background || placement != .foreground { launchDeadline = nil }
+        case .didBecomeActive:
+            phase = .active
+            launchDeadline = nil
+        case .willResignActive, .willEnterForeground:
+            phase = .inactive
+        case .didEnterBackground:
+            phase = .background
+            needsSnapshot = true
+        case .willTerminate:
+            return [event("willTerminate")] + kill(requestedTermination!)
+        case .didReceiveMemoryWarning:
+            break
+        case .snapshot:
+            return [event("snapshot", detail: snapshot ?? "")]
+        }
+        return [event(flight.callback.rawValue)]
+    }
+
+    // MARK: Moving towards the placement
+
+    /// When no callback is running, starts the next step towards where the host wants the app.
+    private mutating func reconcile(now: HostInstant) -> [Action] {
+        guard inFlight == nil else { return [] }
+        switch phase {
+        case .notRunning, .starting, .launching, .suspending, .terminating, .terminated: return []
+        default: break
+        }
+        if placement == .terminated {
+            guard phase != .suspended else {
+                let request = requestedTermination!
+                let forceQuit = request.kind == .userTerminated
+                return kill(Termination(
+                    kind: forceQuit ? .forceQuit : request.kind, namespace: request.namespace, code: nil,
+                    reason: forceQuit
+                        ? "force quit by the user while suspended (no callback)"
+                        : "the host shut down; the suspended app was ended without a callback"))
+            }
+            return send(.willTerminate, state: observedState, now: now)
+        }
+        if pendingMemoryWarning && phase != .suspended {
+            pendingMemoryWarning = false
+            return send(.didReceiveMemoryWarning, state: observedState, now: now)
+        }
+        switch (phase, placement) {
+        case (.launched, .foreground) where launchKind == .foreground:
+            return send(.didBecomeActive, state: .active, now: now)
+        case (.launched, .interrupted) where launchKind == .foreground:
+            phase = .inactive
+            return [event("interrupted")]
+        case (.launched, .foreground), (.launched, .interrupted), (.background, .foreground), (.background, .interrupted):
+            endBackgroundTime()
+            return send(.willEnterForeground, state: .background, after: .inactive, now: now)
+        case (.launched, .background), (.inactive, .background):
+            backgroundEnteredAt = now
+            expirationSent = false
+            deadlines[.backgroundWarning] = now + (policy.backgroundTime - policy.expirationWarning)
+            deadlines[.backgroundEnd] = now + policy.backgroundTime + policy.expirationGrace
+            return send(.didEnterBackground, state: .background, remaining: policy.backgroundTime, now: now)
+        case (.inactive, .foreground):
+            return send(.didBecomeActive, state: .active, now: now)
+        case (.active, .interrupted), (.active, .background):
+            return send(.willResignActive, state: .active, after: .inactive, now: now)
+        case (.background, .background):
+            if needsSnapshot {
+                needsSnapshot = false
+                return send(.snapshot, state: .background, now: now)
+            }
+            guard openTasks.isEmpty else { return [] }
+            endBackgroundTime()
+            phase = .suspending
+            return [.freeze]
+        case (.suspended, .foreground), (.suspended, .interrupted):
+            phase = .background
+            return [.thaw, event("resumed")] + reconcile(now: now)
+        default:
+            return []
+        }
+    }
+
+    private mutating func endBackgroundTime() {
+        backgroundEnteredAt = nil
+        deadlines[.backgroundWarning] = nil
+        deadlines[.backgroundEnd] = nil
+    }
+
+    // MARK: Time
+
+    private mutating func fireDeadlines(now: HostInstant) -> [Action] {
+        var actions: [Action] = []
+        for (timer, deadline) in deadlines.sorted(by: { $0.value < $1.value }) where deadline <= now {
+            guard deadlines[timer] != nil, phase != .terminating else { continue }
+            deadlines[timer] = nil
+            switch timer {
+            case .launch:
+                actions += kill(.watchdog(
+                    "did not finish launching within \(policy.launchTimeout.formatted): the plugin had not loaded"))
+            case .callback:
+                guard let flight = inFlight else { break }
+                let reason = flight.isLaunch
+                    ? "did not finish launching within \(policy.launchTimeout.formatted): \(flight.callback.delegateMethodName) had not returned"
+                    : "did not return from \(flight.callback.delegateMethodName) within \(flight.budget.formatted)"
+                actions += kill(.watchdog(reason))
+            case .backgroundWarning:
+                guard !openTasks.isEmpty, !expirationSent else { break }
+                expirationSent = true
+                let ids = openTasks.keys.sorted()
+                actions.append(event("expiration", detail: ids.map(taskLabel).joined(separator: ", ")))
+                actions.append(.expire(taskIDs: ids, remaining: policy.expirationWarning.seconds))
+            case .backgroundEnd:
+                guard !openTasks.isEmpty else { break }
+                let tasks = openTasks.keys.sorted().map(taskLabel).joined(separator: ", ")
+                actions += kill(Termination(
+                    kind: .backgroundTime, namespace: .runningBoard, code: TerminationCode.backgroundTimeExhausted.rawValue,
+                    reason: "background task \(tasks) still open \(policy.expirationGrace.formatted) after its background time (\(policy.backgroundTime.formatted)) ran out"))
+            case .interruption:
+                if placement == .interrupted { placement = .foreground }
+            }
+        }
+        return actions
+    }
+
+    // MARK: Ending
+
+    private mutating func kill(_ termination: Termination) -> [Action] {
+        guard isAlive, phase != .terminating else { return [] }
+        finalState = state
+        pendingTermination = termination
+        phase = .terminating
+        inFlight = nil
+        deadlines.removeAll()
+        return [.kill(termination)]
+    }
+
+    private mutating func protocolViolation(_ what: String, now: HostInstant) -> [Action] {
+        kill(Termination(kind: .protocolViolation, namespace: .host, code: nil, reason: "broke the control protocol: \(what)"))
+    }
+
+    /// The app's process ended without the host deciding it: a crash or an exit.
+    private func unexpectedEnd(_ exit: ProcessExit) -> Termination {
+        let during = inFlight.map { " in \($0.callback.delegateMethodName)" } ?? " while \(state.rawValue)"
+        if phase == .starting {
+            return Termination(
+                kind: .launchFailed, namespace: .host, code: nil,
+                reason: "the app process \(exit.description) before its plugin loaded")
+        }
+        switch exit.status {
+        case .signaled(let signal, _):
+            return Termination(kind: .crash, namespace: .signal, code: UInt64(signal), reason: "crashed (\(signalName(signal)))\(during)")
+        case .exited(let status):
+            return Termination(kind: .exit, namespace: .exit, code: UInt64(UInt32(bitPattern: status)), reason: "exited with status \(status)\(during)")
+        }
+    }
+
+    private func event(_ name: String, detail: String? = nil) -> Action {
+        .event(LifecycleEvent(name: name, state: state, detail: detail))
+    }
+
+    private func taskLabel(_ id: UInt64) -> String {
+        let name = openTasks[id] ?? ""
+        return name.isEmpty ? "#\(id)" : "#\(id) \"\(name)\""
+    }
+}

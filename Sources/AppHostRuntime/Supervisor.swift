@@ -1,0 +1,707 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+public import Foundation
+import Dispatch
+import AppHostProtocol
+import CAppHostShims
+
+/// The host: runs installed apps in their own processes and drives each through its life cycle.
+///
+/// Everything happens on one serial queue: the apps' control sockets, their pidfds, their
+/// timers and the commands. Each app's `LifecycleMachine` decides; the supervisor performs the
+/// decisions (spawn, send, freeze, kill, report). When every app is suspended, nothing wakes it:
+/// there are no polling loops.
+public final class Supervisor: @unchecked Sendable {
+    public struct Configuration: Sendable {
+        public var policy = Policy()
+        /// Reports and containers live here.
+        public var stateDirectory: URL
+        /// Names this host among others on the same machine (cgroups and state are per instance).
+        public var instance = "default"
+        /// The binary re-executed as each app process (`EXECUTABLE __app-process`).
+        public var executable: String
+        /// Forces a suspension mechanism; nil picks the best the machine offers.
+        public var suspension: SuspensionMechanism?
+        /// Copy each app's standard output and error to the host's standard error, line by line.
+        public var forwardAppOutput = true
+
+        public init(stateDirectory: URL, executable: String) {
+            self.stateDirectory = stateDirectory
+            self.executable = executable
+        }
+    }
+
+    public let configuration: Configuration
+    /// How this host suspends apps, and (when it is not the best) why.
+    public let suspensionMechanism: SuspensionMechanism
+    public let suspensionNote: String
+
+    private let queue = DispatchQueue(label: "apphost.supervisor", qos: .userInitiated)
+    private let clock: any HostClock
+    private let spawner = SpawnThread()
+    private let cgroups: CgroupHierarchy?
+    private var watcher: CgroupEventWatcher?
+    private let reports: ReportStore
+    private let observer: @Sendable (HostEvent) -> Void
+    private var apps: [AppRecord] = []
+    private var waiters: [Waiter] = []
+    private var shutdownContinuations: [CheckedContinuation<Void, Never>] = []
+    private var groupCounter = 0
+
+    /// Creates a host. `observer` receives every event, on the supervisor's queue.
+    public init(
+        configuration: Configuration, clock: any HostClock = MonotonicClock(),
+        observer: @escaping @Sendable (HostEvent) -> Void
+    ) throws {
+        try configuration.policy.validate()
+        self.configuration = configuration
+        self.clock = clock
+        self.observer = observer
+        reports = ReportStore(stateDirectory: configuration.stateDirectory)
+        try FileManager.default.createDirectory(at: configuration.stateDirectory, withIntermediateDirectories: true)
+
+        var note: String
+        switch configuration.suspension {
+        case .sigstop:
+            cgroups = nil
+            note = "SIGSTOP (requested)"
+        case .cgroupFreezer, nil:
+            switch CgroupHierarchy.create(instance: configuration.instance) {
+            case .success(let hierarchy):
+                cgroups = hierarchy
+                note = "cgroup v2 freezer (\(hierarchy.path))"
+            case .failure(let unavailable):
+                if configuration.suspension == .cgroupFreezer {
+                    throw SupervisorError("the cgroup v2 freezer was requested but is unavailable: \(unavailable.reason)")
+                }
+                cgroups = nil
+                note = "SIGSTOP, degraded: \(unavailable.reason)"
+            }
+        }
+        if cgroups != nil {
+            watcher = CgroupEventWatcher(queue: queue)
+            if watcher == nil { note += "; inotify unavailable" }
+        }
+        suspensionMechanism = cgroups != nil && watcher != nil ? .cgroupFreezer : .sigstop
+        suspensionNote = note
+        let started = HostEvent(time: Date(), event: "started", detail: "suspension: \(note)")
+        queue.async { observer(started) }
+    }
+
+    deinit {
+        cgroups?.remove()
+    }
+
+    // MARK: Commands
+
+    /// Makes an app known to the host. It does not launch it.
+    public func install(_ bundle: AppBundle) throws {
+        try queue.sync {
+            if let other = apps.first(where: { $0.bundle.identifier == bundle.identifier }) {
+                throw SupervisorError("\(bundle.url.lastPathComponent) and \(other.bundle.url.lastPathComponent) have the same CFBundleIdentifier \(bundle.identifier)")
+            }
+            apps.append(AppRecord(bundle: bundle))
+        }
+    }
+
+    /// The installed apps' bundles, in installation order.
+    public var bundles: [AppBundle] { queue.sync { apps.map(\.bundle) } }
+
+    /// Launches an app that is not running: to the foreground (sending the current foreground
+    /// app to the background) or directly into the background.
+    public func launch(_ name: String, kind: LaunchKind) throws {
+        try queue.sync {
+            let record = try app(named: name)
+            if record.run?.machine.isAlive == true { throw SupervisorError("\(record.bundle.name) is already running") }
+            if kind == .foreground { sendForegroundAppAway(except: record) }
+            start(record, kind: kind, reason: kind == .foreground ? "user" : "background")
+        }
+    }
+
+    /// Brings an app to the foreground, launching it if it is not running (`open APP`).
+    public func open(_ name: String) throws {
+        try queue.sync {
+            let record = try app(named: name)
+            sendForegroundAppAway(except: record)
+            if let run = record.run, run.machine.isAlive {
+                handle(record, run, .moveToForeground)
+            } else {
+                start(record, kind: .foreground, reason: "user")
+            }
+        }
+    }
+
+    /// Sends the foreground app to the background (`home`).
+    public func home() {
+        queue.sync { sendForegroundAppAway(except: nil) }
+    }
+
+    /// Interrupts the foreground app, for `duration` or until `open`/`home` (`interrupt APP`).
+    public func interrupt(_ name: String, for duration: Duration?) throws {
+        try queue.sync {
+            let record = try app(named: name)
+            guard let run = record.run, run.machine.isAlive, run.machine.isInForeground else {
+                throw SupervisorError("\(record.bundle.name) is not in the foreground")
+            }
+            handle(record, run, .interrupt(duration))
+        }
+    }
+
+    /// Terminates an app (`terminate APP`): `applicationWillTerminate` if it runs, nothing if it
+    /// is suspended (a force quit).
+    public func terminate(_ name: String) throws {
+        try queue.sync {
+            let record = try app(named: name)
+            guard let run = record.run, run.machine.isAlive else {
+                throw SupervisorError("\(record.bundle.name) is not running")
+            }
+            handle(record, run, .terminate(byUser: true))
+        }
+    }
+
+    /// Sends `applicationDidReceiveMemoryWarning` to the named app, or to every running app.
+    public func memoryWarning(_ name: String?) throws {
+        try queue.sync {
+            let targets = try name.map { name in [try app(named: name)] } ?? apps
+            for record in targets {
+                if let run = record.run, run.machine.isAlive { handle(record, run, .memoryWarning) }
+            }
+        }
+    }
+
+    /// Waits until the app is in `state`; false if `timeout` passes first.
+    public func wait(for name: String, state: AppState, timeout: Duration) async throws -> Bool {
+        let record = try queue.sync { try app(named: name) }
+        return await withCheckedContinuation { continuation in
+            queue.async { [self] in
+                if currentState(of: record) == state {
+                    continuation.resume(returning: true)
+                    return
+                }
+                let waiter = Waiter(record: record, state: state, continuation: continuation)
+                waiters.append(waiter)
+                queue.asyncAfter(deadline: .now() + .nanoseconds(Int(timeout.nanoseconds))) { [self] in
+                    guard let index = waiters.firstIndex(where: { $0 === waiter }) else { return }
+                    waiters.remove(at: index)
+                    continuation.resume(returning: false)
+                }
+            }
+        }
+    }
+
+    /// The state of every installed app, for `ps`.
+    public func status() -> [AppStatus] {
+        queue.sync {
+            let now = clock.now
+            return apps.map { record in
+                let run = record.run
+                return AppStatus(
+                    name: record.bundle.name, identifier: record.bundle.identifier,
+                    pid: run?.process?.pid, state: currentState(of: record),
+                    timeInState: run.map { $0.stateSince.duration(to: now) } ?? .zero,
+                    openBackgroundTasks: run?.machine.openTasks.count ?? 0,
+                    backgroundTimeRemaining: run?.machine.backgroundTimeRemaining(at: now),
+                    cpuForeground: run?.cpuForeground ?? .zero, cpuBackground: run?.cpuBackground ?? .zero,
+                    snapshot: run?.snapshot)
+            }
+        }
+    }
+
+    /// Terminates every running app as sequence 7 says and returns when all have ended.
+    public func shutdown() async {
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            queue.async { [self] in
+                shutdownContinuations.append(continuation)
+                for record in apps {
+                    if let run = record.run, run.machine.isAlive { handle(record, run, .terminate(byUser: false)) }
+                }
+                resumeShutdownIfDone()
+            }
+        }
+    }
+
+    /// Kills every app process at once, without callbacks (a second Ctrl-C).
+    public func killAll() {
+        queue.sync {
+            for record in apps {
+                if let run = record.run, run.machine.isAlive { handle(record, run, .abort) }
+            }
+        }
+    }
+
+    // MARK: Running an app
+
+    private func app(named name: String) throws -> AppRecord {
+        let lowered = name.lowercased()
+        if let record = apps.first(where: {
+            $0.bundle.name.lowercased() == lowered || $0.bundle.identifier.lowercased() == lowered
+                || $0.bundle.url.lastPathComponent.lowercased() == lowered
+        }) {
+            return record
+        }
+        let known = apps.map(\.bundle.name).joined(separator: ", ")
+        throw SupervisorError("no app named \(name); installed: \(known.isEmpty ? "none" : known)")
+    }
+
+    private func currentState(of record: AppRecord) -> AppState {
+        record.run?.machine.state ?? .notRunning
+    }
+
+    private func sendForegroundAppAway(except keep: AppRecord?) {
+        for record in apps where record !== keep {
+            if let run = record.run, run.machine.isAlive, run.machine.isInForeground {
+                handle(record, run, .moveToBackground)
+            }
+        }
+    }
+
+    private func start(_ record: AppRecord, kind: LaunchKind, reason: String) {
+        let run = AppRun(machine: LifecycleMachine(policy: configuration.policy), now: clock.now, queue: queue)
+        record.run = run
+        run.timer.setEventHandler { [weak self, weak record, weak run] in
+            guard let self, let record, let run else { return }
+            handle(record, run, .tick)
+        }
+        run.timer.activate()
+        handle(record, run, .launch(kind, reason: reason))
+    }
+
+    private func handle(_ record: AppRecord, _ run: AppRun, _ input: LifecycleMachine.Input) {
+        let actions = run.machine.handle(input, now: clock.now)
+        for action in actions { perform(action, record, run) }
+        if let deadline = run.machine.nextDeadline {
+            let delay = max(0, clock.now.duration(to: deadline).nanoseconds)
+            run.timer.schedule(deadline: .now() + .nanoseconds(Int(delay)), leeway: .microseconds(100))
+        } else {
+            run.timer.schedule(deadline: .distantFuture)
+        }
+    }
+
+    private func perform(_ action: LifecycleMachine.Action, _ record: AppRecord, _ run: AppRun) {
+        switch action {
+        case .spawn(_, let reason):
+            spawn(record, run, reason: reason)
+        case .send(let request):
+            send(.callback(request), record, run)
+        case .expire(let taskIDs, let remaining):
+            send(.expire(taskIDs: taskIDs, remaining: remaining), record, run)
+        case .freeze:
+            freeze(record, run)
+        case .thaw:
+            thaw(run)
+        case .kill:
+            kill(run)
+        case .event(let event):
+            emit(event, record, run)
+        case .finished(let termination, let exit):
+            finish(record, run, termination: termination, exit: exit)
+        }
+    }
+
+    private func spawn(_ record: AppRecord, _ run: AppRun, reason: String) {
+        let bundle = record.bundle
+        let container: URL
+        do {
+            container = try Containers.prepare(for: bundle, in: configuration.stateDirectory)
+        } catch {
+            failToSpawn(record, run, "cannot create the app's container: \(error)")
+            return
+        }
+        groupCounter += 1
+        if let cgroups {
+            run.cgroup = try? cgroups.makeGroup(named: "\(bundle.name)-\(groupCounter)")
+        }
+        let executable = configuration.executable
+        let environment = Containers.environment(container: container, parent: getpid())
+        let result = spawner.run { () -> Result<SpawnedProcess, SystemCallError> in
+            Result { () throws(SystemCallError) in
+                try AppProcessSpawner.spawn(executable: executable, arguments: ["__app-process"], environment: environment)
+            }
+        }
+        let process: SpawnedProcess
+        switch result {
+        case .success(let spawned): process = spawned
+        case .failure(let error):
+            failToSpawn(record, run, "cannot start the app process: \(error)")
+            return
+        }
+        run.process = process
+        if let cgroup = run.cgroup {
+            // Before the configuration is sent: the runner waits for it, so no app code runs
+            // outside the group.
+            do {
+                try cgroup.add(pid: process.pid)
+                run.watch = watcher?.watch(cgroup.eventsPath) { [weak self, weak record, weak run] in
+                    guard let self, let record, let run, run.machine.phase == .suspending, cgroup.isFrozen else { return }
+                    handle(record, run, .suspensionVerified)
+                }
+            } catch {
+                cgroup.remove()
+                run.cgroup = nil
+            }
+        }
+        watchProcess(record, run, process)
+        let configurationMessage = WireConfiguration(
+            bundleIdentifier: bundle.identifier, bundleName: bundle.name, bundlePath: bundle.url.path,
+            pluginPath: bundle.pluginURL.path, delegateClassName: bundle.delegateClassName,
+            containerPath: container.path, launchReason: reason)
+        send(.configure(configurationMessage), record, run)
+    }
+
+    private func failToSpawn(_ record: AppRecord, _ run: AppRun, _ reason: String) {
+        handle(record, run, .launchFailed(reason))
+        handle(record, run, .exited(ProcessExit(status: .exited(127))))
+    }
+
+    private func watchProcess(_ record: AppRecord, _ run: AppRun, _ process: SpawnedProcess) {
+        let control = DispatchSource.makeReadSource(fileDescriptor: process.control, queue: queue)
+        control.setEventHandler { [weak self, weak record, weak run] in
+            guard let self, let record, let run else { return }
+            readControl(record, run)
+        }
+        control.setCancelHandler { closeIgnoringErrors(process.control) }
+        control.activate()
+        run.control = control
+
+        let exit = DispatchSource.makeReadSource(fileDescriptor: process.pidfd, queue: queue)
+        exit.setEventHandler { [weak self, weak record, weak run] in
+            guard let self, let record, let run else { return }
+            reap(record, run)
+        }
+        exit.setCancelHandler { closeIgnoringErrors(process.pidfd) }
+        exit.activate()
+        run.exitSource = exit
+
+        let output = DispatchSource.makeReadSource(fileDescriptor: process.output, queue: queue)
+        output.setEventHandler { [weak self, weak record, weak run] in
+            guard let self, let record, let run else { return }
+            forwardOutput(record, run)
+        }
+        output.setCancelHandler { closeIgnoringErrors(process.output) }
+        output.activate()
+        run.outputSource = output
+    }
+
+    // MARK: The control socket
+
+    private func send(_ message: HostMessage, _ record: AppRecord, _ run: AppRun) {
+        guard let fd = run.process?.control, run.control != nil else { return }
+        let bytes = Framing.frame(WireCoding.encode(message))
+        var offset = 0
+        while offset < bytes.count {
+            let sent = bytes.withUnsafeBytes { raw in
+                Glibc.send(fd, raw.baseAddress! + offset, raw.count - offset, Int32(MSG_DONTWAIT | MSG_NOSIGNAL))
+            }
+            if sent > 0 {
+                offset += sent
+                continue
+            }
+            if errno == EINTR { continue }
+            if errno == EAGAIN || errno == EWOULDBLOCK {
+                queue.async { [self] in handle(record, run, .protocolViolation("it stopped reading its control socket")) }
+            }
+            return  // EPIPE and the like: the process is ending; its exit will be observed
+        }
+    }
+
+    private func readControl(_ record: AppRecord, _ run: AppRun) {
+        guard let fd = run.process?.control else { return }
+        var buffer = [UInt8](repeating: 0, count: 64 * 1024)
+        var closed = false
+        while true {
+            let count = buffer.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, Int32(MSG_DONTWAIT)) }
+            if count > 0 {
+                buffer.withUnsafeBytes { run.decoder.append(UnsafeRawBufferPointer(rebasing: $0[0..<count])) }
+                if count < buffer.count { break }
+                continue
+            }
+            if count < 0 && errno == EINTR { continue }
+            closed = count == 0 || (errno != EAGAIN && errno != EWOULDBLOCK)
+            break
+        }
+        do {
+            while run.control != nil, let body = try run.decoder.next() {
+                let message: AppMessage
+                do {
+                    message = try WireCoding.decode(AppMessage.self, from: body)
+                } catch {
+                    let preview = String(decoding: body.prefix(40), as: UTF8.self)
+                    violate(record, run, "it sent a frame that is not a message (\(body.count) bytes: \(preview.debugDescription))")
+                    return
+                }
+                receive(message, record, run)
+            }
+        } catch {
+            violate(record, run, "it sent a \(error)")
+            return
+        }
+        if closed {
+            run.control?.cancel()
+            run.control = nil
+            // A dying process closes its socket just before it ends; one that lives on without
+            // it can no longer be driven.
+            queue.asyncAfter(deadline: .now() + .milliseconds(500)) { [weak self, weak record, weak run] in
+                guard let self, let record, let run, run.machine.isAlive, run.machine.phase != .terminating else { return }
+                handle(record, run, .protocolViolation("it closed its control socket"))
+            }
+        }
+    }
+
+    private func violate(_ record: AppRecord, _ run: AppRun, _ what: String) {
+        run.control?.cancel()
+        run.control = nil
+        handle(record, run, .protocolViolation(what))
+    }
+
+    private func receive(_ message: AppMessage, _ record: AppRecord, _ run: AppRun) {
+        switch message {
+        case .hello(let version, _):
+            if version != wireProtocolVersion {
+                violate(record, run, "it speaks control protocol \(version); this host speaks \(wireProtocolVersion)")
+            }
+        case .ready(let version):
+            if version != wireProtocolVersion {
+                violate(record, run, "its SDK speaks control protocol \(version); this host speaks \(wireProtocolVersion)")
+            } else {
+                handle(record, run, .ready)
+            }
+        case .launchFailed(let reason): handle(record, run, .launchFailed(reason))
+        case .ack(let id, let returned, let snapshot): handle(record, run, .acknowledged(id: id, returned: returned, snapshot: snapshot))
+        case .taskBegan(let id, let name): handle(record, run, .taskBegan(id: id, name: name))
+        case .taskEnded(let id): handle(record, run, .taskEnded(id: id))
+        case .warning(let text): handle(record, run, .warning(text))
+        }
+    }
+
+    private func forwardOutput(_ record: AppRecord, _ run: AppRun) {
+        guard let fd = run.process?.output else { return }
+        var buffer = [UInt8](repeating: 0, count: 16 * 1024)
+        while true {
+            let count = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
+            if count > 0 {
+                run.pendingOutput.append(contentsOf: buffer[0..<count])
+                continue
+            }
+            if count < 0 && errno == EINTR { continue }
+            if count == 0 || (errno != EAGAIN && errno != EWOULDBLOCK) {
+                if !run.pendingOutput.isEmpty { run.pendingOutput.append(UInt8(ascii: "\n")) }
+                run.outputSource?.cancel()
+                run.outputSource = nil
+            }
+            break
+        }
+        let prefix = "\(record.bundle.name)[\(run.process?.pid ?? 0)]: "
+        while let newline = run.pendingOutput.firstIndex(of: UInt8(ascii: "\n")) {
+            let line = String(decoding: run.pendingOutput[..<newline], as: UTF8.self)
+            run.pendingOutput.removeSubrange(...newline)
+            if configuration.forwardAppOutput { FileHandle.standardError.write(Data((prefix + line + "\n").utf8)) }
+        }
+    }
+
+    // MARK: Suspension
+
+    private func freeze(_ record: AppRecord, _ run: AppRun) {
+        guard let process = run.process else { return }
+        if let cgroup = run.cgroup, run.watch != nil, (try? cgroup.freeze()) != nil {
+            // Verified by the inotify watch on cgroup.events, or at once if already frozen.
+            if cgroup.isFrozen { queue.async { [self] in handle(record, run, .suspensionVerified) } }
+            return
+        }
+        _ = apphost_pidfd_send_signal(process.pidfd, SIGSTOP)
+        verifyStopped(record, run, pid: process.pid, attempt: 0)
+    }
+
+    /// SIGSTOP takes effect thread by thread; confirm every thread has stopped before reporting.
+    private func verifyStopped(_ record: AppRecord, _ run: AppRun, pid: pid_t, attempt: Int) {
+        guard run.machine.phase == .suspending else { return }
+        if allThreadsStopped(pid: pid) {
+            handle(record, run, .suspensionVerified)
+        } else if attempt < 20_000 {
+            queue.asyncAfter(deadline: .now() + .microseconds(attempt < 100 ? 20 : 500)) { [self] in
+                verifyStopped(record, run, pid: pid, attempt: attempt + 1)
+            }
+        }
+    }
+
+    private func thaw(_ run: AppRun) {
+        guard let process = run.process else { return }
+        if let cgroup = run.cgroup, run.watch != nil {
+            try? cgroup.thaw()
+        } else {
+            _ = apphost_pidfd_send_signal(process.pidfd, SIGCONT)
+        }
+    }
+
+    private func kill(_ run: AppRun) {
+        guard let process = run.process else { return }
+        run.control?.cancel()
+        run.control = nil
+        if let cgroup = run.cgroup, cgroup.killAll() { return }
+        _ = apphost_pidfd_send_signal(process.pidfd, SIGKILL)
+    }
+
+    // MARK: Events, the end, reports
+
+    private func emit(_ event: LifecycleEvent, _ record: AppRecord, _ run: AppRun) {
+        if event.state != run.lastState {
+            account(run, until: AppProcessSpawner.cpuTime(pid: run.process?.pid ?? 0))
+            run.lastState = event.state
+            run.stateSince = clock.now
+        }
+        if event.name == "snapshot" { run.snapshot = event.detail }
+        publish(HostEvent(
+            time: Date(), app: record.bundle.identifier, name: record.bundle.name, pid: run.process?.pid,
+            event: event.name, state: event.state, detail: event.detail), run: run)
+        resolveWaiters(for: record)
+    }
+
+    /// Adds the CPU time used since the last sample to the state the app was in.
+    private func account(_ run: AppRun, until total: Duration?) {
+        guard let total else { return }
+        let used = max(.zero, total - run.cpuSampled)
+        run.cpuSampled = total
+        switch run.lastState {
+        case .background, .suspended: run.cpuBackground += used
+        default: run.cpuForeground += used
+        }
+    }
+
+    private func reap(_ record: AppRecord, _ run: AppRun) {
+        guard let process = run.process else { return }
+        var status = apphost_child_status()
+        guard apphost_waitid_pidfd(process.pidfd, WEXITED | WNOHANG, &status) == 0, status.code != 0 else { return }
+        let exit = ProcessExit(
+            status: status.code == CLD_EXITED ? .exited(status.status) : .signaled(status.status, coreDumped: status.code == CLD_DUMPED),
+            userTime: .microseconds(status.user_usec), systemTime: .microseconds(status.system_usec),
+            maximumResidentBytes: UInt64(max(0, status.max_rss_kib)) * 1024)
+        account(run, until: exit.userTime + exit.systemTime)
+        handle(record, run, .exited(exit))
+    }
+
+    private func finish(_ record: AppRecord, _ run: AppRun, termination: Termination, exit: ProcessExit) {
+        run.control?.cancel()
+        run.control = nil
+        run.exitSource?.cancel()
+        run.exitSource = nil
+        if run.outputSource != nil { forwardOutput(record, run) }
+        run.outputSource?.cancel()
+        run.outputSource = nil
+        if let watch = run.watch { watcher?.unwatch(watch) }
+        run.cgroup?.remove()
+        run.timer.cancel()
+
+        let pid = run.process?.pid ?? 0
+        var reportPath: String?
+        do {
+            reportPath = try reports.write(ReportStore.Contents(
+                bundle: record.bundle, pid: pid, time: Date(), launchedAt: run.launchedAt,
+                finalState: run.machine.finalState, termination: termination, exit: exit,
+                cpuForeground: run.cpuForeground, cpuBackground: run.cpuBackground,
+                openBackgroundTasks: run.machine.openTasks.sorted { $0.key < $1.key }.map { "#\($0.key) \($0.value)" },
+                lastEvents: run.events)).path
+        } catch {
+            publish(HostEvent(time: Date(), event: "warning", detail: "cannot write the report of \(record.bundle.name): \(error)"), run: nil)
+        }
+        run.lastState = .terminated
+        publish(HostEvent(
+            time: Date(), app: record.bundle.identifier, name: record.bundle.name, pid: pid, event: "terminated",
+            state: .terminated, termination: termination, report: reportPath), run: run)
+        resolveWaiters(for: record)
+        resumeShutdownIfDone()
+    }
+
+    private func publish(_ event: HostEvent, run: AppRun?) {
+        if let run {
+            run.events.append(event)
+            if run.events.count > 32 { run.events.removeFirst(run.events.count - 32) }
+        }
+        observer(event)
+    }
+
+    private func resolveWaiters(for record: AppRecord) {
+        let state = currentState(of: record)
+        waiters.removeAll { waiter in
+            guard waiter.record === record, waiter.state == state else { return false }
+            waiter.continuation.resume(returning: true)
+            return true
+        }
+    }
+
+    private func resumeShutdownIfDone() {
+        guard !shutdownContinuations.isEmpty, !apps.contains(where: { $0.run?.machine.isAlive == true }) else { return }
+        let continuations = shutdownContinuations
+        shutdownContinuations = []
+        continuations.forEach { $0.resume() }
+    }
+}
+
+/// What `ps` shows of one app.
+public struct AppStatus: Sendable {
+    public var name: String
+    public var identifier: String
+    public var pid: Int32?
+    public var state: AppState
+    public var timeInState: Duration
+    public var openBackgroundTasks: Int
+    public var backgroundTimeRemaining: Duration?
+    public var cpuForeground: Duration
+    public var cpuBackground: Duration
+    public var snapshot: String?
+}
+
+/// A command the host cannot carry out, or a host that cannot start.
+public struct SupervisorError: Error, CustomStringConvertible {
+    public var description: String
+    public init(_ description: String) { self.description = description }
+}
+
+// The classes below are touched only on the supervisor's queue, hence @unchecked Sendable.
+
+/// An installed app: its bundle and, once launched, its current run.
+private final class AppRecord: @unchecked Sendable {
+    let bundle: AppBundle
+    var run: AppRun?
+
+    init(bundle: AppBundle) { self.bundle = bundle }
+}
+
+/// One process of an app, from launch to its report.
+private final class AppRun: @unchecked Sendable {
+    var machine: LifecycleMachine
+    var process: SpawnedProcess?
+    var cgroup: AppCgroup?
+    var watch: Int32?
+    var control: (any DispatchSourceRead)?
+    var exitSource: (any DispatchSourceRead)?
+    var outputSource: (any DispatchSourceRead)?
+    let timer: any DispatchSourceTimer
+    var decoder = FrameDecoder()
+    var pendingOutput: [UInt8] = []
+    let launchedAt = Date()
+    var lastState: AppState = .notRunning
+    var stateSince: HostInstant
+    var snapshot: String?
+    var events: [HostEvent] = []
+    var cpuForeground: Duration = .zero
+    var cpuBackground: Duration = .zero
+    var cpuSampled: Duration = .zero
+
+    init(machine: LifecycleMachine, now: HostInstant, queue: DispatchQueue) {
+        self.machine = machine
+        timer = DispatchSource.makeTimerSource(queue: queue)
+        stateSince = now
+    }
+}
+
+private final class Waiter: @unchecked Sendable {
+    let record: AppRecord
+    let state: AppState
+    let continuation: CheckedContinuation<Bool, Never>
+
+    init(record: AppRecord, state: AppState, continuation: CheckedContinuation<Bool, Never>) {
+        self.record = record
+        self.state = state
+        self.continuation = continuation
+    }
+}

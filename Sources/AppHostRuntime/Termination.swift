@@ -1,0 +1,127 @@
+/// The namespace of a termination code, as in iOS crash reports. An open set.
+public struct TerminationNamespace: RawRepresentable, Hashable, Sendable, Codable, CustomStringConvertible {
+    public var rawValue: String
+    public init(rawValue: String) { self.rawValue = rawValue }
+
+    /// Watchdog kills (0x8badf00d).
+    public static let frontBoard = TerminationNamespace(rawValue: "FRONTBOARD")
+    /// Background-time and resource rules (0x2182bad2, 0xbada5e47, 0xdead10cc).
+    public static let runningBoard = TerminationNamespace(rawValue: "RUNNINGBOARD")
+    /// The app died of a signal it did not get from the host; the code is the signal number.
+    public static let signal = TerminationNamespace(rawValue: "SIGNAL")
+    /// The app's process exited by itself; the code is its exit status.
+    public static let exit = TerminationNamespace(rawValue: "EXIT")
+    /// The user ended the app (`terminate APP`).
+    public static let user = TerminationNamespace(rawValue: "USER")
+    /// The host ended the app: it shut down, the app could not launch, or it broke the protocol.
+    public static let host = TerminationNamespace(rawValue: "HOST")
+
+    public var description: String { rawValue }
+}
+
+/// A termination code of the spec, printed in hex.
+public struct TerminationCode: RawRepresentable, Hashable, Sendable, CustomStringConvertible {
+    public var rawValue: UInt64
+    public init(rawValue: UInt64) { self.rawValue = rawValue }
+
+    /// "ate bad food": a watchdog overrun.
+    public static let watchdog = TerminationCode(rawValue: 0x8bad_f00d)
+    /// Background tasks still open after the background time and its grace period.
+    public static let backgroundTimeExhausted = TerminationCode(rawValue: 0x2182_bad2)
+    /// More open background tasks than the policy allows.
+    public static let tooManyBackgroundTasks = TerminationCode(rawValue: 0xbada_5e47)
+
+    public var description: String { "0x" + String(rawValue, radix: 16) }
+}
+
+/// Why an app's process ended: who decided it, the code, and one line for a person.
+public struct Termination: Sendable, Equatable {
+    /// A machine-readable category, for filtering reports.
+    public struct Kind: RawRepresentable, Hashable, Sendable, CustomStringConvertible {
+        public var rawValue: String
+        public init(rawValue: String) { self.rawValue = rawValue }
+
+        public static let watchdog = Kind(rawValue: "watchdog")
+        public static let backgroundTime = Kind(rawValue: "background-time")
+        public static let tooManyBackgroundTasks = Kind(rawValue: "too-many-background-tasks")
+        public static let crash = Kind(rawValue: "crash")
+        public static let exit = Kind(rawValue: "exit")
+        public static let launchFailed = Kind(rawValue: "launch-failed")
+        public static let protocolViolation = Kind(rawValue: "protocol-violation")
+        /// `terminate APP` of a running app, after `applicationWillTerminate` returned.
+        public static let userTerminated = Kind(rawValue: "user-terminated")
+        /// `terminate APP` of a suspended app: no callback, as iOS's force quit.
+        public static let forceQuit = Kind(rawValue: "force-quit")
+        public static let hostShutdown = Kind(rawValue: "host-shutdown")
+
+        public var description: String { rawValue }
+    }
+
+    public var kind: Kind
+    public var namespace: TerminationNamespace
+    /// The spec's code, a signal number or an exit status; nil where none applies.
+    public var code: UInt64?
+    public var reason: String
+
+    public init(kind: Kind, namespace: TerminationNamespace, code: UInt64?, reason: String) {
+        self.kind = kind
+        self.namespace = namespace
+        self.code = code
+        self.reason = reason
+    }
+
+    static func watchdog(_ reason: String) -> Termination {
+        Termination(kind: .watchdog, namespace: .frontBoard, code: TerminationCode.watchdog.rawValue, reason: reason)
+    }
+
+    /// Whether this counts as a crash: the app ended without the host deciding it.
+    public var isCrash: Bool { kind == .crash || kind == .exit }
+
+    /// The code as printed in reports: hex for the spec's codes, decimal for signals and statuses.
+    public var formattedCode: String? {
+        guard let code else { return nil }
+        switch namespace {
+        case .signal, .exit: return String(code)
+        default: return TerminationCode(rawValue: code).description
+        }
+    }
+}
+
+/// How the kernel reported the end of an app's process.
+public struct ProcessExit: Sendable, Equatable {
+    public enum Status: Sendable, Equatable {
+        case exited(Int32)
+        case signaled(Int32, coreDumped: Bool)
+    }
+
+    public var status: Status
+    /// CPU time of the whole process, from its rusage.
+    public var userTime: Duration
+    public var systemTime: Duration
+    /// Peak resident memory, from its rusage.
+    public var maximumResidentBytes: UInt64
+
+    public init(status: Status, userTime: Duration = .zero, systemTime: Duration = .zero, maximumResidentBytes: UInt64 = 0) {
+        self.status = status
+        self.userTime = userTime
+        self.systemTime = systemTime
+        self.maximumResidentBytes = maximumResidentBytes
+    }
+
+    public var description: String {
+        switch status {
+        case .exited(let code): "exited with status \(code)"
+        case .signaled(let signal, let core): "killed by \(signalName(signal))\(core ? " (core dumped)" : "")"
+        }
+    }
+}
+
+/// "SIGSEGV" for 11.
+public func signalName(_ signal: Int32) -> String {
+    let names: [Int32: String] = [
+        1: "SIGHUP", 2: "SIGINT", 3: "SIGQUIT", 4: "SIGILL", 5: "SIGTRAP", 6: "SIGABRT", 7: "SIGBUS",
+        8: "SIGFPE", 9: "SIGKILL", 10: "SIGUSR1", 11: "SIGSEGV", 12: "SIGUSR2", 13: "SIGPIPE",
+        14: "SIGALRM", 15: "SIGTERM", 24: "SIGXCPU", 25: "SIGXFSZ", 31: "SIGSYS",
+    ]
+    return names[signal] ?? "signal \(signal)"
+}

@@ -1,0 +1,101 @@
+import AppHostRuntime
+import Foundation
+
+/// Prints events and command output on standard output, whole lines at a time.
+struct EventPrinter: Sendable {
+    let json: Bool
+
+    func print(_ event: HostEvent) {
+        write(json ? event.jsonLine : event.humanLine)
+    }
+
+    func write(_ line: String) {
+        FileHandle.standardOutput.write(Data((line + "\n").utf8))
+    }
+
+    func error(_ line: String) {
+        FileHandle.standardError.write(Data("apphost: \(line)\n".utf8))
+    }
+}
+
+/// Carries out the command language (HostCommand) against a supervisor.
+struct CommandSession {
+    enum Outcome {
+        case next
+        case quit
+        case failed
+    }
+
+    let supervisor: Supervisor
+    let printer: EventPrinter
+
+    func execute(_ line: String, origin: String) async -> Outcome {
+        do {
+            guard let command = try HostCommand.parse(line) else { return .next }
+            switch command {
+            case .home:
+                supervisor.home()
+            case .open(let app):
+                try supervisor.open(app)
+            case .interrupt(let app, let duration):
+                try supervisor.interrupt(app, for: duration)
+            case .terminate(let app):
+                try supervisor.terminate(app)
+            case .memoryWarning(let app):
+                try supervisor.memoryWarning(app)
+            case .sleep(let duration):
+                try? await Task.sleep(for: duration)
+            case .wait(let app, let state, let timeout):
+                guard try await supervisor.wait(for: app, state: state, timeout: timeout) else {
+                    let now = supervisor.status().first { $0.name.lowercased() == app.lowercased() || $0.identifier == app }
+                    printer.error("\(origin): \(app) did not reach \(state.rawValue) within \(timeout.seconds) s (it is \(now?.state.rawValue ?? "unknown"))")
+                    return .failed
+                }
+            case .ps:
+                printStatus()
+            case .quit:
+                return .quit
+            }
+            return .next
+        } catch let error as CommandError {
+            printer.error("\(origin): \(error)")
+        } catch {
+            printer.error("\(origin): \(error)")
+        }
+        return .failed
+    }
+
+    private func printStatus() {
+        let apps = supervisor.status()
+        if printer.json {
+            for app in apps {
+                var object: [String: Any] = [
+                    "event": "ps", "app": app.identifier, "name": app.name, "state": app.state.rawValue,
+                    "timeInState": app.timeInState.seconds, "openBackgroundTasks": app.openBackgroundTasks,
+                    "cpuForeground": app.cpuForeground.seconds, "cpuBackground": app.cpuBackground.seconds,
+                    "time": HostEvent.isoFormatter.string(from: Date()),
+                ]
+                if let pid = app.pid { object["pid"] = Int(pid) }
+                if let left = app.backgroundTimeRemaining { object["backgroundTimeRemaining"] = left.seconds }
+                if let snapshot = app.snapshot { object["snapshot"] = snapshot }
+                let data = (try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys])) ?? Data()
+                printer.write(String(decoding: data, as: UTF8.self))
+            }
+            return
+        }
+        func seconds(_ duration: Duration) -> String { String(format: "%.2f s", duration.seconds) }
+        var lines = [["NAME", "PID", "STATE", "IN STATE", "TASKS", "BG LEFT", "CPU FG", "CPU BG", "SNAPSHOT"]]
+        for app in apps {
+            lines.append([
+                app.name, app.pid.map(String.init) ?? "-", app.state.rawValue, seconds(app.timeInState),
+                String(app.openBackgroundTasks), app.backgroundTimeRemaining.map(seconds) ?? "-",
+                seconds(app.cpuForeground), seconds(app.cpuBackground),
+                app.snapshot.map { $0.replacingOccurrences(of: "\n", with: " ⏎ ").debugDescription } ?? "-",
+            ])
+        }
+        let widths = (0..<lines[0].count).map { column in lines.map { $0[column].count }.max() ?? 0 }
+        for line in lines {
+            printer.write(zip(line, widths).map { $0.padding(toLength: $1, withPad: " ", startingAt: 0) }.joined(separator: "  "))
+        }
+    }
+}

@@ -1,0 +1,15 @@
+import ArgumentParser
+import AppHostRuntime
+
+struct Doctor: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Report what this kernel and user give apphost, and which mechanisms it will use.")
+
+    func run() {
+        let report = DoctorReport.probe()
+        for finding in report.findings {
+            print("\(finding.available ? "yes" : "no ")  \(finding.name): \(finding.detail)")
+        }
+        print(report.suspension)
+    }
+}

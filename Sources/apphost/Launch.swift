@@ -1,0 +1,203 @@
+import ArgumentParser
+import AppHostRuntime
+import Foundation
+import Synchronization
+
+struct Launch: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Run a host with the given app bundles; the first comes to the foreground.",
+        discussion: """
+            Prints one line per life-cycle event (--json: JSON lines). Reads commands from --script FILE \
+            and then from standard input, one per line:
+              home | open APP | interrupt APP [SECONDS] | terminate APP | memory-warning [APP]
+              sleep SECONDS | wait APP STATE [TIMEOUT] | ps | quit
+            APP is a bundle's CFBundleName or identifier; STATE is inactive, active, background, suspended \
+            or terminated. End of input, quit, Ctrl-C or SIGTERM terminate the apps (applicationWillTerminate \
+            for running ones) and exit. A failed command in --script ends the host with status 1.
+            """)
+
+    @OptionGroup var state: StateOptions
+
+    @Flag(help: "Print events as JSON lines: time, app, name, pid, event, state, and code, reason and report for terminations.")
+    var json = false
+
+    @Option(help: ArgumentHelp("Run the commands in this file before reading standard input.", valueName: "file"))
+    var script: String?
+
+    @Flag(help: "Launch the first app directly into the background (sequence 5) instead of the foreground.")
+    var background = false
+
+    @Option(help: ArgumentHelp("A JSON policy file of budgets (see README.md, Policy); flags override it.", valueName: "file"))
+    var policy: String?
+
+    @Option(help: ArgumentHelp("Launch budget, seconds (default 20).", valueName: "s")) var launchTimeout: Double?
+    @Option(help: ArgumentHelp("Budget of other delegate callbacks, seconds (default 10).", valueName: "s")) var callbackTimeout: Double?
+    @Option(help: ArgumentHelp("applicationDidEnterBackground budget, seconds (default 5).", valueName: "s")) var didEnterBackgroundTimeout: Double?
+    @Option(help: ArgumentHelp("applicationWillTerminate budget, seconds (default 5).", valueName: "s")) var willTerminateTimeout: Double?
+    @Option(help: ArgumentHelp("Background time per app, seconds (default 30).", valueName: "s")) var backgroundTime: Double?
+    @Option(help: ArgumentHelp("Expiration handlers run this long before the background time ends, seconds (default 5).", valueName: "s")) var expirationWarning: Double?
+    @Option(help: ArgumentHelp("Grace after the background time ends before 0x2182bad2, seconds (default 5).", valueName: "s")) var expirationGrace: Double?
+    @Option(help: ArgumentHelp("Most open background tasks per app before 0xbada5e47 (default 1000).", valueName: "n")) var maximumBackgroundTasks: Int?
+
+    @Option(help: "How to suspend apps: auto (cgroup v2 freezer where possible, else SIGSTOP), cgroup, or sigstop.")
+    var suspension: SuspensionChoice = .auto
+
+    @Argument(help: ArgumentHelp("App bundles (Name.app directories).", valueName: "bundle"))
+    var bundles: [String]
+
+    func validate() throws {
+        guard !bundles.isEmpty else { throw ValidationError("name at least one app bundle, e.g. apphost launch Notes.app") }
+    }
+
+    func run() async throws {
+        await execute()
+    }
+
+    /// The host's whole life; ends the process.
+    func execute() async -> Never {
+        let policy = resolvedPolicy()
+        let appBundles = bundles.map { path in
+            do { return try AppBundle(url: URL(fileURLWithPath: path)) } catch { fail("\(error)") }
+        }
+        var configuration = Supervisor.Configuration(
+            stateDirectory: state.stateDirectory, executable: Self.executablePath())
+        configuration.policy = policy
+        configuration.instance = state.instance
+        configuration.suspension = suspension.mechanism
+
+        let printer = EventPrinter(json: json)
+        let firstApp = appBundles[0].identifier
+        let launchOutcome = Mutex<Bool?>(nil)  // nil until the first app launched or failed
+        let supervisor: Supervisor
+        do {
+            supervisor = try Supervisor(configuration: configuration) { event in
+                printer.print(event)
+                guard event.app == firstApp else { return }
+                let failed = event.termination?.kind == .launchFailed
+                let decided = launchOutcome.withLock { outcome -> Bool in
+                    guard outcome == nil else { return false }
+                    if failed || event.event == "didBecomeActive" || event.event == "didEnterBackground" { outcome = !failed }
+                    return outcome != nil && failed
+                }
+                if decided {
+                    FileHandle.standardError.write(Data("apphost: \(appBundles[0].url.lastPathComponent) cannot launch: \(event.termination!.reason)\n".utf8))
+                    Foundation.exit(1)
+                }
+            }
+            for bundle in appBundles { try supervisor.install(bundle) }
+        } catch {
+            fail("\(error)")
+        }
+        Self.handleSignals(supervisor)
+        do {
+            try supervisor.launch(appBundles[0].identifier, kind: background ? .background : .foreground)
+        } catch {
+            fail("\(error)")
+        }
+
+        let session = CommandSession(supervisor: supervisor, printer: printer)
+        if let script {
+            guard let text = try? String(contentsOfFile: script, encoding: .utf8) else { fail("cannot read the script \(script)") }
+            for (index, line) in text.split(separator: "\n", omittingEmptySubsequences: false).enumerated() {
+                switch await session.execute(String(line), origin: "\(script):\(index + 1)") {
+                case .next: continue
+                case .quit: await finish(supervisor, status: 0)
+                case .failed: await finish(supervisor, status: 1)
+                }
+            }
+        }
+        for await line in Self.standardInputLines() {
+            if case .quit = await session.execute(line, origin: "stdin") { break }
+        }
+        await finish(supervisor, status: 0)
+    }
+
+    private func finish(_ supervisor: Supervisor, status: Int32) async -> Never {
+        await supervisor.shutdown()
+        Foundation.exit(status)
+    }
+
+    private func resolvedPolicy() -> Policy {
+        var policy = Policy()
+        if let file = self.policy {
+            do { policy = try Policy.load(contentsOf: URL(fileURLWithPath: file)) } catch { fail(error.description) }
+        }
+        let overrides: [(Double?, WritableKeyPath<Policy, Duration>, String)] = [
+            (launchTimeout, \.launchTimeout, "--launch-timeout"),
+            (callbackTimeout, \.callbackTimeout, "--callback-timeout"),
+            (didEnterBackgroundTimeout, \.didEnterBackgroundTimeout, "--did-enter-background-timeout"),
+            (willTerminateTimeout, \.willTerminateTimeout, "--will-terminate-timeout"),
+            (backgroundTime, \.backgroundTime, "--background-time"),
+            (expirationWarning, \.expirationWarning, "--expiration-warning"),
+            (expirationGrace, \.expirationGrace, "--expiration-grace"),
+        ]
+        for (value, path, flag) in overrides {
+            guard let value else { continue }
+            guard value > 0, value.isFinite else { fail("\(flag) must be a positive number of seconds") }
+            policy[keyPath: path] = .seconds(double: value)
+        }
+        if let maximumBackgroundTasks {
+            guard maximumBackgroundTasks > 0 else { fail("--maximum-background-tasks must be positive") }
+            policy.maximumBackgroundTasks = maximumBackgroundTasks
+        }
+        do { try policy.validate() } catch { fail(error.description) }
+        return policy
+    }
+
+    /// This binary, re-executed as each app process.
+    static func executablePath() -> String {
+        (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? CommandLine.arguments[0]
+    }
+
+    /// Ctrl-C or SIGTERM: terminate the apps as sequence 7 says, then exit. A second one kills them at once.
+    static func handleSignals(_ supervisor: Supervisor) {
+        let count = Mutex(0)
+        for signalNumber in [SIGINT, SIGTERM] {
+            signal(signalNumber, SIG_IGN)
+            let source = DispatchSource.makeSignalSource(signal: signalNumber, queue: .global())
+            source.setEventHandler {
+                let seen = count.withLock { count -> Int in
+                    count += 1
+                    return count
+                }
+                if seen == 1 {
+                    FileHandle.standardError.write(Data("apphost: terminating the apps (again to kill them at once)\n".utf8))
+                    Task {
+                        await supervisor.shutdown()
+                        Foundation.exit(0)
+                    }
+                } else {
+                    supervisor.killAll()
+                }
+            }
+            source.resume()
+            signalSources.append(source)
+        }
+    }
+
+    /// Lines of standard input, read on a thread of their own; finishes at end of input.
+    static func standardInputLines() -> AsyncStream<String> {
+        AsyncStream { continuation in
+            let thread = Thread {
+                while let line = readLine() { continuation.yield(line) }
+                continuation.finish()
+            }
+            thread.start()
+        }
+    }
+}
+
+/// Keeps the signal sources alive for the life of the process; set up once, before any command runs.
+nonisolated(unsafe) private var signalSources: [any DispatchSourceSignal] = []
+
+enum SuspensionChoice: String, ExpressibleByArgument, CaseIterable {
+    case auto, cgroup, sigstop
+
+    var mechanism: SuspensionMechanism? {
+        switch self {
+        case .auto: nil
+        case .cgroup: .cgroupFreezer
+        case .sigstop: .sigstop
+        }
+    }
+}

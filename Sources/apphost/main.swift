@@ -1,0 +1,19 @@
+import AppHostRunner
+import ArgumentParser
+
+// The app process is this same binary, re-executed: that mode must not touch the command-line
+// parser, so it is picked off before anything else runs.
+if CommandLine.arguments.count > 1 && CommandLine.arguments[1] == AppProcessRunner.argument {
+    AppProcessRunner.main()
+}
+
+do {
+    var command = try AppHost.parseAsRoot()
+    if let launch = command as? Launch {
+        await launch.execute()
+    } else {
+        try command.run()
+    }
+} catch {
+    AppHost.exit(withError: error)
+}

@@ -1,0 +1,1 @@
+#include "apphost_plugin.h"
