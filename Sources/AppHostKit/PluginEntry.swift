@@ -26,6 +26,9 @@ public func _apphostPluginMain(_ arguments: UnsafeRawPointer) -> Int32 {
         writeStandardError("AppHostKit: unreadable configuration: \(error)\n")
         return 2
     }
+    // The app's output goes to the host through a pipe: line-buffer it, so a line printed just
+    // before a kill is not lost in a buffer.
+    apphost_line_buffer_stdout()
     let controlFD = arguments.control_fd
     hostLink.start(socket: FrameSocket(fd: controlFD), configuration: configuration)
     MainActor.assumeIsolated {

@@ -505,7 +505,9 @@ public final class Supervisor: @unchecked Sendable {
         guard let process = run.process else { return }
         if let cgroup = run.cgroup, run.watch != nil, (try? cgroup.freeze()) != nil {
             // Verified by the inotify watch on cgroup.events, or at once if already frozen.
-            if cgroup.isFrozen { queue.async { [self] in handle(record, run, .suspensionVerified) } }
+            if cgroup.awaitFrozen(within: .milliseconds(2)) {
+                queue.async { [self] in handle(record, run, .suspensionVerified) }
+            }
             return
         }
         _ = apphost_pidfd_send_signal(process.pidfd, SIGSTOP)

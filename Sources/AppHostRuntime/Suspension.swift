@@ -94,10 +94,28 @@ struct AppCgroup {
     /// Kills every process in the group at once (cgroup.kill, Linux 5.14).
     func killAll() -> Bool { (try? write("cgroup.kill", "1")) != nil }
 
-    /// Whether the kernel reports every task of the group frozen.
+    /// Whether the kernel reports every task of the group frozen (`frozen 1` in cgroup.events).
     var isFrozen: Bool {
-        guard let events = try? String(contentsOfFile: path + "/cgroup.events", encoding: .utf8) else { return false }
-        return events.split(separator: "\n").contains("frozen 1")
+        let fd = open(eventsPath, O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else { return false }
+        defer { closeIgnoringErrors(fd) }
+        var buffer = [UInt8](repeating: 0, count: 128)
+        let count = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
+        guard count > 0 else { return false }
+        return String(decoding: buffer[0..<count], as: UTF8.self).split(separator: "\n").contains("frozen 1")
+    }
+
+    /// Waits up to `limit` for the freeze to complete. Freezing an app takes about 0.1 ms, but the
+    /// kernel rate-limits cgroup.events notifications to one per 10 ms, so a short bounded check
+    /// confirms the common case at once; inotify covers the rest.
+    func awaitFrozen(within limit: Duration) -> Bool {
+        let clock = ContinuousClock()
+        let deadline = clock.now + limit
+        repeat {
+            if isFrozen { return true }
+            sched_yield()
+        } while clock.now < deadline
+        return isFrozen
     }
 
     var eventsPath: String { path + "/cgroup.events" }

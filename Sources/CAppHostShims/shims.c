@@ -7,6 +7,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 #include <string.h>
+#include <stdio.h>
 
 #ifndef SYS_pidfd_open
 #define SYS_pidfd_open 434
@@ -43,6 +44,8 @@ int apphost_waitid_pidfd(int pidfd, int options, struct apphost_child_status *ou
     out->max_rss_kib = usage.ru_maxrss;
     return 0;
 }
+
+void apphost_line_buffer_stdout(void) { setvbuf(stdout, NULL, _IOLBF, 0); }
 
 int apphost_pipe_cloexec(int fds[2]) { return pipe2(fds, O_CLOEXEC); }
 

@@ -32,6 +32,9 @@ struct apphost_child_status {
 /// wrapper) returns the child's resource usage.
 int apphost_waitid_pidfd(int pidfd, int options, struct apphost_child_status *out);
 
+/// setvbuf(stdout, NULL, _IOLBF, 0): the app's output reaches the host a line at a time.
+void apphost_line_buffer_stdout(void);
+
 /// pipe2(fds, O_CLOEXEC)
 int apphost_pipe_cloexec(int fds[2]);
 
