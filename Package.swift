@@ -108,7 +108,7 @@ let package = Package(
         ),
         .testTarget(
             name: "EndToEndTests",
-            dependencies: ["AppHostProtocol"],
+            dependencies: ["CAppHostShims"],
             swiftSettings: strictSettings
         ),
     ] + apps.map(\.1)

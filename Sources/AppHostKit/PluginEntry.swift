@@ -34,7 +34,13 @@ public func _apphostPluginMain(_ arguments: UnsafeRawPointer) -> Int32 {
     MainActor.assumeIsolated {
         AppMain.start(configuration: configuration, controlFD: controlFD)
     }
-    dispatchMain()
+    // The main run loop drains the main queue on the main thread, as on iOS. (dispatchMain() on
+    // Linux would end the main thread and drain the main queue on a worker thread instead.)
+    // A timer that never fires keeps the run loop from returning for want of sources.
+    RunLoop.main.add(Timer(timeInterval: .greatestFiniteMagnitude, repeats: false) { _ in }, forMode: .default)
+    while true {
+        RunLoop.main.run(mode: .default, before: .distantFuture)
+    }
 }
 
 /// The app process's main loop: reads the host's messages on the main queue and runs them.

@@ -21,6 +21,9 @@ enum Containers {
         let path = container.path
         return [
             "HOME=\(path)",
+            // Foundation on Linux takes NSHomeDirectory() and the Documents look-up from this,
+            // not from HOME; Caches and Application Support come from the XDG variables.
+            "CFFIXED_USER_HOME=\(path)",
             "TMPDIR=\(path)/tmp/",
             "XDG_DATA_HOME=\(path)/Library/Application Support",
             "XDG_CACHE_HOME=\(path)/Library/Caches",

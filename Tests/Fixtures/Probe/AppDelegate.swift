@@ -1,22 +1,149 @@
 import AppHostKit
+import Foundation
+import Synchronization
 
-/// The smallest app: it says hello when it becomes active and goodbye when it is terminated.
+// The test fixture app. Each end-to-end test gives it a behaviour through the Info.plist key
+// ProbeBehavior, and reads what it observed from Documents/lifecycle.log in its container: the
+// tests check what the app saw, not what the host says it did.
+
+/// A class that exists but does not conform to ApplicationDelegate.
+final class NotADelegate {}
+
 final class AppDelegate: ApplicationDelegate {
-    let window = Window(content: "Probe, world!")
+    private var behavior: [String: Any] = [:]
+    private var task = BackgroundTaskIdentifier.invalid
+
+    private func record(_ line: String) {
+        let url = Application.shared.containerURL.appendingPathComponent("Documents/lifecycle.log")
+        let data = Data((line + "\n").utf8)
+        if let handle = try? FileHandle(forWritingTo: url) {
+            handle.seekToEndOfFile()
+            handle.write(data)
+            try? handle.close()
+        } else {
+            try? data.write(to: url)
+        }
+    }
+
+    private func step(_ name: String, _ application: Application) {
+        record("\(name) \(application.applicationState) main=\(Thread.isMainThread)")
+        if behavior["crashIn"] as? String == name { crash() }
+        if behavior["beginTaskIn"] as? String == name { beginTasks(application) }
+        if behavior["blockIn"] as? String == name {
+            Thread.sleep(forTimeInterval: behavior["blockSeconds"] as? Double ?? 3600)
+        }
+    }
+
+    private func crash() {
+        switch behavior["crash"] as? String ?? "trap" {
+        case "segv": raise(SIGSEGV)
+        case "exit3": exit(3)
+        default: fatalError("Probe crashes on purpose")
+        }
+    }
+
+    private func beginTasks(_ application: Application) {
+        let count = behavior["taskCount"] as? Int ?? 1
+        for index in 0..<count {
+            let identifier = application.beginBackgroundTask(withName: "probe-\(index)") { [weak self] in
+                guard let self else { return }
+                record("expiration \(Application.shared.applicationState) main=\(Thread.isMainThread) remaining=\(Int(Application.shared.backgroundTimeRemaining.rounded()))")
+                if behavior["endTaskOnExpiration"] as? Bool == true {
+                    Application.shared.endBackgroundTask(task)
+                    task = .invalid
+                }
+            }
+            record("began \(identifier.rawValue)")
+            task = identifier
+        }
+        if let delay = behavior["endTaskAfter"] as? Double {
+            let identifier = task
+            DispatchQueue.global().asyncAfter(deadline: .now() + delay) {
+                Application.shared.endBackgroundTask(identifier)
+            }
+        }
+    }
+
+    func application(
+        _ application: Application, willFinishLaunchingWithOptions launchOptions: [Application.LaunchOptionsKey: Any]?
+    ) -> Bool {
+        behavior = application.infoDictionary["ProbeBehavior"] as? [String: Any] ?? [:]
+        let reason = launchOptions?[.launchReason] as? Application.LaunchReason
+        record("launch reason=\(reason?.rawValue ?? "none") remaining=\(application.backgroundTimeRemaining == .greatestFiniteMagnitude ? "max" : "finite")")
+        step("willFinishLaunching", application)
+        return behavior["willFinishLaunchingReturns"] as? Bool ?? true
+    }
 
     func application(
         _ application: Application, didFinishLaunchingWithOptions launchOptions: [Application.LaunchOptionsKey: Any]?
     ) -> Bool {
-        window.makeKeyAndVisible()
-        print("Probe launched (\(launchOptions?[.launchReason] ?? "unknown reason"))")
-        return true
+        step("didFinishLaunching", application)
+        if behavior["recordDirectories"] as? Bool == true {
+            let documents = FileManager.default.urls(for: .documentDirectory, in: .userDomainMask).first?.path ?? "-"
+            record("directories documents=\(documents) home=\(NSHomeDirectory()) tmp=\(NSTemporaryDirectory())")
+        }
+        if let threads = behavior["busyThreads"] as? Int { startBusyThreads(threads) }
+        if let wire = behavior["wire"] as? String { writeToControlSocket(wire) }
+        Window(content: behavior["windowContent"] as? String ?? "Probe").makeKeyAndVisible()
+        return behavior["didFinishLaunchingReturns"] as? Bool ?? true
     }
 
     func applicationDidBecomeActive(_ application: Application) {
-        print("Probe, world! (state \(application.applicationState))")
+        step("didBecomeActive", application)
+        if behavior["endInvalidTask"] as? Bool == true {
+            application.endBackgroundTask(BackgroundTaskIdentifier(rawValue: 4242))
+            application.endBackgroundTask(.invalid)
+            record("survived endBackgroundTask")
+        }
     }
 
-    func applicationWillTerminate(_ application: Application) {
-        print("Goodbye.")
+    func applicationWillResignActive(_ application: Application) {
+        step("willResignActive", application)
+        if let hidden = behavior["hideOnResign"] as? String { application.windows.forEach { $0.content = hidden } }
+    }
+
+    func applicationDidEnterBackground(_ application: Application) {
+        step("didEnterBackground", application)
+        record("remaining \(Int(application.backgroundTimeRemaining.rounded()))")
+    }
+
+    func applicationWillEnterForeground(_ application: Application) { step("willEnterForeground", application) }
+    func applicationWillTerminate(_ application: Application) { step("willTerminate", application) }
+    func applicationDidReceiveMemoryWarning(_ application: Application) { step("didReceiveMemoryWarning", application) }
+
+    /// Threads that spin and publish their progress to Documents/progress.
+    private func startBusyThreads(_ count: Int) {
+        let progress = Application.shared.containerURL.appendingPathComponent("Documents/progress").path
+        let counter = Atomic<Int>(0)
+        for index in 0..<count {
+            Thread.detachNewThread {
+                let fd = index == 0 ? open(progress, O_WRONLY | O_CREAT | O_TRUNC, 0o644) : -1
+                var iterations = 0
+                while true {
+                    iterations &+= 1
+                    if iterations % 200_000 == 0 {
+                        let total = counter.add(1, ordering: .relaxed).newValue
+                        if fd >= 0 {
+                            let text = String(total).padding(toLength: 20, withPad: " ", startingAt: 0)
+                            _ = text.withCString { pwrite(fd, $0, 20, 0) }
+                        }
+                    }
+                }
+            }
+        }
+        record("busy \(count)")
+    }
+
+    /// Misbehaves on the wire: the host must treat it as a failed app, not fail itself.
+    private func writeToControlSocket(_ kind: String) {
+        var bytes: [UInt8]
+        switch kind {
+        case "oversize":
+            bytes = withUnsafeBytes(of: UInt64(1 << 40).littleEndian, Array.init) + Array("{}".utf8)
+        default:
+            let body = Array("this is not JSON at all".utf8)
+            bytes = withUnsafeBytes(of: UInt64(body.count).littleEndian, Array.init) + body
+        }
+        _ = bytes.withUnsafeBytes { write(3, $0.baseAddress, $0.count) }
     }
 }

@@ -1,0 +1,187 @@
+import Foundation
+import Testing
+
+/// LIFECYCLE.md's sequences 1–7 against real app processes. Each test checks what the app itself
+/// recorded inside each callback (its applicationState), not the host's log.
+@Suite(.serialized, .timeLimit(.minutes(1)))
+struct LifecycleSequenceTests {
+    @Test func launchToForegroundThenBackgroundThenForeground() throws {
+        let scratch = try Scratch()
+        let probe = try scratch.bundle("Seq")
+        let host = try HostSession([probe], scratch: scratch)
+
+        try host.waitFor("Seq", "didBecomeActive")
+        #expect(scratch.recorded("Seq").first == "launch reason=user remaining=max")
+        #expect(scratch.callbacks("Seq") == [
+            "willFinishLaunching inactive", "didFinishLaunching inactive", "didBecomeActive active",
+        ])
+
+        host.send("home")
+        let suspended = try host.waitFor("Seq", "suspended")
+        #expect(suspended.state == "suspended")
+        #expect(Array(scratch.callbacks("Seq").suffix(2)) == ["willResignActive active", "didEnterBackground background"])
+        #expect(scratch.recorded("Seq").contains("remaining 30"), "the background budget starts at the policy's 30 s")
+        let order = host.allEvents.filter { $0.name == "Seq" }.map(\.event)
+        #expect(Array(order.suffix(4)) == ["willResignActive", "didEnterBackground", "snapshot", "suspended"])
+
+        host.send("open Seq")
+        try host.waitFor("Seq", "didBecomeActive", occurrence: 2)
+        #expect(Array(scratch.callbacks("Seq").suffix(2)) == ["willEnterForeground background", "didBecomeActive active"])
+        #expect(host.allEvents.contains { $0.name == "Seq" && $0.event == "resumed" })
+
+        host.closeInput()
+        #expect(try host.waitForExit() == 0)
+    }
+
+    @Test func interruptionResignsAndReactivates() throws {
+        let scratch = try Scratch()
+        let host = try HostSession([try scratch.bundle("Call")], scratch: scratch)
+        try host.waitFor("Call", "didBecomeActive")
+
+        host.send("interrupt Call 0.3")
+        try host.waitFor("Call", "willResignActive")
+        try host.waitFor("Call", "didBecomeActive", occurrence: 2)
+        #expect(Array(scratch.callbacks("Call").suffix(2)) == ["willResignActive active", "didBecomeActive active"])
+
+        // An interruption the user leaves instead: straight on to the background (sequence 2).
+        host.send("interrupt Call")
+        try host.waitFor("Call", "willResignActive", occurrence: 2)
+        host.send("home")
+        try host.waitFor("Call", "suspended")
+        #expect(Array(scratch.callbacks("Call").suffix(2)) == ["willResignActive active", "didEnterBackground background"])
+        host.closeInput()
+        #expect(try host.waitForExit() == 0)
+    }
+
+    @Test func launchDirectlyIntoTheBackground() throws {
+        let scratch = try Scratch()
+        let host = try HostSession([try scratch.bundle("Quiet")], scratch: scratch, arguments: ["--background"])
+        try host.waitFor("Quiet", "suspended")
+        #expect(scratch.recorded("Quiet").first == "launch reason=background remaining=max")
+        #expect(scratch.callbacks("Quiet") == [
+            "willFinishLaunching background", "didFinishLaunching background", "didEnterBackground background",
+        ])
+        #expect(!host.allEvents.contains { $0.event == "didBecomeActive" })
+        host.closeInput()
+        #expect(try host.waitForExit() == 0)
+    }
+
+    @Test func openingAnotherAppSendsTheFirstToTheBackground() throws {
+        let scratch = try Scratch()
+        let host = try HostSession([try scratch.bundle("First"), try scratch.bundle("Second")], scratch: scratch)
+        try host.waitFor("First", "didBecomeActive")
+        host.send("open Second")
+        try host.waitFor("Second", "didBecomeActive")
+        try host.waitFor("First", "suspended")
+        #expect(Array(scratch.callbacks("First").suffix(2)) == ["willResignActive active", "didEnterBackground background"])
+        host.send("open First")
+        try host.waitFor("Second", "suspended")
+        host.closeInput()
+        #expect(try host.waitForExit() == 0)
+    }
+
+    @Test func terminatingARunningAppCallsWillTerminate() throws {
+        let scratch = try Scratch()
+        let host = try HostSession([try scratch.bundle("Ending")], scratch: scratch)
+        try host.waitFor("Ending", "didBecomeActive")
+        host.send("terminate Ending")
+        let end = try host.waitFor("Ending", "terminated")
+        #expect(scratch.callbacks("Ending").last == "willTerminate active")
+        #expect(end.kind == "user-terminated")
+        #expect(end.namespace == "USER")
+        let report = try Report(end)
+        #expect(report["kind"] as? String == "user-terminated")
+        #expect(report["crash"] as? Bool == false)
+        host.closeInput()
+        #expect(try host.waitForExit() == 0)
+    }
+
+    @Test func terminatingASuspendedAppIsAForceQuitWithoutCallbacks() throws {
+        let scratch = try Scratch()
+        let host = try HostSession([try scratch.bundle("Frozen")], scratch: scratch)
+        try host.waitFor("Frozen", "didBecomeActive")
+        host.send("home")
+        let suspended = try host.waitFor("Frozen", "suspended")
+        host.send("terminate Frozen")
+        let end = try host.waitFor("Frozen", "terminated")
+        #expect(scratch.callbacks("Frozen").last == "didEnterBackground background", "a suspended app gets no callback")
+        #expect(end.kind == "force-quit")
+        #expect(end.reason == "force quit by the user while suspended (no callback)")
+        // It dies at once: a frozen process is killed without being thawed first.
+        #expect(end.time!.timeIntervalSince(suspended.time!) < 2)
+        #expect(!processExists(suspended.pid!))
+        host.closeInput()
+        #expect(try host.waitForExit() == 0)
+    }
+
+    @Test func quittingTheHostTerminatesEveryAppAsSequenceSevenSays() throws {
+        let scratch = try Scratch()
+        let host = try HostSession([try scratch.bundle("Front"), try scratch.bundle("Back")], scratch: scratch)
+        try host.waitFor("Front", "didBecomeActive")
+        host.send("open Back")
+        try host.waitFor("Front", "suspended")
+        let back = try host.waitFor("Back", "didBecomeActive")
+        host.send("quit")
+        #expect(try host.waitForExit() == 0)
+        #expect(scratch.callbacks("Back").last == "willTerminate active")
+        #expect(scratch.callbacks("Front").last == "didEnterBackground background")
+        let ends = host.allEvents.filter { $0.event == "terminated" }
+        #expect(Set(ends.compactMap(\.name)) == ["Front", "Back"])
+        #expect(ends.allSatisfy { $0.kind == "host-shutdown" })
+        #expect(!processExists(back.pid!))
+    }
+
+    @Test(arguments: [SIGTERM, SIGINT])
+    func aSignalToTheHostTerminatesTheApps(signal: Int32) throws {
+        let scratch = try Scratch()
+        let host = try HostSession([try scratch.bundle("Signalled")], scratch: scratch)
+        let active = try host.waitFor("Signalled", "didBecomeActive")
+        kill(host.process.processIdentifier, signal)
+        #expect(try host.waitForExit() == 0)
+        #expect(scratch.callbacks("Signalled").last == "willTerminate active")
+        #expect(!processExists(active.pid!))
+    }
+
+    @Test func noAppOutlivesAHostKilledBySIGKILL() throws {
+        let scratch = try Scratch()
+        let host = try HostSession([try scratch.bundle("Orphan"), try scratch.bundle("Sleeper")], scratch: scratch)
+        let orphan = try host.waitFor("Orphan", "didBecomeActive")
+        host.send("open Sleeper")
+        try host.waitFor("Orphan", "suspended")
+        let sleeper = try host.waitFor("Sleeper", "didBecomeActive")
+        kill(host.process.processIdentifier, SIGKILL)
+        _ = try host.waitForExit()
+        // The parent-death signal reaches both the running and the frozen app.
+        #expect(waitUntilGone(orphan.pid!, timeout: 5))
+        #expect(waitUntilGone(sleeper.pid!, timeout: 5))
+    }
+
+    @Test func containerDirectoriesAndFoundationLookUps() throws {
+        let scratch = try Scratch()
+        let host = try HostSession([try scratch.bundle("Boxed", behavior: ["recordDirectories": true])], scratch: scratch)
+        try host.waitFor("Boxed", "didBecomeActive")
+        let container = scratch.stateDirectory.appendingPathComponent("containers/test.boxed").resolvingSymlinksInPath().path
+        let line = try #require(scratch.recorded("Boxed").first { $0.hasPrefix("directories") })
+        #expect(line.contains("documents=\(container)/Documents"))
+        #expect(line.contains("home=\(container)"))
+        #expect(line.contains("tmp=\(container)/tmp/"))
+        for directory in ["Documents", "Library", "tmp"] {
+            #expect(FileManager.default.fileExists(atPath: "\(container)/\(directory)"))
+        }
+        host.closeInput()
+        #expect(try host.waitForExit() == 0)
+    }
+}
+
+/// A termination report, read from the path its event names.
+struct Report {
+    let fields: [String: Any]
+
+    init(_ event: Event, sourceLocation: SourceLocation = #_sourceLocation) throws {
+        let path = try #require(event.report, "the terminated event names its report", sourceLocation: sourceLocation)
+        let data = try Data(contentsOf: URL(fileURLWithPath: path))
+        fields = try #require(try JSONSerialization.jsonObject(with: data) as? [String: Any], sourceLocation: sourceLocation)
+    }
+
+    subscript(key: String) -> Any? { fields[key] }
+}

@@ -1,0 +1,294 @@
+import CAppHostShims
+import Foundation
+import Testing
+
+/// Where the built binary and the bundled apps are. `scripts/test` builds both before `swift test`.
+enum Paths {
+    static let packageRoot = URL(fileURLWithPath: #filePath)
+        .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+
+    static var binaries: URL {
+        if let explicit = ProcessInfo.processInfo.environment["APPHOST_BIN_DIR"] { return URL(fileURLWithPath: explicit) }
+        return packageRoot.appendingPathComponent(".build/debug")
+    }
+
+    static var apphost: URL { binaries.appendingPathComponent("apphost") }
+    static var apps: URL { packageRoot.appendingPathComponent(".build/apps") }
+
+    /// Fails the test with a message naming the missing step, rather than a confusing error later.
+    static func requireBuilt(_ url: URL) throws {
+        try #require(
+            FileManager.default.fileExists(atPath: url.path),
+            "\(url.path) is missing: run scripts/test, which builds apphost and bundles the apps before swift test")
+    }
+}
+
+/// A scratch directory for one test, removed when the test ends.
+final class Scratch {
+    let url: URL
+
+    init() throws {
+        url = FileManager.default.temporaryDirectory.appendingPathComponent("apphost-test-\(UUID().uuidString.prefix(8))")
+        try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
+    }
+
+    deinit { try? FileManager.default.removeItem(at: url) }
+
+    var stateDirectory: URL { url.appendingPathComponent("state") }
+
+    /// A copy of a bundled app (by default the Probe fixture) under a new name and identifier,
+    /// with `behavior` as its ProbeBehavior and `changes` applied to its Info.plist.
+    func bundle(
+        _ name: String, from base: String = "Probe", behavior: [String: Any] = [:],
+        changes: [String: Any?] = [:]
+    ) throws -> URL {
+        let source = Paths.apps.appendingPathComponent("\(base).app")
+        try Paths.requireBuilt(source)
+        let bundle = url.appendingPathComponent("\(name).app")
+        try FileManager.default.createDirectory(at: bundle, withIntermediateDirectories: true)
+        for file in try FileManager.default.contentsOfDirectory(atPath: source.path) where file != "Info.plist" {
+            try FileManager.default.createSymbolicLink(
+                at: bundle.appendingPathComponent(file), withDestinationURL: source.appendingPathComponent(file))
+        }
+        let data = try Data(contentsOf: source.appendingPathComponent("Info.plist"))
+        var info = try #require(try PropertyListSerialization.propertyList(from: data, format: nil) as? [String: Any])
+        info["CFBundleName"] = name
+        info["CFBundleIdentifier"] = "test.\(name.lowercased())"
+        info["ProbeBehavior"] = behavior
+        for (key, value) in changes { info[key] = value }
+        try PropertyListSerialization.data(fromPropertyList: info, format: .xml, options: 0)
+            .write(to: bundle.appendingPathComponent("Info.plist"))
+        return bundle
+    }
+
+    /// A bundle around one of the fixture shared objects in the build directory.
+    func bundle(_ name: String, library: String, delegate: String = "X.AppDelegate") throws -> URL {
+        let source = Paths.binaries.appendingPathComponent(library)
+        try Paths.requireBuilt(source)
+        let bundle = url.appendingPathComponent("\(name).app")
+        try FileManager.default.createDirectory(at: bundle, withIntermediateDirectories: true)
+        try FileManager.default.createSymbolicLink(at: bundle.appendingPathComponent(library), withDestinationURL: source)
+        let info: [String: Any] = [
+            "CFBundleIdentifier": "test.\(name.lowercased())", "CFBundleName": name,
+            "CFBundleExecutable": library, "ApplicationDelegateClassName": delegate,
+        ]
+        try PropertyListSerialization.data(fromPropertyList: info, format: .xml, options: 0)
+            .write(to: bundle.appendingPathComponent("Info.plist"))
+        return bundle
+    }
+
+    /// What the Probe app with this name recorded, line by line.
+    func recorded(_ name: String) -> [String] {
+        let log = stateDirectory.appendingPathComponent("containers/test.\(name.lowercased())/Documents/lifecycle.log")
+        return ((try? String(contentsOf: log, encoding: .utf8)) ?? "").split(separator: "\n").map(String.init)
+    }
+
+    /// The recorded callbacks with the state each saw, e.g. "didBecomeActive active".
+    func callbacks(_ name: String) -> [String] {
+        recorded(name).filter { $0.contains(" main=") && !$0.hasPrefix("expiration") }
+            .map { $0.replacingOccurrences(of: " main=true", with: "") }
+    }
+}
+
+/// One event line of `apphost launch --json`.
+struct Event: CustomStringConvertible {
+    let fields: [String: Any]
+
+    var event: String { fields["event"] as? String ?? "" }
+    var name: String? { fields["name"] as? String }
+    var state: String? { fields["state"] as? String }
+    var pid: Int32? { (fields["pid"] as? Int).map(Int32.init) }
+    var code: String? { fields["code"] as? String }
+    var kind: String? { fields["kind"] as? String }
+    var namespace: String? { fields["namespace"] as? String }
+    var reason: String? { fields["reason"] as? String }
+    var detail: String? { fields["detail"] as? String }
+    var report: String? { fields["report"] as? String }
+    var time: Date? { (fields["time"] as? String).flatMap { Event.parser.date(from: $0) } }
+
+    var description: String {
+        String(decoding: (try? JSONSerialization.data(withJSONObject: fields, options: [.sortedKeys])) ?? Data(), as: UTF8.self)
+    }
+
+    nonisolated(unsafe) static let parser: ISO8601DateFormatter = {
+        let formatter = ISO8601DateFormatter()
+        formatter.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
+        return formatter
+    }()
+}
+
+/// A running `apphost launch --json` with its standard input open for commands.
+final class HostSession: @unchecked Sendable {
+    let process = Process()
+    private let input = Pipe()
+    private let condition = NSCondition()
+    private var events: [Event] = []
+    private var errorText = ""
+    private var outputClosed = false
+    private let exited = DispatchSemaphore(value: 0)
+
+    init(_ bundles: [URL], scratch: Scratch, arguments: [String] = []) throws {
+        try Paths.requireBuilt(Paths.apphost)
+        process.executableURL = Paths.apphost
+        process.arguments = ["launch", "--json", "--state-dir", scratch.stateDirectory.path] + arguments + bundles.map(\.path)
+        let output = Pipe()
+        let errors = Pipe()
+        process.standardInput = input
+        process.standardOutput = output
+        process.standardError = errors
+        process.terminationHandler = { [exited] _ in exited.signal() }
+        try process.run()
+        Thread.detachNewThread { [self] in readLines(output.fileHandleForReading, isOutput: true) }
+        Thread.detachNewThread { [self] in readLines(errors.fileHandleForReading, isOutput: false) }
+    }
+
+    deinit {
+        if process.isRunning { kill(process.processIdentifier, SIGKILL) }
+    }
+
+    /// Sends one command line on the host's standard input.
+    func send(_ command: String) {
+        input.fileHandleForWriting.write(Data((command + "\n").utf8))
+    }
+
+    /// Closes standard input: the host terminates its apps and exits.
+    func closeInput() {
+        try? input.fileHandleForWriting.close()
+    }
+
+    /// Every event so far.
+    var allEvents: [Event] {
+        condition.lock()
+        defer { condition.unlock() }
+        return events
+    }
+
+    /// Everything the host (and its apps) printed on standard error so far.
+    var standardError: String {
+        condition.lock()
+        defer { condition.unlock() }
+        return errorText
+    }
+
+    /// Waits for the `occurrence`th event that satisfies `predicate`; fails the test with the
+    /// events seen if it does not come within `timeout`.
+    @discardableResult
+    func waitFor(
+        _ description: String, occurrence: Int = 1, timeout: Double = 10, sourceLocation: SourceLocation = #_sourceLocation,
+        _ predicate: (Event) -> Bool
+    ) throws -> Event {
+        func match() -> Event? {
+            let matches = events.filter(predicate)
+            return matches.count >= occurrence ? matches[occurrence - 1] : nil
+        }
+        let deadline = Date().addingTimeInterval(timeout)
+        condition.lock()
+        defer { condition.unlock() }
+        while true {
+            if let found = match() { return found }
+            if outputClosed || !condition.wait(until: deadline) {
+                if let found = match() { return found }
+                let seen = events.map(\.description).joined(separator: "\n")
+                Issue.record("no event: \(description)\nevents:\n\(seen)\nstderr:\n\(errorText)", sourceLocation: sourceLocation)
+                throw WaitFailed()
+            }
+        }
+    }
+
+    /// Waits for `name` to emit `event` (its `occurrence`th time).
+    @discardableResult
+    func waitFor(
+        _ name: String, _ event: String, occurrence: Int = 1, timeout: Double = 10,
+        sourceLocation: SourceLocation = #_sourceLocation
+    ) throws -> Event {
+        try waitFor("\(name) \(event) #\(occurrence)", occurrence: occurrence, timeout: timeout, sourceLocation: sourceLocation) {
+            $0.name == name && $0.event == event
+        }
+    }
+
+    /// Waits for the host to exit and returns its status.
+    func waitForExit(timeout: Double = 20, sourceLocation: SourceLocation = #_sourceLocation) throws -> Int32 {
+        guard exited.wait(timeout: .now() + timeout) == .success else {
+            Issue.record("apphost did not exit within \(timeout) s; stderr:\n\(standardError)", sourceLocation: sourceLocation)
+            throw WaitFailed()
+        }
+        exited.signal()  // later calls return at once
+        process.waitUntilExit()
+        return process.terminationStatus
+    }
+
+    private func readLines(_ handle: FileHandle, isOutput: Bool) {
+        var pending = Data()
+        while true {
+            let chunk = handle.availableData
+            if chunk.isEmpty { break }
+            pending.append(chunk)
+            while let newline = pending.firstIndex(of: UInt8(ascii: "\n")) {
+                let line = pending[pending.startIndex..<newline]
+                pending.removeSubrange(pending.startIndex...newline)
+                condition.lock()
+                if isOutput {
+                    if let object = try? JSONSerialization.jsonObject(with: line) as? [String: Any] {
+                        events.append(Event(fields: object))
+                    }
+                } else {
+                    errorText += String(decoding: line, as: UTF8.self) + "\n"
+                }
+                condition.broadcast()
+                condition.unlock()
+            }
+        }
+        if isOutput {
+            condition.lock()
+            outputClosed = true
+            condition.broadcast()
+            condition.unlock()
+        }
+    }
+}
+
+struct WaitFailed: Error {}
+
+/// Runs `apphost ARGUMENTS` to completion and returns its status and output.
+func runApphost(_ arguments: [String], timeout: Double = 30) throws -> (status: Int32, output: String, error: String) {
+    try Paths.requireBuilt(Paths.apphost)
+    let process = Process()
+    process.executableURL = Paths.apphost
+    process.arguments = arguments
+    let output = Pipe()
+    let errors = Pipe()
+    process.standardOutput = output
+    process.standardError = errors
+    process.standardInput = FileHandle.nullDevice
+    try process.run()
+    let outputData = output.fileHandleForReading.readDataToEndOfFile()
+    let errorData = errors.fileHandleForReading.readDataToEndOfFile()
+    process.waitUntilExit()
+    return (process.terminationStatus, String(decoding: outputData, as: UTF8.self), String(decoding: errorData, as: UTF8.self))
+}
+
+/// Whether a process exists (and is not a zombie we could still reap).
+func processExists(_ pid: Int32) -> Bool {
+    guard kill(pid, 0) == 0 else { return false }
+    let stat = (try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8)) ?? ""
+    return !stat.contains(") Z ")
+}
+
+/// CPU time (utime + stime, clock ticks) of a process, from /proc/PID/stat.
+func cpuTicks(_ pid: Int32) -> Int? {
+    guard let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
+          let close = stat.lastIndex(of: ")")
+    else { return nil }
+    let fields = stat[stat.index(after: close)...].split(separator: " ")
+    guard fields.count > 12, let user = Int(fields[11]), let system = Int(fields[12]) else { return nil }
+    return user + system
+}
+
+/// Waits until a process (not necessarily our child) has ended: its pidfd becomes readable.
+func waitUntilGone(_ pid: Int32, timeout: Double) -> Bool {
+    let fd = apphost_pidfd_open(pid)
+    guard fd >= 0 else { return errno == ESRCH }
+    defer { close(fd) }
+    var entry = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+    return poll(&entry, 1, Int32(timeout * 1000)) == 1
+}
