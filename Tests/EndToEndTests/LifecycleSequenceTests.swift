@@ -20,7 +20,7 @@ struct LifecycleSequenceTests {
         let suspended = try host.waitFor("Seq", "suspended")
         #expect(suspended.state == "suspended")
         #expect(Array(scratch.callbacks("Seq").suffix(2)) == ["willResignActive active", "didEnterBackground background"])
-        #expect(scratch.recorded("Seq").contains("remaining 30"), "the background budget starts at the policy's 30 s")
+        #expect(scratch.recorded("Seq").contains("remaining 30.0"), "the background budget starts at the policy's 30 s")
         let order = host.allEvents.filter { $0.name == "Seq" }.map(\.event)
         #expect(Array(order.suffix(4)) == ["willResignActive", "didEnterBackground", "snapshot", "suspended"])
 

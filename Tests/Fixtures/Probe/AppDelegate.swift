@@ -47,7 +47,7 @@ final class AppDelegate: ApplicationDelegate {
         for index in 0..<count {
             let identifier = application.beginBackgroundTask(withName: "probe-\(index)") { [weak self] in
                 guard let self else { return }
-                record("expiration \(Application.shared.applicationState) main=\(Thread.isMainThread) remaining=\(Int(Application.shared.backgroundTimeRemaining.rounded()))")
+                record("expiration \(Application.shared.applicationState) main=\(Thread.isMainThread) remaining=\(String(format: "%.1f", Application.shared.backgroundTimeRemaining))")
                 if behavior["endTaskOnExpiration"] as? Bool == true {
                     Application.shared.endBackgroundTask(task)
                     task = .invalid
@@ -104,7 +104,7 @@ final class AppDelegate: ApplicationDelegate {
 
     func applicationDidEnterBackground(_ application: Application) {
         step("didEnterBackground", application)
-        record("remaining \(Int(application.backgroundTimeRemaining.rounded()))")
+        record("remaining \(String(format: "%.1f", application.backgroundTimeRemaining))")
     }
 
     func applicationWillEnterForeground(_ application: Application) { step("willEnterForeground", application) }

@@ -1,0 +1,89 @@
+import Foundation
+import Testing
+
+/// Suspension stops every thread of the app, with either mechanism, and resumes them.
+@Suite(.serialized, .timeLimit(.minutes(1)))
+struct SuspensionTests {
+    /// Whether the host can create cgroup v2 groups with cgroup.freeze here (as `apphost doctor` reports).
+    static let hasCgroupFreezer: Bool = {
+        (try? runApphost(["doctor"]))?.output.contains("yes  cgroup v2 freezer") == true
+    }()
+
+    @Test func suspensionWithSIGSTOPStopsEveryThreadAndResumesThem() throws {
+        try checkSuspension(mechanism: "sigstop")
+    }
+
+    @Test(.enabled(if: hasCgroupFreezer, "needs a writable cgroup v2 hierarchy with cgroup.freeze (see apphost doctor)"))
+    func suspensionWithTheCgroupFreezerStopsEveryThreadAndResumesThem() throws {
+        try checkSuspension(mechanism: "cgroup")
+    }
+
+    private func checkSuspension(mechanism: String) throws {
+        let scratch = try Scratch()
+        let host = try HostSession(
+            [try scratch.bundle("Busy", behavior: ["busyThreads": 2])], scratch: scratch,
+            arguments: ["--suspension", mechanism])
+        let started = try host.waitFor("apphost started") { $0.event == "started" }
+        #expect(started.detail?.contains(mechanism == "cgroup" ? "cgroup v2 freezer" : "SIGSTOP") == true)
+        let active = try host.waitFor("Busy", "didBecomeActive")
+        let pid = try #require(active.pid)
+        let progressFile = scratch.stateDirectory.appendingPathComponent("containers/test.busy/Documents/progress")
+        func progress() -> Int { Int(((try? String(contentsOf: progressFile, encoding: .utf8)) ?? "").trimmingCharacters(in: .whitespaces)) ?? -1 }
+
+        try waitUntil("the busy threads make progress") { progress() > 2 }
+        host.send("home")
+        try host.waitFor("Busy", "suspended")
+
+        // While suspended: no progress, no CPU time, every thread stopped or frozen.
+        let ticks = try #require(cpuTicks(pid))
+        let count = progress()
+        Thread.sleep(forTimeInterval: 0.3)  // an interval in which running threads would spin ~60 ticks
+        #expect(cpuTicks(pid) == ticks)
+        #expect(progress() == count)
+        let threads = try FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/task")
+        #expect(threads.count >= 3, "the main thread and two workers")
+        if mechanism == "sigstop" {
+            for thread in threads {
+                let stat = try String(contentsOfFile: "/proc/\(pid)/task/\(thread)/stat", encoding: .utf8)
+                #expect(stat.contains(") T "), "thread \(thread) is stopped")
+            }
+        }
+
+        host.send("open Busy")
+        try host.waitFor("Busy", "didBecomeActive", occurrence: 2)
+        try waitUntil("the threads run again") { progress() > count }
+        host.closeInput()
+        #expect(try host.waitForExit() == 0)
+    }
+
+    @Test func theHostUsesNoCPUWhileEveryAppIsSuspended() throws {
+        let scratch = try Scratch()
+        let host = try HostSession([try scratch.bundle("Idle1"), try scratch.bundle("Idle2")], scratch: scratch)
+        try host.waitFor("Idle1", "didBecomeActive")
+        host.send("open Idle2")
+        try host.waitFor("Idle1", "suspended")
+        try host.waitFor("Idle2", "didBecomeActive")
+        host.send("home")
+        try host.waitFor("Idle2", "suspended")
+        let hostPID = host.process.processIdentifier
+        let before = try #require(cpuTicks(hostPID))
+        Thread.sleep(forTimeInterval: 1.0)  // the measured interval itself
+        let after = try #require(cpuTicks(hostPID))
+        #expect(after - before <= 1, "a polling host would accumulate ticks here")
+        host.closeInput()
+        #expect(try host.waitForExit() == 0)
+    }
+}
+
+/// Waits for a condition the test cannot block on (a file another process writes), checking it
+/// every 10 ms; fails after `timeout`.
+func waitUntil(_ what: String, timeout: Double = 10, sourceLocation: SourceLocation = #_sourceLocation, _ condition: () -> Bool) throws {
+    let deadline = Date().addingTimeInterval(timeout)
+    while !condition() {
+        guard Date() < deadline else {
+            Issue.record("timed out waiting until \(what)", sourceLocation: sourceLocation)
+            throw WaitFailed()
+        }
+        usleep(10_000)
+    }
+}
