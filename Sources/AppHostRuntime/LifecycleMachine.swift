@@ -115,6 +115,8 @@ package struct LifecycleMachine: Sendable {
     private struct InFlight {
         var id: UInt64
         var callback: WireCallback
+        /// What the app observes while it runs.
+        var state: WireApplicationState
         var budget: Duration
         var isLaunch: Bool
     }
@@ -125,7 +127,8 @@ package struct LifecycleMachine: Sendable {
     package private(set) var openTasks: [UInt64: String] = [:]
     /// When the app last entered the background, while its background time runs.
     package private(set) var backgroundEnteredAt: HostInstant?
-    /// The state the app was in when the host decided to end it (or it ended).
+    /// The state the app was in when the host decided to end it (or it ended): inside a callback,
+    /// the state the app observed there.
     package private(set) var finalState: AppState = .notRunning
 
     private var placement: Placement = .foreground
@@ -233,7 +236,7 @@ package struct LifecycleMachine: Sendable {
         case .exited(let exit):
             guard isAlive else { return [] }
             let termination = pendingTermination ?? unexpectedEnd(exit)
-            if pendingTermination == nil { finalState = state }
+            if pendingTermination == nil { finalState = observedStateForReport }
             phase = .terminated
             inFlight = nil
             deadlines.removeAll()
@@ -333,7 +336,7 @@ package struct LifecycleMachine: Sendable {
         }
         let id = nextCallbackID
         nextCallbackID += 1
-        inFlight = InFlight(id: id, callback: callback, budget: isLaunch ? policy.launchTimeout : budget, isLaunch: isLaunch)
+        inFlight = InFlight(id: id, callback: callback, state: state, budget: isLaunch ? policy.launchTimeout : budget, isLaunch: isLaunch)
         if isLaunch, let launchDeadline {
             deadlines[.callback] = launchDeadline
         } else {
@@ -481,7 +484,7 @@ package struct LifecycleMachine: Sendable {
 
     private mutating func kill(_ termination: Termination) -> [Action] {
         guard isAlive, phase != .terminating else { return [] }
-        finalState = state
+        finalState = observedStateForReport
         pendingTermination = termination
         phase = .terminating
         inFlight = nil
@@ -506,6 +509,16 @@ package struct LifecycleMachine: Sendable {
             return Termination(kind: .crash, namespace: .signal, code: UInt64(signal), reason: "crashed (\(signalName(signal)))\(during)")
         case .exited(let status):
             return Termination(kind: .exit, namespace: .exit, code: UInt64(UInt32(bitPattern: status)), reason: "exited with status \(status)\(during)")
+        }
+    }
+
+    /// The state for a report: the one the running callback observes, else the current one.
+    private var observedStateForReport: AppState {
+        guard let flight = inFlight, phase != .starting else { return state }
+        switch flight.state {
+        case .active: return .active
+        case .inactive: return .inactive
+        case .background: return .background
         }
     }
 

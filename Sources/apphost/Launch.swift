@@ -66,23 +66,12 @@ struct Launch: AsyncParsableCommand {
         configuration.suspension = suspension.mechanism
 
         let printer = EventPrinter(json: json)
-        let firstApp = appBundles[0].identifier
-        let launchOutcome = Mutex<Bool?>(nil)  // nil until the first app launched or failed
+        let firstLaunch = FirstLaunch(identifier: appBundles[0].identifier, label: appBundles[0].url.lastPathComponent)
         let supervisor: Supervisor
         do {
             supervisor = try Supervisor(configuration: configuration) { event in
                 printer.print(event)
-                guard event.app == firstApp else { return }
-                let failed = event.termination?.kind == .launchFailed
-                let decided = launchOutcome.withLock { outcome -> Bool in
-                    guard outcome == nil else { return false }
-                    if failed || event.event == "didBecomeActive" || event.event == "didEnterBackground" { outcome = !failed }
-                    return outcome != nil && failed
-                }
-                if decided {
-                    FileHandle.standardError.write(Data("apphost: \(appBundles[0].url.lastPathComponent) cannot launch: \(event.termination!.reason)\n".utf8))
-                    Foundation.exit(1)
-                }
+                firstLaunch.observe(event)
             }
             for bundle in appBundles { try supervisor.install(bundle) }
         } catch {
@@ -110,11 +99,14 @@ struct Launch: AsyncParsableCommand {
             if case .quit = await session.execute(line, origin: "stdin") { break }
         }
         await finish(supervisor, status: 0)
-    }
 
-    private func finish(_ supervisor: Supervisor, status: Int32) async -> Never {
-        await supervisor.shutdown()
-        Foundation.exit(status)
+        func finish(_ supervisor: Supervisor, status: Int32) async -> Never {
+            // Quitting right away (say, with standard input at its end) must still report a
+            // first app that cannot launch: wait until its launch has gone one way or the other.
+            await firstLaunch.decided()
+            await supervisor.shutdown()
+            Foundation.exit(status)
+        }
     }
 
     private func resolvedPolicy() -> Policy {
@@ -199,5 +191,67 @@ enum SuspensionChoice: String, ExpressibleByArgument, CaseIterable {
         case .cgroup: .cgroupFreezer
         case .sigstop: .sigstop
         }
+    }
+}
+
+/// Follows the launch of the first app named on the command line. If it cannot launch — its
+/// bundle's plugin or delegate is unusable, or it dies before finishing launching — that is bad
+/// input: one line on standard error and exit status 1.
+final class FirstLaunch: Sendable {
+    private struct State {
+        var decided = false
+        var waiters: [CheckedContinuation<Void, Never>] = []
+    }
+
+    private let identifier: String
+    private let label: String
+    private let state = Mutex(State())
+
+    init(identifier: String, label: String) {
+        self.identifier = identifier
+        self.label = label
+    }
+
+    /// Called with every event, on the supervisor's queue.
+    func observe(_ event: HostEvent) {
+        guard event.app == identifier else { return }
+        switch event.event {
+        case "didBecomeActive", "didEnterBackground":
+            decide()
+        case "terminated":
+            guard let termination = event.termination, termination.kind != .hostShutdown else {
+                decide()
+                return
+            }
+            if !isDecided {
+                FileHandle.standardError.write(Data("apphost: \(label) cannot launch: \(termination.reason)\n".utf8))
+                Foundation.exit(1)
+            }
+        default:
+            break
+        }
+    }
+
+    /// Returns once the first app has launched, failed, or been ended.
+    func decided() async {
+        await withCheckedContinuation { continuation in
+            let ready = state.withLock { state -> Bool in
+                if state.decided { return true }
+                state.waiters.append(continuation)
+                return false
+            }
+            if ready { continuation.resume() }
+        }
+    }
+
+    private var isDecided: Bool { state.withLock { $0.decided } }
+
+    private func decide() {
+        let waiters = state.withLock { state -> [CheckedContinuation<Void, Never>] in
+            state.decided = true
+            defer { state.waiters = [] }
+            return state.waiters
+        }
+        waiters.forEach { $0.resume() }
     }
 }

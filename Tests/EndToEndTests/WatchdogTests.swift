@@ -18,7 +18,7 @@ struct WatchdogTests {
         #expect(end.reason == "did not return from applicationDidEnterBackground(_:) within 0.5 s")
         let report = try Report(end)
         #expect(report["code"] as? String == "0x8badf00d")
-        #expect(report["state"] as? String == "inactive")
+        #expect(report["state"] as? String == "background", "the app was in the background inside didEnterBackground")
         #expect(report["signal"] as? String == "SIGKILL")
         #expect((report["lastEvents"] as? [[String: Any]])?.last?["event"] as? String == "willResignActive")
         #expect(!processExists(end.pid!))

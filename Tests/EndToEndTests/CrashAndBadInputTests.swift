@@ -1,0 +1,182 @@
+import Foundation
+import Testing
+
+/// Apps that crash, misbehave on the wire, or cannot be loaded: the host reports each in one
+/// clear line and a report, keeps its other apps running, and never hangs.
+@Suite(.serialized, .timeLimit(.minutes(1)))
+struct CrashTests {
+    @Test(arguments: [
+        ("trap", "SIGNAL", "4", "crashed (SIGILL) in applicationDidBecomeActive(_:)"),
+        ("segv", "SIGNAL", "11", "crashed (SIGSEGV) in applicationDidBecomeActive(_:)"),
+        ("exit3", "EXIT", "3", "exited with status 3 in applicationDidBecomeActive(_:)"),
+    ])
+    func aCrashIsReportedAndTheOtherAppsKeepRunning(crash: String, namespace: String, code: String, reason: String) throws {
+        let scratch = try Scratch()
+        let host = try HostSession(
+            [try scratch.bundle("Steady"), try scratch.bundle("Crasher", behavior: ["crashIn": "didBecomeActive", "crash": crash])],
+            scratch: scratch)
+        try host.waitFor("Steady", "didBecomeActive")
+        host.send("open Crasher")
+        let end = try host.waitFor("Crasher", "terminated")
+        #expect(end.kind == (namespace == "EXIT" ? "exit" : "crash"))
+        #expect(end.namespace == namespace)
+        #expect(end.code == code)
+        #expect(end.reason == reason)
+        let report = try Report(end)
+        #expect(report["crash"] as? Bool == true)
+        #expect(report["state"] as? String == "active")
+        if namespace == "EXIT" { #expect(report["exitStatus"] as? Int == 3) } else { #expect(report["signal"] != nil) }
+        let usage = try #require(report["usage"] as? [String: Any])
+        #expect((usage["peakMemoryBytes"] as? Int ?? 0) > 1_000_000)
+        // The other app is unaffected.
+        host.send("open Steady")
+        try host.waitFor("Steady", "didBecomeActive", occurrence: 2)
+        host.closeInput()
+        #expect(try host.waitForExit() == 0)
+    }
+
+    @Test(arguments: [
+        ("garbage", "broke the control protocol: it sent a frame that is not a message (23 bytes: \"this is not JSON at all\")"),
+        ("oversize", "broke the control protocol: it sent a frame of 1099511627776 bytes exceeds the 1048576-byte limit"),
+    ])
+    func garbageOnTheWireEndsTheAppNotTheHost(wire: String, reason: String) throws {
+        let scratch = try Scratch()
+        let host = try HostSession([try scratch.bundle("Steady"), try scratch.bundle("Noisy", behavior: ["wire": wire])], scratch: scratch)
+        try host.waitFor("Steady", "didBecomeActive")
+        host.send("open Noisy")
+        let end = try host.waitFor("Noisy", "terminated")
+        #expect(end.kind == "protocol-violation")
+        #expect(end.reason == reason)
+        _ = try Report(end)
+        host.send("open Steady")
+        try host.waitFor("Steady", "didBecomeActive", occurrence: 2)
+        host.closeInput()
+        #expect(try host.waitForExit() == 0)
+    }
+
+    @Test func aLaunchMethodReturningFalseFailsTheLaunch() throws {
+        let scratch = try Scratch()
+        let host = try HostSession(
+            [try scratch.bundle("Steady"), try scratch.bundle("Reluctant", behavior: ["didFinishLaunchingReturns": false])],
+            scratch: scratch)
+        try host.waitFor("Steady", "didBecomeActive")
+        host.send("open Reluctant")
+        let end = try host.waitFor("Reluctant", "terminated")
+        #expect(end.kind == "launch-failed")
+        #expect(end.reason == "application(_:didFinishLaunchingWithOptions:) returned false")
+        host.closeInput()
+        #expect(try host.waitForExit() == 0)
+    }
+}
+
+/// Bad input on the command line: one clear line on standard error and a non-zero exit.
+@Suite(.serialized, .timeLimit(.minutes(1)))
+struct BadInputTests {
+    /// Launches `bundle` with a short script and returns the exit status and standard error.
+    private func launch(_ bundle: URL, scratch: Scratch) throws -> (status: Int32, error: String) {
+        let result = try runApphost(["launch", "--state-dir", scratch.stateDirectory.path, bundle.path])
+        return (result.status, result.error)
+    }
+
+    private func expectOneLine(_ error: String, _ expected: String, sourceLocation: SourceLocation = #_sourceLocation) {
+        let lines = error.split(separator: "\n").filter { !$0.contains("]: ") }  // app output lines aside
+        #expect(lines == [Substring("apphost: " + expected)], sourceLocation: sourceLocation)
+    }
+
+    @Test func aMissingBundle() throws {
+        let scratch = try Scratch()
+        let result = try launch(scratch.url.appendingPathComponent("Nowhere.app"), scratch: scratch)
+        #expect(result.status == 1)
+        expectOneLine(result.error, "\(scratch.url.path)/Nowhere.app: no such app bundle; build one with `swift package bundle-app`")
+    }
+
+    @Test func aMalformedInfoPlist() throws {
+        let scratch = try Scratch()
+        let bundle = try scratch.bundle("Broken")
+        try Data("<plist><dict><key>oops".utf8).write(to: bundle.appendingPathComponent("Info.plist"))
+        let result = try launch(bundle, scratch: scratch)
+        #expect(result.status == 1)
+        #expect(result.error.hasPrefix("apphost: Broken.app/Info.plist is not a valid property list"))
+        #expect(result.error.split(separator: "\n").count == 1)
+    }
+
+    @Test func aMissingRequiredKey() throws {
+        let scratch = try Scratch()
+        let bundle = try scratch.bundle("Nameless", changes: ["ApplicationDelegateClassName": nil])
+        let result = try launch(bundle, scratch: scratch)
+        #expect(result.status == 1)
+        expectOneLine(result.error, "Nameless.app/Info.plist: ApplicationDelegateClassName is missing; name the class that conforms to ApplicationDelegate, e.g. Nameless.AppDelegate")
+    }
+
+    @Test func aDelegateClassThatDoesNotExist() throws {
+        let scratch = try Scratch()
+        let bundle = try scratch.bundle("Ghost", changes: ["ApplicationDelegateClassName": "Probe.Nope"])
+        let result = try launch(bundle, scratch: scratch)
+        #expect(result.status == 1)
+        expectOneLine(result.error, "Ghost.app cannot launch: Ghost.app/Info.plist: ApplicationDelegateClassName names Probe.Nope, which does not exist in the plugin; name the class as Module.ClassName, e.g. Ghost.AppDelegate")
+    }
+
+    @Test func aDelegateClassThatDoesNotConform() throws {
+        let scratch = try Scratch()
+        let bundle = try scratch.bundle("Impostor", changes: ["ApplicationDelegateClassName": "Probe.NotADelegate"])
+        let result = try launch(bundle, scratch: scratch)
+        #expect(result.status == 1)
+        expectOneLine(result.error, "Impostor.app cannot launch: Impostor.app/Info.plist: ApplicationDelegateClassName names Probe.NotADelegate, which does not conform to ApplicationDelegate")
+    }
+
+    @Test func aSharedObjectThatIsNotAPlugin() throws {
+        let scratch = try Scratch()
+        let bundle = try scratch.bundle("Library", library: "libNotAPlugin.so")
+        let result = try launch(bundle, scratch: scratch)
+        #expect(result.status == 1)
+        expectOneLine(result.error, "Library.app cannot launch: Library.app/libNotAPlugin.so is not an apphost plugin: it exports no apphost_plugin_record; build it as a .dynamic library product that depends on AppHostKit")
+    }
+
+    @Test func aFileThatIsNotASharedObject() throws {
+        let scratch = try Scratch()
+        let bundle = try scratch.bundle("Text", library: "libNotAPlugin.so")
+        let plugin = bundle.appendingPathComponent("libNotAPlugin.so")
+        try FileManager.default.removeItem(at: plugin)
+        try Data("just text".utf8).write(to: plugin)
+        let result = try launch(bundle, scratch: scratch)
+        #expect(result.status == 1)
+        #expect(result.error.hasPrefix("apphost: Text.app cannot launch: Text.app/libNotAPlugin.so cannot be loaded: "))
+        #expect(result.error.split(separator: "\n").count == 1)
+    }
+
+    @Test func aPluginBuiltByAnotherToolchain() throws {
+        let scratch = try Scratch()
+        let bundle = try scratch.bundle("Foreign", library: "libForeignPlugin.so")
+        let result = try launch(bundle, scratch: scratch)
+        #expect(result.status == 1)
+        #expect(result.error.hasPrefix("apphost: Foreign.app cannot launch: Foreign.app/libForeignPlugin.so was built by another Swift toolchain (clang version 15.0.0 (https://github.com/swiftlang/llvm-project.git 0000000)) than this apphost (clang "))
+        #expect(!result.error.contains("foreign plugin code ran"), "no plugin code runs before the check")
+    }
+
+    @Test func aPluginOfAnotherSDKABIVersion() throws {
+        let scratch = try Scratch()
+        let bundle = try scratch.bundle("Stale", library: "libOtherABIPlugin.so")
+        let result = try launch(bundle, scratch: scratch)
+        #expect(result.status == 1)
+        expectOneLine(result.error, "Stale.app cannot launch: Stale.app/libOtherABIPlugin.so was built against AppHostKit ABI version 42, but this apphost speaks version 1; rebuild the plugin against this apphost's AppHostKit")
+        #expect(!result.error.contains("other-ABI plugin code ran"))
+    }
+
+    @Test func anUnknownCommandInAScriptFailsTheHost() throws {
+        let scratch = try Scratch()
+        let script = scratch.url.appendingPathComponent("script")
+        try Data("wait Probe active\nfly Probe\n".utf8).write(to: script)
+        let result = try runApphost(["launch", "--state-dir", scratch.stateDirectory.path, "--script", script.path, try scratch.bundle("Probe").path])
+        #expect(result.status == 1)
+        #expect(result.error.contains("apphost: \(script.path):2: unknown command fly; commands: home, open, interrupt, terminate, memory-warning, sleep, wait, ps, quit"))
+    }
+
+    @Test func aWaitThatTimesOutFailsTheHost() throws {
+        let scratch = try Scratch()
+        let script = scratch.url.appendingPathComponent("script")
+        try Data("wait Probe suspended 0.3\n".utf8).write(to: script)
+        let result = try runApphost(["launch", "--state-dir", scratch.stateDirectory.path, "--script", script.path, try scratch.bundle("Probe").path])
+        #expect(result.status == 1)
+        #expect(result.error.contains("apphost: \(script.path):1: Probe did not reach suspended within 0.3 s (it is active)"))
+    }
+}
