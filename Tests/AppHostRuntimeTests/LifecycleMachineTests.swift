@@ -1,0 +1,373 @@
+import AppHostProtocol
+import Testing
+@testable import AppHostRuntime
+
+/// Drives a LifecycleMachine as the supervisor would, with a virtual clock and a simulated app
+/// that acknowledges callbacks at once unless told to hang in one.
+struct SimulatedHost {
+    var machine: LifecycleMachine
+    var now = HostInstant(nanoseconds: 1_000_000_000)
+    /// Callbacks the app received, with the state it observed: "didBecomeActive active".
+    var callbacks: [String] = []
+    var events: [String] = []
+    var expirations: [[UInt64]] = []
+    var finished: Termination?
+    var kills = 0
+    var frozen = false
+    /// The app does not return from these callbacks.
+    var hangIn: Set<WireCallback> = []
+    var returnsFalseFrom: Set<WireCallback> = []
+    /// False: the app process never says it is ready (its plugin hangs while loading).
+    var pluginLoads = true
+
+    init(policy: Policy = Policy()) {
+        machine = LifecycleMachine(policy: policy)
+    }
+
+    var state: AppState { machine.state }
+
+    mutating func send(_ input: LifecycleMachine.Input) {
+        var queue = [input]
+        while !queue.isEmpty {
+            let next = queue.removeFirst()
+            for action in machine.handle(next, now: now) {
+                switch action {
+                case .spawn:
+                    if pluginLoads { queue.append(.ready) }
+                case .send(let request):
+                    callbacks.append("\(request.callback.rawValue) \(name(request.state))")
+                    if !hangIn.contains(request.callback) {
+                        queue.append(.acknowledged(id: request.id, returned: returnsFalseFrom.contains(request.callback) ? false : true, snapshot: request.callback == .snapshot ? "window" : nil))
+                    }
+                case .expire(let ids, _):
+                    expirations.append(ids)
+                case .freeze:
+                    frozen = true
+                    queue.append(.suspensionVerified)
+                case .thaw:
+                    frozen = false
+                case .kill:
+                    kills += 1
+                    queue.append(.exited(ProcessExit(status: .signaled(9, coreDumped: false))))
+                case .event(let event):
+                    events.append(event.name)
+                case .finished(let termination, _):
+                    finished = termination
+                }
+            }
+        }
+    }
+
+    /// Moves the clock forward, delivering `.tick` at each deadline on the way.
+    mutating func advance(by duration: Duration) {
+        let target = now + duration
+        while let deadline = machine.nextDeadline, deadline <= target {
+            now = max(now, deadline)
+            send(.tick)
+        }
+        now = target
+    }
+
+    private func name(_ state: WireApplicationState) -> String {
+        switch state {
+        case .active: "active"
+        case .inactive: "inactive"
+        case .background: "background"
+        }
+    }
+}
+
+@Suite struct LifecycleMachineSequenceTests {
+    @Test func sequence1LaunchToTheForeground() {
+        var host = SimulatedHost()
+        host.send(.launch(.foreground, reason: "user"))
+        #expect(host.callbacks == ["willFinishLaunching inactive", "didFinishLaunching inactive", "didBecomeActive active"])
+        #expect(host.state == .active)
+        #expect(host.events == ["launching", "loaded", "willFinishLaunching", "didFinishLaunching", "didBecomeActive"])
+    }
+
+    @Test func sequence2And3ToTheBackgroundAndBack() {
+        var host = SimulatedHost()
+        host.send(.launch(.foreground, reason: "user"))
+        host.callbacks = []
+        host.send(.moveToBackground)
+        #expect(host.callbacks == ["willResignActive active", "didEnterBackground background", "snapshot background"])
+        #expect(host.state == .suspended)
+        #expect(host.frozen)
+        host.callbacks = []
+        host.send(.moveToForeground)
+        #expect(!host.frozen, "resumed before any callback")
+        #expect(host.callbacks == ["willEnterForeground background", "didBecomeActive active"])
+        #expect(host.state == .active)
+    }
+
+    @Test func sequence4InterruptionEndsAfterItsDuration() {
+        var host = SimulatedHost()
+        host.send(.launch(.foreground, reason: "user"))
+        host.callbacks = []
+        host.send(.interrupt(.seconds(3)))
+        #expect(host.callbacks == ["willResignActive active"])
+        #expect(host.state == .inactive)
+        host.advance(by: .milliseconds(2999))
+        #expect(host.state == .inactive)
+        host.advance(by: .milliseconds(1))
+        #expect(host.callbacks == ["willResignActive active", "didBecomeActive active"])
+    }
+
+    @Test func sequence5LaunchIntoTheBackground() {
+        var host = SimulatedHost()
+        host.send(.launch(.background, reason: "background"))
+        #expect(host.callbacks == [
+            "willFinishLaunching background", "didFinishLaunching background", "didEnterBackground background", "snapshot background",
+        ])
+        #expect(host.state == .suspended)
+    }
+
+    @Test func sequence7TerminatingARunningApp() {
+        var host = SimulatedHost()
+        host.send(.launch(.foreground, reason: "user"))
+        host.send(.terminate(byUser: true))
+        #expect(host.callbacks.last == "willTerminate active")
+        #expect(host.finished?.kind == .userTerminated)
+        #expect(host.state == .terminated)
+        #expect(host.machine.finalState == .active)
+    }
+
+    @Test func sequence7TerminatingASuspendedAppHasNoCallback() {
+        var host = SimulatedHost()
+        host.send(.launch(.foreground, reason: "user"))
+        host.send(.moveToBackground)
+        let before = host.callbacks
+        host.send(.terminate(byUser: true))
+        #expect(host.callbacks == before)
+        #expect(host.finished?.kind == .forceQuit)
+        #expect(host.machine.finalState == .suspended)
+    }
+
+    @Test func aMemoryWarningWaitsForTheRunningCallback() {
+        var host = SimulatedHost()
+        host.hangIn = [.didEnterBackground]
+        host.send(.launch(.foreground, reason: "user"))
+        host.send(.moveToBackground)
+        host.send(.memoryWarning)
+        #expect(host.callbacks.last == "didEnterBackground background", "one callback at a time")
+    }
+}
+
+@Suite struct LifecycleMachineBudgetTests {
+    @Test(arguments: [WireCallback.didEnterBackground, .willTerminate])
+    func fiveSecondWatchdogsFireAtExactlyTheirBudget(callback: WireCallback) {
+        var host = SimulatedHost()
+        host.hangIn = [callback]
+        host.send(.launch(.foreground, reason: "user"))
+        host.send(callback == .willTerminate ? .terminate(byUser: true) : .moveToBackground)
+        host.advance(by: .milliseconds(4999))
+        #expect(host.finished == nil)
+        host.advance(by: .milliseconds(1))
+        #expect(host.finished?.code == TerminationCode.watchdog.rawValue)
+        #expect(host.finished?.reason == "did not return from \(callback.delegateMethodName) within 5.0 s")
+        #expect(host.kills == 1)
+    }
+
+    @Test func theLaunchBudgetSpansEveryLaunchCallback() {
+        var host = SimulatedHost()
+        host.hangIn = [.didFinishLaunching]
+        host.send(.launch(.foreground, reason: "user"))
+        host.advance(by: .milliseconds(19_999))
+        #expect(host.finished == nil)
+        host.advance(by: .milliseconds(1))
+        #expect(host.finished?.reason == "did not finish launching within 20.0 s: application(_:didFinishLaunchingWithOptions:) had not returned")
+    }
+
+    @Test func aPluginThatNeverLoadsMissesTheLaunchBudget() {
+        var host = SimulatedHost()
+        host.pluginLoads = false
+        host.send(.launch(.foreground, reason: "user"))
+        host.advance(by: .milliseconds(19_999))
+        #expect(host.finished == nil)
+        host.advance(by: .milliseconds(1))
+        #expect(host.finished?.reason == "did not finish launching within 20.0 s: the plugin had not loaded")
+        #expect(host.callbacks.isEmpty)
+    }
+
+    @Test func otherCallbacksGetTenSeconds() {
+        var host = SimulatedHost()
+        host.hangIn = [.willEnterForeground]
+        host.send(.launch(.foreground, reason: "user"))
+        host.send(.moveToBackground)
+        host.send(.moveToForeground)
+        host.advance(by: .milliseconds(9999))
+        #expect(host.finished == nil)
+        host.advance(by: .milliseconds(1))
+        #expect(host.finished?.reason == "did not return from applicationWillEnterForeground(_:) within 10.0 s")
+    }
+
+    @Test func backgroundTimeExpiresThenKillsWith2182bad2() {
+        var host = SimulatedHost()
+        host.send(.launch(.foreground, reason: "user"))
+        host.send(.taskBegan(id: 1, name: "upload"))
+        host.send(.moveToBackground)
+        #expect(host.state == .background, "an open task keeps the app running")
+        host.advance(by: .milliseconds(24_999))
+        #expect(host.expirations.isEmpty)
+        host.advance(by: .milliseconds(1))
+        #expect(host.expirations == [[1]])
+        host.advance(by: .milliseconds(9_999))
+        #expect(host.finished == nil)
+        host.advance(by: .milliseconds(1))
+        #expect(host.finished?.code == TerminationCode.backgroundTimeExhausted.rawValue)
+        #expect(host.finished?.reason == "background task #1 \"upload\" still open 5.0 s after its background time (30.0 s) ran out")
+    }
+
+    @Test func endingEveryTaskSuspends() {
+        var host = SimulatedHost()
+        host.send(.launch(.foreground, reason: "user"))
+        host.send(.moveToBackground)
+        host.send(.moveToForeground)
+        host.send(.taskBegan(id: 1, name: nil))
+        host.send(.taskBegan(id: 2, name: nil))
+        host.send(.moveToBackground)
+        host.advance(by: .seconds(26))
+        #expect(host.expirations == [[1, 2]])
+        host.send(.taskEnded(id: 1))
+        #expect(host.state == .background)
+        host.send(.taskEnded(id: 2))
+        #expect(host.state == .suspended)
+        host.advance(by: .seconds(60))
+        #expect(host.finished == nil)
+    }
+
+    @Test func theBudgetStartsOnEnteringTheBackgroundAndIsPerApp() {
+        var host = SimulatedHost()
+        host.send(.launch(.foreground, reason: "user"))
+        host.send(.taskBegan(id: 1, name: nil))
+        host.send(.taskBegan(id: 2, name: nil))
+        host.advance(by: .seconds(100))  // foreground time does not count
+        host.send(.moveToBackground)
+        #expect(host.machine.backgroundTimeRemaining(at: host.now) == .seconds(30))
+        host.advance(by: .seconds(35))
+        #expect(host.finished?.code == TerminationCode.backgroundTimeExhausted.rawValue, "two tasks do not give 60 s")
+    }
+
+    @Test func returningToTheForegroundResetsTheBudget() {
+        var host = SimulatedHost()
+        host.send(.launch(.foreground, reason: "user"))
+        host.send(.taskBegan(id: 1, name: nil))
+        host.send(.moveToBackground)
+        host.advance(by: .seconds(20))
+        host.send(.moveToForeground)
+        #expect(host.machine.backgroundTimeRemaining(at: host.now) == nil)
+        host.advance(by: .seconds(40))
+        host.send(.moveToBackground)
+        host.advance(by: .milliseconds(24_999))
+        #expect(host.expirations.isEmpty)
+        host.advance(by: .milliseconds(1))
+        #expect(host.expirations == [[1]])
+    }
+
+    @Test func moreThanTheTaskLimitKillsWithBada5e47() {
+        var host = SimulatedHost()
+        host.send(.launch(.foreground, reason: "user"))
+        for id in 1...1000 { host.send(.taskBegan(id: UInt64(id), name: nil)) }
+        #expect(host.finished == nil)
+        host.send(.taskBegan(id: 1001, name: nil))
+        #expect(host.finished?.code == TerminationCode.tooManyBackgroundTasks.rawValue)
+    }
+
+    @Test func aLaunchMethodReturningFalseFailsTheLaunch() {
+        var host = SimulatedHost()
+        host.returnsFalseFrom = [.willFinishLaunching]
+        host.send(.launch(.foreground, reason: "user"))
+        #expect(host.finished?.kind == .launchFailed)
+        #expect(host.callbacks == ["willFinishLaunching inactive"])
+    }
+
+    @Test func aCrashInsideACallbackNamesIt() {
+        var host = SimulatedHost()
+        host.hangIn = [.didBecomeActive]
+        host.send(.launch(.foreground, reason: "user"))
+        host.send(.exited(ProcessExit(status: .signaled(11, coreDumped: false))))
+        #expect(host.finished == Termination(kind: .crash, namespace: .signal, code: 11, reason: "crashed (SIGSEGV) in applicationDidBecomeActive(_:)"))
+        #expect(host.machine.finalState == .active)
+    }
+
+    @Test func anAcknowledgementOfNothingIsAProtocolViolation() {
+        var host = SimulatedHost()
+        host.send(.launch(.foreground, reason: "user"))
+        host.send(.acknowledged(id: 99, returned: nil, snapshot: nil))
+        #expect(host.finished?.kind == .protocolViolation)
+    }
+}
+
+/// Random command sequences under random timing: the machine's invariants hold in every one.
+@Suite struct LifecycleMachineExplorationTests {
+    @Test func invariantsHoldOverThousandsOfRandomRuns() {
+        var generator = SplitMix(seed: 0x5EED)
+        let inputs: [LifecycleMachine.Input] = [
+            .moveToForeground, .moveToBackground, .interrupt(.seconds(2)), .interrupt(nil), .endInterruption,
+            .memoryWarning, .taskBegan(id: 1, name: nil), .taskBegan(id: 2, name: nil), .taskEnded(id: 1),
+            .taskEnded(id: 2), .terminate(byUser: true),
+        ]
+        for _ in 0..<3000 {
+            var machine = LifecycleMachine(policy: Policy())
+            var now = HostInstant(nanoseconds: 0)
+            var pending: [UInt64] = []  // callbacks sent and not yet acknowledged
+            var killed = 0
+            var finished = 0
+            var exited = false
+            var queue: [LifecycleMachine.Input] = [.launch(generator.next() % 2 == 0 ? .foreground : .background, reason: "user")]
+            for step in 0..<60 {
+                if queue.isEmpty {
+                    switch generator.next() % 4 {
+                    case 0 where !pending.isEmpty:
+                        queue.append(.acknowledged(id: pending.removeFirst(), returned: true, snapshot: nil))
+                    case 1:
+                        now = now + .milliseconds(Int64(generator.next() % 40_000))
+                        queue.append(.tick)
+                    default:
+                        let input = inputs[Int(generator.next() % UInt64(inputs.count))]
+                        // A frozen app sends nothing; only the host's commands reach it.
+                        if case .taskBegan = input, machine.state == .suspended { continue }
+                        queue.append(input)
+                    }
+                }
+                let input = queue.removeFirst()
+                for action in machine.handle(input, now: now) {
+                    switch action {
+                    case .spawn: queue.append(.ready)
+                    case .send(let request):
+                        #expect(pending.isEmpty, "one callback at a time (step \(step))")
+                        pending.append(request.id)
+                    case .freeze: queue.append(.suspensionVerified)
+                    case .kill:
+                        killed += 1
+                        pending = []
+                        queue.append(.exited(ProcessExit(status: .signaled(9, coreDumped: false))))
+                    case .finished:
+                        finished += 1
+                        exited = true
+                    case .thaw, .expire, .event: break
+                    }
+                }
+                #expect(killed <= 1 && finished <= 1)
+                if exited { break }
+                if machine.state == .suspended { #expect(machine.openTasks.isEmpty, "a suspended app holds no task") }
+                if let deadline = machine.nextDeadline { #expect(deadline.nanoseconds >= 0) }
+            }
+            if killed == 1 { #expect(finished == 1, "every kill ends in exactly one report") }
+        }
+    }
+}
+
+/// A small seeded generator, so a failing exploration can be replayed.
+struct SplitMix {
+    var state: UInt64
+    init(seed: UInt64) { state = seed }
+    mutating func next() -> UInt64 {
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return z ^ (z >> 31)
+    }
+}

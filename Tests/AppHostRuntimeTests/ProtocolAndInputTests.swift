@@ -1,0 +1,166 @@
+import AppHostProtocol
+import Foundation
+import Testing
+@testable import AppHostRuntime
+
+@Suite struct FramingTests {
+    @Test func framesSplitAcrossReadsAndPackedTogetherDecode() throws {
+        let first = Framing.frame(Array("{\"a\":1}".utf8))
+        let second = Framing.frame(Array("[]".utf8))
+        let stream = first + second
+        var decoder = FrameDecoder()
+        var bodies: [[UInt8]] = []
+        for byte in stream {  // the worst case: one byte per read
+            decoder.append([byte])
+            while let body = try decoder.next() { bodies.append(body) }
+        }
+        #expect(bodies == [Array("{\"a\":1}".utf8), Array("[]".utf8)])
+        #expect(decoder.pendingByteCount == 0)
+    }
+
+    @Test func anOversizeLengthIsRefusedBeforeAnyBodyArrives() {
+        var decoder = FrameDecoder()
+        decoder.append(withUnsafeBytes(of: UInt64(Framing.maximumBodyLength + 1).littleEndian, Array.init))
+        #expect(throws: FramingError.oversize(UInt64(Framing.maximumBodyLength + 1))) { try decoder.next() }
+    }
+
+    @Test func messagesRoundTrip() throws {
+        let messages: [AppMessage] = [
+            .hello(protocolVersion: 1, pid: 42), .ready(protocolVersion: 1), .launchFailed(reason: "no"),
+            .ack(id: 7, returned: false, snapshot: "text"), .taskBegan(id: 3, name: nil), .taskEnded(id: 3), .warning("w"),
+        ]
+        for message in messages {
+            #expect(try WireCoding.decode(AppMessage.self, from: WireCoding.encode(message)) == message)
+        }
+        let request = HostMessage.callback(WireCallbackRequest(id: 1, callback: .didEnterBackground, state: .background, backgroundTimeRemaining: 30))
+        #expect(try WireCoding.decode(HostMessage.self, from: WireCoding.encode(request)) == request)
+    }
+
+    @Test func garbageIsAnErrorNotACrash() {
+        #expect(throws: (any Error).self) { try WireCoding.decode(AppMessage.self, from: Array("not json".utf8)) }
+        #expect(throws: (any Error).self) { try WireCoding.decode(AppMessage.self, from: Array("{\"fly\":{}}".utf8)) }
+    }
+}
+
+@Suite struct HostCommandTests {
+    @Test func everyCommandParses() throws {
+        #expect(try HostCommand.parse("home") == .home)
+        #expect(try HostCommand.parse("  open Notes  ") == .open("Notes"))
+        #expect(try HostCommand.parse("interrupt Notes 2.5") == .interrupt("Notes", .milliseconds(2500)))
+        #expect(try HostCommand.parse("interrupt Notes") == .interrupt("Notes", nil))
+        #expect(try HostCommand.parse("terminate com.example.notes") == .terminate("com.example.notes"))
+        #expect(try HostCommand.parse("sleep 0.5") == .sleep(.milliseconds(500)))
+        #expect(try HostCommand.parse("wait Notes suspended") == .wait("Notes", .suspended, timeout: .seconds(30)))
+        #expect(try HostCommand.parse("wait Notes active 3") == .wait("Notes", .active, timeout: .seconds(3)))
+        #expect(try HostCommand.parse("memory-warning") == .memoryWarning(nil))
+        #expect(try HostCommand.parse("ps") == .ps)
+        #expect(try HostCommand.parse("quit") == .quit)
+        #expect(try HostCommand.parse("") == nil)
+        #expect(try HostCommand.parse("# a comment") == nil)
+    }
+
+    @Test func mistakesSayWhatIsWrong() {
+        #expect(throws: CommandError("usage: open APP")) { try HostCommand.parse("open") }
+        #expect(throws: CommandError("SECONDS must be a number of seconds, not soon")) { try HostCommand.parse("sleep soon") }
+        #expect(throws: CommandError("STATE must be one of inactive, active, background, suspended, terminated; not asleep")) {
+            try HostCommand.parse("wait Notes asleep")
+        }
+        #expect(throws: CommandError("unknown command launch; commands: home, open, interrupt, terminate, memory-warning, sleep, wait, ps, quit")) {
+            try HostCommand.parse("launch Notes")
+        }
+    }
+}
+
+@Suite struct PolicyTests {
+    private func write(_ text: String) throws -> URL {
+        let url = FileManager.default.temporaryDirectory.appendingPathComponent("policy-\(UUID().uuidString).json")
+        try Data(text.utf8).write(to: url)
+        return url
+    }
+
+    @Test func defaultsAreTheSpecs() {
+        let policy = Policy()
+        #expect(policy.launchTimeout == .seconds(20))
+        #expect(policy.callbackTimeout == .seconds(10))
+        #expect(policy.didEnterBackgroundTimeout == .seconds(5))
+        #expect(policy.willTerminateTimeout == .seconds(5))
+        #expect(policy.backgroundTime == .seconds(30))
+        #expect(policy.expirationWarning == .seconds(5))
+        #expect(policy.expirationGrace == .seconds(5))
+        #expect(policy.maximumBackgroundTasks == 1000)
+    }
+
+    @Test func aFileOverridesWhatItNames() throws {
+        let url = try write(#"{"backgroundTime": 3, "expirationWarning": 0.5, "maximumBackgroundTasks": 10}"#)
+        let policy = try Policy.load(contentsOf: url)
+        #expect(policy.backgroundTime == .seconds(3))
+        #expect(policy.expirationWarning == .milliseconds(500))
+        #expect(policy.maximumBackgroundTasks == 10)
+        #expect(policy.launchTimeout == .seconds(20))
+    }
+
+    @Test func anUnknownKeyIsAnError() throws {
+        let url = try write(#"{"backgroundTme": 3}"#)
+        #expect { try Policy.load(contentsOf: url) } throws: { error in
+            "\(error)".contains("unknown key backgroundTme; known keys: backgroundTime, callbackTimeout")
+        }
+    }
+
+    @Test func budgetsMustFitTogether() throws {
+        let url = try write(#"{"backgroundTime": 3, "expirationWarning": 4}"#)
+        #expect { try Policy.load(contentsOf: url) } throws: { error in
+            "\(error)" == "expirationWarning (4.0 s) must be shorter than backgroundTime (3.0 s)"
+        }
+    }
+}
+
+@Suite struct AppBundleTests {
+    private func bundle(_ info: [String: Any]?, plugin: Bool = true) throws -> URL {
+        let url = FileManager.default.temporaryDirectory.appendingPathComponent("bundle-\(UUID().uuidString)/Notes.app")
+        try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
+        if let info {
+            try PropertyListSerialization.data(fromPropertyList: info, format: .xml, options: 0).write(to: url.appendingPathComponent("Info.plist"))
+        }
+        if plugin { try Data().write(to: url.appendingPathComponent("libNotes.so")) }
+        return url
+    }
+
+    private let valid: [String: Any] = [
+        "CFBundleIdentifier": "com.example.notes", "CFBundleExecutable": "libNotes.so",
+        "ApplicationDelegateClassName": "Notes.AppDelegate",
+    ]
+
+    @Test func aValidBundle() throws {
+        let app = try AppBundle(url: try bundle(valid))
+        #expect(app.name == "Notes")
+        #expect(app.identifier == "com.example.notes")
+        #expect(app.delegateClassName == "Notes.AppDelegate")
+        #expect(app.pluginURL.lastPathComponent == "libNotes.so")
+    }
+
+    @Test(arguments: ["CFBundleIdentifier", "CFBundleExecutable", "ApplicationDelegateClassName"])
+    func eachRequiredKeyIsNamedWhenMissing(key: String) throws {
+        var info = valid
+        info[key] = nil
+        #expect { try AppBundle(url: try bundle(info)) } throws: { error in
+            "\(error)".hasPrefix("Notes.app/Info.plist: \(key) is missing; ")
+        }
+    }
+
+    @Test func aWrongTypeIsNamed() throws {
+        var info = valid
+        info["ApplicationDelegateClassName"] = 7
+        #expect { try AppBundle(url: try bundle(info)) } throws: { error in
+            "\(error)" == "Notes.app/Info.plist: ApplicationDelegateClassName must be a non-empty string; name the class that conforms to ApplicationDelegate, e.g. Notes.AppDelegate"
+        }
+    }
+
+    @Test func aMissingPluginAndAMissingPlist() throws {
+        #expect { try AppBundle(url: try bundle(valid, plugin: false)) } throws: { error in
+            "\(error)" == "Notes.app/libNotes.so is missing (named by CFBundleExecutable); rebuild the bundle"
+        }
+        #expect { try AppBundle(url: try bundle(nil)) } throws: { error in
+            "\(error)" == "Notes.app/Info.plist is missing; an app bundle needs one"
+        }
+    }
+}
