@@ -1,0 +1,148 @@
+import Foundation
+import Testing
+
+/// The example apps do what their comments promise, under the real host.
+@Suite(.serialized, .timeLimit(.minutes(1)))
+struct ExampleAppTests {
+    private func example(_ name: String) throws -> URL {
+        let url = Paths.apps.appendingPathComponent("\(name).app")
+        try Paths.requireBuilt(url)
+        return url
+    }
+
+    @Test func helloGoesThroughTheWholeLifeCycle() throws {
+        let scratch = try Scratch()
+        let host = try HostSession([try example("Hello")], scratch: scratch)
+        try host.waitFor("Hello", "didBecomeActive")
+        host.send("home")
+        try host.waitFor("Hello", "suspended")
+        host.send("open Hello")
+        try host.waitFor("Hello", "didBecomeActive", occurrence: 2)
+        host.send("terminate Hello")
+        try host.waitFor("Hello", "terminated")
+        #expect(host.standardError.contains("]: Hello, world! (state active)"))
+        #expect(host.standardError.contains("]: Goodbye."))
+        host.closeInput()
+        #expect(try host.waitForExit() == 0)
+    }
+
+    @Test func notesSavesHidesItsSnapshotAndSyncsUnderABackgroundTask() throws {
+        let scratch = try Scratch()
+        let host = try HostSession([try example("Notes")], scratch: scratch)
+        try host.waitFor("Notes", "didBecomeActive")
+        host.send("home")
+        let snapshot = try host.waitFor("Notes", "snapshot")
+        #expect(snapshot.detail == "Notes (locked)")
+        let began = try host.waitFor("Notes", "backgroundTaskBegan")
+        #expect(began.detail == "#1 \"Sync notes\"")
+        try host.waitFor("Notes", "backgroundTaskEnded")
+        try host.waitFor("Notes", "suspended")
+        let documents = scratch.stateDirectory.appendingPathComponent("containers/com.example.notes/Documents")
+        let notes = try JSONDecoder().decode([String].self, from: Data(contentsOf: documents.appendingPathComponent("notes.json")))
+        #expect(notes.count == 1)
+        #expect(FileManager.default.fileExists(atPath: documents.appendingPathComponent("notes-backup.json").path))
+        host.closeInput()
+        #expect(try host.waitForExit() == 0)
+    }
+
+    @Test func uploaderStopsCleanlyWhenItsBackgroundTimeRunsOut() throws {
+        let scratch = try Scratch()
+        let host = try HostSession(
+            [try example("Uploader")], scratch: scratch,
+            arguments: ["--background-time", "1", "--expiration-warning", "0.5", "--expiration-grace", "0.5"])
+        try host.waitFor("Uploader", "didBecomeActive")
+        host.send("home")
+        try host.waitFor("Uploader", "expiration")
+        try host.waitFor("Uploader", "backgroundTaskEnded")
+        try host.waitFor("Uploader", "suspended")
+        #expect(!host.allEvents.contains { $0.event == "terminated" }, "it ended its task in time: suspended, not killed")
+        let progress = scratch.stateDirectory.appendingPathComponent("containers/com.example.uploader/Documents/upload-progress")
+        let sent = Int(try String(contentsOf: progress, encoding: .utf8)) ?? 0
+        #expect(sent > 0 && sent < 100)
+        #expect(host.standardError.contains("Uploader: background time is running out at chunk \(sent) of 100"))
+        host.closeInput()
+        #expect(try host.waitForExit() == 0)
+    }
+}
+
+/// The other commands of the CLI, run as a user would.
+@Suite(.serialized, .timeLimit(.minutes(1)))
+struct CommandLineTests {
+    @Test func doctorReportsTheMechanisms() throws {
+        let result = try runApphost(["doctor"])
+        #expect(result.status == 0)
+        for name in ["seccomp filter", "seccomp user notification", "Landlock", "pidfd", "cgroup v2 freezer", "cgroup v1 freezer", "host capabilities"] {
+            #expect(result.output.contains("  \(name): "), "doctor reports \(name)")
+        }
+        #expect(result.output.split(separator: "\n").last?.hasPrefix("suspension: ") == true)
+    }
+
+    @Test func reportsListsAndShowsTerminationReports() throws {
+        let scratch = try Scratch()
+        let script = scratch.url.appendingPathComponent("script")
+        try Data("wait Listed active\nterminate Listed\nwait Listed terminated\n".utf8).write(to: script)
+        let state = scratch.stateDirectory.path
+        let run = try runApphost(["launch", "--state-dir", state, "--script", script.path, try scratch.bundle("Listed").path])
+        #expect(run.status == 0)
+        let list = try runApphost(["reports", "--state-dir", state])
+        #expect(list.status == 0)
+        let line = try #require(list.output.split(separator: "\n").first)
+        #expect(line.contains("  Listed  "))
+        #expect(line.contains("USER  -  terminated by the user; applicationWillTerminate(_:) returned"))
+        let shown = try runApphost(["reports", "--state-dir", state, "last"])
+        let report = try #require(try JSONSerialization.jsonObject(with: Data(shown.output.utf8)) as? [String: Any])
+        #expect(report["app"] as? String == "test.listed")
+        #expect(report["kind"] as? String == "user-terminated")
+        for key in ["pid", "time", "state", "namespace", "reason", "usage", "lastEvents", "held"] {
+            #expect(report[key] != nil, "reports carry \(key)")
+        }
+    }
+
+    @Test func psShowsEachApp() throws {
+        let scratch = try Scratch()
+        let host = try HostSession([try scratch.bundle("Listed"), try scratch.bundle("Idle")], scratch: scratch)
+        let active = try host.waitFor("Listed", "didBecomeActive")
+        host.send("ps")
+        let listed = try host.waitFor("ps of Listed") { $0.event == "ps" && $0.name == "Listed" }
+        let idle = try host.waitFor("ps of Idle") { $0.event == "ps" && $0.name == "Idle" }
+        #expect(listed.state == "active")
+        #expect(listed.pid == active.pid)
+        #expect(listed.fields["openBackgroundTasks"] as? Int == 0)
+        #expect(listed.fields["snapshot"] == nil, "no snapshot before the app first leaves the foreground")
+        #expect(idle.state == "not-running")
+        host.closeInput()
+        #expect(try host.waitForExit() == 0)
+    }
+
+    @Test func launchHelpListsTheCommandLanguage() throws {
+        let result = try runApphost(["launch", "--help"])
+        for word in ["--script", "--json", "--background", "--policy", "--background-time", "wait APP STATE [TIMEOUT]", "interrupt APP [SECONDS]"] {
+            #expect(result.output.contains(word), "help mentions \(word)")
+        }
+    }
+
+    @Test func aPolicyFileSetsTheBudgets() throws {
+        let scratch = try Scratch()
+        let policy = scratch.url.appendingPathComponent("policy.json")
+        try Data(#"{"didEnterBackgroundTimeout": 0.4}"#.utf8).write(to: policy)
+        let host = try HostSession(
+            [try scratch.bundle("Governed", behavior: ["blockIn": "didEnterBackground"])], scratch: scratch,
+            arguments: ["--policy", policy.path])
+        try host.waitFor("Governed", "didBecomeActive")
+        host.send("home")
+        let end = try host.waitFor("Governed", "terminated")
+        #expect(end.reason == "did not return from applicationDidEnterBackground(_:) within 0.4 s")
+        host.closeInput()
+        #expect(try host.waitForExit() == 0)
+    }
+
+    @Test func aBadPolicyFileIsOneLine() throws {
+        let scratch = try Scratch()
+        let policy = scratch.url.appendingPathComponent("policy.json")
+        try Data(#"{"backgroundTim": 3}"#.utf8).write(to: policy)
+        let result = try runApphost(["launch", "--policy", policy.path, try scratch.bundle("Any").path])
+        #expect(result.status == 1)
+        #expect(result.error.hasPrefix("apphost: \(policy.path): unknown key backgroundTim; known keys: "))
+        #expect(result.error.split(separator: "\n").count == 1)
+    }
+}
