@@ -195,8 +195,9 @@ enum SuspensionChoice: String, ExpressibleByArgument, CaseIterable {
 }
 
 /// Follows the launch of the first app named on the command line. If it cannot launch — its
-/// bundle's plugin or delegate is unusable, or it dies before finishing launching — that is bad
-/// input: one line on standard error and exit status 1.
+/// plugin or delegate is unusable, or a launching method returns false — that is bad input: one
+/// line on standard error and exit status 1. (An app killed during its launch for breaking a rule,
+/// or crashing, is an app's failure, not bad input: it gets its report and the host runs on.)
 final class FirstLaunch: Sendable {
     private struct State {
         var decided = false
@@ -219,7 +220,7 @@ final class FirstLaunch: Sendable {
         case "didBecomeActive", "didEnterBackground":
             decide()
         case "terminated":
-            guard let termination = event.termination, termination.kind != .hostShutdown else {
+            guard let termination = event.termination, termination.kind == .launchFailed else {
                 decide()
                 return
             }
