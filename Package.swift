@@ -92,7 +92,7 @@ let package = Package(
         ),
         .executableTarget(
             name: "apphost-benchmark",
-            dependencies: ["AppHostRuntime"],
+            dependencies: ["AppHostRuntime", "AppHostProtocol"],
             path: "Benchmarks/Lifecycle",
             swiftSettings: strictSettings
         ),

@@ -1,1 +1,257 @@
-print("benchmark")
+// Measures apphost's life-cycle costs against baselines taken in the same run, on the same machine:
+//
+//   launch to applicationDidBecomeActive acknowledged   vs  posix_spawn + wait of /bin/true
+//                                                        and the app process with its plugin loaded
+//   suspend (freeze request to all threads stopped)     vs  raw SIGSTOP until the group stop is reported
+//   resume                                              vs  raw SIGCONT until the continue is reported
+//   one delegate callback round trip                    vs  a 64-byte pipe round trip through /bin/cat
+//
+// Run: scripts/benchmark (builds in release, bundles Hello, runs this). The machine is shared and
+// noisy: compare the ratios within one run, not absolute numbers across runs.
+
+import AppHostProtocol
+import AppHostRuntime
+import Dispatch
+import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
+
+// MARK: Measuring
+
+func now() -> UInt64 { MonotonicClock().now.nanoseconds }
+
+struct Sample {
+    var label: String
+    var values: [Double]  // milliseconds
+
+    func percentile(_ p: Double) -> Double {
+        let sorted = values.sorted()
+        return sorted[min(sorted.count - 1, Int((Double(sorted.count - 1) * p).rounded()))]
+    }
+
+    var median: Double { percentile(0.5) }
+    var p99: Double { percentile(0.99) }
+}
+
+func measure(_ label: String, runs: Int, _ body: () -> Double) -> Sample {
+    _ = body()  // warm-up
+    return Sample(label: label, values: (0..<runs).map { _ in body() })
+}
+
+// MARK: Baselines
+
+func spawnTrue() -> Double {
+    let start = now()
+    var pid: pid_t = 0
+    let argv: [UnsafeMutablePointer<CChar>?] = [strdup("/bin/true"), nil]
+    defer { argv.forEach { free($0) } }
+    guard posix_spawn(&pid, "/bin/true", nil, nil, argv, environ) == 0 else { fatalError("cannot spawn /bin/true") }
+    var status: Int32 = 0
+    waitpid(pid, &status, 0)
+    return Double(now() - start) / 1e6
+}
+
+/// A child that sleeps, for raw SIGSTOP/SIGCONT; returns (stop, continue) times in ms.
+func rawStopContinue(runs: Int) -> (Sample, Sample) {
+    var pid: pid_t = 0
+    let argv: [UnsafeMutablePointer<CChar>?] = [strdup("/bin/sleep"), strdup("600"), nil]
+    defer { argv.forEach { free($0) } }
+    posix_spawn(&pid, "/bin/sleep", nil, nil, argv, environ)
+    defer {
+        kill(pid, SIGKILL)
+        var status: Int32 = 0
+        waitpid(pid, &status, 0)
+    }
+    var stops: [Double] = []
+    var continues: [Double] = []
+    var info = siginfo_t()
+    for _ in 0..<runs {
+        var start = now()
+        kill(pid, SIGSTOP)
+        waitid(P_PID, id_t(pid), &info, WSTOPPED)
+        stops.append(Double(now() - start) / 1e6)
+        start = now()
+        kill(pid, SIGCONT)
+        waitid(P_PID, id_t(pid), &info, WCONTINUED)
+        continues.append(Double(now() - start) / 1e6)
+    }
+    return (Sample(label: "raw SIGSTOP, group stop reported", values: stops),
+            Sample(label: "raw SIGCONT, continue reported", values: continues))
+}
+
+/// 64-byte round trips through /bin/cat over two pipes.
+func pipeRoundTrips(runs: Int) -> Sample {
+    var toCat: [Int32] = [0, 0]
+    var fromCat: [Int32] = [0, 0]
+    pipe(&toCat)
+    pipe(&fromCat)
+    var actions = posix_spawn_file_actions_t()
+    posix_spawn_file_actions_init(&actions)
+    posix_spawn_file_actions_adddup2(&actions, toCat[0], 0)
+    posix_spawn_file_actions_adddup2(&actions, fromCat[1], 1)
+    for fd in toCat + fromCat { posix_spawn_file_actions_addclose(&actions, fd) }  // cat must see EOF
+    var pid: pid_t = 0
+    let argv: [UnsafeMutablePointer<CChar>?] = [strdup("/bin/cat"), nil]
+    posix_spawn(&pid, "/bin/cat", &actions, nil, argv, environ)
+    close(toCat[0])
+    close(fromCat[1])
+    var message = [UInt8](repeating: 65, count: 64)
+    let sample = measure("64-byte pipe round trip through /bin/cat", runs: runs) {
+        let start = now()
+        _ = write(toCat[1], &message, 64)
+        var got = 0
+        while got < 64 { got += message.withUnsafeMutableBytes { read(fromCat[0], $0.baseAddress! + got, 64 - got) } }
+        return Double(now() - start) / 1e6
+    }
+    close(toCat[1])
+    var status: Int32 = 0
+    waitpid(pid, &status, 0)
+    return sample
+}
+
+// MARK: apphost
+
+/// Collects the supervisor's events and lets the benchmark wait for one.
+final class EventLog: @unchecked Sendable {
+    private let condition = NSCondition()
+    private var events: [(event: HostEvent, at: UInt64)] = []
+
+    func record(_ event: HostEvent) {
+        let at = now()
+        condition.lock()
+        events.append((event, at))
+        condition.broadcast()
+        condition.unlock()
+    }
+
+    /// Waits for the next `name` event after index `after`; returns it with its arrival time.
+    func next(_ name: String, after index: inout Int) -> (event: HostEvent, at: UInt64) {
+        condition.lock()
+        defer { condition.unlock() }
+        while true {
+            if let found = events[index...].firstIndex(where: { $0.event.event == name }) {
+                index = found + 1
+                return events[found]
+            }
+            guard condition.wait(until: Date().addingTimeInterval(30)) else { fatalError("no \(name) event within 30 s") }
+        }
+    }
+
+    var count: Int {
+        condition.lock()
+        defer { condition.unlock() }
+        return events.count
+    }
+}
+
+func benchmarkApphost(mechanism: SuspensionMechanism, bundle: AppBundle, executable: String, runs: Int)
+    -> (launch: Sample, loaded: Sample, suspend: Sample, resume: Sample, callback: Sample)
+{
+    let state = FileManager.default.temporaryDirectory.appendingPathComponent("apphost-benchmark-\(getpid())")
+    defer { try? FileManager.default.removeItem(at: state) }
+    var configuration = Supervisor.Configuration(stateDirectory: state, executable: executable)
+    configuration.suspension = mechanism
+    configuration.forwardAppOutput = false
+    let log = EventLog()
+    let supervisor = try! Supervisor(configuration: configuration) { log.record($0) }
+    try! supervisor.install(bundle)
+    var cursor = 0
+
+    var launches: [Double] = []
+    var loads: [Double] = []
+    for _ in 0...runs {
+        let start = now()
+        try! supervisor.launch(bundle.name, kind: .foreground)
+        let loaded = log.next("loaded", after: &cursor)
+        let active = log.next("didBecomeActive", after: &cursor)
+        launches.append(Double(active.at - start) / 1e6)
+        loads.append(Double(loaded.at - start) / 1e6)
+        try! supervisor.terminate(bundle.name)
+        _ = log.next("terminated", after: &cursor)
+    }
+    launches.removeFirst()  // warm-up
+    loads.removeFirst()
+
+    try! supervisor.launch(bundle.name, kind: .foreground)
+    _ = log.next("didBecomeActive", after: &cursor)
+    var callbacks: [Double] = []
+    for _ in 0...(runs * 4) {
+        try! supervisor.memoryWarning(bundle.name)
+        let event = log.next("didReceiveMemoryWarning", after: &cursor).event
+        callbacks.append(event.elapsed!.seconds * 1000)
+    }
+    callbacks.removeFirst()
+
+    var suspends: [Double] = []
+    var resumes: [Double] = []
+    for _ in 0...runs {
+        supervisor.home()
+        suspends.append(log.next("suspended", after: &cursor).event.elapsed!.seconds * 1000)
+        try! supervisor.open(bundle.name)
+        resumes.append(log.next("resumed", after: &cursor).event.elapsed!.seconds * 1000)
+        _ = log.next("didBecomeActive", after: &cursor)
+    }
+    suspends.removeFirst()
+    resumes.removeFirst()
+    try! supervisor.terminate(bundle.name)
+    _ = log.next("terminated", after: &cursor)
+    return (
+        Sample(label: "launch to applicationDidBecomeActive acknowledged", values: launches),
+        Sample(label: "app process started, empty plugin loaded", values: loads),
+        Sample(label: "suspend (\(mechanism.rawValue)): request to all threads stopped", values: suspends),
+        Sample(label: "resume (\(mechanism.rawValue))", values: resumes),
+        Sample(label: "delegate callback round trip", values: callbacks)
+    )
+}
+
+// MARK: Report
+
+func row(_ sample: Sample, against baseline: Sample?) -> String {
+    func ms(_ value: Double) -> String { String(format: "%8.3f", value) }
+    var line = sample.label.padding(toLength: 64, withPad: " ", startingAt: 0) + ms(sample.median) + ms(sample.p99)
+    if let baseline {
+        line += "   " + baseline.label.padding(toLength: 42, withPad: " ", startingAt: 0) + ms(baseline.median) + ms(baseline.p99)
+        line += String(format: "   %6.1f×", sample.median / baseline.median)
+    }
+    return line
+}
+
+let arguments = CommandLine.arguments
+let runs = arguments.firstIndex(of: "--runs").flatMap { Int(arguments[$0 + 1]) } ?? 50
+let binaries = URL(fileURLWithPath: arguments[0]).deletingLastPathComponent()
+let executable = binaries.appendingPathComponent("apphost").path
+let bundlePath = arguments.firstIndex(of: "--bundle").map { arguments[$0 + 1] } ?? ".build/apps/Hello.app"
+guard FileManager.default.isExecutableFile(atPath: executable) else { fatalError("\(executable) is missing: run scripts/benchmark") }
+let bundle = try AppBundle(url: URL(fileURLWithPath: bundlePath))
+
+print("apphost benchmark: \(runs) runs per figure (callbacks: \(runs * 4)); milliseconds, median and p99; ratio of medians")
+let spawn = measure("spawn of /bin/true", runs: runs) { spawnTrue() }
+let (rawStop, rawContinue) = rawStopContinue(runs: runs)
+let pipeTrip = pipeRoundTrips(runs: runs * 4)
+let codec = measure("JSON coding of one callback and its ack (4 steps)", runs: runs * 4) {
+    let start = now()
+    for _ in 0..<100 {
+        let request = HostMessage.callback(WireCallbackRequest(id: 7, callback: .didReceiveMemoryWarning, state: .active))
+        _ = try! WireCoding.decode(HostMessage.self, from: WireCoding.encode(request))
+        let ack = AppMessage.ack(id: 7, returned: nil, snapshot: nil)
+        _ = try! WireCoding.decode(AppMessage.self, from: WireCoding.encode(ack))
+    }
+    return Double(now() - start) / 1e8
+}
+print("what".padding(toLength: 64, withPad: " ", startingAt: 0) + "  median     p99   baseline")
+var mechanisms: [SuspensionMechanism] = [.sigstop]
+if DoctorReport.probe(instance: "benchmark").findings.contains(where: { $0.name == "cgroup v2 freezer" && $0.available }) {
+    mechanisms.insert(.cgroupFreezer, at: 0)
+}
+for (index, mechanism) in mechanisms.enumerated() {
+    let result = benchmarkApphost(mechanism: mechanism, bundle: bundle, executable: executable, runs: runs)
+    if index == 0 {
+        print(row(result.launch, against: spawn))
+        print(row(result.launch, against: result.loaded))
+        print(row(result.callback, against: pipeTrip))
+        print(row(codec, against: nil))
+    }
+    print(row(result.suspend, against: rawStop))
+    print(row(result.resume, against: rawContinue))
+}

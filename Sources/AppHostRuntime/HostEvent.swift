@@ -11,6 +11,9 @@ public struct HostEvent: Sendable {
     public var event: String
     public var state: AppState?
     public var detail: String?
+    /// How long the step took: a callback from sent to acknowledged; `suspended` from the freeze
+    /// request to every thread verified stopped; `resumed`, the thaw.
+    public var elapsed: Duration?
     /// For `terminated`: why, with its namespace and code.
     public var termination: Termination?
     /// For `terminated`: the report's path.
@@ -21,6 +24,7 @@ public struct HostEvent: Sendable {
         let who = name.map { "\($0)[\(pid.map(String.init) ?? "-")]" } ?? "apphost"
         var line = "\(HostEvent.clockFormatter.string(from: time))  \(who)  \(event)"
         if let state, event != "terminated" { line += "  → \(state.rawValue)" }
+        if let elapsed { line += String(format: "  (%.3f ms)", elapsed.seconds * 1000) }
         if let termination {
             line += ": \(termination.namespace)"
             if let code = termination.formattedCode { line += " \(code)" }
@@ -41,6 +45,7 @@ public struct HostEvent: Sendable {
         if let pid { object["pid"] = Int(pid) }
         if let state { object["state"] = state.rawValue }
         if let detail { object["detail"] = detail }
+        if let elapsed { object["elapsedMs"] = (elapsed.seconds * 1_000_000).rounded() / 1000 }
         if let termination {
             object["kind"] = termination.kind.rawValue
             object["namespace"] = termination.namespace.rawValue

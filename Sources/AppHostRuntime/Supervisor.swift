@@ -283,6 +283,7 @@ public final class Supervisor: @unchecked Sendable {
         case .spawn(_, let reason):
             spawn(record, run, reason: reason)
         case .send(let request):
+            run.stepStartedAt = clock.now
             send(.callback(request), record, run)
         case .expire(let taskIDs, let remaining):
             send(.expire(taskIDs: taskIDs, remaining: remaining), record, run)
@@ -503,6 +504,7 @@ public final class Supervisor: @unchecked Sendable {
 
     private func freeze(_ record: AppRecord, _ run: AppRun) {
         guard let process = run.process else { return }
+        run.stepStartedAt = clock.now
         if let cgroup = run.cgroup, run.watch != nil, (try? cgroup.freeze()) != nil {
             // Verified by the inotify watch on cgroup.events, or at once if already frozen.
             if cgroup.awaitFrozen(within: .milliseconds(2)) {
@@ -528,6 +530,7 @@ public final class Supervisor: @unchecked Sendable {
 
     private func thaw(_ run: AppRun) {
         guard let process = run.process else { return }
+        run.stepStartedAt = clock.now
         if let cgroup = run.cgroup, run.watch != nil {
             try? cgroup.thaw()
         } else {
@@ -552,9 +555,14 @@ public final class Supervisor: @unchecked Sendable {
             run.stateSince = clock.now
         }
         if event.name == "snapshot" { run.snapshot = event.detail }
+        var elapsed: Duration?
+        if WireCallback(rawValue: event.name) != nil || event.name == "suspended" || event.name == "resumed",
+           let started = run.stepStartedAt {
+            elapsed = started.duration(to: clock.now)
+        }
         publish(HostEvent(
             time: Date(), app: record.bundle.identifier, name: record.bundle.name, pid: run.process?.pid,
-            event: event.name, state: event.state, detail: event.detail), run: run)
+            event: event.name, state: event.state, detail: event.detail, elapsed: elapsed), run: run)
         resolveWaiters(for: record)
     }
 
@@ -684,6 +692,8 @@ private final class AppRun: @unchecked Sendable {
     var lastState: AppState = .notRunning
     var stateSince: HostInstant
     var snapshot: String?
+    /// When the running callback was sent, or the last freeze or thaw began.
+    var stepStartedAt: HostInstant?
     var events: [HostEvent] = []
     var cpuForeground: Duration = .zero
     var cpuBackground: Duration = .zero
