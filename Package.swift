@@ -8,7 +8,8 @@ let strictSettings: [SwiftSetting] = [
 ]
 
 /// An app plugin: a dynamic library that links the SDK statically, plus its Info.plist beside
-/// the sources (bundled by `swift package bundle-app`).
+/// the sources (bundled by `swift package bundle-app`). Target names must be unique across a
+/// package graph, so these carry a suffix that leaves Hello, Notes… free for app authors.
 func appPlugin(_ name: String, path: String) -> (Product, Target) {
     (
         .library(name: name, type: .dynamic, targets: [name]),
@@ -23,11 +24,11 @@ func appPlugin(_ name: String, path: String) -> (Product, Target) {
 }
 
 let apps = [
-    appPlugin("Hello", path: "Examples/Hello"),
-    appPlugin("Notes", path: "Examples/Notes"),
-    appPlugin("Uploader", path: "Examples/Uploader"),
+    appPlugin("HelloExample", path: "Examples/Hello"),
+    appPlugin("NotesExample", path: "Examples/Notes"),
+    appPlugin("UploaderExample", path: "Examples/Uploader"),
     // Test fixtures: real plugins that the end-to-end tests and the benchmark launch.
-    appPlugin("Probe", path: "Tests/Fixtures/Probe"),
+    appPlugin("ProbeFixture", path: "Tests/Fixtures/Probe"),
 ]
 
 let package = Package(
@@ -39,9 +40,9 @@ let package = Package(
         .plugin(name: "BundleApp", targets: ["BundleApp"]),
         // A shared object that is not an apphost plugin, and one whose ABI record is forged:
         // the runner must refuse both with a clear message.
-        .library(name: "NotAPlugin", type: .dynamic, targets: ["NotAPlugin"]),
-        .library(name: "ForeignPlugin", type: .dynamic, targets: ["ForeignPlugin"]),
-        .library(name: "OtherABIPlugin", type: .dynamic, targets: ["OtherABIPlugin"]),
+        .library(name: "NotAPluginFixture", type: .dynamic, targets: ["NotAPluginFixture"]),
+        .library(name: "ForeignPluginFixture", type: .dynamic, targets: ["ForeignPluginFixture"]),
+        .library(name: "OtherABIPluginFixture", type: .dynamic, targets: ["OtherABIPluginFixture"]),
     ] + apps.map(\.0),
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
@@ -97,9 +98,9 @@ let package = Package(
             swiftSettings: strictSettings
         ),
 
-        .target(name: "NotAPlugin", path: "Tests/Fixtures/NotAPlugin"),
-        .target(name: "ForeignPlugin", dependencies: ["CAppHostShims"], path: "Tests/Fixtures/ForeignPlugin"),
-        .target(name: "OtherABIPlugin", dependencies: ["CAppHostShims"], path: "Tests/Fixtures/OtherABIPlugin"),
+        .target(name: "NotAPluginFixture", path: "Tests/Fixtures/NotAPlugin"),
+        .target(name: "ForeignPluginFixture", dependencies: ["CAppHostShims"], path: "Tests/Fixtures/ForeignPlugin"),
+        .target(name: "OtherABIPluginFixture", dependencies: ["CAppHostShims"], path: "Tests/Fixtures/OtherABIPlugin"),
 
         .testTarget(
             name: "AppHostRuntimeTests",

@@ -586,6 +586,9 @@ public final class Supervisor: @unchecked Sendable {
             userTime: .microseconds(status.user_usec), systemTime: .microseconds(status.system_usec),
             maximumResidentBytes: UInt64(max(0, status.max_rss_kib)) * 1024)
         account(run, until: exit.userTime + exit.systemTime)
+        // The pidfd and the socket are separate event sources: read what the app sent before it
+        // ended (a launch failure's reason, a last acknowledgement) before handling its end.
+        if run.control != nil { readControl(record, run) }
         handle(record, run, .exited(exit))
     }
 

@@ -110,55 +110,55 @@ struct BadInputTests {
 
     @Test func aDelegateClassThatDoesNotExist() throws {
         let scratch = try Scratch()
-        let bundle = try scratch.bundle("Ghost", changes: ["ApplicationDelegateClassName": "Probe.Nope"])
+        let bundle = try scratch.bundle("Ghost", changes: ["ApplicationDelegateClassName": "ProbeFixture.Nope"])
         let result = try launch(bundle, scratch: scratch)
         #expect(result.status == 1)
-        expectOneLine(result.error, "Ghost.app cannot launch: Ghost.app/Info.plist: ApplicationDelegateClassName names Probe.Nope, which does not exist in the plugin; name the class as Module.ClassName, e.g. Ghost.AppDelegate")
+        expectOneLine(result.error, "Ghost.app cannot launch: Ghost.app/Info.plist: ApplicationDelegateClassName names ProbeFixture.Nope, which does not exist in the plugin; name the class as Module.ClassName, e.g. Ghost.AppDelegate")
     }
 
     @Test func aDelegateClassThatDoesNotConform() throws {
         let scratch = try Scratch()
-        let bundle = try scratch.bundle("Impostor", changes: ["ApplicationDelegateClassName": "Probe.NotADelegate"])
+        let bundle = try scratch.bundle("Impostor", changes: ["ApplicationDelegateClassName": "ProbeFixture.NotADelegate"])
         let result = try launch(bundle, scratch: scratch)
         #expect(result.status == 1)
-        expectOneLine(result.error, "Impostor.app cannot launch: Impostor.app/Info.plist: ApplicationDelegateClassName names Probe.NotADelegate, which does not conform to ApplicationDelegate")
+        expectOneLine(result.error, "Impostor.app cannot launch: Impostor.app/Info.plist: ApplicationDelegateClassName names ProbeFixture.NotADelegate, which does not conform to ApplicationDelegate")
     }
 
     @Test func aSharedObjectThatIsNotAPlugin() throws {
         let scratch = try Scratch()
-        let bundle = try scratch.bundle("Library", library: "libNotAPlugin.so")
+        let bundle = try scratch.bundle("Library", library: "libNotAPluginFixture.so")
         let result = try launch(bundle, scratch: scratch)
         #expect(result.status == 1)
-        expectOneLine(result.error, "Library.app cannot launch: Library.app/libNotAPlugin.so is not an apphost plugin: it exports no apphost_plugin_record; build it as a .dynamic library product that depends on AppHostKit")
+        expectOneLine(result.error, "Library.app cannot launch: Library.app/libNotAPluginFixture.so is not an apphost plugin: it exports no apphost_plugin_record; build it as a .dynamic library product that depends on AppHostKit")
     }
 
     @Test func aFileThatIsNotASharedObject() throws {
         let scratch = try Scratch()
-        let bundle = try scratch.bundle("Text", library: "libNotAPlugin.so")
-        let plugin = bundle.appendingPathComponent("libNotAPlugin.so")
+        let bundle = try scratch.bundle("Text", library: "libNotAPluginFixture.so")
+        let plugin = bundle.appendingPathComponent("libNotAPluginFixture.so")
         try FileManager.default.removeItem(at: plugin)
         try Data("just text".utf8).write(to: plugin)
         let result = try launch(bundle, scratch: scratch)
         #expect(result.status == 1)
-        #expect(result.error.hasPrefix("apphost: Text.app cannot launch: Text.app/libNotAPlugin.so cannot be loaded: "))
+        #expect(result.error.hasPrefix("apphost: Text.app cannot launch: Text.app/libNotAPluginFixture.so cannot be loaded: "))
         #expect(result.error.split(separator: "\n").count == 1)
     }
 
     @Test func aPluginBuiltByAnotherToolchain() throws {
         let scratch = try Scratch()
-        let bundle = try scratch.bundle("Foreign", library: "libForeignPlugin.so")
+        let bundle = try scratch.bundle("Foreign", library: "libForeignPluginFixture.so")
         let result = try launch(bundle, scratch: scratch)
         #expect(result.status == 1)
-        #expect(result.error.hasPrefix("apphost: Foreign.app cannot launch: Foreign.app/libForeignPlugin.so was built by another Swift toolchain (clang version 15.0.0 (https://github.com/swiftlang/llvm-project.git 0000000)) than this apphost (clang "))
+        #expect(result.error.hasPrefix("apphost: Foreign.app cannot launch: Foreign.app/libForeignPluginFixture.so was built by another Swift toolchain (clang version 15.0.0 (https://github.com/swiftlang/llvm-project.git 0000000)) than this apphost (clang "))
         #expect(!result.error.contains("foreign plugin code ran"), "no plugin code runs before the check")
     }
 
     @Test func aPluginOfAnotherSDKABIVersion() throws {
         let scratch = try Scratch()
-        let bundle = try scratch.bundle("Stale", library: "libOtherABIPlugin.so")
+        let bundle = try scratch.bundle("Stale", library: "libOtherABIPluginFixture.so")
         let result = try launch(bundle, scratch: scratch)
         #expect(result.status == 1)
-        expectOneLine(result.error, "Stale.app cannot launch: Stale.app/libOtherABIPlugin.so was built against AppHostKit ABI version 42, but this apphost speaks version 1; rebuild the plugin against this apphost's AppHostKit")
+        expectOneLine(result.error, "Stale.app cannot launch: Stale.app/libOtherABIPluginFixture.so was built against AppHostKit ABI version 42, but this apphost speaks version 1; rebuild the plugin against this apphost's AppHostKit")
         #expect(!result.error.contains("other-ABI plugin code ran"))
     }
 
