@@ -107,7 +107,7 @@ struct BackgroundTimeTests {
         let warning = try host.waitFor("Sloppy", "warning")
         #expect(warning.detail == "endBackgroundTask(_:) called with BackgroundTaskIdentifier(4242), which is not an open background task; ignoring it")
         try waitUntil("the app carries on") { scratch.recorded("Sloppy").contains("survived endBackgroundTask") }
-        #expect(host.standardError.contains("AppHostKit: warning: endBackgroundTask(_:) called with BackgroundTaskIdentifier(4242)"))
+        try host.waitForStandardError(containing: "AppHostKit: warning: endBackgroundTask(_:) called with BackgroundTaskIdentifier(4242)")
         #expect(!host.allEvents.contains { $0.event == "terminated" })
         host.closeInput()
         #expect(try host.waitForExit() == 0)

@@ -20,8 +20,8 @@ struct ExampleAppTests {
         try host.waitFor("Hello", "didBecomeActive", occurrence: 2)
         host.send("terminate Hello")
         try host.waitFor("Hello", "terminated")
-        #expect(host.standardError.contains("]: Hello, world! (state active)"))
-        #expect(host.standardError.contains("]: Goodbye."))
+        try host.waitForStandardError(containing: "]: Hello, world! (state active)")
+        try host.waitForStandardError(containing: "]: Goodbye.")
         host.closeInput()
         #expect(try host.waitForExit() == 0)
     }
@@ -59,7 +59,7 @@ struct ExampleAppTests {
         let progress = scratch.stateDirectory.appendingPathComponent("containers/com.example.uploader/Documents/upload-progress")
         let sent = Int(try String(contentsOf: progress, encoding: .utf8)) ?? 0
         #expect(sent > 0 && sent < 100)
-        #expect(host.standardError.contains("Uploader: background time is running out at chunk \(sent) of 100"))
+        try host.waitForStandardError(containing: "Uploader: background time is running out at chunk \(sent) of 100")
         host.closeInput()
         #expect(try host.waitForExit() == 0)
     }

@@ -206,6 +206,20 @@ final class HostSession: @unchecked Sendable {
         }
     }
 
+    /// Waits until the host's standard error (where app output goes) contains `text`. App output
+    /// and events travel on different channels, so a line may arrive after a later event.
+    func waitForStandardError(containing text: String, timeout: Double = 10, sourceLocation: SourceLocation = #_sourceLocation) throws {
+        let deadline = Date().addingTimeInterval(timeout)
+        condition.lock()
+        defer { condition.unlock() }
+        while !errorText.contains(text) {
+            guard condition.wait(until: deadline) || errorText.contains(text) else {
+                Issue.record("standard error never contained \(text.debugDescription):\n\(errorText)", sourceLocation: sourceLocation)
+                throw WaitFailed()
+            }
+        }
+    }
+
     /// Waits for the host to exit and returns its status.
     func waitForExit(timeout: Double = 20, sourceLocation: SourceLocation = #_sourceLocation) throws -> Int32 {
         guard exited.wait(timeout: .now() + timeout) == .success else {
