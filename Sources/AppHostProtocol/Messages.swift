@@ -118,11 +118,7 @@ package enum AppMessage: Codable, Sendable, Equatable {
 
 /// JSON coding of messages; one shared encoder and decoder per process.
 package enum WireCoding {
-    private static let encoder: JSONEncoder = {
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.sortedKeys]
-        return encoder
-    }()
+    private static let encoder = JSONEncoder()
     private static let decoder = JSONDecoder()
 
     package static func encode(_ value: some Encodable) -> [UInt8] {
