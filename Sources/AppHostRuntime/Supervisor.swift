@@ -47,6 +47,8 @@ public final class Supervisor: @unchecked Sendable {
     private var apps: [AppRecord] = []
     private var waiters: [Waiter] = []
     private var shutdownContinuations: [CheckedContinuation<Void, Never>] = []
+    /// Set by `shutdown()`: no app launches after it.
+    private var isShuttingDown = false
     private var groupCounter = 0
 
     /// Creates a host. `observer` receives every event, on the supervisor's queue.
@@ -208,10 +210,12 @@ public final class Supervisor: @unchecked Sendable {
         }
     }
 
-    /// Terminates every running app as sequence 7 says and returns when all have ended.
+    /// Terminates every running app as sequence 7 says and returns when all have ended; then
+    /// removes the host's cgroup. No app launches after this.
     public func shutdown() async {
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
             queue.async { [self] in
+                isShuttingDown = true
                 shutdownContinuations.append(continuation)
                 for record in apps {
                     if let run = record.run, run.machine.isAlive { handle(record, run, .terminate(byUser: false)) }
@@ -257,6 +261,7 @@ public final class Supervisor: @unchecked Sendable {
     }
 
     private func start(_ record: AppRecord, kind: LaunchKind, reason: String) {
+        guard !isShuttingDown else { return }
         let run = AppRun(machine: LifecycleMachine(policy: configuration.policy), now: clock.now, queue: queue)
         record.run = run
         run.timer.setEventHandler { [weak self, weak record, weak run] in
@@ -645,6 +650,7 @@ public final class Supervisor: @unchecked Sendable {
         guard !shutdownContinuations.isEmpty, !apps.contains(where: { $0.run?.machine.isAlive == true }) else { return }
         let continuations = shutdownContinuations
         shutdownContinuations = []
+        cgroups?.remove()
         continuations.forEach { $0.resume() }
     }
 }

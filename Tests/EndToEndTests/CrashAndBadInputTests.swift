@@ -54,6 +54,18 @@ struct CrashTests {
         #expect(try host.waitForExit() == 0)
     }
 
+    @Test func anAppThatClosesItsControlSocketIsEnded() throws {
+        let scratch = try Scratch()
+        let host = try HostSession([try scratch.bundle("Steady"), try scratch.bundle("Mute", behavior: ["closeControlSocket": true])], scratch: scratch)
+        try host.waitFor("Steady", "didBecomeActive")
+        host.send("open Mute")
+        let end = try host.waitFor("Mute", "terminated")
+        #expect(end.kind == "protocol-violation")
+        #expect(end.reason == "broke the control protocol: it closed its control socket")
+        host.closeInput()
+        #expect(try host.waitForExit() == 0)
+    }
+
     @Test func aLaunchMethodReturningFalseFailsTheLaunch() throws {
         let scratch = try Scratch()
         let host = try HostSession(

@@ -142,6 +142,36 @@ struct LifecycleSequenceTests {
         #expect(!processExists(active.pid!))
     }
 
+    @Test func aSecondInterruptKillsAtOnceAnAppStuckInWillTerminate() throws {
+        let scratch = try Scratch()
+        let host = try HostSession(
+            [try scratch.bundle("Stubborn", behavior: ["blockIn": "willTerminate"])], scratch: scratch,
+            arguments: ["--will-terminate-timeout", "60"])
+        let active = try host.waitFor("Stubborn", "didBecomeActive")
+        kill(host.process.processIdentifier, SIGINT)
+        try waitUntil("the app is inside applicationWillTerminate") { scratch.callbacks("Stubborn").last == "willTerminate active" }
+        kill(host.process.processIdentifier, SIGINT)
+        #expect(try host.waitForExit(timeout: 5) == 0)
+        let end = try #require(host.allEvents.first { $0.event == "terminated" })
+        #expect(end.reason == "the host was told to stop at once; killed without a callback")
+        #expect(!processExists(active.pid!))
+    }
+
+    @Test(.enabled(if: SuspensionTests.hasCgroupFreezer, "needs a writable cgroup v2 hierarchy with cgroup.freeze (see apphost doctor)"))
+    func theHostLeavesNoCgroupBehind() throws {
+        let scratch = try Scratch()
+        let host = try HostSession([try scratch.bundle("Tidy")], scratch: scratch)
+        let started = try host.waitFor("apphost started") { $0.event == "started" }
+        try host.waitFor("Tidy", "didBecomeActive")
+        host.closeInput()
+        #expect(try host.waitForExit() == 0)
+        let detail = try #require(started.detail)
+        let open = try #require(detail.firstIndex(of: "("), "the started event names the host's cgroup: \(detail)")
+        let path = String(detail[detail.index(after: open)..<detail.index(before: detail.endIndex)])
+        #expect(path.hasPrefix("/sys/fs/cgroup"))
+        #expect(!FileManager.default.fileExists(atPath: path), "\(path) is removed at exit")
+    }
+
     @Test func noAppOutlivesAHostKilledBySIGKILL() throws {
         let scratch = try Scratch()
         let host = try HostSession([try scratch.bundle("Orphan"), try scratch.bundle("Sleeper")], scratch: scratch)
