@@ -7,6 +7,8 @@ public enum HostCommand: Sendable, Equatable {
     case open(String)
     /// Interrupt the foreground app (an alert, a call) for some seconds, or until open/home.
     case interrupt(String, Duration?)
+    /// Launch an app into the background, or resume a suspended one there, for no event.
+    case wake(String)
     /// Terminate an app: `applicationWillTerminate` if it runs, nothing if it is suspended.
     case terminate(String)
     /// Send `applicationDidReceiveMemoryWarning` to one app, or to every running app.
@@ -49,6 +51,9 @@ public enum HostCommand: Sendable, Equatable {
         case "interrupt":
             try count(1...2, "interrupt APP [SECONDS]")
             return .interrupt(arguments[0], try arguments.count == 2 ? seconds(arguments[1], "SECONDS") : nil)
+        case "wake":
+            try count(1...1, "wake APP")
+            return .wake(arguments[0])
         case "terminate":
             try count(1...1, "terminate APP")
             return .terminate(arguments[0])
@@ -73,7 +78,7 @@ public enum HostCommand: Sendable, Equatable {
             return .quit
         default:
             throw CommandError(
-                "unknown command \(verb); commands: home, open, interrupt, terminate, memory-warning, sleep, wait, ps, quit")
+                "unknown command \(verb); commands: home, open, interrupt, wake, terminate, memory-warning, sleep, wait, ps, quit")
         }
     }
 }

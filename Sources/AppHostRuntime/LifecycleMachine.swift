@@ -59,6 +59,9 @@ package struct LifecycleMachine: Sendable {
         case interrupt(Duration?)
         case endInterruption
         case terminate(byUser: Bool)
+        /// Resume a suspended app into the background (sequence 6); the seam where background
+        /// events (fetch, push, tasks) will be delivered.
+        case wakeInBackground
         /// Kill now, without a callback: the host was told to stop at once (a second Ctrl-C).
         case abort
         case memoryWarning
@@ -85,6 +88,8 @@ package struct LifecycleMachine: Sendable {
         case launching
         /// `didFinishLaunching` returned; not yet active nor in the background.
         case launched
+        /// Resumed from suspension into the background; `didEnterBackground` not yet sent.
+        case resumedInBackground
         case inactive
         case active
         case background
@@ -156,7 +161,7 @@ package struct LifecycleMachine: Sendable {
         case .launched: launchKind == .foreground ? .inactive : .background
         case .inactive: .inactive
         case .active: .active
-        case .background, .suspending: .background
+        case .background, .suspending, .resumedInBackground: .background
         case .suspended: .suspended
         case .terminating: finalState
         case .terminated: .terminated
@@ -286,6 +291,12 @@ package struct LifecycleMachine: Sendable {
                     reason: byUser ? "terminated by the user before it finished loading" : "the host shut down before the app finished loading"))
             }
 
+        case .wakeInBackground:
+            if phase == .notRunning { return handle(.launch(.background, reason: "background"), now: now) }
+            guard phase == .suspended, placement == .background else { return [] }
+            phase = .resumedInBackground
+            actions += [.thaw, event("resumed", detail: "in the background")]
+
         case .abort:
             return kill(Termination(
                 kind: .hostShutdown, namespace: .host, code: nil,
@@ -308,7 +319,7 @@ package struct LifecycleMachine: Sendable {
     private var observedState: WireApplicationState {
         switch phase {
         case .active: .active
-        case .background, .suspending, .suspended: .background
+        case .background, .suspending, .suspended, .resumedInBackground: .background
         case .launching, .starting: launchState
         case .launched: launchState
         default: .inactive
@@ -408,10 +419,11 @@ package struct LifecycleMachine: Sendable {
         case (.launched, .interrupted) where launchKind == .foreground:
             phase = .inactive
             return [event("interrupted")]
-        case (.launched, .foreground), (.launched, .interrupted), (.background, .foreground), (.background, .interrupted):
+        case (.launched, .foreground), (.launched, .interrupted), (.background, .foreground), (.background, .interrupted),
+             (.resumedInBackground, .foreground), (.resumedInBackground, .interrupted):
             endBackgroundTime()
             return send(.willEnterForeground, state: .background, after: .inactive, now: now)
-        case (.launched, .background), (.inactive, .background):
+        case (.launched, .background), (.inactive, .background), (.resumedInBackground, .background):
             backgroundEnteredAt = now
             expirationSent = false
             deadlines[.backgroundWarning] = now + (policy.backgroundTime - policy.expirationWarning)

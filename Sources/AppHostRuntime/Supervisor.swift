@@ -134,6 +134,22 @@ public final class Supervisor: @unchecked Sendable {
         }
     }
 
+    /// Launches an app into the background (sequence 5), or resumes a suspended one there
+    /// (sequence 6); once its work and grants end it is suspended again (`wake APP`).
+    public func wake(_ name: String) throws {
+        try queue.sync {
+            let record = try app(named: name)
+            guard let run = record.run, run.machine.isAlive else {
+                start(record, kind: .background, reason: "background")
+                return
+            }
+            guard run.machine.state == .suspended else {
+                throw SupervisorError("\(record.bundle.name) is \(run.machine.state.rawValue), not suspended")
+            }
+            handle(record, run, .wakeInBackground)
+        }
+    }
+
     /// Sends the foreground app to the background (`home`).
     public func home() {
         queue.sync { sendForegroundAppAway(except: nil) }

@@ -39,6 +39,8 @@ struct CommandSession {
                 try supervisor.open(app)
             case .interrupt(let app, let duration):
                 try supervisor.interrupt(app, for: duration)
+            case .wake(let app):
+                try supervisor.wake(app)
             case .terminate(let app):
                 try supervisor.terminate(app)
             case .memoryWarning(let app):

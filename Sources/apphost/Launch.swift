@@ -9,7 +9,7 @@ struct Launch: AsyncParsableCommand {
         discussion: """
             Prints one line per life-cycle event (--json: JSON lines). Reads commands from --script FILE \
             and then from standard input, one per line:
-              home | open APP | interrupt APP [SECONDS] | terminate APP | memory-warning [APP]
+              home | open APP | interrupt APP [SECONDS] | wake APP | terminate APP | memory-warning [APP]
               sleep SECONDS | wait APP STATE [TIMEOUT] | ps | quit
             APP is a bundle's CFBundleName or identifier; STATE is inactive, active, background, suspended \
             or terminated. End of input, quit, Ctrl-C or SIGTERM terminate the apps (applicationWillTerminate \

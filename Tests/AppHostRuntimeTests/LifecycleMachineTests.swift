@@ -123,6 +123,24 @@ struct SimulatedHost {
         #expect(host.state == .suspended)
     }
 
+    @Test func sequence6ResumedIntoTheBackgroundAndSuspendedAgain() {
+        var host = SimulatedHost()
+        host.send(.launch(.foreground, reason: "user"))
+        host.send(.moveToBackground)
+        host.callbacks = []
+        host.send(.wakeInBackground)
+        #expect(host.callbacks == ["didEnterBackground background", "snapshot background"])
+        #expect(host.state == .suspended)
+        #expect(host.events.suffix(4) == ["resumed", "didEnterBackground", "snapshot", "suspended"])
+    }
+
+    @Test func wakingAnAppThatIsNotRunningLaunchesItIntoTheBackground() {
+        var host = SimulatedHost()
+        host.send(.wakeInBackground)
+        #expect(host.callbacks.first == "willFinishLaunching background")
+        #expect(host.state == .suspended)
+    }
+
     @Test func sequence7TerminatingARunningApp() {
         var host = SimulatedHost()
         host.send(.launch(.foreground, reason: "user"))
@@ -306,7 +324,7 @@ struct SimulatedHost {
         let inputs: [LifecycleMachine.Input] = [
             .moveToForeground, .moveToBackground, .interrupt(.seconds(2)), .interrupt(nil), .endInterruption,
             .memoryWarning, .taskBegan(id: 1, name: nil), .taskBegan(id: 2, name: nil), .taskEnded(id: 1),
-            .taskEnded(id: 2), .terminate(byUser: true),
+            .taskEnded(id: 2), .terminate(byUser: true), .wakeInBackground,
         ]
         for _ in 0..<3000 {
             var machine = LifecycleMachine(policy: Policy())

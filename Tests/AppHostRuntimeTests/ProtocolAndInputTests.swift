@@ -49,6 +49,7 @@ import Testing
         #expect(try HostCommand.parse("interrupt Notes 2.5") == .interrupt("Notes", .milliseconds(2500)))
         #expect(try HostCommand.parse("interrupt Notes") == .interrupt("Notes", nil))
         #expect(try HostCommand.parse("terminate com.example.notes") == .terminate("com.example.notes"))
+        #expect(try HostCommand.parse("wake Notes") == .wake("Notes"))
         #expect(try HostCommand.parse("sleep 0.5") == .sleep(.milliseconds(500)))
         #expect(try HostCommand.parse("wait Notes suspended") == .wait("Notes", .suspended, timeout: .seconds(30)))
         #expect(try HostCommand.parse("wait Notes active 3") == .wait("Notes", .active, timeout: .seconds(3)))
@@ -65,7 +66,7 @@ import Testing
         #expect(throws: CommandError("STATE must be one of inactive, active, background, suspended, terminated; not asleep")) {
             try HostCommand.parse("wait Notes asleep")
         }
-        #expect(throws: CommandError("unknown command launch; commands: home, open, interrupt, terminate, memory-warning, sleep, wait, ps, quit")) {
+        #expect(throws: CommandError("unknown command launch; commands: home, open, interrupt, wake, terminate, memory-warning, sleep, wait, ps, quit")) {
             try HostCommand.parse("launch Notes")
         }
     }

@@ -66,6 +66,22 @@ struct LifecycleSequenceTests {
         #expect(try host.waitForExit() == 0)
     }
 
+    @Test func sequence6ASuspendedAppResumedIntoTheBackground() throws {
+        let scratch = try Scratch()
+        let host = try HostSession([try scratch.bundle("Woken")], scratch: scratch)
+        try host.waitFor("Woken", "didBecomeActive")
+        host.send("home")
+        try host.waitFor("Woken", "suspended")
+        host.send("wake Woken")
+        let resumed = try host.waitFor("Woken", "resumed")
+        #expect(resumed.detail == "in the background")
+        try host.waitFor("Woken", "suspended", occurrence: 2)
+        #expect(Array(scratch.callbacks("Woken").suffix(2)) == ["didEnterBackground background", "didEnterBackground background"])
+        #expect(!host.allEvents.contains { $0.event == "willEnterForeground" || $0.event == "didBecomeActive" && $0.time! > resumed.time! })
+        host.closeInput()
+        #expect(try host.waitForExit() == 0)
+    }
+
     @Test func openingAnotherAppSendsTheFirstToTheBackground() throws {
         let scratch = try Scratch()
         let host = try HostSession([try scratch.bundle("First"), try scratch.bundle("Second")], scratch: scratch)
