@@ -214,13 +214,20 @@ public final class Supervisor: @unchecked Sendable {
             let now = clock.now
             return apps.map { record in
                 let run = record.run
+                // CPU time since the last state change counts towards the current state.
+                var cpuForeground = run?.cpuForeground ?? .zero
+                var cpuBackground = run?.cpuBackground ?? .zero
+                if let run, let pid = run.process?.pid, run.machine.isAlive, let total = AppProcessSpawner.cpuTime(pid: pid) {
+                    let recent = max(.zero, total - run.cpuSampled)
+                    if run.lastState == .background || run.lastState == .suspended { cpuBackground += recent } else { cpuForeground += recent }
+                }
                 return AppStatus(
                     name: record.bundle.name, identifier: record.bundle.identifier,
                     pid: run?.process?.pid, state: currentState(of: record),
                     timeInState: run.map { $0.stateSince.duration(to: now) } ?? .zero,
                     openBackgroundTasks: run?.machine.openTasks.count ?? 0,
                     backgroundTimeRemaining: run?.machine.backgroundTimeRemaining(at: now),
-                    cpuForeground: run?.cpuForeground ?? .zero, cpuBackground: run?.cpuBackground ?? .zero,
+                    cpuForeground: cpuForeground, cpuBackground: cpuBackground,
                     snapshot: run?.snapshot)
             }
         }
