@@ -50,6 +50,8 @@ let package = Package(
     targets: [
         // C: syscalls and macros that do not import into Swift. Never a product.
         .target(name: "CAppHostShims"),
+        // libcap, from Debian's libcap-dev (scripts/setup installs it).
+        .systemLibrary(name: "CCap", pkgConfig: "libcap", providers: [.apt(["libcap-dev"])]),
         // C: the ABI record compiled into every plugin (only the SDK depends on it).
         .target(name: "CAppHostKitRecord", dependencies: ["CAppHostShims"]),
 
@@ -63,14 +65,20 @@ let package = Package(
             swiftSettings: strictSettings
         ),
         .target(
+            name: "AppHostSandbox",
+            dependencies: ["CCap"],
+            swiftSettings: strictSettings
+        ),
+        .target(
             name: "AppHostRunner",
-            dependencies: ["AppHostProtocol", "CAppHostShims"],
+            dependencies: ["AppHostProtocol", "AppHostSandbox", "CAppHostShims"],
             swiftSettings: strictSettings
         ),
         .target(
             name: "AppHostRuntime",
             dependencies: [
                 "AppHostProtocol",
+                "AppHostSandbox",
                 "CAppHostShims",
             ],
             swiftSettings: strictSettings

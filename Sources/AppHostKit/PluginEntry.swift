@@ -39,7 +39,7 @@ public func _apphostPluginMain(_ arguments: UnsafeRawPointer) -> Int32 {
     // A timer that never fires keeps the run loop from returning for want of sources.
     RunLoop.main.add(Timer(timeInterval: .greatestFiniteMagnitude, repeats: false) { _ in }, forMode: .default)
     while true {
-        RunLoop.main.run(mode: .default, before: .distantFuture)
+        _ = RunLoop.main.run(mode: .default, before: .distantFuture)
     }
 }
 

@@ -53,11 +53,15 @@ package struct WireConfiguration: Codable, Sendable, Equatable {
     package var containerPath: String
     /// Why the app is launched: "user", "background", … (LaunchOptionsKey.launchReason).
     package var launchReason: String
+    /// Capabilities the app keeps (requested by its bundle, allowed by the host); none if nil.
+    package var capabilities: [String]?
+    /// RLIMIT_NOFILE of the app process.
+    package var openFileLimit: UInt64?
 
     package init(
         protocolVersion: Int = wireProtocolVersion, bundleIdentifier: String, bundleName: String,
         bundlePath: String, pluginPath: String, delegateClassName: String, containerPath: String,
-        launchReason: String
+        launchReason: String, capabilities: [String]? = nil, openFileLimit: UInt64? = nil
     ) {
         self.protocolVersion = protocolVersion
         self.bundleIdentifier = bundleIdentifier
@@ -67,6 +71,8 @@ package struct WireConfiguration: Codable, Sendable, Equatable {
         self.delegateClassName = delegateClassName
         self.containerPath = containerPath
         self.launchReason = launchReason
+        self.capabilities = capabilities
+        self.openFileLimit = openFileLimit
     }
 }
 

@@ -3,12 +3,14 @@ import Glibc
 #endif
 import Foundation
 import AppHostProtocol
+import AppHostSandbox
 import CAppHostShims
 
 /// The app process before any app code runs: it is apphost's own binary re-executed in an internal
 /// mode, with the control socket on fd 3. It greets the supervisor, receives its configuration,
-/// (confines itself — the sandbox's seam), loads the plugin, checks its ABI record and calls its
-/// entry point, which never returns.
+/// confines itself, loads the plugin, checks its ABI record and calls its
+/// entry point, which never returns. Confinement (AppHostSandbox) happens between receiving the
+/// configuration and loading the plugin.
 public enum AppProcessRunner {
     /// The internal argument that selects this mode: `apphost __app-process`.
     public static let argument = "__app-process"
@@ -40,6 +42,15 @@ public enum AppProcessRunner {
             fail(socket, "unreadable configuration from the host: \(error)")
         }
         _ = apphost_set_thread_name(String(configuration.bundleName.prefix(15)))
+
+        // Confinement, before any plugin code: an app that cannot be confined does not run.
+        do {
+            try Confinement.apply(
+                capabilities: configuration.capabilities ?? [],
+                limits: Confinement.Limits(openFiles: configuration.openFileLimit ?? 1024))
+        } catch {
+            fail(socket, "cannot confine the app process: \(error)")
+        }
 
         let entry = loadPlugin(configuration, socket: socket)
         let text = String(decoding: WireCoding.encode(configuration), as: UTF8.self)

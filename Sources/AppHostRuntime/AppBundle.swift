@@ -12,6 +12,9 @@ public struct AppBundle: Sendable, Equatable {
     public var pluginURL: URL
     /// `ApplicationDelegateClassName`, e.g. Notes.AppDelegate.
     public var delegateClassName: String
+    /// `AppHostCapabilities`: capabilities the app asks to keep, e.g. CAP_NET_BIND_SERVICE.
+    /// The host grants them only if its policy allows each one.
+    public var capabilities: [String]
 
     /// Reads and validates `Name.app/Info.plist`. Every error says what is wrong and how to fix it.
     public init(url: URL) throws(BundleError) {
@@ -57,6 +60,12 @@ public struct AppBundle: Sendable, Equatable {
         let executable = try string("CFBundleExecutable", example: "lib\(name).so", purpose: "name the plugin inside the bundle")
         guard !executable.contains("/") else {
             throw BundleError("\(label)/Info.plist: CFBundleExecutable must name a file inside the bundle, not a path")
+        }
+        switch plist["AppHostCapabilities"] {
+        case nil: capabilities = []
+        case let names as [String]: capabilities = names
+        default:
+            throw BundleError("\(label)/Info.plist: AppHostCapabilities must be an array of capability names, e.g. CAP_NET_BIND_SERVICE")
         }
         pluginURL = url.appendingPathComponent(executable)
         guard FileManager.default.isReadableFile(atPath: pluginURL.path) else {

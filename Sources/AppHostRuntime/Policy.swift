@@ -1,4 +1,5 @@
 public import Foundation
+import AppHostSandbox
 
 /// Every budget of LIFECYCLE.md's time-limit table, with the spec's defaults. Set from the
 /// command line (`apphost launch --background-time 3 …`) or a policy file (`--policy FILE`).
@@ -24,6 +25,11 @@ public struct Policy: Sendable, Equatable {
     public var expirationGrace: Duration = .seconds(5)
     /// More open background tasks than this in one app: killed with 0xbada5e47.
     public var maximumBackgroundTasks = 1000
+    /// Capabilities a bundle may ask for (Info.plist `AppHostCapabilities`), e.g.
+    /// CAP_NET_BIND_SERVICE. Apps hold no capability unless asked for and allowed here.
+    public var allowedCapabilities: [String] = []
+    /// RLIMIT_NOFILE of each app process.
+    public var openFileLimit = 1024
 
     public init() {}
 
@@ -50,17 +56,24 @@ public struct Policy: Sendable, Equatable {
         }
         var policy = base
         for (key, value) in values.sorted(by: { $0.key < $1.key }) {
+            if key == "allowedCapabilities" {
+                guard let names = value as? [String] else {
+                    throw PolicyError("\(url.path): allowedCapabilities must be an array of names such as CAP_NET_BIND_SERVICE")
+                }
+                policy.allowedCapabilities = names
+                continue
+            }
             guard let number = value as? NSNumber, !(value is Bool) else {
                 throw PolicyError("\(url.path): \(key) must be a number")
             }
-            if key == "maximumBackgroundTasks" {
+            if key == "maximumBackgroundTasks" || key == "openFileLimit" {
                 guard number.intValue > 0 else { throw PolicyError("\(url.path): \(key) must be positive") }
-                policy.maximumBackgroundTasks = number.intValue
+                if key == "openFileLimit" { policy.openFileLimit = number.intValue } else { policy.maximumBackgroundTasks = number.intValue }
             } else if let path = fileKeys[key] {
                 guard number.doubleValue > 0 else { throw PolicyError("\(url.path): \(key) must be positive seconds") }
                 policy[keyPath: path] = .seconds(double: number.doubleValue)
             } else {
-                let known = (Array(fileKeys.keys) + ["maximumBackgroundTasks"]).sorted().joined(separator: ", ")
+                let known = (Array(fileKeys.keys) + ["maximumBackgroundTasks", "allowedCapabilities", "openFileLimit"]).sorted().joined(separator: ", ")
                 throw PolicyError("\(url.path): unknown key \(key); known keys: \(known)")
             }
         }
@@ -70,6 +83,9 @@ public struct Policy: Sendable, Equatable {
 
     /// Checks that the budgets fit together.
     public func validate() throws(PolicyError) {
+        for name in allowedCapabilities where Capabilities.value(named: name) == nil {
+            throw PolicyError("allowedCapabilities: \(name) is not a capability this kernel knows (see capabilities(7))")
+        }
         guard expirationWarning < backgroundTime else {
             throw PolicyError(
                 "expirationWarning (\(expirationWarning.formatted)) must be shorter than backgroundTime (\(backgroundTime.formatted))")

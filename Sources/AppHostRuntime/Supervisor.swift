@@ -100,6 +100,11 @@ public final class Supervisor: @unchecked Sendable {
     /// Makes an app known to the host. It does not launch it.
     public func install(_ bundle: AppBundle) throws {
         try queue.sync {
+            for name in bundle.capabilities where !configuration.policy.allowedCapabilities.contains(name) {
+                throw SupervisorError(
+                    "\(bundle.url.lastPathComponent) asks for \(name), which this host's policy does not allow; "
+                        + "allow it with --allow-capability \(name) or the policy's allowedCapabilities")
+            }
             if let other = apps.first(where: { $0.bundle.identifier == bundle.identifier }) {
                 throw SupervisorError("\(bundle.url.lastPathComponent) and \(other.bundle.url.lastPathComponent) have the same CFBundleIdentifier \(bundle.identifier)")
             }
@@ -374,7 +379,8 @@ public final class Supervisor: @unchecked Sendable {
         let configurationMessage = WireConfiguration(
             bundleIdentifier: bundle.identifier, bundleName: bundle.name, bundlePath: bundle.url.path,
             pluginPath: bundle.pluginURL.path, delegateClassName: bundle.delegateClassName,
-            containerPath: container.path, launchReason: reason)
+            containerPath: container.path, launchReason: reason, capabilities: bundle.capabilities,
+            openFileLimit: UInt64(configuration.policy.openFileLimit))
         send(.configure(configurationMessage), record, run)
     }
 

@@ -39,6 +39,10 @@ struct Launch: AsyncParsableCommand {
     @Option(help: ArgumentHelp("Grace after the background time ends before 0x2182bad2, seconds (default 5).", valueName: "s")) var expirationGrace: Double?
     @Option(help: ArgumentHelp("Most open background tasks per app before 0xbada5e47 (default 1000).", valueName: "n")) var maximumBackgroundTasks: Int?
 
+    @Option(name: .customLong("allow-capability"), help: ArgumentHelp("A capability apps may ask for in Info.plist (AppHostCapabilities); repeatable.", valueName: "CAP_NAME"))
+    var allowedCapabilities: [String] = []
+    @Option(help: ArgumentHelp("RLIMIT_NOFILE of each app process (default 1024).", valueName: "n")) var openFileLimit: Int?
+
     @Option(help: "How to suspend apps: auto (cgroup v2 freezer where possible, else SIGSTOP), cgroup, or sigstop.")
     var suspension: SuspensionChoice = .auto
 
@@ -131,6 +135,11 @@ struct Launch: AsyncParsableCommand {
         if let maximumBackgroundTasks {
             guard maximumBackgroundTasks > 0 else { fail("--maximum-background-tasks must be positive") }
             policy.maximumBackgroundTasks = maximumBackgroundTasks
+        }
+        policy.allowedCapabilities += allowedCapabilities
+        if let openFileLimit {
+            guard openFileLimit > 0 else { fail("--open-file-limit must be positive") }
+            policy.openFileLimit = openFileLimit
         }
         do { try policy.validate() } catch { fail(error.description) }
         return policy

@@ -82,6 +82,7 @@ final class AppDelegate: ApplicationDelegate {
             let documents = FileManager.default.urls(for: .documentDirectory, in: .userDomainMask).first?.path ?? "-"
             record("directories documents=\(documents) home=\(NSHomeDirectory()) tmp=\(NSTemporaryDirectory())")
         }
+        if behavior["recordStatus"] as? Bool == true { recordConfinement() }
         if let threads = behavior["busyThreads"] as? Int { startBusyThreads(threads) }
         if let wire = behavior["wire"] as? String { writeToControlSocket(wire) }
         if behavior["closeControlSocket"] as? Bool == true { close(3) }
@@ -111,6 +112,20 @@ final class AppDelegate: ApplicationDelegate {
     func applicationWillEnterForeground(_ application: Application) { step("willEnterForeground", application) }
     func applicationWillTerminate(_ application: Application) { step("willTerminate", application) }
     func applicationDidReceiveMemoryWarning(_ application: Application) { step("didReceiveMemoryWarning", application) }
+
+    /// Records the process's capability sets, NoNewPrivs and limits, as the kernel reports them.
+    private func recordConfinement() {
+        let status = (try? String(contentsOfFile: "/proc/self/status", encoding: .utf8)) ?? ""
+        let fields = status.split(separator: "\n").filter {
+            ["CapInh", "CapPrm", "CapEff", "CapBnd", "CapAmb", "NoNewPrivs"].contains($0.split(separator: ":").first.map(String.init) ?? "")
+        }
+        record("status " + fields.map { $0.replacingOccurrences(of: ":\t", with: "=") }.joined(separator: " "))
+        var core = rlimit()
+        var files = rlimit()
+        getrlimit(__rlimit_resource_t(RLIMIT_CORE.rawValue), &core)
+        getrlimit(__rlimit_resource_t(RLIMIT_NOFILE.rawValue), &files)
+        record("limits core=\(core.rlim_cur) nofile=\(files.rlim_cur)")
+    }
 
     /// Threads that spin and publish their progress to Documents/progress.
     private func startBusyThreads(_ count: Int) {
