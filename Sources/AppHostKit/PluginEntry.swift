@@ -49,6 +49,8 @@ enum AppMain {
     private static var decoder = FrameDecoder()
     private static var readSource: (any DispatchSourceRead)?
     private static var launchOptions: [Application.LaunchOptionsKey: Any] = [:]
+    /// Reused for every read of the control socket: one arrives per callback.
+    private static var buffer = [UInt8](repeating: 0, count: 64 * 1024)
 
     static func start(configuration: WireConfiguration, controlFD: Int32) {
         let application = Application.shared
@@ -84,7 +86,6 @@ enum AppMain {
     }
 
     private static func readAvailable(fd: Int32) {
-        var buffer = [UInt8](repeating: 0, count: 64 * 1024)
         while true {
             let count = buffer.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, Int32(MSG_DONTWAIT)) }
             if count > 0 {

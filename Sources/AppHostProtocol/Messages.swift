@@ -3,6 +3,9 @@ import Foundation
 // The messages of the control socket between the supervisor and an app process. Each is one
 // frame (see Framing). Fields added later must be optional, so that old peers still decode.
 
+/// The argument that makes apphost's binary run as an app process (`apphost __app-process`).
+package let appProcessArgument = "__app-process"
+
 /// The version both sides send first; a mismatch ends the connection with a clear error.
 package let wireProtocolVersion = 1
 

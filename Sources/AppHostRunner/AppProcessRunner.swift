@@ -13,7 +13,7 @@ import CAppHostShims
 /// configuration and loading the plugin.
 public enum AppProcessRunner {
     /// The internal argument that selects this mode: `apphost __app-process`.
-    public static let argument = "__app-process"
+    public static let argument = appProcessArgument
     /// The control socket's descriptor in the app process.
     public static let controlFD: Int32 = 3
     /// Environment variable naming the supervisor's pid, to detect a parent that died before

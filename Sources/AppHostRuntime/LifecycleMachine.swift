@@ -68,7 +68,7 @@ package struct LifecycleMachine: Sendable {
     }
 
     package enum Action: Sendable, Equatable {
-        case spawn(LaunchKind, reason: String)
+        case spawn(reason: String)
         case send(WireCallbackRequest)
         case expire(taskIDs: [UInt64], remaining: Double)
         case freeze
@@ -193,7 +193,7 @@ package struct LifecycleMachine: Sendable {
             phase = .starting
             launchDeadline = now + policy.launchTimeout
             deadlines[.launch] = launchDeadline
-            actions += [.spawn(kind, reason: reason), event("launching", detail: reason)]
+            actions += [.spawn(reason: reason), event("launching", detail: reason)]
 
         case .ready:
             guard phase == .starting else { return protocolViolation("the app said it was ready twice", now: now) }

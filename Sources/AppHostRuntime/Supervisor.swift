@@ -50,6 +50,8 @@ public final class Supervisor: @unchecked Sendable {
     /// Set by `shutdown()`: no app launches after it.
     private var isShuttingDown = false
     private var groupCounter = 0
+    /// Scratch space for reading control sockets, reused: they are read on every callback.
+    private var receiveBuffer = [UInt8](repeating: 0, count: 64 * 1024)
 
     /// Creates a host. `observer` receives every event, on the supervisor's queue.
     public init(
@@ -313,7 +315,7 @@ public final class Supervisor: @unchecked Sendable {
 
     private func perform(_ action: LifecycleMachine.Action, _ record: AppRecord, _ run: AppRun) {
         switch action {
-        case .spawn(_, let reason):
+        case .spawn(let reason):
             spawn(record, run, reason: reason)
         case .send(let request):
             run.stepStartedAt = clock.now
@@ -350,7 +352,7 @@ public final class Supervisor: @unchecked Sendable {
         let environment = Containers.environment(container: container, parent: getpid())
         let result = spawner.run { () -> Result<SpawnedProcess, SystemCallError> in
             Result { () throws(SystemCallError) in
-                try AppProcessSpawner.spawn(executable: executable, arguments: ["__app-process"], environment: environment)
+                try AppProcessSpawner.spawn(executable: executable, arguments: [appProcessArgument], environment: environment)
             }
         }
         let process: SpawnedProcess
@@ -442,13 +444,12 @@ public final class Supervisor: @unchecked Sendable {
 
     private func readControl(_ record: AppRecord, _ run: AppRun) {
         guard let fd = run.process?.control else { return }
-        var buffer = [UInt8](repeating: 0, count: 64 * 1024)
         var closed = false
         while true {
-            let count = buffer.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, Int32(MSG_DONTWAIT)) }
+            let count = receiveBuffer.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, Int32(MSG_DONTWAIT)) }
             if count > 0 {
-                buffer.withUnsafeBytes { run.decoder.append(UnsafeRawBufferPointer(rebasing: $0[0..<count])) }
-                if count < buffer.count { break }
+                receiveBuffer.withUnsafeBytes { run.decoder.append(UnsafeRawBufferPointer(rebasing: $0[0..<count])) }
+                if count < receiveBuffer.count { break }
                 continue
             }
             if count < 0 && errno == EINTR { continue }
@@ -583,17 +584,18 @@ public final class Supervisor: @unchecked Sendable {
     // MARK: Events, the end, reports
 
     private func emit(_ event: LifecycleEvent, _ record: AppRecord, _ run: AppRun) {
+        // Measured first, so that the bookkeeping below is not counted in the step.
+        var elapsed: Duration?
+        if WireCallback(rawValue: event.name) != nil || event.name == "suspended" || event.name == "resumed",
+           let started = run.stepStartedAt {
+            elapsed = started.duration(to: clock.now)
+        }
         if event.state != run.lastState {
             account(run, until: AppProcessSpawner.cpuTime(pid: run.process?.pid ?? 0))
             run.lastState = event.state
             run.stateSince = clock.now
         }
         if event.name == "snapshot" { run.snapshot = event.detail }
-        var elapsed: Duration?
-        if WireCallback(rawValue: event.name) != nil || event.name == "suspended" || event.name == "resumed",
-           let started = run.stepStartedAt {
-            elapsed = started.duration(to: clock.now)
-        }
         publish(HostEvent(
             time: Date(), app: record.bundle.identifier, name: record.bundle.name, pid: run.process?.pid,
             event: event.name, state: event.state, detail: event.detail, elapsed: elapsed), run: run)
