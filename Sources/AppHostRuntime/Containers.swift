@@ -30,8 +30,9 @@ enum Containers {
             "XDG_CONFIG_HOME=\(path)/Library/Preferences",
             "PATH=/usr/local/bin:/usr/bin:/bin",
             "LANG=C.UTF-8",
-            // libdispatch would otherwise report to syslog through /dev/log (DESIGN.md, Known traps).
-            "LIBDISPATCH_LOG=stderr",
+            // Without CAP_SYS_NICE libdispatch complains about every worker's priority, through
+            // syslog's /dev/log (DESIGN.md, Known traps) or, set to stderr, into the app's output.
+            "LIBDISPATCH_LOG=NO",
             // The backtracer spawns a helper on every crash; a crash should stay a plain crash.
             "SWIFT_BACKTRACE=enable=no",
             "APPHOST_PARENT_PID=\(parent)",

@@ -22,6 +22,10 @@ struct ExampleAppTests {
         try host.waitFor("Hello", "terminated")
         try host.waitForStandardError(containing: "]: Hello, world! (state active)")
         try host.waitForStandardError(containing: "]: Goodbye.")
+        // Regression: with its capabilities dropped, libdispatch logged "Failed to set thread
+        // priority" into every app's output while LIBDISPATCH_LOG was stderr.
+        #expect(!host.standardError.contains("thread priority"))
+        #expect(!host.standardError.contains("log file opened"))
         host.closeInput()
         #expect(try host.waitForExit() == 0)
     }
