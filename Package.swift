@@ -52,11 +52,14 @@ let package = Package(
         .target(name: "CAppHostShims"),
         // libcap, from Debian's libcap-dev (scripts/setup installs it).
         .systemLibrary(name: "CCap", pkgConfig: "libcap", providers: [.apt(["libcap-dev"])]),
+        // libseccomp, from Debian's libseccomp-dev.
+        .systemLibrary(name: "CSeccomp", pkgConfig: "libseccomp", providers: [.apt(["libseccomp-dev"])]),
         // C: the ABI record compiled into every plugin (only the SDK depends on it).
         .target(name: "CAppHostKitRecord", dependencies: ["CAppHostShims"]),
 
         .target(
             name: "AppHostProtocol",
+            dependencies: ["CAppHostShims"],
             swiftSettings: strictSettings
         ),
         .target(
@@ -66,7 +69,7 @@ let package = Package(
         ),
         .target(
             name: "AppHostSandbox",
-            dependencies: ["CCap"],
+            dependencies: ["CCap", "CSeccomp", "CAppHostShims"],
             swiftSettings: strictSettings
         ),
         .target(

@@ -1,6 +1,7 @@
 #if canImport(Glibc)
 import Glibc
 #endif
+import CAppHostShims
 
 /// The wire format: each frame is an 8-byte little-endian body length and a JSON body.
 package enum Framing {
@@ -86,6 +87,23 @@ package struct FrameSocket: Sendable {
     package func send(body: [UInt8]) throws(SystemCallError) {
         let bytes = Framing.frame(body)
         var offset = 0
+        while offset < bytes.count {
+            let written = try valueOrErrno("send") {
+                bytes.withUnsafeBytes { raw in
+                    Glibc.send(fd, raw.baseAddress! + offset, raw.count - offset, Int32(MSG_NOSIGNAL))
+                }
+            }
+            offset += written
+        }
+    }
+
+    /// Writes one whole frame with `descriptor` attached to its first byte (SCM_RIGHTS).
+    package func send(body: [UInt8], passing descriptor: Int32) throws(SystemCallError) {
+        let bytes = Framing.frame(body)
+        let first = try valueOrErrno("sendmsg") {
+            bytes.withUnsafeBytes { apphost_send_with_fd(fd, $0.baseAddress, $0.count, descriptor) }
+        }
+        var offset = first
         while offset < bytes.count {
             let written = try valueOrErrno("send") {
                 bytes.withUnsafeBytes { raw in

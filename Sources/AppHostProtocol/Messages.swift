@@ -60,11 +60,15 @@ package struct WireConfiguration: Codable, Sendable, Equatable {
     package var capabilities: [String]?
     /// RLIMIT_NOFILE of the app process.
     package var openFileLimit: UInt64?
+    /// The sandbox: entitlements (SyscallProfile.Entitlement raw values), the app's own user on a
+    /// root host, the directories it may write, and RLIMIT_NPROC where no pids cgroup limits it.
+    package var sandbox: WireSandbox?
 
     package init(
         protocolVersion: Int = wireProtocolVersion, bundleIdentifier: String, bundleName: String,
         bundlePath: String, pluginPath: String, delegateClassName: String, containerPath: String,
-        launchReason: String, capabilities: [String]? = nil, openFileLimit: UInt64? = nil
+        launchReason: String, capabilities: [String]? = nil, openFileLimit: UInt64? = nil,
+        sandbox: WireSandbox? = nil
     ) {
         self.protocolVersion = protocolVersion
         self.bundleIdentifier = bundleIdentifier
@@ -76,6 +80,33 @@ package struct WireConfiguration: Codable, Sendable, Equatable {
         self.launchReason = launchReason
         self.capabilities = capabilities
         self.openFileLimit = openFileLimit
+        self.sandbox = sandbox
+    }
+}
+
+/// How the runner confines the app process (AppHostSandbox.Confinement).
+package struct WireSandbox: Codable, Sendable, Equatable {
+    package var entitlements: [String]
+    package var uid: UInt32?
+    package var gid: UInt32?
+    package var groups: [UInt32]?
+    /// Read-write for the app: its container and its app groups' containers.
+    package var writablePaths: [String]
+    package var processLimit: UInt64?
+    /// Each entitled app group's shared container, by group identifier.
+    package var groupContainers: [String: String]?
+
+    package init(
+        entitlements: [String], uid: UInt32? = nil, gid: UInt32? = nil, groups: [UInt32]? = nil, writablePaths: [String],
+        processLimit: UInt64? = nil, groupContainers: [String: String]? = nil
+    ) {
+        self.groupContainers = groupContainers
+        self.entitlements = entitlements
+        self.uid = uid
+        self.gid = gid
+        self.groups = groups
+        self.writablePaths = writablePaths
+        self.processLimit = processLimit
     }
 }
 
@@ -113,6 +144,9 @@ package enum HostMessage: Codable, Sendable, Equatable {
 package enum AppMessage: Codable, Sendable, Equatable {
     /// The runner's first frame.
     case hello(protocolVersion: Int, pid: Int32)
+    /// The app process is confined. When `listener` is true this frame carries the seccomp
+    /// listener descriptor (SCM_RIGHTS); `landlockABI` is 0 where the kernel has no Landlock.
+    case sandboxed(listener: Bool, landlockABI: Int32, uid: UInt32)
     /// The plugin is loaded and its delegate exists; callbacks may start.
     case ready(protocolVersion: Int)
     /// The app could not be started; `reason` is one line for the person running the host.

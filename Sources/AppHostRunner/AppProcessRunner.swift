@@ -44,13 +44,7 @@ public enum AppProcessRunner {
         _ = apphost_set_thread_name(String(configuration.bundleName.prefix(15)))
 
         // Confinement, before any plugin code: an app that cannot be confined does not run.
-        do {
-            try Confinement.apply(
-                capabilities: configuration.capabilities ?? [],
-                limits: Confinement.Limits(openFiles: configuration.openFileLimit ?? 1024))
-        } catch {
-            fail(socket, "cannot confine the app process: \(error)")
-        }
+        confine(configuration, socket: socket)
 
         let entry = loadPlugin(configuration, socket: socket)
         let text = String(decoding: WireCoding.encode(configuration), as: UTF8.self)
@@ -60,6 +54,37 @@ public enum AppProcessRunner {
             return entry(&arguments)
         }
         fail(socket, "the plugin's entry point returned \(status)")
+    }
+
+    /// Confines this process as the configuration says, then tells the supervisor, handing it
+    /// the seccomp listener; the app keeps no copy of it (it could answer its own refusals).
+    static func confine(_ configuration: WireConfiguration, socket: FrameSocket) {
+        var plan = Confinement.Plan(parentPID: getppid())
+        plan.capabilities = configuration.capabilities ?? []
+        plan.openFiles = configuration.openFileLimit ?? 1024
+        plan.fileRules = [Landlock.Rule(configuration.bundlePath, .readOnly)]
+        if let sandbox = configuration.sandbox {
+            plan.entitlements = Set(sandbox.entitlements.compactMap(SyscallProfile.Entitlement.init(rawValue:)))
+            plan.processes = sandbox.processLimit
+            plan.fileRules += sandbox.writablePaths.map { Landlock.Rule($0, .readWrite) }
+            if let uid = sandbox.uid, let gid = sandbox.gid {
+                plan.user = Confinement.User(uid: uid, gid: gid, groups: sandbox.groups ?? [])
+            }
+        }
+        let outcome: Confinement.Outcome
+        do {
+            outcome = try Confinement.apply(plan)
+        } catch {
+            fail(socket, "cannot confine the app process: \(error)")
+        }
+        let message = WireCoding.encode(AppMessage.sandboxed(
+            listener: outcome.listener != nil, landlockABI: outcome.landlockABI, uid: getuid()))
+        if let listener = outcome.listener {
+            do { try socket.send(body: message, passing: listener) } catch { _exit(78) }
+            close(listener)
+        } else {
+            try? socket.send(body: message)
+        }
     }
 
     /// Loads the plugin and returns its entry point, or reports why it cannot be used. The plugin

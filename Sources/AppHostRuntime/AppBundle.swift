@@ -1,4 +1,5 @@
 public import Foundation
+import AppHostSandbox
 
 /// An app bundle on disk, `Name.app/` with `Info.plist` and the plugin. The supervisor reads it as
 /// data only: it never loads the plugin (DESIGN.md, the one rule).
@@ -15,6 +16,12 @@ public struct AppBundle: Sendable, Equatable {
     /// `AppHostCapabilities`: capabilities the app asks to keep, e.g. CAP_NET_BIND_SERVICE.
     /// The host grants them only if its policy allows each one.
     public var capabilities: [String]
+    /// `AppHostEntitlements`: what the sandbox lets the app do beyond the base profile, e.g.
+    /// `com.apple.security.network.client` (raw values of SyscallProfile.Entitlement).
+    public var entitlements: Set<String>
+    /// `com.apple.security.application-groups` inside `AppHostEntitlements`: the app groups whose
+    /// shared containers the app may read and write.
+    public var appGroups: [String]
 
     /// Reads and validates `Name.app/Info.plist`. Every error says what is wrong and how to fix it.
     public init(url: URL) throws(BundleError) {
@@ -67,6 +74,7 @@ public struct AppBundle: Sendable, Equatable {
         default:
             throw BundleError("\(label)/Info.plist: AppHostCapabilities must be an array of capability names, e.g. CAP_NET_BIND_SERVICE")
         }
+        (entitlements, appGroups) = try Self.entitlements(plist["AppHostEntitlements"], label: label)
         pluginURL = url.appendingPathComponent(executable)
         guard FileManager.default.isReadableFile(atPath: pluginURL.path) else {
             throw BundleError("\(label)/\(executable) is missing (named by CFBundleExecutable); rebuild the bundle")
@@ -75,6 +83,33 @@ public struct AppBundle: Sendable, Equatable {
             throw BundleError("\(label)/Info.plist: CFBundleIdentifier \(identifier) may hold only letters, digits, '.' and '-'")
         }
         self.url = url
+    }
+
+    /// The key app groups are listed under, as in Apple's entitlements.
+    public static let applicationGroupsKey = "com.apple.security.application-groups"
+
+    private static func entitlements(_ value: Any?, label: String) throws(BundleError) -> (Set<String>, [String]) {
+        guard let value else { return ([], []) }
+        let known = SyscallProfile.Entitlement.allCases.map(\.rawValue) + [applicationGroupsKey]
+        guard let dictionary = value as? [String: Any] else {
+            throw BundleError("\(label)/Info.plist: AppHostEntitlements must be a dictionary of \(known.joined(separator: ", "))")
+        }
+        var granted: Set<String> = []
+        var groups: [String] = []
+        for (key, entry) in dictionary.sorted(by: { $0.key < $1.key }) {
+            if key == applicationGroupsKey {
+                guard let names = entry as? [String], names.allSatisfy({ !$0.isEmpty && !$0.contains("/") && $0 != "." && $0 != ".." }) else {
+                    throw BundleError("\(label)/Info.plist: \(key) must be an array of group identifiers such as group.com.example.shared")
+                }
+                groups = names
+            } else if SyscallProfile.Entitlement(rawValue: key) != nil {
+                guard let flag = entry as? Bool else { throw BundleError("\(label)/Info.plist: AppHostEntitlements \(key) must be a Boolean") }
+                if flag { granted.insert(key) }
+            } else {
+                throw BundleError("\(label)/Info.plist: AppHostEntitlements has unknown key \(key); known keys: \(known.joined(separator: ", "))")
+            }
+        }
+        return (granted, groups)
     }
 
     private static func describe(_ error: any Error) -> String {

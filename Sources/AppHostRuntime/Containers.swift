@@ -1,18 +1,57 @@
+#if canImport(Glibc)
+import Glibc
+#endif
 import Foundation
+import AppHostProtocol
 
 /// Each app's container: `STATE/containers/BUNDLE-ID/` with Documents, Library and tmp, as on iOS.
 /// It outlives the app's processes (an app finds its data again at its next launch).
 enum Containers {
     static let directories = ["Documents", "Library", "Library/Caches", "Library/Preferences", "Library/Application Support", "tmp"]
 
-    static func prepare(for bundle: AppBundle, in stateDirectory: URL) throws -> URL {
+    /// Creates the container (and, on a root host, gives it to the app's user: mode 0700, so
+    /// no other app can enter it).
+    static func prepare(for bundle: AppBundle, in stateDirectory: URL, owner: (uid: UInt32, gid: UInt32)?) throws -> URL {
         let container = stateDirectory.appendingPathComponent("containers", isDirectory: true)
             .appendingPathComponent(bundle.identifier, isDirectory: true)
         for directory in directories {
             try FileManager.default.createDirectory(
                 at: container.appendingPathComponent(directory, isDirectory: true), withIntermediateDirectories: true)
         }
+        try own(container, owner: owner, mode: 0o700)
         return container
+    }
+
+    /// An app group's shared container, `STATE/groups/GROUP-ID/`. On a root host it belongs to
+    /// the group's gid with the set-group-id bit (mode 2770), so every member app can write it.
+    static func prepareGroup(_ identifier: String, in stateDirectory: URL, gid: UInt32?) throws -> URL {
+        let container = stateDirectory.appendingPathComponent("groups", isDirectory: true)
+            .appendingPathComponent(identifier, isDirectory: true)
+        try FileManager.default.createDirectory(at: container, withIntermediateDirectories: true)
+        if let gid {
+            guard chown(container.path, 0, gid) == 0, chmod(container.path, 0o2770) == 0 else {
+                throw SystemCallError("chown \(container.path)", errno: errno)
+            }
+        }
+        return container
+    }
+
+    /// Gives `directory` and everything in it to `owner`; the top directory gets `mode`.
+    private static func own(_ directory: URL, owner: (uid: UInt32, gid: UInt32)?, mode: mode_t) throws {
+        guard let owner else { return }
+        var info = stat()
+        if stat(directory.path, &info) == 0, info.st_uid == owner.uid, info.st_gid == owner.gid {
+            guard chmod(directory.path, mode) == 0 else { throw SystemCallError("chmod \(directory.path)", errno: errno) }
+            return
+        }
+        var paths = [directory.path]
+        if let enumerator = FileManager.default.enumerator(atPath: directory.path) {
+            for case let relative as String in enumerator { paths.append(directory.path + "/" + relative) }
+        }
+        for path in paths where lchown(path, owner.uid, owner.gid) != 0 {
+            throw SystemCallError("chown \(path)", errno: errno)
+        }
+        guard chmod(directory.path, mode) == 0 else { throw SystemCallError("chmod \(directory.path)", errno: errno) }
     }
 
     /// The app process's whole environment: nothing of the host's leaks into it. HOME and the

@@ -65,6 +65,9 @@ package struct LifecycleMachine: Sendable {
         /// Kill now, without a callback: the host was told to stop at once (a second Ctrl-C).
         case abort
         case memoryWarning
+        /// A host rule ends the app now, without a callback: a forbidden system call, too many
+        /// sandbox violations.
+        case enforce(Termination)
     }
 
     package enum Action: Sendable, Equatable {
@@ -250,6 +253,9 @@ package struct LifecycleMachine: Sendable {
 
         case .protocolViolation(let what):
             return protocolViolation(what, now: now)
+
+        case .enforce(let termination):
+            return kill(termination)
 
         case .tick:
             actions += fireDeadlines(now: now)

@@ -30,6 +30,14 @@ public struct Policy: Sendable, Equatable {
     public var allowedCapabilities: [String] = []
     /// RLIMIT_NOFILE of each app process.
     public var openFileLimit = 1024
+    /// Processes and threads of one app together (pids cgroup, else RLIMIT_NPROC).
+    public var processLimit = 512
+    /// Refused system calls an app may make before it is terminated; nil: never terminated for
+    /// them (each is still reported).
+    public var maximumViolations: Int?
+    /// On a root host, run each app under its own uid/gid from this range.
+    public var perAppUsers = true
+    public var appUserRange: ClosedRange<UInt32> = 2_000_000_000...2_000_099_999
 
     public init() {}
 
@@ -43,6 +51,20 @@ public struct Policy: Sendable, Equatable {
         "expirationWarning": \.expirationWarning,
         "expirationGrace": \.expirationGrace,
     ]
+
+    /// The count keys of a policy file.
+    nonisolated(unsafe) static let countKeys: [String: WritableKeyPath<Policy, Int>] = [
+        "maximumBackgroundTasks": \.maximumBackgroundTasks,
+        "openFileLimit": \.openFileLimit,
+        "processLimit": \.processLimit,
+    ]
+
+    /// "FIRST-LAST" as a range of ids, nil if malformed or empty.
+    public static func userRange(_ text: String) -> ClosedRange<UInt32>? {
+        let parts = text.split(separator: "-")
+        guard parts.count == 2, let first = UInt32(parts[0]), let last = UInt32(parts[1]), first > 0, first <= last else { return nil }
+        return first...last
+    }
 
     /// Reads a policy file over the defaults. Unknown keys and non-positive numbers are errors,
     /// so a typo never silently leaves a default in force.
@@ -63,17 +85,33 @@ public struct Policy: Sendable, Equatable {
                 policy.allowedCapabilities = names
                 continue
             }
+            if key == "appUserRange" {
+                guard let text = value as? String, let range = Self.userRange(text) else {
+                    throw PolicyError("\(url.path): appUserRange must be a string FIRST-LAST, e.g. \"2000000000-2000099999\"")
+                }
+                policy.appUserRange = range
+                continue
+            }
+            if key == "perAppUsers" {
+                guard let flag = value as? Bool else { throw PolicyError("\(url.path): perAppUsers must be true or false") }
+                policy.perAppUsers = flag
+                continue
+            }
             guard let number = value as? NSNumber, !(value is Bool) else {
                 throw PolicyError("\(url.path): \(key) must be a number")
             }
-            if key == "maximumBackgroundTasks" || key == "openFileLimit" {
+            if let path = Self.countKeys[key] {
                 guard number.intValue > 0 else { throw PolicyError("\(url.path): \(key) must be positive") }
-                if key == "openFileLimit" { policy.openFileLimit = number.intValue } else { policy.maximumBackgroundTasks = number.intValue }
+                policy[keyPath: path] = number.intValue
+            } else if key == "maximumViolations" {
+                guard number.intValue > 0 else { throw PolicyError("\(url.path): \(key) must be positive") }
+                policy.maximumViolations = number.intValue
             } else if let path = fileKeys[key] {
                 guard number.doubleValue > 0 else { throw PolicyError("\(url.path): \(key) must be positive seconds") }
                 policy[keyPath: path] = .seconds(double: number.doubleValue)
             } else {
-                let known = (Array(fileKeys.keys) + ["maximumBackgroundTasks", "allowedCapabilities", "openFileLimit"]).sorted().joined(separator: ", ")
+                let known = (Array(fileKeys.keys) + Array(countKeys.keys) + ["allowedCapabilities", "maximumViolations", "perAppUsers", "appUserRange"])
+                    .sorted().joined(separator: ", ")
                 throw PolicyError("\(url.path): unknown key \(key); known keys: \(known)")
             }
         }

@@ -20,6 +20,8 @@ public struct ReportStore: Sendable {
         var cpuForeground: Duration
         var cpuBackground: Duration
         var openBackgroundTasks: [String]
+        var violationCount: Int
+        var violations: [SandboxViolation]
         var lastEvents: [HostEvent]
     }
 
@@ -41,7 +43,13 @@ public struct ReportStore: Sendable {
             "reason": contents.termination.reason,
             "crash": contents.termination.isCrash,
             "held": contents.openBackgroundTasks.map { ["backgroundTask": $0] },
-            "violations": [Any](),
+            "violationCount": contents.violationCount,
+            "violations": contents.violations.map { violation -> [String: Any] in
+                [
+                    "time": HostEvent.isoFormatter.string(from: violation.time), "call": violation.call,
+                    "state": violation.state.rawValue, "fatal": violation.fatal,
+                ]
+            },
             "usage": [
                 "cpuForegroundSeconds": contents.cpuForeground.seconds,
                 "cpuBackgroundSeconds": contents.cpuBackground.seconds,

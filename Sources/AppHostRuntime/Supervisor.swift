@@ -4,6 +4,7 @@ import Glibc
 public import Foundation
 import Dispatch
 import AppHostProtocol
+import AppHostSandbox
 import CAppHostShims
 
 /// The host: runs installed apps in their own processes and drives each through its life cycle.
@@ -36,12 +37,17 @@ public final class Supervisor: @unchecked Sendable {
     /// How this host suspends apps, and (when it is not the best) why.
     public let suspensionMechanism: SuspensionMechanism
     public let suspensionNote: String
+    /// How this host confines apps, one line for the `started` event and `apphost doctor`.
+    public let sandboxNote: String
 
     private let queue = DispatchQueue(label: "apphost.supervisor", qos: .userInitiated)
     private let clock: any HostClock
     private let spawner = SpawnThread()
     private let cgroups: CgroupHierarchy?
     private var watcher: CgroupEventWatcher?
+    private let pids: PidsHierarchy?
+    /// Per-app uids and gids; nil on a non-root host (apps run as the host's user).
+    private var users: AppUsers?
     private let reports: ReportStore
     private let observer: @Sendable (HostEvent) -> Void
     private var apps: [AppRecord] = []
@@ -89,12 +95,29 @@ public final class Supervisor: @unchecked Sendable {
         }
         suspensionMechanism = cgroups != nil && watcher != nil ? .cgroupFreezer : .sigstop
         suspensionNote = note
-        let started = HostEvent(time: Date(), event: "started", detail: "suspension: \(note)")
+
+        pids = PidsHierarchy.create(instance: configuration.instance)
+        let policy = configuration.policy
+        if geteuid() == 0 && policy.perAppUsers {
+            users = AppUsers(stateDirectory: configuration.stateDirectory, range: policy.appUserRange)
+        }
+        var sandbox = [Seccomp.notificationAvailable ? "seccomp (violations reported)" : "seccomp, degraded: no user notification, so refusals are not reported"]
+        let landlock = Landlock.abiVersion
+        sandbox.append(landlock > 0 ? "Landlock ABI \(landlock)" : "no Landlock, degraded: file access is limited only by permissions")
+        sandbox.append(users != nil
+            ? "per-app users \(policy.appUserRange.lowerBound)-\(policy.appUserRange.upperBound)"
+            : "apps run as uid \(geteuid())\(geteuid() == 0 ? " (per-app users off)" : "")")
+        sandbox.append(pids != nil
+            ? "pids cgroup (\(policy.processLimit) tasks)"
+            : users != nil ? "RLIMIT_NPROC (\(policy.processLimit) tasks)" : "no process limit, degraded: no pids cgroup and no per-app user")
+        sandboxNote = sandbox.joined(separator: ", ")
+        let started = HostEvent(time: Date(), event: "started", detail: "suspension: \(note); sandbox: \(sandboxNote)")
         queue.async { observer(started) }
     }
 
     deinit {
         cgroups?.remove()
+        pids?.remove()
     }
 
     // MARK: Commands
@@ -235,6 +258,7 @@ public final class Supervisor: @unchecked Sendable {
                     openBackgroundTasks: run?.machine.openTasks.count ?? 0,
                     backgroundTimeRemaining: run?.machine.backgroundTimeRemaining(at: now),
                     cpuForeground: cpuForeground, cpuBackground: cpuBackground,
+                    violations: run?.violationCount ?? 0,
                     snapshot: run?.snapshot)
             }
         }
@@ -326,8 +350,8 @@ public final class Supervisor: @unchecked Sendable {
             freeze(record, run)
         case .thaw:
             thaw(run)
-        case .kill:
-            kill(run)
+        case .kill(let termination):
+            kill(run, signal: termination.kind == .forbiddenSyscall ? SIGSYS : SIGKILL)
         case .event(let event):
             emit(event, record, run)
         case .finished(let termination, let exit):
@@ -337,17 +361,35 @@ public final class Supervisor: @unchecked Sendable {
 
     private func spawn(_ record: AppRecord, _ run: AppRun, reason: String) {
         let bundle = record.bundle
+        let policy = configuration.policy
+        var sandbox = WireSandbox(entitlements: bundle.entitlements.sorted(), writablePaths: [])
         let container: URL
         do {
-            container = try Containers.prepare(for: bundle, in: configuration.stateDirectory)
+            var owner: (uid: UInt32, gid: UInt32)?
+            if users != nil {
+                let uid = try users!.uid(forApp: bundle.identifier)
+                owner = (uid, uid)
+                sandbox.uid = uid
+                sandbox.gid = uid
+                sandbox.groups = try bundle.appGroups.map { try users!.gid(forGroup: $0) }
+            }
+            container = try Containers.prepare(for: bundle, in: configuration.stateDirectory, owner: owner)
+            var groupContainers: [String: String] = [:]
+            for (index, group) in bundle.appGroups.enumerated() {
+                groupContainers[group] = try Containers.prepareGroup(group, in: configuration.stateDirectory, gid: sandbox.groups?[index]).path
+            }
+            sandbox.writablePaths = [container.path] + bundle.appGroups.compactMap { groupContainers[$0] }
+            sandbox.groupContainers = groupContainers
         } catch {
-            failToSpawn(record, run, "cannot create the app's container: \(error)")
+            failToSpawn(record, run, "cannot prepare the app's container: \(error)")
             return
         }
         groupCounter += 1
         if let cgroups {
             run.cgroup = try? cgroups.makeGroup(named: "\(bundle.name)-\(groupCounter)")
         }
+        run.pidsGroup = pids?.makeGroup(named: "\(bundle.name)-\(groupCounter)", limit: policy.processLimit)
+        if run.pidsGroup == nil && sandbox.uid != nil { sandbox.processLimit = UInt64(policy.processLimit) }
         let executable = configuration.executable
         let environment = Containers.environment(container: container, parent: getpid())
         let result = spawner.run { () -> Result<SpawnedProcess, SystemCallError> in
@@ -363,6 +405,10 @@ public final class Supervisor: @unchecked Sendable {
             return
         }
         run.process = process
+        if let group = run.pidsGroup, !group.add(pid: process.pid) {
+            group.remove()
+            run.pidsGroup = nil
+        }
         if let cgroup = run.cgroup {
             // Before the configuration is sent: the runner waits for it, so no app code runs
             // outside the group.
@@ -382,7 +428,7 @@ public final class Supervisor: @unchecked Sendable {
             bundleIdentifier: bundle.identifier, bundleName: bundle.name, bundlePath: bundle.url.path,
             pluginPath: bundle.pluginURL.path, delegateClassName: bundle.delegateClassName,
             containerPath: container.path, launchReason: reason, capabilities: bundle.capabilities,
-            openFileLimit: UInt64(configuration.policy.openFileLimit))
+            openFileLimit: UInt64(policy.openFileLimit), sandbox: sandbox)
         send(.configure(configurationMessage), record, run)
     }
 
@@ -446,7 +492,12 @@ public final class Supervisor: @unchecked Sendable {
         guard let fd = run.process?.control else { return }
         var closed = false
         while true {
-            let count = receiveBuffer.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, Int32(MSG_DONTWAIT)) }
+            var descriptors: [Int32] = [-1, -1, -1, -1]
+            var received: Int32 = 0
+            let count = receiveBuffer.withUnsafeMutableBytes {
+                apphost_receive_with_fds(fd, $0.baseAddress, $0.count, &descriptors, Int32(descriptors.count), &received)
+            }
+            run.receivedDescriptors += descriptors.prefix(Int(received))
             if count > 0 {
                 receiveBuffer.withUnsafeBytes { run.decoder.append(UnsafeRawBufferPointer(rebasing: $0[0..<count])) }
                 if count < receiveBuffer.count { break }
@@ -502,11 +553,73 @@ public final class Supervisor: @unchecked Sendable {
             } else {
                 handle(record, run, .ready)
             }
+        case .sandboxed(let listener, let landlockABI, let uid):
+            sandboxed(record, run, listener: listener, landlockABI: landlockABI, uid: uid)
         case .launchFailed(let reason): handle(record, run, .launchFailed(reason))
         case .ack(let id, let returned, let snapshot): handle(record, run, .acknowledged(id: id, returned: returned, snapshot: snapshot))
         case .taskBegan(let id, let name): handle(record, run, .taskBegan(id: id, name: name))
         case .taskEnded(let id): handle(record, run, .taskEnded(id: id))
         case .warning(let text): handle(record, run, .warning(text))
+        }
+    }
+
+    // MARK: The sandbox
+
+    /// The runner confined the app: take its seccomp listener and say how it is confined.
+    private func sandboxed(_ record: AppRecord, _ run: AppRun, listener: Bool, landlockABI: Int32, uid: UInt32) {
+        var descriptors = run.receivedDescriptors
+        run.receivedDescriptors = []
+        var notes: [String] = []
+        if listener, !descriptors.isEmpty, let syscalls = SyscallListener(fd: descriptors.removeFirst()) {
+            run.listener = syscalls
+            let source = DispatchSource.makeReadSource(fileDescriptor: syscalls.fd, queue: queue)
+            source.setEventHandler { [weak self, weak record, weak run] in
+                guard let self, let record, let run else { return }
+                drainRefusals(record, run)
+            }
+            source.activate()
+            run.listenerSource = source
+            notes.append("seccomp")
+        } else {
+            notes.append("seccomp, degraded: refusals are not reported (no user notification)")
+        }
+        descriptors.forEach(closeIgnoringErrors)
+        notes.append(landlockABI > 0 ? "Landlock ABI \(landlockABI)" : "no Landlock, degraded: files limited only by permissions")
+        notes.append("uid \(uid)")
+        publish(HostEvent(
+            time: Date(), app: record.bundle.identifier, name: record.bundle.name, pid: run.process?.pid,
+            event: "sandboxed", state: currentState(of: record), detail: notes.joined(separator: ", ")), run: run)
+    }
+
+    /// Answers every refused call waiting in the app's seccomp listener: EPERM and a violation,
+    /// or, for a dangerous call, the end of the app by SIGSYS (the call is never answered, so it
+    /// never runs).
+    private func drainRefusals(_ record: AppRecord, _ run: AppRun) {
+        guard let listener = run.listener else { return }
+        while let call = listener.next() {
+            let state = currentState(of: record)
+            let fatal = call.isDangerous
+            run.violationCount += 1
+            let violation = SandboxViolation(time: Date(), call: call.description, state: state, fatal: fatal)
+            run.violations.append(violation)
+            if run.violations.count > 32 { run.violations.removeFirst() }
+            publish(HostEvent(
+                time: violation.time, app: record.bundle.identifier, name: record.bundle.name, pid: run.process?.pid,
+                event: "violation", state: state,
+                detail: fatal ? "\(call.description) is forbidden: killed by SIGSYS" : "\(call.description) refused (EPERM)"), run: run)
+            if fatal {
+                handle(record, run, .enforce(Termination(
+                    kind: .forbiddenSyscall, namespace: .sandbox, code: UInt64(SIGSYS),
+                    reason: "made the forbidden system call \(call.description) while \(state.rawValue); killed by SIGSYS")))
+                return
+            }
+            listener.refuse(call)
+            if let limit = configuration.policy.maximumViolations, run.violationCount >= limit {
+                handle(record, run, .enforce(Termination(
+                    kind: .sandboxViolations, namespace: .sandbox, code: nil,
+                    reason: "made \(run.violationCount) refused system calls (the policy allows \(limit)); the last: \(call.description)")))
+                return
+            }
         }
     }
 
@@ -573,10 +686,21 @@ public final class Supervisor: @unchecked Sendable {
         }
     }
 
-    private func kill(_ run: AppRun) {
+    /// Ends the app's process (and any children) with SIGKILL, or with SIGSYS for a forbidden
+    /// call: the app cannot handle SIGSYS (its filter refuses the handler), so it dies of it
+    /// unless every thread blocks it; SIGKILL follows if it is still alive 100 ms later.
+    private func kill(_ run: AppRun, signal: Int32 = SIGKILL) {
         guard let process = run.process else { return }
         run.control?.cancel()
         run.control = nil
+        if signal != SIGKILL {
+            _ = apphost_pidfd_send_signal(process.pidfd, signal)
+            queue.asyncAfter(deadline: .now() + .milliseconds(100)) { [weak self, weak run] in
+                guard let self, let run, run.machine.isAlive else { return }
+                kill(run)
+            }
+            return
+        }
         if let cgroup = run.cgroup, cgroup.killAll() { return }
         _ = apphost_pidfd_send_signal(process.pidfd, SIGKILL)
     }
@@ -637,6 +761,14 @@ public final class Supervisor: @unchecked Sendable {
         run.outputSource?.cancel()
         run.outputSource = nil
         if let watch = run.watch { watcher?.unwatch(watch) }
+        run.listenerSource?.cancel()
+        run.listenerSource = nil
+        run.listener = nil
+        run.receivedDescriptors.forEach(closeIgnoringErrors)
+        run.receivedDescriptors = []
+        // Children of the app (with the spawn entitlement) do not outlive it.
+        _ = run.cgroup?.killAll()
+        run.pidsGroup?.remove()
         run.cgroup?.remove()
         run.timer.cancel()
 
@@ -648,6 +780,7 @@ public final class Supervisor: @unchecked Sendable {
                 finalState: run.machine.finalState, termination: termination, exit: exit,
                 cpuForeground: run.cpuForeground, cpuBackground: run.cpuBackground,
                 openBackgroundTasks: run.machine.openTasks.sorted { $0.key < $1.key }.map { "#\($0.key) \($0.value)" },
+                violationCount: run.violationCount, violations: run.violations,
                 lastEvents: run.events)).path
         } catch {
             publish(HostEvent(time: Date(), event: "warning", detail: "cannot write the report of \(record.bundle.name): \(error)"), run: nil)
@@ -697,7 +830,20 @@ public struct AppStatus: Sendable {
     public var backgroundTimeRemaining: Duration?
     public var cpuForeground: Duration
     public var cpuBackground: Duration
+    /// System calls the sandbox refused.
+    public var violations: Int
     public var snapshot: String?
+}
+
+/// A system call the sandbox refused, for events, `ps` and reports.
+public struct SandboxViolation: Sendable {
+    public var time: Date
+    /// "socket(AF_INET)", "ptrace", …
+    public var call: String
+    /// The app's state when it made the call.
+    public var state: AppState
+    /// Whether the call was a dangerous one, which ended the app.
+    public var fatal: Bool
 }
 
 /// A command the host cannot carry out, or a host that cannot start.
@@ -721,6 +867,15 @@ private final class AppRun: @unchecked Sendable {
     var machine: LifecycleMachine
     var process: SpawnedProcess?
     var cgroup: AppCgroup?
+    var pidsGroup: PidsGroup?
+    /// The seccomp listener, once the runner has handed it over.
+    var listener: SyscallListener?
+    var listenerSource: (any DispatchSourceRead)?
+    /// Descriptors received on the control socket and not yet claimed by a message.
+    var receivedDescriptors: [Int32] = []
+    var violationCount = 0
+    /// The latest violations (at most 32).
+    var violations: [SandboxViolation] = []
     var watch: Int32?
     var control: (any DispatchSourceRead)?
     var exitSource: (any DispatchSourceRead)?

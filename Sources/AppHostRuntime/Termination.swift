@@ -15,6 +15,8 @@ public struct TerminationNamespace: RawRepresentable, Hashable, Sendable, Codabl
     public static let user = TerminationNamespace(rawValue: "USER")
     /// The host ended the app: it shut down, the app could not launch, or it broke the protocol.
     public static let host = TerminationNamespace(rawValue: "HOST")
+    /// The sandbox ended the app; the code is the signal it was killed with (SIGSYS).
+    public static let sandbox = TerminationNamespace(rawValue: "SANDBOX")
 
     public var description: String { rawValue }
 }
@@ -53,6 +55,10 @@ public struct Termination: Sendable, Equatable {
         /// `terminate APP` of a suspended app: no callback, as iOS's force quit.
         public static let forceQuit = Kind(rawValue: "force-quit")
         public static let hostShutdown = Kind(rawValue: "host-shutdown")
+        /// A dangerous system call (ptrace, mount, bpf, a new namespace…): killed by SIGSYS.
+        public static let forbiddenSyscall = Kind(rawValue: "forbidden-syscall")
+        /// More refused system calls than the policy's maximumViolations.
+        public static let sandboxViolations = Kind(rawValue: "sandbox-violations")
 
         public var description: String { rawValue }
     }
@@ -81,7 +87,7 @@ public struct Termination: Sendable, Equatable {
     public var formattedCode: String? {
         guard let code else { return nil }
         switch namespace {
-        case .signal, .exit: return String(code)
+        case .signal, .exit, .sandbox: return String(code)
         default: return TerminationCode(rawValue: code).description
         }
     }

@@ -12,12 +12,11 @@ package enum Capabilities {
         return cap_from_name(name.lowercased(), &value) == 0 ? value : nil
     }
 
-    /// Clears the ambient set, drops every capability but `kept` from the bounding set, and leaves
-    /// only `kept` in the permitted and effective sets (the inheritable set empty).
+    /// Clears the ambient set and drops every capability but `kept` from the bounding set.
     ///
     /// Dropping from the bounding set needs CAP_SETPCAP: a host without it (a non-root host) leaves
     /// its bounding set as it is, which NO_NEW_PRIVS makes harmless; that is not an error.
-    package static func restrict(to kept: [Int32]) throws(ConfinementError) {
+    package static func dropBoundingAndAmbient(keeping kept: [Int32]) throws(ConfinementError) {
         guard cap_reset_ambient() == 0 || errno == EINVAL else { throw ConfinementError("cap_reset_ambient", errno: errno) }
         let canDropBound = cap_get_bound(cap_value_t(CAP_SETPCAP)) == 1 && hasEffective(cap_value_t(CAP_SETPCAP))
         if canDropBound {
@@ -25,6 +24,10 @@ package enum Capabilities {
                 guard cap_drop_bound(capability) == 0 else { throw ConfinementError("cap_drop_bound(\(capability))", errno: errno) }
             }
         }
+    }
+
+    /// Leaves only `kept` in the permitted and effective sets, the inheritable set empty.
+    package static func setProcess(to kept: [Int32]) throws(ConfinementError) {
         guard let set = cap_init() else { throw ConfinementError("cap_init", errno: errno) }
         defer { cap_free(UnsafeMutableRawPointer(set)) }
         if !kept.isEmpty {

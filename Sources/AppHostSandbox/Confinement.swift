@@ -1,29 +1,88 @@
 #if canImport(Glibc)
 import Glibc
 #endif
+import CAppHostShims
 import CCap
 
-/// What the runner does to its own process before any app code runs, in this order: capabilities,
-/// NO_NEW_PRIVS, resource limits. (seccomp, Landlock and the per-app user come in later work.)
+/// What the runner does to its own process before any app code runs (DESIGN.md, Sandbox), in
+/// this order: bounding and ambient capabilities dropped; the per-app user; the capabilities
+/// the app keeps; NO_NEW_PRIVS; resource limits; Landlock; seccomp last, so that none of the
+/// steps before it needs a syscall the app is refused.
 package enum Confinement {
-    /// The resource limits of an app process.
-    package struct Limits: Sendable, Equatable {
+    /// Everything the runner needs to confine an app process.
+    package struct Plan: Sendable, Equatable {
+        /// Capability names the app keeps (requested by its bundle, allowed by the host).
+        package var capabilities: [String] = []
         /// RLIMIT_NOFILE.
-        package var openFiles: UInt64
-        /// RLIMIT_CORE is always 0: a crashing app leaves a report, not a core file.
-        package init(openFiles: UInt64) { self.openFiles = openFiles }
+        package var openFiles: UInt64 = 1024
+        /// RLIMIT_NPROC, where no pids cgroup limits the app (it counts the app's uid's threads).
+        package var processes: UInt64?
+        /// The app's own user, on a root host.
+        package var user: User?
+        /// The host's pid: the parent-death signal is armed again after the user switch.
+        package var parentPID: Int32
+        /// Landlock: the app's container and group containers (read-write), its bundle
+        /// (read-only); system paths are added by the runner.
+        package var fileRules: [Landlock.Rule] = []
+        package var entitlements: Set<SyscallProfile.Entitlement> = []
+
+        package init(parentPID: Int32) { self.parentPID = parentPID }
     }
 
-    package static func apply(capabilities: [String], limits: Limits) throws(ConfinementError) {
+    package struct User: Sendable, Equatable, Codable {
+        package var uid: UInt32
+        package var gid: UInt32
+        /// The app groups' gids, so their containers are shared by every app of the group.
+        package var groups: [UInt32]
+
+        package init(uid: UInt32, gid: UInt32, groups: [UInt32]) {
+            self.uid = uid
+            self.gid = gid
+            self.groups = groups
+        }
+    }
+
+    /// What was applied, for the supervisor's `sandboxed` event.
+    package struct Outcome {
+        /// The seccomp listener to hand to the supervisor (then close), nil without user
+        /// notification.
+        package var listener: Int32?
+        /// Whether Landlock confines the file system (false: the kernel has none).
+        package var landlockABI: Int32
+    }
+
+    package static func apply(_ plan: Plan) throws(ConfinementError) -> Outcome {
         var kept: [Int32] = []
-        for name in capabilities {
+        for name in plan.capabilities {
             guard let value = Capabilities.value(named: name) else { throw ConfinementError("cap_from_name(\(name))", errno: EINVAL) }
             kept.append(value)
         }
-        try Capabilities.restrict(to: kept)
+        try Capabilities.dropBoundingAndAmbient(keeping: kept)
+        if let user = plan.user {
+            if !kept.isEmpty {
+                guard apphost_set_keep_capabilities(1) == 0 else { throw ConfinementError("prctl(PR_SET_KEEPCAPS)", errno: errno) }
+            }
+            guard apphost_switch_user(user.uid, user.gid, user.groups.count, user.groups) == 0 else {
+                throw ConfinementError("setresuid(\(user.uid))", errno: errno)
+            }
+            _ = apphost_set_keep_capabilities(0)
+            // A uid change clears the parent-death signal (DESIGN.md, Known traps).
+            _ = apphost_set_parent_death_signal(SIGKILL)
+            if getppid() != plan.parentPID { _exit(0) }
+        }
+        try Capabilities.setProcess(to: kept)
         guard apphost_set_no_new_privileges() == 0 else { throw ConfinementError("prctl(PR_SET_NO_NEW_PRIVS)", errno: errno) }
         try setLimit(RLIMIT_CORE, 0, name: "RLIMIT_CORE")
-        try setLimit(RLIMIT_NOFILE, limits.openFiles, name: "RLIMIT_NOFILE")
+        try setLimit(RLIMIT_NOFILE, plan.openFiles, name: "RLIMIT_NOFILE")
+        if let processes = plan.processes { try setLimit(__rlimit_resource(rawValue: 6) /* RLIMIT_NPROC, GNU-only */, processes, name: "RLIMIT_NPROC") }
+        // Group members may write what the app creates in a shared container.
+        umask(0o007)
+        let pid = getpid()
+        let landlockABI = try Landlock.restrict(to: Landlock.systemRules(pid: pid) + plan.fileRules) ? Landlock.abiVersion : 0
+        // Last, and nothing after it but handing over the listener: until the supervisor holds
+        // it, a refused call would wait for an answer that cannot come.
+        let listener = try Seccomp.load(SyscallProfile(entitlements: plan.entitlements, ownPID: pid))
+        return Outcome(listener: listener, landlockABI: landlockABI)
     }
 
     private static func setLimit(_ resource: __rlimit_resource, _ value: UInt64, name: String) throws(ConfinementError) {

@@ -8,6 +8,8 @@
 #include <unistd.h>
 #include <string.h>
 #include <stdio.h>
+#include <grp.h>
+#include <sys/socket.h>
 
 #ifndef SYS_pidfd_open
 #define SYS_pidfd_open 434
@@ -59,4 +61,77 @@ int apphost_spawn_close_from(posix_spawn_file_actions_t *actions, int lowfd) {
 
 int apphost_landlock_abi_version(void) {
     return (int)syscall(SYS_landlock_create_ruleset, NULL, 0, 1u /* LANDLOCK_CREATE_RULESET_VERSION */);
+}
+
+#ifndef SYS_landlock_add_rule
+#define SYS_landlock_add_rule 445
+#define SYS_landlock_restrict_self 446
+#endif
+
+int apphost_landlock_create_ruleset(const struct apphost_landlock_ruleset_attr *attr, size_t size) {
+    return (int)syscall(SYS_landlock_create_ruleset, attr, size, 0u);
+}
+
+struct apphost_landlock_path_beneath_attr {
+    uint64_t allowed_access;
+    int32_t parent_fd;
+} __attribute__((packed));
+
+int apphost_landlock_allow_beneath(int ruleset, uint64_t allowed_access, int parent_fd) {
+    struct apphost_landlock_path_beneath_attr rule = { allowed_access, parent_fd };
+    return (int)syscall(SYS_landlock_add_rule, ruleset, 1 /* LANDLOCK_RULE_PATH_BENEATH */, &rule, 0u);
+}
+
+int apphost_landlock_restrict_self(int ruleset) {
+    return (int)syscall(SYS_landlock_restrict_self, ruleset, 0u);
+}
+
+int apphost_switch_user(uid_t uid, gid_t gid, size_t group_count, const gid_t *groups) {
+    if (setgroups(group_count, groups) != 0) return -1;
+    if (setresgid(gid, gid, gid) != 0) return -1;
+    return setresuid(uid, uid, uid);
+}
+
+int apphost_set_keep_capabilities(int keep) {
+    return prctl(PR_SET_KEEPCAPS, keep, 0, 0, 0);
+}
+
+ssize_t apphost_send_with_fd(int socket, const void *bytes, size_t length, int fd) {
+    struct iovec io = { (void *)bytes, length };
+    union { char buffer[CMSG_SPACE(sizeof(int))]; struct cmsghdr align; } control;
+    memset(&control, 0, sizeof(control));
+    struct msghdr message = { 0 };
+    message.msg_iov = &io;
+    message.msg_iovlen = 1;
+    message.msg_control = control.buffer;
+    message.msg_controllen = sizeof(control.buffer);
+    struct cmsghdr *header = CMSG_FIRSTHDR(&message);
+    header->cmsg_level = SOL_SOCKET;
+    header->cmsg_type = SCM_RIGHTS;
+    header->cmsg_len = CMSG_LEN(sizeof(int));
+    memcpy(CMSG_DATA(header), &fd, sizeof(int));
+    return sendmsg(socket, &message, MSG_NOSIGNAL);
+}
+
+ssize_t apphost_receive_with_fds(int socket, void *bytes, size_t length, int *fds, int capacity, int *count) {
+    struct iovec io = { bytes, length };
+    union { char buffer[CMSG_SPACE(sizeof(int) * 8)]; struct cmsghdr align; } control;
+    struct msghdr message = { 0 };
+    message.msg_iov = &io;
+    message.msg_iovlen = 1;
+    message.msg_control = control.buffer;
+    message.msg_controllen = sizeof(control.buffer);
+    *count = 0;
+    ssize_t received = recvmsg(socket, &message, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
+    if (received < 0) return received;
+    for (struct cmsghdr *header = CMSG_FIRSTHDR(&message); header; header = CMSG_NXTHDR(&message, header)) {
+        if (header->cmsg_level != SOL_SOCKET || header->cmsg_type != SCM_RIGHTS) continue;
+        size_t n = (header->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+        for (size_t i = 0; i < n; i++) {
+            int fd;
+            memcpy(&fd, CMSG_DATA(header) + i * sizeof(int), sizeof(int));
+            if (*count < capacity) fds[(*count)++] = fd; else close(fd);
+        }
+    }
+    return received;
 }

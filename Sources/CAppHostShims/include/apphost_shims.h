@@ -45,4 +45,29 @@ int apphost_spawn_close_from(posix_spawn_file_actions_t *actions, int lowfd);
 /// version, or -1 (errno ENOSYS or EOPNOTSUPP) where Landlock is missing or disabled.
 int apphost_landlock_abi_version(void);
 
+/// struct landlock_ruleset_attr as of ABI 6 (newer than Debian 12's headers). Pass the size the
+/// kernel's ABI knows: 8 bytes before ABI 4, 16 before ABI 6, 24 from ABI 6.
+struct apphost_landlock_ruleset_attr {
+    uint64_t handled_access_fs;
+    uint64_t handled_access_net;
+    uint64_t scoped;
+};
+/// landlock_create_ruleset(attr, size, 0)
+int apphost_landlock_create_ruleset(const struct apphost_landlock_ruleset_attr *attr, size_t size);
+/// landlock_add_rule(ruleset, LANDLOCK_RULE_PATH_BENEATH, {allowed, parent_fd}, 0)
+int apphost_landlock_allow_beneath(int ruleset, uint64_t allowed_access, int parent_fd);
+/// landlock_restrict_self(ruleset, 0)
+int apphost_landlock_restrict_self(int ruleset);
+
+/// setresuid, setresgid and setgroups, which Swift's Glibc module hides.
+int apphost_switch_user(uid_t uid, gid_t gid, size_t group_count, const gid_t *groups);
+/// sendmsg of `length` bytes with `fd` attached (SCM_RIGHTS) to the first byte. Returns the bytes
+/// sent, or -1.
+ssize_t apphost_send_with_fd(int socket, const void *bytes, size_t length, int fd);
+/// recvmsg(MSG_DONTWAIT | MSG_CMSG_CLOEXEC) into `bytes`, storing up to `capacity` received
+/// descriptors in `fds` and their number in `*count` (descriptors beyond it are closed).
+ssize_t apphost_receive_with_fds(int socket, void *bytes, size_t length, int *fds, int capacity, int *count);
+/// prctl(PR_SET_KEEPCAPS, keep)
+int apphost_set_keep_capabilities(int keep);
+
 #endif

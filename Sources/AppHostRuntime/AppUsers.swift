@@ -1,0 +1,120 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import Foundation
+
+/// Per-app users on a root host (DESIGN.md, Sandbox): each app gets its own uid and gid, and each
+/// app group its own gid, from the policy's range. Allocations are kept in
+/// `STATE/app-users.json`, so an app finds its container with the same owner at every launch.
+/// Ids that /etc/passwd or /etc/group already use are skipped.
+struct AppUsers {
+    struct Table: Codable, Equatable {
+        var apps: [String: UInt32] = [:]
+        var groups: [String: UInt32] = [:]
+    }
+
+    let file: URL
+    let range: ClosedRange<UInt32>
+    private(set) var table: Table
+
+    init(stateDirectory: URL, range: ClosedRange<UInt32>) {
+        file = stateDirectory.appendingPathComponent("app-users.json")
+        self.range = range
+        table = (try? JSONDecoder().decode(Table.self, from: Data(contentsOf: file))) ?? Table()
+    }
+
+    /// The app's uid (also its primary gid).
+    mutating func uid(forApp identifier: String) throws -> UInt32 {
+        if let known = table.apps[identifier] { return known }
+        let id = try allocate()
+        table.apps[identifier] = id
+        try save()
+        return id
+    }
+
+    /// The gid shared by the apps of an app group.
+    mutating func gid(forGroup identifier: String) throws -> UInt32 {
+        if let known = table.groups[identifier] { return known }
+        let id = try allocate()
+        table.groups[identifier] = id
+        try save()
+        return id
+    }
+
+    private func allocate() throws -> UInt32 {
+        let used = Set(table.apps.values).union(table.groups.values)
+        for candidate in range where !used.contains(candidate) && getpwuid(candidate) == nil && getgrgid(candidate) == nil {
+            return candidate
+        }
+        throw SupervisorError("no free id left in the app user range \(range.lowerBound)-\(range.upperBound); widen it with --app-user-range")
+    }
+
+    private func save() throws {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
+        // Atomic: a crash mid-write leaves the previous table, never a torn one.
+        try encoder.encode(table).write(to: file, options: .atomic)
+    }
+}
+
+/// Limits the number of processes and threads of each app with the cgroup v1 pids controller
+/// (`/sys/fs/cgroup/pids/apphost-INSTANCE-PID/APP-N/pids.max`). Where there is none, the runner
+/// sets RLIMIT_NPROC instead, which counts per uid and so needs a per-app user.
+final class PidsHierarchy {
+    let path: String
+
+    private init(path: String) { self.path = path }
+
+    static let mountPoint = "/sys/fs/cgroup/pids"
+
+    static func create(instance: String) -> PidsHierarchy? {
+        guard access(mountPoint + "/cgroup.procs", W_OK) == 0 else { return nil }
+        let path = "\(mountPoint)/apphost-\(instance)-\(getpid())"
+        guard mkdir(path, 0o755) == 0 || errno == EEXIST else { return nil }
+        return PidsHierarchy(path: path)
+    }
+
+    /// A group for one app process, holding at most `limit` tasks (threads and processes).
+    func makeGroup(named name: String, limit: Int) -> PidsGroup? {
+        let group = PidsGroup(path: "\(path)/\(name)")
+        guard mkdir(group.path, 0o755) == 0 else { return nil }
+        guard group.write("pids.max", "\(limit)") else {
+            group.remove()
+            return nil
+        }
+        return group
+    }
+
+    func remove() { rmdir(path) }
+}
+
+struct PidsGroup {
+    let path: String
+
+    func add(pid: pid_t) -> Bool { write("cgroup.procs", "\(pid)") }
+
+    /// The processes still in the group (an app's children can outlive it).
+    var processes: [pid_t] {
+        ((try? String(contentsOfFile: path + "/cgroup.procs", encoding: .utf8)) ?? "")
+            .split(separator: "\n").compactMap { pid_t($0) }
+    }
+
+    /// Kills whatever is left in the group, then removes it.
+    func remove() {
+        for _ in 0..<50 {
+            let left = processes
+            if left.isEmpty { break }
+            for pid in left { kill(pid, SIGKILL) }
+            usleep(1000)
+        }
+        rmdir(path)
+    }
+
+    @discardableResult
+    func write(_ file: String, _ value: String) -> Bool {
+        let fd = open(path + "/" + file, O_WRONLY | O_CLOEXEC)
+        guard fd >= 0 else { return false }
+        defer { close(fd) }
+        return value.withCString { Glibc.write(fd, $0, strlen($0)) } >= 0
+    }
+}

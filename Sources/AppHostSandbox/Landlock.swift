@@ -1,0 +1,127 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import CAppHostShims
+
+/// Landlock, through its three syscalls: what the app may read and write on the file system.
+/// Everything not granted here is refused with EACCES, whatever the file's permissions say.
+package enum Landlock {
+    /// The access rights of a path rule.
+    package enum Access: Sendable, Equatable {
+        /// Execute, read files, list directories.
+        case readOnly
+        /// Every right this kernel's Landlock knows, below the path.
+        case readWrite
+    }
+
+    package struct Rule: Sendable, Equatable {
+        package var path: String
+        package var access: Access
+
+        package init(_ path: String, _ access: Access) {
+            self.path = path
+            self.access = access
+        }
+    }
+
+    /// The kernel's Landlock ABI version, 0 where Landlock is missing or disabled.
+    package static var abiVersion: Int32 { max(0, apphost_landlock_abi_version()) }
+
+    // LANDLOCK_ACCESS_FS_* bits.
+    private static let execute: UInt64 = 1 << 0
+    private static let writeFile: UInt64 = 1 << 1
+    private static let readFile: UInt64 = 1 << 2
+    private static let readDirectory: UInt64 = 1 << 3
+    /// The rights that apply to a file (not a directory): execute, write, read, truncate, ioctl.
+    private static let fileRights: UInt64 = execute | writeFile | readFile | (1 << 14) | (1 << 15)
+
+    /// The file-system rights this ABI handles: 13 rights in ABI 1, REFER in 2, TRUNCATE in 3,
+    /// IOCTL_DEV in 5.
+    static func handledRights(abi: Int32) -> UInt64 {
+        var rights: UInt64 = (1 << 13) - 1
+        if abi >= 2 { rights |= 1 << 13 }
+        if abi >= 3 { rights |= 1 << 14 }
+        if abi >= 5 { rights |= 1 << 15 }
+        return rights
+    }
+
+    /// Confines this process (and its future threads and children) to `rules`. Paths that do
+    /// not exist are skipped. From ABI 6 the app also cannot signal, or reach by abstract Unix
+    /// socket, any process outside its own domain: the host and other apps included.
+    ///
+    /// Returns false, doing nothing, where the kernel has no Landlock. NO_NEW_PRIVS must be set.
+    package static func restrict(to rules: [Rule]) throws(ConfinementError) -> Bool {
+        let abi = abiVersion
+        guard abi > 0 else { return false }
+        let handled = handledRights(abi: abi)
+        var attributes = apphost_landlock_ruleset_attr(handled_access_fs: handled, handled_access_net: 0, scoped: 0)
+        let size: Int
+        if abi >= 6 {
+            attributes.scoped = 1 /* ABSTRACT_UNIX_SOCKET */ | 2 /* SIGNAL */
+            size = 24
+        } else {
+            size = 8
+        }
+        let ruleset = apphost_landlock_create_ruleset(&attributes, size)
+        guard ruleset >= 0 else { throw ConfinementError("landlock_create_ruleset", errno: errno) }
+        defer { close(ruleset) }
+        for rule in rules {
+            let fd = open(rule.path, 0o10000000 /* O_PATH, GNU-only */ | O_CLOEXEC)
+            guard fd >= 0 else {
+                if errno == ENOENT { continue }
+                throw ConfinementError("open(\(rule.path))", errno: errno)
+            }
+            defer { close(fd) }
+            var info = stat()
+            guard fstat(fd, &info) == 0 else { throw ConfinementError("fstat(\(rule.path))", errno: errno) }
+            var allowed = rule.access == .readOnly ? execute | readFile | readDirectory : handled
+            if info.st_mode & S_IFMT != S_IFDIR { allowed &= fileRights }
+            guard apphost_landlock_allow_beneath(ruleset, allowed & handled, fd) == 0 else {
+                throw ConfinementError("landlock_add_rule(\(rule.path))", errno: errno)
+            }
+        }
+        guard apphost_landlock_restrict_self(ruleset) == 0 else { throw ConfinementError("landlock_restrict_self", errno: errno) }
+        return true
+    }
+
+    /// The system paths every app may read: libraries and the toolchain (the directories of
+    /// every shared object this process has mapped), configuration it needs from /etc, its own
+    /// /proc entry and the CPU topology Dispatch reads. Device nodes it may read or write.
+    package static func systemRules(pid: Int32) -> [Rule] {
+        var rules = ["/usr", "/lib", "/lib64", "/bin", "/sbin"].map { Rule($0, .readOnly) }
+        rules += [
+            "ld.so.cache", "localtime", "timezone", "passwd", "group", "nsswitch.conf", "hosts", "host.conf",
+            "resolv.conf", "gai.conf", "services", "protocols", "ssl", "ca-certificates", "os-release", "mime.types",
+        ].map { Rule("/etc/" + $0, .readOnly) }
+        rules += ["/proc/\(pid)", "/proc/meminfo", "/proc/cpuinfo", "/proc/stat", "/proc/filesystems",
+                  "/sys/devices/system/cpu", "/sys/fs/cgroup"].map { Rule($0, .readOnly) }
+        rules += ["/dev/zero", "/dev/urandom", "/dev/random"].map { Rule($0, .readOnly) }
+        rules.append(Rule("/dev/null", .readWrite))
+        var directories: Set<String> = []
+        if let maps = try? readWholeFile("/proc/self/maps") {
+            for line in maps.split(separator: "\n") {
+                guard let slash = line.firstIndex(of: "/") else { continue }
+                let path = line[slash...]
+                guard path.hasSuffix(".so") || path.contains(".so.") || !path.contains(" "),
+                      let end = path.lastIndex(of: "/") else { continue }
+                directories.insert(String(path[..<end]))
+            }
+        }
+        rules += directories.sorted().filter { !$0.isEmpty }.map { Rule($0, .readOnly) }
+        return rules
+    }
+
+    private static func readWholeFile(_ path: String) throws -> String {
+        let fd = open(path, O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else { throw ConfinementError("open(\(path))", errno: errno) }
+        defer { close(fd) }
+        var bytes: [UInt8] = []
+        var buffer = [UInt8](repeating: 0, count: 64 * 1024)
+        while true {
+            let count = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
+            if count <= 0 { break }
+            bytes += buffer[0..<count]
+        }
+        return String(decoding: bytes, as: UTF8.self)
+    }
+}

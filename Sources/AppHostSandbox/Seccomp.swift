@@ -1,0 +1,143 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import CSeccomp
+
+/// Loading a `SyscallProfile` into the app process with libseccomp, and reading the refusals it
+/// reports in the supervisor.
+package enum Seccomp {
+    /// Whether this kernel and libseccomp give user notification (libseccomp API level 5), and
+    /// with it per-violation reports. Without it refusals are enforced but silent.
+    package static var notificationAvailable: Bool { seccomp_api_get() >= 5 }
+
+    /// Installs the filter on every thread of this process. Returns the user-notification
+    /// listener, which the caller must hand to the supervisor and close, or nil where the kernel
+    /// cannot notify (refusals are then plain EPERM and dangerous calls kill by SIGSYS).
+    ///
+    /// NO_NEW_PRIVS must already be set.
+    package static func load(_ profile: SyscallProfile) throws(ConfinementError) -> Int32? {
+        let notify = notificationAvailable
+        guard let context = seccomp_init(notify ? apphost_scmp_act_notify() : apphost_scmp_act_errno(UInt16(EPERM))) else {
+            throw ConfinementError("seccomp_init", errno: ENOMEM)
+        }
+        defer { seccomp_release(context) }
+        // libseccomp returns -errno; with TSYNC the filter reaches threads that already exist.
+        if !notify || seccomp_api_get() >= 6 {
+            try check(seccomp_attr_set(context, SCMP_FLTATR_CTL_TSYNC, 1), "seccomp_attr_set(TSYNC)")
+        }
+        for rule in profile.rules {
+            let number = seccomp_syscall_resolve_name(rule.syscall)
+            guard number != __NR_SCMP_ERROR else { continue }  // not on this architecture
+            try add(context, apphost_scmp_act_allow(), number, rule.tests, rule.syscall)
+        }
+        for name in SyscallProfile.unimplemented {
+            try add(context, apphost_scmp_act_errno(UInt16(ENOSYS)), seccomp_syscall_resolve_name(name), [], name)
+        }
+        if !notify {
+            // Nobody to decide: the kernel kills dangerous calls itself.
+            for name in SyscallProfile.dangerous {
+                let number = seccomp_syscall_resolve_name(name)
+                guard number != __NR_SCMP_ERROR else { continue }
+                try add(context, apphost_scmp_act_kill_process(), number, [], name)
+            }
+            var flag: UInt64 = 1
+            while flag <= SyscallProfile.namespaceFlags {
+                if flag & SyscallProfile.namespaceFlags != 0 {
+                    for name in ["clone", "unshare"] {
+                        try add(context, apphost_scmp_act_kill_process(), seccomp_syscall_resolve_name(name), [.masked(0, flag, equals: flag)], name)
+                    }
+                }
+                flag <<= 1
+            }
+        }
+        try check(seccomp_load(context), "seccomp_load")
+        guard notify else { return nil }
+        let listener = seccomp_notify_fd(context)
+        guard listener >= 0 else { throw ConfinementError("seccomp_notify_fd", errno: -listener) }
+        return listener
+    }
+
+    private static func add(
+        _ context: scmp_filter_ctx, _ action: UInt32, _ number: Int32, _ tests: [SyscallProfile.ArgumentTest], _ name: String
+    ) throws(ConfinementError) {
+        let comparisons = tests.map { scmp_arg_cmp(arg: $0.index, op: SCMP_CMP_MASKED_EQ, datum_a: $0.mask, datum_b: $0.value) }
+        try check(seccomp_rule_add_array(context, action, number, UInt32(comparisons.count), comparisons), "seccomp_rule_add(\(name))")
+    }
+
+    private static func check(_ result: Int32, _ call: String) throws(ConfinementError) {
+        guard result == 0 else { throw ConfinementError(call, errno: -result) }
+    }
+
+    /// The name of a syscall number on this architecture, e.g. "socket" for 41.
+    package static func name(of number: Int32) -> String {
+        guard let name = seccomp_syscall_resolve_num_arch(UInt32(SCMP_ARCH_NATIVE), number) else { return "syscall \(number)" }
+        defer { free(name) }
+        return String(cString: name)
+    }
+}
+
+/// The supervisor's end of an app's seccomp listener: each refused call waits in the kernel until
+/// the supervisor answers it. Never approves a call (DESIGN.md, Known traps): it only refuses,
+/// and records what was refused.
+package final class SyscallListener {
+    /// A call the filter did not allow, as the kernel reports it.
+    package struct Call: Sendable {
+        package var id: UInt64
+        /// The thread that made it.
+        package var thread: Int32
+        package var name: String
+        package var arguments: [UInt64]
+        /// "socket(AF_INET)", "ioctl(0x5412)", …
+        package var description: String { SyscallProfile.describe(name, arguments: arguments) }
+        package var isDangerous: Bool { SyscallProfile.isDangerous(name, arguments: arguments) }
+    }
+
+    package let fd: Int32
+    private let request: UnsafeMutablePointer<seccomp_notif>
+    private let response: UnsafeMutablePointer<seccomp_notif_resp>
+    private let requestSize: Int
+
+    /// Takes ownership of `fd`.
+    package init?(fd: Int32) {
+        var request: UnsafeMutablePointer<seccomp_notif>?
+        var response: UnsafeMutablePointer<seccomp_notif_resp>?
+        guard seccomp_notify_alloc(&request, &response) == 0, let request, let response else {
+            close(fd)
+            return nil
+        }
+        self.fd = fd
+        self.request = request
+        self.response = response
+        // The kernel refuses a receive buffer that is not zeroed.
+        requestSize = MemoryLayout<seccomp_notif>.size
+    }
+
+    deinit {
+        seccomp_notify_free(request, response)
+        close(fd)
+    }
+
+    /// The next refused call, or nil when none is waiting (or it was withdrawn: the thread was
+    /// interrupted by a signal, or the app ended). Never blocks: receiving blocks in the kernel
+    /// when nothing is pending, so readiness is checked first.
+    package func next() -> Call? {
+        var poll = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+        guard Glibc.poll(&poll, 1, 0) == 1, poll.revents & Int16(POLLIN) != 0 else { return nil }
+        memset(request, 0, requestSize)
+        guard seccomp_notify_receive(fd, request) == 0 else { return nil }
+        let data = request.pointee.data
+        let arguments = withUnsafeBytes(of: data.args) { Array($0.bindMemory(to: UInt64.self)) }
+        return Call(
+            id: request.pointee.id, thread: Int32(bitPattern: request.pointee.pid),
+            name: Seccomp.name(of: data.nr), arguments: arguments)
+    }
+
+    /// Answers a call with `-error` (EPERM): the app sees the call fail.
+    package func refuse(_ call: Call, error: Int32 = EPERM) {
+        response.pointee.id = call.id
+        response.pointee.val = 0
+        response.pointee.error = -error
+        response.pointee.flags = 0
+        _ = seccomp_notify_respond(fd, response)
+    }
+}
