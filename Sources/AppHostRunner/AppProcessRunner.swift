@@ -63,6 +63,12 @@ public enum AppProcessRunner {
         plan.capabilities = configuration.capabilities ?? []
         plan.openFiles = configuration.openFileLimit ?? 1024
         plan.fileRules = [Landlock.Rule(configuration.bundlePath, .readOnly)]
+        // A bundle's plugin may be a symbolic link (a development bundle); Landlock judges the
+        // file it resolves to.
+        if let resolved = realpath(configuration.pluginPath, nil) {
+            plan.fileRules.append(Landlock.Rule(String(cString: resolved), .readOnly))
+            free(resolved)
+        }
         if let sandbox = configuration.sandbox {
             plan.entitlements = Set(sandbox.entitlements.compactMap(SyscallProfile.Entitlement.init(rawValue:)))
             plan.processes = sandbox.processLimit

@@ -41,6 +41,28 @@ struct AppUsers {
         return id
     }
 
+    /// Why an app user could not reach `path` (a directory on the way that others may not
+    /// enter, or the file itself not readable by others), or nil if it can.
+    static func unreachableReason(_ path: String) -> String? {
+        var components = URL(fileURLWithPath: path).standardizedFileURL.pathComponents
+        var current = ""
+        let target = components.removeLast()
+        for component in components {
+            current = current == "" ? component : (current == "/" ? "/" + component : current + "/" + component)
+            var info = stat()
+            guard stat(current, &info) == 0 else { continue }
+            if info.st_mode & S_IXOTH == 0 {
+                return "\(current) is mode \(String(info.st_mode & 0o7777, radix: 8)), which app users may not enter"
+            }
+        }
+        var info = stat()
+        let file = (current == "/" ? "" : current) + "/" + target
+        if stat(file, &info) == 0, info.st_mode & S_IROTH == 0 {
+            return "\(file) is mode \(String(info.st_mode & 0o7777, radix: 8)), which app users may not read"
+        }
+        return nil
+    }
+
     private func allocate() throws -> UInt32 {
         let used = Set(table.apps.values).union(table.groups.values)
         for candidate in range where !used.contains(candidate) && getpwuid(candidate) == nil && getgrgid(candidate) == nil {

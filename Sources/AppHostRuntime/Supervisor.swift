@@ -99,6 +99,11 @@ public final class Supervisor: @unchecked Sendable {
         pids = PidsHierarchy.create(instance: configuration.instance)
         let policy = configuration.policy
         if geteuid() == 0 && policy.perAppUsers {
+            if let reason = AppUsers.unreachableReason(configuration.stateDirectory.appendingPathComponent("containers").path) {
+                throw SupervisorError(
+                    "app users cannot reach their containers in \(configuration.stateDirectory.path): \(reason); "
+                        + "choose another --state-dir (the default for root is /var/lib/apphost/INSTANCE) or run apps as root with --no-app-users")
+            }
             users = AppUsers(stateDirectory: configuration.stateDirectory, range: policy.appUserRange)
         }
         var sandbox = [Seccomp.notificationAvailable ? "seccomp (violations reported)" : "seccomp, degraded: no user notification, so refusals are not reported"]
@@ -129,6 +134,11 @@ public final class Supervisor: @unchecked Sendable {
                 throw SupervisorError(
                     "\(bundle.url.lastPathComponent) asks for \(name), which this host's policy does not allow; "
                         + "allow it with --allow-capability \(name) or the policy's allowedCapabilities")
+            }
+            if users != nil, let reason = AppUsers.unreachableReason(bundle.pluginURL.resolvingSymlinksInPath().path) {
+                throw SupervisorError(
+                    "\(bundle.url.lastPathComponent) cannot be loaded by its app user: \(reason); "
+                        + "move the bundle or run apps as root with --no-app-users")
             }
             if let other = apps.first(where: { $0.bundle.identifier == bundle.identifier }) {
                 throw SupervisorError("\(bundle.url.lastPathComponent) and \(other.bundle.url.lastPathComponent) have the same CFBundleIdentifier \(bundle.identifier)")

@@ -19,12 +19,14 @@ struct StateOptions: ParsableArguments {
     @Option(help: "Names this host among several on one machine; each instance has its own state.")
     var instance = "default"
 
-    /// --state-dir, else $APPHOST_STATE_DIR, else $XDG_STATE_HOME/apphost/INSTANCE
+    /// --state-dir, else $APPHOST_STATE_DIR, else /var/lib/apphost/INSTANCE for root (app users
+    /// must be able to reach their containers), else $XDG_STATE_HOME/apphost/INSTANCE
     /// (~/.local/state/apphost/INSTANCE).
     var stateDirectory: URL {
         if let stateDir { return URL(fileURLWithPath: stateDir, isDirectory: true) }
         let environment = ProcessInfo.processInfo.environment
         if let explicit = environment["APPHOST_STATE_DIR"] { return URL(fileURLWithPath: explicit, isDirectory: true) }
+        if geteuid() == 0 { return URL(fileURLWithPath: "/var/lib/apphost/\(instance)", isDirectory: true) }
         let base = environment["XDG_STATE_HOME"].map { URL(fileURLWithPath: $0) }
             ?? FileManager.default.homeDirectoryForCurrentUser.appendingPathComponent(".local/state")
         return base.appendingPathComponent("apphost/\(instance)", isDirectory: true)

@@ -42,6 +42,13 @@ struct Launch: AsyncParsableCommand {
     @Option(name: .customLong("allow-capability"), help: ArgumentHelp("A capability apps may ask for in Info.plist (AppHostCapabilities); repeatable.", valueName: "CAP_NAME"))
     var allowedCapabilities: [String] = []
     @Option(help: ArgumentHelp("RLIMIT_NOFILE of each app process (default 1024).", valueName: "n")) var openFileLimit: Int?
+    @Option(help: ArgumentHelp("Processes and threads per app, pids cgroup or RLIMIT_NPROC (default 512).", valueName: "n")) var processLimit: Int?
+    @Option(help: ArgumentHelp("Terminate an app after this many refused system calls (default: never; each is reported).", valueName: "n"))
+    var maximumViolations: Int?
+    @Option(help: ArgumentHelp("On a root host, the uids and gids given to apps and app groups (default 2000000000-2000099999).", valueName: "first-last"))
+    var appUserRange: String?
+    @Flag(help: "On a root host, run apps as root instead of each under its own user (still confined otherwise).")
+    var noAppUsers = false
 
     @Option(help: "How to suspend apps: auto (cgroup v2 freezer where possible, else SIGSTOP), cgroup, or sigstop.")
     var suspension: SuspensionChoice = .auto
@@ -141,6 +148,20 @@ struct Launch: AsyncParsableCommand {
             guard openFileLimit > 0 else { fail("--open-file-limit must be positive") }
             policy.openFileLimit = openFileLimit
         }
+        for (value, path, flag) in [(processLimit, \Policy.processLimit, "--process-limit")] {
+            guard let value else { continue }
+            guard value > 0 else { fail("\(flag) must be positive") }
+            policy[keyPath: path] = value
+        }
+        if let maximumViolations {
+            guard maximumViolations > 0 else { fail("--maximum-violations must be positive") }
+            policy.maximumViolations = maximumViolations
+        }
+        if let appUserRange {
+            guard let range = Policy.userRange(appUserRange) else { fail("--app-user-range must be FIRST-LAST, e.g. 2000000000-2000099999") }
+            policy.appUserRange = range
+        }
+        if noAppUsers { policy.perAppUsers = false }
         do { try policy.validate() } catch { fail(error.description) }
         return policy
     }

@@ -103,7 +103,7 @@ import Testing
     @Test func anUnknownKeyIsAnError() throws {
         let url = try write(#"{"backgroundTme": 3}"#)
         #expect { try Policy.load(contentsOf: url) } throws: { error in
-            "\(error)".contains("unknown key backgroundTme; known keys: allowedCapabilities, backgroundTime, callbackTimeout")
+            "\(error)".contains("unknown key backgroundTme; known keys: allowedCapabilities, appUserRange, backgroundTime, callbackTimeout")
         }
     }
 
