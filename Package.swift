@@ -10,12 +10,12 @@ let strictSettings: [SwiftSetting] = [
 /// An app plugin: a dynamic library that links the SDK statically, plus its Info.plist beside
 /// the sources (bundled by `swift package bundle-app`). Target names must be unique across a
 /// package graph, so these carry a suffix that leaves Hello, Notes… free for app authors.
-func appPlugin(_ name: String, path: String) -> (Product, Target) {
+func appPlugin(_ name: String, path: String, dependencies: [Target.Dependency] = []) -> (Product, Target) {
     (
         .library(name: name, type: .dynamic, targets: [name]),
         .target(
             name: name,
-            dependencies: ["AppHostKit"],
+            dependencies: ["AppHostKit"] + dependencies,
             path: path,
             exclude: ["Info.plist"],
             swiftSettings: strictSettings
@@ -28,7 +28,7 @@ let apps = [
     appPlugin("NotesExample", path: "Examples/Notes"),
     appPlugin("UploaderExample", path: "Examples/Uploader"),
     // Test fixtures: real plugins that the end-to-end tests and the benchmark launch.
-    appPlugin("ProbeFixture", path: "Tests/Fixtures/Probe"),
+    appPlugin("ProbeFixture", path: "Tests/Fixtures/Probe", dependencies: ["ProbeSyscalls"]),
 ]
 
 let package = Package(
@@ -110,6 +110,8 @@ let package = Package(
         ),
 
         .target(name: "NotAPluginFixture", path: "Tests/Fixtures/NotAPlugin"),
+        // C: the raw system calls the Probe fixture tries against its sandbox.
+        .target(name: "ProbeSyscalls", path: "Tests/Fixtures/ProbeSyscalls"),
         .target(name: "ForeignPluginFixture", dependencies: ["CAppHostShims"], path: "Tests/Fixtures/ForeignPlugin"),
         .target(name: "OtherABIPluginFixture", dependencies: ["CAppHostShims"], path: "Tests/Fixtures/OtherABIPlugin"),
 

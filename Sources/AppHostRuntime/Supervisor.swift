@@ -623,13 +623,14 @@ public final class Supervisor: @unchecked Sendable {
                     reason: "made the forbidden system call \(call.description) while \(state.rawValue); killed by SIGSYS")))
                 return
             }
-            listener.refuse(call)
             if let limit = configuration.policy.maximumViolations, run.violationCount >= limit {
+                // Left unanswered: the call that reaches the limit never returns.
                 handle(record, run, .enforce(Termination(
                     kind: .sandboxViolations, namespace: .sandbox, code: nil,
                     reason: "made \(run.violationCount) refused system calls (the policy allows \(limit)); the last: \(call.description)")))
                 return
             }
+            listener.refuse(call)
         }
     }
 

@@ -75,7 +75,7 @@ struct CommandSession {
                     "event": "ps", "app": app.identifier, "name": app.name, "state": app.state.rawValue,
                     "timeInState": app.timeInState.seconds, "openBackgroundTasks": app.openBackgroundTasks,
                     "cpuForeground": app.cpuForeground.seconds, "cpuBackground": app.cpuBackground.seconds,
-                    "time": HostEvent.isoFormatter.string(from: Date()),
+                    "violations": app.violations, "time": HostEvent.isoFormatter.string(from: Date()),
                 ]
                 if let pid = app.pid { object["pid"] = Int(pid) }
                 if let left = app.backgroundTimeRemaining { object["backgroundTimeRemaining"] = left.seconds }
@@ -86,12 +86,12 @@ struct CommandSession {
             return
         }
         func seconds(_ duration: Duration) -> String { String(format: "%.2f s", duration.seconds) }
-        var lines = [["NAME", "PID", "STATE", "IN STATE", "TASKS", "BG LEFT", "CPU FG", "CPU BG", "SNAPSHOT"]]
+        var lines = [["NAME", "PID", "STATE", "IN STATE", "TASKS", "BG LEFT", "CPU FG", "CPU BG", "VIOLATIONS", "SNAPSHOT"]]
         for app in apps {
             lines.append([
                 app.name, app.pid.map(String.init) ?? "-", app.state.rawValue, seconds(app.timeInState),
                 String(app.openBackgroundTasks), app.backgroundTimeRemaining.map(seconds) ?? "-",
-                seconds(app.cpuForeground), seconds(app.cpuBackground),
+                seconds(app.cpuForeground), seconds(app.cpuBackground), String(app.violations),
                 app.snapshot.map { $0.replacingOccurrences(of: "\n", with: " ⏎ ").debugDescription } ?? "-",
             ])
         }

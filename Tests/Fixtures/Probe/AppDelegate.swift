@@ -13,7 +13,7 @@ final class AppDelegate: ApplicationDelegate {
     private var behavior: [String: Any] = [:]
     private var task = BackgroundTaskIdentifier.invalid
 
-    private func record(_ line: String) {
+    func record(_ line: String) {
         let url = Application.shared.containerURL.appendingPathComponent("Documents/lifecycle.log")
         let data = Data((line + "\n").utf8)
         if let handle = try? FileHandle(forWritingTo: url) {
@@ -83,6 +83,7 @@ final class AppDelegate: ApplicationDelegate {
             record("directories documents=\(documents) home=\(NSHomeDirectory()) tmp=\(NSTemporaryDirectory())")
         }
         if behavior["recordStatus"] as? Bool == true { recordConfinement() }
+        if let probes = behavior["sandboxProbes"] as? [String] { runSandboxProbes(probes, behavior: behavior) }
         if let threads = behavior["busyThreads"] as? Int { startBusyThreads(threads) }
         if let wire = behavior["wire"] as? String { writeToControlSocket(wire) }
         if behavior["closeControlSocket"] as? Bool == true { close(3) }

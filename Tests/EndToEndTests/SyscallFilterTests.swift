@@ -1,0 +1,150 @@
+import Foundation
+import Testing
+
+/// The seccomp profile against real app processes: the Probe fixture tries each call (its
+/// `sandboxProbes`) and records what the kernel answered; the host's events and reports must
+/// name every refusal.
+@Suite(.serialized, .timeLimit(.minutes(1)))
+struct SyscallFilterTests {
+    static let hasNotification = ((try? String(contentsOfFile: "/proc/sys/kernel/seccomp/actions_avail", encoding: .utf8)) ?? "").contains("user_notif")
+
+    private func probe(
+        _ name: String, _ probes: [String], entitlements: [String: Any]? = nil, arguments: [String] = [],
+        scratch: Scratch, extra: [String: Any] = [:]
+    ) throws -> HostSession {
+        var changes: [String: Any?] = [:]
+        if let entitlements { changes["AppHostEntitlements"] = entitlements }
+        let bundle = try scratch.bundle(name, behavior: ["sandboxProbes": probes].merging(extra) { $1 }, changes: changes)
+        return try HostSession([bundle], scratch: scratch, arguments: arguments)
+    }
+
+    private func outcomes(_ name: String, scratch: Scratch) -> [String] {
+        scratch.recorded(name).filter { $0.hasPrefix("probe ") }
+    }
+
+    private func report(of ended: Event) throws -> [String: Any] {
+        let path = try #require(ended.report)
+        return try #require(try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: path))) as? [String: Any])
+    }
+
+    private func violations(_ host: HostSession) -> [String] {
+        host.allEvents.filter { $0.event == "violation" }.map { "\($0.detail ?? "") while \($0.state ?? "")" }
+    }
+
+    @Test(.enabled(if: hasNotification, "needs seccomp user notification (SECCOMP_RET_USER_NOTIF) to report refusals"))
+    func aSocketWithoutTheNetworkEntitlementIsRefusedAndReported() throws {
+        let scratch = try Scratch()
+        let host = try probe("Offline", ["socket-inet", "socket-unix"], scratch: scratch)
+        try host.waitFor("Offline", "didBecomeActive")
+        #expect(outcomes("Offline", scratch: scratch) == ["probe socket-inet: EPERM", "probe socket-unix: EPERM"])
+        #expect(violations(host) == ["socket(AF_INET) refused (EPERM) while launching", "socket(AF_UNIX) refused (EPERM) while launching"])
+        host.send("ps")
+        let status = try host.waitFor("ps of Offline") { $0.event == "ps" && $0.name == "Offline" }
+        #expect(status.fields["violations"] as? Int == 2)
+        host.send("terminate Offline")
+        let ended = try host.waitFor("Offline", "terminated")
+        let report = try self.report(of: ended)
+        #expect(report["violationCount"] as? Int == 2)
+        let calls = (report["violations"] as? [[String: Any]])?.map { "\($0["call"] as? String ?? "") \($0["state"] as? String ?? "")" }
+        #expect(calls == ["socket(AF_INET) launching", "socket(AF_UNIX) launching"])
+        host.closeInput()
+        #expect(try host.waitForExit() == 0)
+    }
+
+    @Test func withTheNetworkEntitlementsSocketsWork() throws {
+        let scratch = try Scratch()
+        let host = try probe(
+            "Online", ["socket-inet", "socket-unix", "listen"],
+            entitlements: ["com.apple.security.network.client": true, "com.apple.security.network.server": true], scratch: scratch)
+        try host.waitFor("Online", "didBecomeActive")
+        #expect(outcomes("Online", scratch: scratch) == ["probe socket-inet: ok", "probe socket-unix: ok", "probe listen: ok"])
+        #expect(violations(host).isEmpty)
+        host.closeInput()
+        #expect(try host.waitForExit() == 0)
+    }
+
+    @Test func aClientCannotListen() throws {
+        let scratch = try Scratch()
+        let host = try probe("Client", ["socket-inet", "listen"], entitlements: ["com.apple.security.network.client": true], scratch: scratch)
+        try host.waitFor("Client", "didBecomeActive")
+        #expect(outcomes("Client", scratch: scratch) == ["probe socket-inet: ok", "probe listen: EPERM"])
+        if Self.hasNotification { #expect(violations(host) == ["bind refused (EPERM) while launching"]) }
+        host.closeInput()
+        #expect(try host.waitForExit() == 0)
+    }
+
+    @Test(arguments: [
+        ("ptrace-host", "ptrace"), ("mount", "mount"), ("unshare-user", "unshare(CLONE_NEWUSER)"), ("bpf", "bpf"),
+    ])
+    func aDangerousCallKillsTheAppBySIGSYS(probe name: String, call: String) throws {
+        let scratch = try Scratch()
+        let host = try probe("Rogue", [name, "thread"], scratch: scratch)
+        let ended = try host.waitFor("Rogue", "terminated")
+        // The call never ran and nothing after it did.
+        #expect(outcomes("Rogue", scratch: scratch) == [])
+        let report = try self.report(of: ended)
+        #expect(report["signal"] as? String == "SIGSYS")
+        if Self.hasNotification {
+            #expect(ended.kind == "forbidden-syscall")
+            #expect(ended.namespace == "SANDBOX")
+            #expect(ended.code == "31")
+            #expect(ended.reason == "made the forbidden system call \(call) while launching; killed by SIGSYS")
+            #expect(violations(host) == ["\(call) is forbidden: killed by SIGSYS while launching"])
+            #expect((report["violations"] as? [[String: Any]])?.first?["call"] as? String == call)
+            #expect((report["violations"] as? [[String: Any]])?.first?["fatal"] as? Bool == true)
+        }
+        host.closeInput()
+        #expect(try host.waitForExit() == 0)
+    }
+
+    @Test func forkAndExecWithoutTheSpawnEntitlementAreRefusedButThreadsWork() throws {
+        let scratch = try Scratch()
+        let host = try probe("Solo", ["fork", "exec", "thread"], scratch: scratch)
+        try host.waitFor("Solo", "didBecomeActive")
+        #expect(outcomes("Solo", scratch: scratch) == ["probe fork: EPERM", "probe exec: EPERM", "probe thread: ok"])
+        if Self.hasNotification {
+            // glibc's fork is clone(CLONE_CHILD_SETTID|CLONE_CHILD_CLEARTID|SIGCHLD).
+            #expect(violations(host) == ["clone(0x1200011) refused (EPERM) while launching", "execve refused (EPERM) while launching"])
+        }
+        host.closeInput()
+        #expect(try host.waitForExit() == 0)
+    }
+
+    @Test func withTheSpawnEntitlementForkWorks() throws {
+        let scratch = try Scratch()
+        let host = try probe("Parent", ["fork", "thread"], entitlements: ["apphost.process-spawn": true], scratch: scratch)
+        try host.waitFor("Parent", "didBecomeActive")
+        #expect(outcomes("Parent", scratch: scratch) == ["probe fork: ok", "probe thread: ok"])
+        #expect(violations(host).isEmpty)
+        host.closeInput()
+        #expect(try host.waitForExit() == 0)
+    }
+
+    @Test func highBitsInAnIoctlRequestDoNotSlipPastTheRule() throws {
+        let scratch = try Scratch()
+        let host = try probe("Typist", ["ioctl-tiocsti", "ioctl-tiocsti-high-bits", "ioctl-fionread"], scratch: scratch)
+        try host.waitFor("Typist", "didBecomeActive")
+        // Allowed, TIOCSTI on a pipe would be ENOTTY; FIONREAD on the control socket is allowed.
+        #expect(outcomes("Typist", scratch: scratch) == [
+            "probe ioctl-tiocsti: EPERM", "probe ioctl-tiocsti-high-bits: EPERM", "probe ioctl-fionread: ok",
+        ])
+        if Self.hasNotification {
+            #expect(violations(host) == [
+                "ioctl(0x5412) refused (EPERM) while launching", "ioctl(0xffffffff00005412) refused (EPERM) while launching",
+            ])
+        }
+        host.closeInput()
+        #expect(try host.waitForExit() == 0)
+    }
+
+    @Test func thePolicyCanTerminateAnAppForRepeatedViolations() throws {
+        let scratch = try Scratch()
+        let host = try probe("Pest", ["socket-inet", "socket-inet", "socket-inet"], arguments: ["--maximum-violations", "2"], scratch: scratch)
+        let ended = try host.waitFor("Pest", "terminated")
+        #expect(ended.kind == "sandbox-violations")
+        #expect(ended.reason == "made 2 refused system calls (the policy allows 2); the last: socket(AF_INET)")
+        #expect(outcomes("Pest", scratch: scratch) == ["probe socket-inet: EPERM"])
+        host.closeInput()
+        #expect(try host.waitForExit() == 0)
+    }
+}

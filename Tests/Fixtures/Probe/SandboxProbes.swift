@@ -1,0 +1,77 @@
+import AppHostKit
+import Foundation
+import ProbeSyscalls
+
+// What the Probe tries against its sandbox: ProbeBehavior `sandboxProbes` lists probes by name,
+// run in order in didFinishLaunching; each records "probe NAME: RESULT" in lifecycle.log, the
+// result being "ok" or the errno's name the kernel answered.
+
+extension AppDelegate {
+    func runSandboxProbes(_ names: [String], behavior: [String: Any]) {
+        for name in names {
+            let outcome = self.outcome(of: name, behavior: behavior)
+            record("probe \(name): \(outcome)")
+        }
+    }
+
+    private func outcome(of name: String, behavior: [String: Any]) -> String {
+        let documents = Application.shared.containerURL.appendingPathComponent("Documents").path
+        switch name {
+        case "socket-inet": return describe(probe_socket(AF_INET, Int32(SOCK_STREAM.rawValue)))
+        case "socket-unix": return describe(probe_socket(AF_UNIX, Int32(SOCK_STREAM.rawValue)))
+        case "listen": return describe(probe_listen())
+        case "ptrace-host": return describe(probe_ptrace_attach(getppid()))
+        case "mount": return describe(probe_mount())
+        case "unshare-user": return describe(probe_unshare(0x1000_0000))
+        case "bpf": return describe(probe_bpf())
+        // TIOCSTI pushes input into a terminal; allowed, the kernel would answer ENOTTY on a pipe.
+        case "ioctl-tiocsti": return describe(probe_ioctl(1, 0x5412))
+        case "ioctl-tiocsti-high-bits": return describe(probe_ioctl(1, 0xFFFF_FFFF_0000_0000 | 0x5412))
+        case "ioctl-fionread": return describe(probe_ioctl(3, 0x541B))
+        case "fork": return describe(probe_fork())
+        case "exec": return describe(probe_execve("/bin/true"))
+        case "thread": return describe(probe_thread())
+        case "kill-host": return describe(probe_kill(getppid(), SIGTERM))
+        case "kill-other":
+            let target = (try? String(contentsOfFile: documents + "/target-pid", encoding: .utf8))
+                .flatMap { Int32($0.trimmingCharacters(in: .whitespacesAndNewlines)) } ?? 0
+            return describe(probe_kill(target, SIGTERM))
+        case "write-outside": return describe(probe_open("/tmp/apphost-probe-outside", O_WRONLY | O_CREAT))
+        case "read-shadow": return describe(probe_open("/etc/shadow", O_RDONLY))
+        case "read-other": return describe(probe_open(behavior["otherFile"] as? String ?? "/nonexistent", O_RDONLY))
+        case "write-documents": return describe(probe_open(documents + "/probe-write", O_WRONLY | O_CREAT))
+        case "write-group":
+            guard let group = FileManager.default.containerURL(forSecurityApplicationGroupIdentifier: behavior["group"] as? String ?? "") else {
+                return "no group container"
+            }
+            return describe(probe_open(group.appendingPathComponent("probe-group").path, O_WRONLY | O_CREAT))
+        case "setuid": return runSetuidBinary(behavior["setuidBinary"] as? String ?? "")
+        case "fork-bomb":
+            var error: Int32 = 0
+            let count = probe_fork_bomb(&error)
+            return "\(count) children, then \(describe(-error))"
+        default: return "unknown probe"
+        }
+    }
+
+    /// Runs a set-user-id-root binary (a copy of id(1)) and returns what it printed.
+    private func runSetuidBinary(_ path: String) -> String {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: path)
+        let output = Pipe()
+        process.standardOutput = output
+        do { try process.run() } catch { return "cannot run: \(error)" }
+        process.waitUntilExit()
+        let text = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        return "output " + text.trimmingCharacters(in: .whitespacesAndNewlines)
+    }
+
+    private func describe(_ result: Int32) -> String {
+        guard result < 0 else { return "ok" }
+        let names: [Int32: String] = [
+            EPERM: "EPERM", EACCES: "EACCES", ENOSYS: "ENOSYS", EAGAIN: "EAGAIN", ENOTTY: "ENOTTY",
+            ENOENT: "ENOENT", EINVAL: "EINVAL", ESRCH: "ESRCH",
+        ]
+        return names[-result] ?? "errno \(-result)"
+    }
+}

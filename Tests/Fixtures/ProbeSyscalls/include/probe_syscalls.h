@@ -1,0 +1,29 @@
+#ifndef PROBE_SYSCALLS_H
+#define PROBE_SYSCALLS_H
+
+// Raw system calls the Probe fixture tries against its sandbox. Each returns 0 (or a count) on
+// success and -errno on failure, so the probe can record exactly what the kernel answered.
+
+#include <stdint.h>
+
+int probe_socket(int family, int type);
+/// socket(AF_INET, SOCK_STREAM) bound to 127.0.0.1:0 and listening.
+int probe_listen(void);
+int probe_ptrace_attach(int pid);
+int probe_mount(void);
+int probe_unshare(unsigned long flags);
+int probe_bpf(void);
+/// ioctl(fd, request) through the raw syscall, so high bits of `request` reach the kernel.
+int probe_ioctl(int fd, uint64_t request);
+/// fork; the child exits at once and is reaped.
+int probe_fork(void);
+int probe_execve(const char *path);
+int probe_kill(int pid, int sig);
+int probe_open(const char *path, int flags);
+/// pthread_create and join.
+int probe_thread(void);
+/// Forks children that wait forever until fork fails; returns how many it made (>= 0) and
+/// stores the failing errno in *error.
+int probe_fork_bomb(int *error);
+
+#endif

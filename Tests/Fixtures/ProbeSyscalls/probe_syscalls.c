@@ -1,0 +1,92 @@
+#define _GNU_SOURCE
+#include "probe_syscalls.h"
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <pthread.h>
+#include <sched.h>
+#include <signal.h>
+#include <sys/mount.h>
+#include <sys/ptrace.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+static int result(long value) { return value < 0 ? -errno : (int)value; }
+
+int probe_socket(int family, int type) {
+    int fd = socket(family, type, 0);
+    if (fd < 0) return -errno;
+    close(fd);
+    return 0;
+}
+
+int probe_listen(void) {
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    if (fd < 0) return -errno;
+    struct sockaddr_in address = { .sin_family = AF_INET, .sin_port = 0 };
+    address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    int status = 0;
+    if (bind(fd, (struct sockaddr *)&address, sizeof(address)) != 0 || listen(fd, 1) != 0) status = -errno;
+    close(fd);
+    return status;
+}
+
+int probe_ptrace_attach(int pid) { return result(ptrace(PTRACE_ATTACH, pid, 0, 0)); }
+int probe_mount(void) { return result(mount("none", "/mnt", "tmpfs", 0, NULL)); }
+int probe_unshare(unsigned long flags) { return result(unshare((int)flags)); }
+int probe_bpf(void) { return result(syscall(SYS_bpf, 0, NULL, 0)); }
+
+int probe_ioctl(int fd, uint64_t request) {
+    char c = 'x';
+    return result(syscall(SYS_ioctl, fd, request, &c));
+}
+
+int probe_fork(void) {
+    pid_t pid = fork();
+    if (pid < 0) return -errno;
+    if (pid == 0) _exit(0);
+    waitpid(pid, NULL, 0);
+    return 0;
+}
+
+int probe_execve(const char *path) {
+    char *const argv[] = { (char *)path, NULL };
+    char *const envp[] = { NULL };
+    return result(execve(path, argv, envp));
+}
+
+int probe_kill(int pid, int sig) { return result(kill(pid, sig)); }
+
+int probe_open(const char *path, int flags) {
+    int fd = open(path, flags | O_CLOEXEC, 0644);
+    if (fd < 0) return -errno;
+    close(fd);
+    return 0;
+}
+
+static void *nothing(void *argument) { return argument; }
+
+int probe_thread(void) {
+    pthread_t thread;
+    int error = pthread_create(&thread, NULL, nothing, NULL);
+    if (error != 0) return -error;
+    return -pthread_join(thread, NULL);
+}
+
+int probe_fork_bomb(int *error) {
+    int count = 0;
+    for (;;) {
+        pid_t pid = fork();
+        if (pid < 0) {
+            *error = errno;
+            return count;
+        }
+        if (pid == 0) {
+            for (;;) pause();
+        }
+        count++;
+    }
+}
