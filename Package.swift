@@ -104,7 +104,7 @@ let package = Package(
         ),
         .executableTarget(
             name: "apphost-benchmark",
-            dependencies: ["AppHostRuntime", "AppHostProtocol"],
+            dependencies: ["AppHostRuntime", "AppHostProtocol", "AppHostSandbox"],
             path: "Benchmarks/Lifecycle",
             swiftSettings: strictSettings
         ),

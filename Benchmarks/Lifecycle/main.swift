@@ -5,12 +5,16 @@
 //   suspend (freeze request to all threads stopped)     vs  raw SIGSTOP until the group stop is reported
 //   resume                                              vs  raw SIGCONT until the continue is reported
 //   one delegate callback round trip                    vs  a 64-byte pipe round trip through /bin/cat
+//   getppid under the app's seccomp filter              vs  the same loop unconfined
+//   the confinement step (caps, user, Landlock, seccomp)    as a share of the launch
+//   launch of a confined trivial app                    vs  bwrap and firejail running /bin/true
 //
 // Run: scripts/benchmark (builds in release, bundles Hello, runs this). The machine is shared and
 // noisy: compare the ratios within one run, not absolute numbers across runs.
 
 import AppHostProtocol
 import AppHostRuntime
+import AppHostSandbox
 import Dispatch
 import Foundation
 #if canImport(Glibc)
@@ -37,6 +41,54 @@ struct Sample {
 func measure(_ label: String, runs: Int, _ body: () -> Double) -> Sample {
     _ = body()  // warm-up
     return Sample(label: label, values: (0..<runs).map { _ in body() })
+}
+
+// MARK: The seccomp filter's cost
+
+/// `apphost-benchmark --syscall-loop confined|unconfined N`: times N getppid calls, after loading
+/// the app profile or not, and prints nanoseconds per call. Run as a child, since a filter cannot
+/// be unloaded.
+func syscallLoop(confined: Bool, count: Int) -> Never {
+    if confined {
+        try! Confinement.forbidNewPrivileges()
+        _ = try! Seccomp.install(Seccomp.compile(SyscallProfile(entitlements: [], ownPID: getpid())))
+    }
+    for _ in 0..<10_000 { _ = getppid() }
+    let start = now()
+    for _ in 0..<count { _ = getppid() }
+    let perCall = Double(now() - start) / Double(count)
+    let text = String(format: "%.2f\n", perCall)
+    _ = text.withCString { write(1, $0, strlen($0)) }
+    _exit(0)
+}
+
+/// Runs `command` with `arguments` and returns what it printed and how long it took (ms).
+func run(_ command: String, _ arguments: [String]) -> (output: String, milliseconds: Double)? {
+    var fds: [Int32] = [-1, -1]
+    guard pipe(&fds) == 0 else { return nil }
+    var actions = posix_spawn_file_actions_t()
+    posix_spawn_file_actions_init(&actions)
+    defer { posix_spawn_file_actions_destroy(&actions) }
+    posix_spawn_file_actions_adddup2(&actions, fds[1], 1)
+    posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0)
+    let argv = ([command] + arguments).map { strdup($0) } + [nil]
+    defer { argv.forEach { free($0) } }
+    let start = now()
+    var pid: pid_t = 0
+    guard posix_spawn(&pid, command, &actions, nil, argv, environ) == 0 else { return nil }
+    close(fds[1])
+    var bytes: [UInt8] = []
+    var buffer = [UInt8](repeating: 0, count: 4096)
+    while true {
+        let count = read(fds[0], &buffer, buffer.count)
+        if count <= 0 { break }
+        bytes += buffer[0..<count]
+    }
+    close(fds[0])
+    var status: Int32 = 0
+    waitpid(pid, &status, 0)
+    let elapsed = Double(now() - start) / 1e6
+    return status == 0 ? (String(decoding: bytes, as: UTF8.self), elapsed) : nil
 }
 
 // MARK: Baselines
@@ -146,7 +198,7 @@ final class EventLog: @unchecked Sendable {
 }
 
 func benchmarkApphost(mechanism: SuspensionMechanism, bundle: AppBundle, executable: String, runs: Int)
-    -> (launch: Sample, loaded: Sample, suspend: Sample, resume: Sample, callback: Sample)
+    -> (launch: Sample, loaded: Sample, confinement: Sample, suspend: Sample, resume: Sample, callback: Sample)
 {
     let state = FileManager.default.temporaryDirectory.appendingPathComponent("apphost-benchmark-\(getpid())")
     defer { try? FileManager.default.removeItem(at: state) }
@@ -160,9 +212,11 @@ func benchmarkApphost(mechanism: SuspensionMechanism, bundle: AppBundle, executa
 
     var launches: [Double] = []
     var loads: [Double] = []
+    var confinements: [Double] = []
     for _ in 0...runs {
         let start = now()
         try! supervisor.launch(bundle.name, kind: .foreground)
+        confinements.append(log.next("sandboxed", after: &cursor).event.elapsed!.seconds * 1000)
         let loaded = log.next("loaded", after: &cursor)
         let active = log.next("didBecomeActive", after: &cursor)
         launches.append(Double(active.at - start) / 1e6)
@@ -172,6 +226,7 @@ func benchmarkApphost(mechanism: SuspensionMechanism, bundle: AppBundle, executa
     }
     launches.removeFirst()  // warm-up
     loads.removeFirst()
+    confinements.removeFirst()
 
     try! supervisor.launch(bundle.name, kind: .foreground)
     _ = log.next("didBecomeActive", after: &cursor)
@@ -199,6 +254,7 @@ func benchmarkApphost(mechanism: SuspensionMechanism, bundle: AppBundle, executa
     return (
         Sample(label: "launch to applicationDidBecomeActive acknowledged", values: launches),
         Sample(label: "app process started, empty plugin loaded", values: loads),
+        Sample(label: "confinement step in the app process (all of it)", values: confinements),
         Sample(label: "suspend (\(mechanism.rawValue)): request to all threads stopped", values: suspends),
         Sample(label: "resume (\(mechanism.rawValue))", values: resumes),
         Sample(label: "delegate callback round trip", values: callbacks)
@@ -212,12 +268,16 @@ func row(_ sample: Sample, against baseline: Sample?) -> String {
     var line = sample.label.padding(toLength: 64, withPad: " ", startingAt: 0) + ms(sample.median) + ms(sample.p99)
     if let baseline {
         line += "   " + baseline.label.padding(toLength: 42, withPad: " ", startingAt: 0) + ms(baseline.median) + ms(baseline.p99)
-        line += String(format: "   %6.1f×", sample.median / baseline.median)
+        let ratio = sample.median / baseline.median
+        line += ratio < 0.1 ? String(format: "   %5.1f %%", ratio * 100) : String(format: "   %6.1f×", ratio)
     }
     return line
 }
 
 let arguments = CommandLine.arguments
+if let index = arguments.firstIndex(of: "--syscall-loop") {
+    syscallLoop(confined: arguments[index + 1] == "confined", count: Int(arguments[index + 2]) ?? 1_000_000)
+}
 let runs = arguments.firstIndex(of: "--runs").flatMap { Int(arguments[$0 + 1]) } ?? 50
 let binaries = URL(fileURLWithPath: arguments[0]).deletingLastPathComponent()
 let executable = binaries.appendingPathComponent("apphost").path
@@ -240,6 +300,15 @@ let codec = measure("JSON coding of one callback and its ack (4 steps)", runs: r
     return Double(now() - start) / 1e8
 }
 print("what".padding(toLength: 64, withPad: " ", startingAt: 0) + "  median     p99   baseline")
+// Nanoseconds per getppid, reported in the milliseconds columns' place as ns.
+let selfPath = URL(fileURLWithPath: arguments[0]).path
+let confinedLoop = measure("getppid under the app's seccomp filter (ns per call)", runs: 15) {
+    Double(run(selfPath, ["--syscall-loop", "confined", "1000000"])!.output.trimmingCharacters(in: .whitespacesAndNewlines))!
+}
+let unconfinedLoop = measure("getppid unconfined (ns per call)", runs: 15) {
+    Double(run(selfPath, ["--syscall-loop", "unconfined", "1000000"])!.output.trimmingCharacters(in: .whitespacesAndNewlines))!
+}
+print(row(confinedLoop, against: unconfinedLoop))
 var mechanisms: [SuspensionMechanism] = [.sigstop]
 if DoctorReport.probe(instance: "benchmark").findings.contains(where: { $0.name == "cgroup v2 freezer" && $0.available }) {
     mechanisms.insert(.cgroupFreezer, at: 0)
@@ -249,6 +318,17 @@ for (index, mechanism) in mechanisms.enumerated() {
     if index == 0 {
         print(row(result.launch, against: spawn))
         print(row(result.launch, against: result.loaded))
+        print(row(result.confinement, against: result.launch))
+        for (label, command, options) in [
+            ("bwrap: new namespaces, /bin/true", "/usr/bin/bwrap", ["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--unshare-all", "--die-with-parent", "--new-session", "/bin/true"]),
+            ("firejail: seccomp, no caps, /bin/true", "/usr/bin/firejail", ["--quiet", "--noprofile", "--seccomp", "--caps.drop=all", "--nonewprivs", "--noroot", "/bin/true"]),
+        ] {
+            guard run(command, options) != nil else {
+                print("\(label): \(command) is missing or fails here; scripts/benchmark installs it")
+                continue
+            }
+            print(row(result.launch, against: measure(label, runs: runs) { run(command, options)!.milliseconds }))
+        }
         print(row(result.callback, against: pipeTrip))
         print(row(codec, against: nil))
     }

@@ -1,4 +1,4 @@
-import Foundation
+package import Foundation
 
 // The messages of the control socket between the supervisor and an app process. Each is one
 // frame (see Framing). Fields added later must be optional, so that old peers still decode.
@@ -95,6 +95,12 @@ package struct WireSandbox: Codable, Sendable, Equatable {
     package var processLimit: UInt64?
     /// Each entitled app group's shared container, by group identifier.
     package var groupContainers: [String: String]?
+    /// The seccomp filter compiled by the supervisor for this process (classic BPF), and
+    /// whether it sends refusals to a listener.
+    package var filter: Data?
+    package var filterNotifies: Bool?
+    /// Read-only for the app besides the system directories: the host's library directories.
+    package var readablePaths: [String]?
 
     package init(
         entitlements: [String], uid: UInt32? = nil, gid: UInt32? = nil, groups: [UInt32]? = nil, writablePaths: [String],
@@ -145,8 +151,9 @@ package enum AppMessage: Codable, Sendable, Equatable {
     /// The runner's first frame.
     case hello(protocolVersion: Int, pid: Int32)
     /// The app process is confined. When `listener` is true this frame carries the seccomp
-    /// listener descriptor (SCM_RIGHTS); `landlockABI` is 0 where the kernel has no Landlock.
-    case sandboxed(listener: Bool, landlockABI: Int32, uid: UInt32)
+    /// listener descriptor (SCM_RIGHTS); `landlockABI` is 0 where the kernel has no Landlock;
+    /// `seconds` is how long confining took.
+    case sandboxed(listener: Bool, landlockABI: Int32, uid: UInt32, seconds: Double)
     /// The plugin is loaded and its delegate exists; callbacks may start.
     case ready(protocolVersion: Int)
     /// The app could not be started; `reason` is one line for the person running the host.

@@ -73,18 +73,26 @@ public enum AppProcessRunner {
             plan.entitlements = Set(sandbox.entitlements.compactMap(SyscallProfile.Entitlement.init(rawValue:)))
             plan.processes = sandbox.processLimit
             plan.fileRules += sandbox.writablePaths.map { Landlock.Rule($0, .readWrite) }
+            plan.libraries = sandbox.readablePaths ?? []
+            if let filter = sandbox.filter {
+                plan.filter = Seccomp.Program(instructions: Array(filter), notifies: sandbox.filterNotifies ?? false)
+            }
             if let uid = sandbox.uid, let gid = sandbox.gid {
                 plan.user = Confinement.User(uid: uid, gid: gid, groups: sandbox.groups ?? [])
             }
         }
         let outcome: Confinement.Outcome
+        let clock = ContinuousClock()
+        let started = clock.now
         do {
             outcome = try Confinement.apply(plan)
         } catch {
             fail(socket, "cannot confine the app process: \(error)")
         }
+        let took = started.duration(to: clock.now)
+        let seconds = Double(took.components.seconds) + Double(took.components.attoseconds) / 1e18
         let message = WireCoding.encode(AppMessage.sandboxed(
-            listener: outcome.listener != nil, landlockABI: outcome.landlockABI, uid: getuid()))
+            listener: outcome.listener != nil, landlockABI: outcome.landlockABI, uid: getuid(), seconds: seconds))
         if let listener = outcome.listener {
             do { try socket.send(body: message, passing: listener) } catch { _exit(78) }
             close(listener)

@@ -41,6 +41,8 @@ public final class Supervisor: @unchecked Sendable {
     public let sandboxNote: String
 
     private let queue = DispatchQueue(label: "apphost.supervisor", qos: .userInitiated)
+    /// Where the apps' libraries live: the host runs the same binary, so its own.
+    private static let libraryDirectories = Landlock.libraryDirectories()
     private let clock: any HostClock
     private let spawner = SpawnThread()
     private let cgroups: CgroupHierarchy?
@@ -434,6 +436,18 @@ public final class Supervisor: @unchecked Sendable {
             }
         }
         watchProcess(record, run, process)
+        // Compiled while the app process starts up (about a millisecond, in parallel with it).
+        do {
+            let entitlements = Set(bundle.entitlements.compactMap(SyscallProfile.Entitlement.init(rawValue:)))
+            let program = try Seccomp.compile(SyscallProfile(entitlements: entitlements, ownPID: process.pid))
+            sandbox.filter = Data(program.instructions)
+            sandbox.filterNotifies = program.notifies
+        } catch {
+            handle(record, run, .launchFailed("cannot compile the app's seccomp filter: \(error)"))
+            kill(run)
+            return
+        }
+        sandbox.readablePaths = Self.libraryDirectories
         let configurationMessage = WireConfiguration(
             bundleIdentifier: bundle.identifier, bundleName: bundle.name, bundlePath: bundle.url.path,
             pluginPath: bundle.pluginURL.path, delegateClassName: bundle.delegateClassName,
@@ -563,8 +577,8 @@ public final class Supervisor: @unchecked Sendable {
             } else {
                 handle(record, run, .ready)
             }
-        case .sandboxed(let listener, let landlockABI, let uid):
-            sandboxed(record, run, listener: listener, landlockABI: landlockABI, uid: uid)
+        case .sandboxed(let listener, let landlockABI, let uid, let seconds):
+            sandboxed(record, run, listener: listener, landlockABI: landlockABI, uid: uid, took: .seconds(double: seconds))
         case .launchFailed(let reason): handle(record, run, .launchFailed(reason))
         case .ack(let id, let returned, let snapshot): handle(record, run, .acknowledged(id: id, returned: returned, snapshot: snapshot))
         case .taskBegan(let id, let name): handle(record, run, .taskBegan(id: id, name: name))
@@ -576,7 +590,7 @@ public final class Supervisor: @unchecked Sendable {
     // MARK: The sandbox
 
     /// The runner confined the app: take its seccomp listener and say how it is confined.
-    private func sandboxed(_ record: AppRecord, _ run: AppRun, listener: Bool, landlockABI: Int32, uid: UInt32) {
+    private func sandboxed(_ record: AppRecord, _ run: AppRun, listener: Bool, landlockABI: Int32, uid: UInt32, took: Duration) {
         var descriptors = run.receivedDescriptors
         run.receivedDescriptors = []
         var notes: [String] = []
@@ -598,7 +612,7 @@ public final class Supervisor: @unchecked Sendable {
         notes.append("uid \(uid)")
         publish(HostEvent(
             time: Date(), app: record.bundle.identifier, name: record.bundle.name, pid: run.process?.pid,
-            event: "sandboxed", state: currentState(of: record), detail: notes.joined(separator: ", ")), run: run)
+            event: "sandboxed", state: currentState(of: record), detail: notes.joined(separator: ", "), elapsed: took), run: run)
     }
 
     /// Answers every refused call waiting in the app's seccomp listener: EPERM and a violation,

@@ -25,6 +25,10 @@ package enum Confinement {
         /// (read-only); system paths are added by the runner.
         package var fileRules: [Landlock.Rule] = []
         package var entitlements: Set<SyscallProfile.Entitlement> = []
+        /// The seccomp filter the supervisor compiled for this process; nil: compile it here.
+        package var filter: Seccomp.Program?
+        /// Library directories to read (Landlock.libraryDirectories of the host).
+        package var libraries: [String] = []
 
         package init(parentPID: Int32) { self.parentPID = parentPID }
     }
@@ -71,18 +75,31 @@ package enum Confinement {
             if getppid() != plan.parentPID { _exit(0) }
         }
         try Capabilities.setProcess(to: kept)
-        guard apphost_set_no_new_privileges() == 0 else { throw ConfinementError("prctl(PR_SET_NO_NEW_PRIVS)", errno: errno) }
+        try forbidNewPrivileges()
         try setLimit(RLIMIT_CORE, 0, name: "RLIMIT_CORE")
         try setLimit(RLIMIT_NOFILE, plan.openFiles, name: "RLIMIT_NOFILE")
         if let processes = plan.processes { try setLimit(__rlimit_resource(rawValue: 6) /* RLIMIT_NPROC, GNU-only */, processes, name: "RLIMIT_NPROC") }
         // Group members may write what the app creates in a shared container.
         umask(0o007)
         let pid = getpid()
-        let landlockABI = try Landlock.restrict(to: Landlock.systemRules(pid: pid) + plan.fileRules) ? Landlock.abiVersion : 0
+        let landlockABI = try Landlock.restrict(to: Landlock.systemRules(pid: pid, libraries: plan.libraries) + plan.fileRules)
+            ? Landlock.abiVersion : 0
+        let filter: Seccomp.Program
+        if let compiled = plan.filter {
+            filter = compiled
+        } else {
+            filter = try Seccomp.compile(SyscallProfile(entitlements: plan.entitlements, ownPID: pid))
+        }
         // Last, and nothing after it but handing over the listener: until the supervisor holds
         // it, a refused call would wait for an answer that cannot come.
-        let listener = try Seccomp.load(SyscallProfile(entitlements: plan.entitlements, ownPID: pid))
+        let listener = try Seccomp.install(filter)
         return Outcome(listener: listener, landlockABI: landlockABI)
+    }
+
+    /// PR_SET_NO_NEW_PRIVS: no execve can grant privileges again (set-user-id bits, file
+    /// capabilities); also what seccomp and Landlock require of an unprivileged process.
+    package static func forbidNewPrivileges() throws(ConfinementError) {
+        guard apphost_set_no_new_privileges() == 0 else { throw ConfinementError("prctl(PR_SET_NO_NEW_PRIVS)", errno: errno) }
     }
 
     private static func setLimit(_ resource: __rlimit_resource, _ value: UInt64, name: String) throws(ConfinementError) {

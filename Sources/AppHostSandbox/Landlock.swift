@@ -84,10 +84,11 @@ package enum Landlock {
         return true
     }
 
-    /// The system paths every app may read: libraries and the toolchain (the directories of
-    /// every shared object this process has mapped), configuration it needs from /etc, its own
-    /// /proc entry and the CPU topology Dispatch reads. Device nodes it may read or write.
-    package static func systemRules(pid: Int32) -> [Rule] {
+    /// The system paths every app may read: libraries, configuration it needs from /etc, its own
+    /// /proc entry and the CPU topology Dispatch reads; device nodes it may read or write.
+    /// `libraries` are the directories of the shared objects the host has loaded (the Swift
+    /// toolchain's among them), from `libraryDirectories()`.
+    package static func systemRules(pid: Int32, libraries: [String]) -> [Rule] {
         var rules = ["/usr", "/lib", "/lib64", "/bin", "/sbin"].map { Rule($0, .readOnly) }
         rules += [
             "ld.so.cache", "localtime", "timezone", "passwd", "group", "nsswitch.conf", "hosts", "host.conf",
@@ -97,18 +98,23 @@ package enum Landlock {
                   "/sys/devices/system/cpu", "/sys/fs/cgroup"].map { Rule($0, .readOnly) }
         rules += ["/dev/zero", "/dev/urandom", "/dev/random"].map { Rule($0, .readOnly) }
         rules.append(Rule("/dev/null", .readWrite))
+        rules += libraries.map { Rule($0, .readOnly) }
+        return rules
+    }
+
+    /// The directories of every shared object this process has mapped, outside the system
+    /// directories above. Read once by the supervisor, which runs the same binary as the apps.
+    package static func libraryDirectories() -> [String] {
         var directories: Set<String> = []
-        if let maps = try? readWholeFile("/proc/self/maps") {
-            for line in maps.split(separator: "\n") {
-                guard let slash = line.firstIndex(of: "/") else { continue }
-                let path = line[slash...]
-                guard path.hasSuffix(".so") || path.contains(".so.") || !path.contains(" "),
-                      let end = path.lastIndex(of: "/") else { continue }
-                directories.insert(String(path[..<end]))
+        let maps = (try? readWholeFile("/proc/self/maps")) ?? ""
+        for line in maps.split(separator: "\n") {
+            guard let slash = line.firstIndex(of: "/"), let end = line[slash...].lastIndex(of: "/") else { continue }
+            let directory = String(line[slash..<end])
+            if !["/usr", "/lib", "/lib64"].contains(where: { directory == $0 || directory.hasPrefix($0 + "/") }) {
+                directories.insert(directory)
             }
         }
-        rules += directories.sorted().filter { !$0.isEmpty }.map { Rule($0, .readOnly) }
-        return rules
+        return directories.sorted()
     }
 
     private static func readWholeFile(_ path: String) throws -> String {

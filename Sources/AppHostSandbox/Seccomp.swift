@@ -1,6 +1,7 @@
 #if canImport(Glibc)
 import Glibc
 #endif
+import CAppHostShims
 import CSeccomp
 
 /// Loading a `SyscallProfile` into the app process with libseccomp, and reading the refusals it
@@ -10,21 +11,28 @@ package enum Seccomp {
     /// with it per-violation reports. Without it refusals are enforced but silent.
     package static var notificationAvailable: Bool { seccomp_api_get() >= 5 }
 
-    /// Installs the filter on every thread of this process. Returns the user-notification
-    /// listener, which the caller must hand to the supervisor and close, or nil where the kernel
-    /// cannot notify (refusals are then plain EPERM and dangerous calls kill by SIGSYS).
-    ///
-    /// NO_NEW_PRIVS must already be set.
-    package static func load(_ profile: SyscallProfile) throws(ConfinementError) -> Int32? {
+    /// A compiled filter: classic BPF instructions for this architecture, ready to install.
+    package struct Program: Sendable, Equatable, Codable {
+        package var instructions: [UInt8]
+        /// Whether refusals go to a user-notification listener (else EPERM, and dangerous calls
+        /// are killed by the kernel).
+        package var notifies: Bool
+
+        package init(instructions: [UInt8], notifies: Bool) {
+            self.instructions = instructions
+            self.notifies = notifies
+        }
+    }
+
+    /// Compiles the profile with libseccomp. The supervisor does this while the app process
+    /// starts, so the app only installs the result: compiling takes about a millisecond, most
+    /// of the confinement step's budget.
+    package static func compile(_ profile: SyscallProfile) throws(ConfinementError) -> Program {
         let notify = notificationAvailable
         guard let context = seccomp_init(notify ? apphost_scmp_act_notify() : apphost_scmp_act_errno(UInt16(EPERM))) else {
             throw ConfinementError("seccomp_init", errno: ENOMEM)
         }
         defer { seccomp_release(context) }
-        // libseccomp returns -errno; with TSYNC the filter reaches threads that already exist.
-        if !notify || seccomp_api_get() >= 6 {
-            try check(seccomp_attr_set(context, SCMP_FLTATR_CTL_TSYNC, 1), "seccomp_attr_set(TSYNC)")
-        }
         for rule in profile.rules {
             let number = seccomp_syscall_resolve_name(rule.syscall)
             guard number != __NR_SCMP_ERROR else { continue }  // not on this architecture
@@ -50,11 +58,36 @@ package enum Seccomp {
                 flag <<= 1
             }
         }
-        try check(seccomp_load(context), "seccomp_load")
-        guard notify else { return nil }
-        let listener = seccomp_notify_fd(context)
-        guard listener >= 0 else { throw ConfinementError("seccomp_notify_fd", errno: -listener) }
-        return listener
+        // Exported through a pipe (libseccomp 2.5 writes BPF to a descriptor).
+        var fds: [Int32] = [-1, -1]
+        guard pipe(&fds) == 0 else { throw ConfinementError("pipe", errno: errno) }
+        defer { close(fds[0]) }
+        let exported = seccomp_export_bpf(context, fds[1])
+        close(fds[1])
+        try check(exported, "seccomp_export_bpf")
+        var bytes: [UInt8] = []
+        var buffer = [UInt8](repeating: 0, count: 16 * 1024)
+        while true {
+            let count = buffer.withUnsafeMutableBytes { read(fds[0], $0.baseAddress, $0.count) }
+            if count <= 0 { break }
+            bytes += buffer[0..<count]
+        }
+        return Program(instructions: bytes, notifies: notify)
+    }
+
+    /// Installs a compiled filter on every thread of this process. Returns the user-notification
+    /// listener, which the caller must hand to the supervisor and close, or nil when the program
+    /// does not notify. NO_NEW_PRIVS must already be set.
+    package static func install(_ program: Program) throws(ConfinementError) -> Int32? {
+        let count = program.instructions.count / 8
+        guard count > 0, count <= Int(UInt16.max), program.instructions.count % 8 == 0 else {
+            throw ConfinementError("seccomp: a filter of \(program.instructions.count) bytes", errno: EINVAL)
+        }
+        let result = program.instructions.withUnsafeBytes {
+            apphost_seccomp_install($0.baseAddress, UInt16(count), program.notifies ? 1 : 0)
+        }
+        guard result >= 0 else { throw ConfinementError("seccomp(SECCOMP_SET_MODE_FILTER)", errno: errno) }
+        return program.notifies ? result : nil
     }
 
     private static func add(

@@ -10,6 +10,8 @@
 #include <stdio.h>
 #include <grp.h>
 #include <sys/socket.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
 
 #ifndef SYS_pidfd_open
 #define SYS_pidfd_open 434
@@ -134,4 +136,15 @@ ssize_t apphost_receive_with_fds(int socket, void *bytes, size_t length, int *fd
         }
     }
     return received;
+}
+
+#ifndef SECCOMP_FILTER_FLAG_TSYNC_ESRCH
+#define SECCOMP_FILTER_FLAG_TSYNC_ESRCH (1UL << 4)
+#endif
+
+int apphost_seccomp_install(const void *instructions, unsigned short count, int listener) {
+    struct sock_fprog program = { count, (struct sock_filter *)instructions };
+    unsigned long flags = SECCOMP_FILTER_FLAG_TSYNC;
+    if (listener) flags |= SECCOMP_FILTER_FLAG_NEW_LISTENER | SECCOMP_FILTER_FLAG_TSYNC_ESRCH;
+    return (int)syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, flags, &program);
 }

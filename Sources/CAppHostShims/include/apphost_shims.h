@@ -67,6 +67,10 @@ ssize_t apphost_send_with_fd(int socket, const void *bytes, size_t length, int f
 /// recvmsg(MSG_DONTWAIT | MSG_CMSG_CLOEXEC) into `bytes`, storing up to `capacity` received
 /// descriptors in `fds` and their number in `*count` (descriptors beyond it are closed).
 ssize_t apphost_receive_with_fds(int socket, void *bytes, size_t length, int *fds, int capacity, int *count);
+/// seccomp(SECCOMP_SET_MODE_FILTER, TSYNC [| NEW_LISTENER | TSYNC_ESRCH], {count, instructions}):
+/// installs a compiled classic-BPF filter on every thread. Returns the listener fd when
+/// `listener` is set, else 0; -1 and errno on failure.
+int apphost_seccomp_install(const void *instructions, unsigned short count, int listener);
 /// prctl(PR_SET_KEEPCAPS, keep)
 int apphost_set_keep_capabilities(int keep);
 
