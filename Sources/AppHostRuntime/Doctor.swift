@@ -2,6 +2,7 @@
 import Glibc
 #endif
 import Foundation
+import AppHostSandbox
 import CAppHostShims
 
 /// What this kernel and user give apphost, and what apphost will use (`apphost doctor`).
@@ -28,8 +29,13 @@ public struct DoctorReport: Sendable {
                    actions.isEmpty ? "no /proc/sys/kernel/seccomp/actions_avail" : "actions: \(actions.trimmingCharacters(in: .whitespacesAndNewlines))")
         report.add("seccomp user notification", actions.contains("user_notif"), actions.contains("user_notif") ? "SECCOMP_RET_USER_NOTIF" : "missing: violations cannot be reported")
 
+        report.add("libseccomp user notification", Seccomp.notificationAvailable,
+                   Seccomp.notificationAvailable ? "API level 5 or later" : "missing: refusals are enforced but not reported, and dangerous calls are killed by the kernel")
+
         let landlock = apphost_landlock_abi_version()
-        report.add("Landlock", landlock > 0, landlock > 0 ? "ABI version \(landlock)" : "unavailable (\(String(cString: strerror(errno))))")
+        report.add("Landlock", landlock > 0, landlock > 0
+            ? "ABI version \(landlock)\(landlock >= 6 ? " (with signal and abstract-socket scoping)" : "")"
+            : "unavailable (\(String(cString: strerror(errno)))): apps are limited only by file permissions")
 
         let pidfd = apphost_pidfd_open(getpid())
         report.add("pidfd", pidfd >= 0, pidfd >= 0 ? "pidfd_open works" : "pidfd_open failed: \(String(cString: strerror(errno))); apphost needs Linux 5.3")
@@ -49,9 +55,31 @@ public struct DoctorReport: Sendable {
         let memory = FileManager.default.fileExists(atPath: "/sys/fs/cgroup/memory/memory.limit_in_bytes")
         report.add("cgroup v1 memory controller", memory, memory ? "/sys/fs/cgroup/memory" : "not mounted")
 
+        let pids = access("/sys/fs/cgroup/pids/cgroup.procs", W_OK) == 0
+        report.add("cgroup v1 pids controller", pids, pids ? "/sys/fs/cgroup/pids (per-app process limit)" : "not mounted or not writable")
+        report.add("per-app users", getuid() == 0, getuid() == 0
+            ? "the host is root: each app runs under its own uid from the policy's range"
+            : "the host is not root: apps run as uid \(getuid())")
+
         let effective = statusField("CapEff") ?? "?"
         report.add("host capabilities", true, "effective \(effective), uid \(getuid())\(getuid() == 0 ? " (root: per-app users possible)" : "")")
         return report
+    }
+
+    /// How `apphost launch` would confine apps here.
+    public var sandbox: String {
+        func has(_ name: String) -> Bool { findings.first { $0.name == name }?.available == true }
+        var parts = [has("libseccomp user notification") && has("seccomp user notification")
+            ? "seccomp with reported violations" : "seccomp, degraded: violations not reported"]
+        parts.append(has("Landlock") ? "Landlock" : "no Landlock, degraded")
+        parts.append(has("per-app users") ? "per-app users" : "apps as the host's user")
+        parts.append(has("cgroup v1 pids controller") ? "pids cgroup" : has("per-app users") ? "RLIMIT_NPROC" : "no process limit, degraded")
+        return "sandbox: " + parts.joined(separator: ", ")
+    }
+
+    /// How apphost measures memory here (limits and pressure come with resource supervision).
+    public var memory: String {
+        "memory: peak resident set from each app's rusage, in reports"
     }
 
     /// The suspension mechanism `apphost launch` would pick here.

@@ -11,5 +11,7 @@ struct Doctor: ParsableCommand {
             print("\(finding.available ? "yes" : "no ")  \(finding.name): \(finding.detail)")
         }
         print(report.suspension)
+        print(report.sandbox)
+        print(report.memory)
     }
 }

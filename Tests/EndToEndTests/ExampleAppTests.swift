@@ -26,6 +26,9 @@ struct ExampleAppTests {
         // priority" into every app's output while LIBDISPATCH_LOG was stderr.
         #expect(!host.standardError.contains("thread priority"))
         #expect(!host.standardError.contains("log file opened"))
+        // The default profile is wide enough for ordinary Foundation code: nothing refused.
+        #expect(host.allEvents.filter { $0.event == "violation" }.isEmpty, "no sandbox violation")
+        #expect(host.allEvents.contains { $0.event == "sandboxed" })
         host.closeInput()
         #expect(try host.waitForExit() == 0)
     }
@@ -45,6 +48,9 @@ struct ExampleAppTests {
         let notes = try JSONDecoder().decode([String].self, from: Data(contentsOf: documents.appendingPathComponent("notes.json")))
         #expect(notes.count == 1)
         #expect(FileManager.default.fileExists(atPath: documents.appendingPathComponent("notes-backup.json").path))
+        // The default profile is wide enough for ordinary Foundation code: nothing refused.
+        #expect(host.allEvents.filter { $0.event == "violation" }.isEmpty, "no sandbox violation")
+        #expect(host.allEvents.contains { $0.event == "sandboxed" })
         host.closeInput()
         #expect(try host.waitForExit() == 0)
     }
@@ -64,6 +70,9 @@ struct ExampleAppTests {
         let sent = Int(try String(contentsOf: progress, encoding: .utf8)) ?? 0
         #expect(sent > 0 && sent < 100)
         try host.waitForStandardError(containing: "Uploader: background time is running out at chunk \(sent) of 100")
+        // The default profile is wide enough for ordinary Foundation code: nothing refused.
+        #expect(host.allEvents.filter { $0.event == "violation" }.isEmpty, "no sandbox violation")
+        #expect(host.allEvents.contains { $0.event == "sandboxed" })
         host.closeInput()
         #expect(try host.waitForExit() == 0)
     }
@@ -75,10 +84,14 @@ struct CommandLineTests {
     @Test func doctorReportsTheMechanisms() throws {
         let result = try runApphost(["doctor"])
         #expect(result.status == 0)
-        for name in ["seccomp filter", "seccomp user notification", "Landlock", "pidfd", "cgroup v2 freezer", "cgroup v1 freezer", "host capabilities"] {
+        for name in [
+            "seccomp filter", "seccomp user notification", "libseccomp user notification", "Landlock", "pidfd", "cgroup v2 freezer",
+            "cgroup v1 freezer", "cgroup v1 pids controller", "per-app users", "host capabilities",
+        ] {
             #expect(result.output.contains("  \(name): "), "doctor reports \(name)")
         }
-        #expect(result.output.split(separator: "\n").last?.hasPrefix("suspension: ") == true)
+        let summary = result.output.split(separator: "\n").suffix(3).map { String($0.prefix { $0 != ":" }) }
+        #expect(summary == ["suspension", "sandbox", "memory"])
     }
 
     @Test func reportsListsAndShowsTerminationReports() throws {
