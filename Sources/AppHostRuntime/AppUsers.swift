@@ -24,19 +24,15 @@ struct AppUsers {
     }
 
     /// The app's uid (also its primary gid).
-    mutating func uid(forApp identifier: String) throws -> UInt32 {
-        if let known = table.apps[identifier] { return known }
-        let id = try allocate()
-        table.apps[identifier] = id
-        try save()
-        return id
-    }
+    mutating func uid(forApp identifier: String) throws -> UInt32 { try id(for: identifier, in: \.apps) }
 
     /// The gid shared by the apps of an app group.
-    mutating func gid(forGroup identifier: String) throws -> UInt32 {
-        if let known = table.groups[identifier] { return known }
+    mutating func gid(forGroup identifier: String) throws -> UInt32 { try id(for: identifier, in: \.groups) }
+
+    private mutating func id(for identifier: String, in map: WritableKeyPath<Table, [String: UInt32]>) throws -> UInt32 {
+        if let known = table[keyPath: map][identifier] { return known }
         let id = try allocate()
-        table.groups[identifier] = id
+        table[keyPath: map][identifier] = id
         try save()
         return id
     }

@@ -524,7 +524,8 @@ public final class Supervisor: @unchecked Sendable {
             run.receivedDescriptors += descriptors.prefix(Int(received))
             if count > 0 {
                 receiveBuffer.withUnsafeBytes { run.decoder.append(UnsafeRawBufferPointer(rebasing: $0[0..<count])) }
-                if count < receiveBuffer.count { break }
+                // A short read does not mean drained: a read stops where a message carrying a
+                // descriptor (the seccomp listener) begins or ends. Read until EAGAIN.
                 continue
             }
             if count < 0 && errno == EINTR { continue }
