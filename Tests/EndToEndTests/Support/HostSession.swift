@@ -13,7 +13,40 @@ enum Paths {
     }
 
     static var apphost: URL { binaries.appendingPathComponent("apphost") }
-    static var apps: URL { packageRoot.appendingPathComponent(".build/apps") }
+
+    /// The bundled apps. On a root host apps run under their own users, which must be able to
+    /// read the bundles: a checkout under a private directory (such as /root) is copied once to
+    /// a readable place.
+    nonisolated(unsafe) static let apps: URL = reachable(packageRoot.appendingPathComponent(".build/apps"))
+
+    /// A fixture library from the build directory, readable by app users.
+    static func library(_ name: String) -> URL {
+        let built = binaries.appendingPathComponent(name)
+        guard getuid() == 0, !readableByOthers(built) else { return built }
+        let copy = reachable(built.deletingLastPathComponent(), only: name)
+        return copy.appendingPathComponent(name)
+    }
+
+    private static func readableByOthers(_ url: URL) -> Bool {
+        var path = ""
+        for component in url.standardizedFileURL.pathComponents.dropLast() {
+            path = component == "/" ? "/" : (path == "/" ? "/" + component : path + "/" + component)
+            var info = stat()
+            if stat(path, &info) == 0, info.st_mode & S_IXOTH == 0 { return false }
+        }
+        return true
+    }
+
+    private static func reachable(_ directory: URL, only file: String? = nil) -> URL {
+        guard getuid() == 0, !readableByOthers(directory.appendingPathComponent("x")) else { return directory }
+        let copy = URL(fileURLWithPath: "/tmp/apphost-test-builds-\(getpid())").appendingPathComponent(directory.lastPathComponent)
+        try? FileManager.default.createDirectory(at: copy, withIntermediateDirectories: true)
+        let names = file.map { [$0] } ?? ((try? FileManager.default.contentsOfDirectory(atPath: directory.path)) ?? [])
+        for name in names where !FileManager.default.fileExists(atPath: copy.appendingPathComponent(name).path) {
+            try? FileManager.default.copyItem(at: directory.appendingPathComponent(name), to: copy.appendingPathComponent(name))
+        }
+        return copy
+    }
 
     /// Fails the test with a message naming the missing step, rather than a confusing error later.
     static func requireBuilt(_ url: URL) throws {
@@ -63,7 +96,7 @@ final class Scratch {
 
     /// A bundle around one of the fixture shared objects in the build directory.
     func bundle(_ name: String, library: String, delegate: String = "X.AppDelegate") throws -> URL {
-        let source = Paths.binaries.appendingPathComponent(library)
+        let source = Paths.library(library)
         try Paths.requireBuilt(source)
         let bundle = url.appendingPathComponent("\(name).app")
         try FileManager.default.createDirectory(at: bundle, withIntermediateDirectories: true)
