@@ -46,7 +46,7 @@ package enum Landlock {
     }
 
     /// Confines this process (and its future threads and children) to `rules`. Paths that do
-    /// not exist are skipped. From ABI 6 the app also cannot signal, or reach by abstract Unix
+    /// not exist, or that the app's user cannot reach, are skipped. From ABI 6 the app also cannot signal, or reach by abstract Unix
     /// socket, any process outside its own domain: the host and other apps included.
     ///
     /// Returns false, doing nothing, where the kernel has no Landlock. NO_NEW_PRIVS must be set.
@@ -68,7 +68,8 @@ package enum Landlock {
         for rule in rules {
             let fd = open(rule.path, 0o10000000 /* O_PATH, GNU-only */ | O_CLOEXEC)
             guard fd >= 0 else {
-                if errno == ENOENT { continue }
+                // Missing, or out of the app user's reach anyway: no rule needed.
+                if errno == ENOENT || errno == EACCES { continue }
                 throw ConfinementError("open(\(rule.path))", errno: errno)
             }
             defer { close(fd) }
