@@ -45,6 +45,9 @@ public enum AppProcessRunner {
 
         // Confinement, before any plugin code: an app that cannot be confined does not run.
         confine(configuration, socket: socket)
+        // The host's working directory means nothing to the app (and may be out of its user's
+        // reach): it starts in its container.
+        _ = chdir(configuration.containerPath)
 
         let entry = loadPlugin(configuration, socket: socket)
         let text = String(decoding: WireCoding.encode(configuration), as: UTF8.self)
