@@ -87,9 +87,23 @@ final class PidsHierarchy {
 
     static func create(instance: String) -> PidsHierarchy? {
         guard access(mountPoint + "/cgroup.procs", W_OK) == 0 else { return nil }
+        removeStaleInstances()
         let path = "\(mountPoint)/apphost-\(instance)-\(getpid())"
         guard mkdir(path, 0o755) == 0 || errno == EEXIST else { return nil }
         return PidsHierarchy(path: path)
+    }
+
+    /// Removes the groups of hosts that are gone (a host killed by SIGKILL leaves them).
+    private static func removeStaleInstances() {
+        guard let entries = try? FileManager.default.contentsOfDirectory(atPath: mountPoint) else { return }
+        for entry in entries where entry.hasPrefix("apphost-") {
+            guard let pid = entry.split(separator: "-").last.flatMap({ Int32($0) }), kill(pid, 0) != 0, errno == ESRCH else { continue }
+            let directory = "\(mountPoint)/\(entry)"
+            for child in (try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? [] {
+                PidsGroup(path: "\(directory)/\(child)").remove()
+            }
+            rmdir(directory)
+        }
     }
 
     /// A group for one app process, holding at most `limit` tasks (threads and processes).

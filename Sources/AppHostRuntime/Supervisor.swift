@@ -841,6 +841,7 @@ public final class Supervisor: @unchecked Sendable {
         let continuations = shutdownContinuations
         shutdownContinuations = []
         cgroups?.remove()
+        pids?.remove()
         continuations.forEach { $0.resume() }
     }
 }

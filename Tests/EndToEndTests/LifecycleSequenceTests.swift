@@ -183,9 +183,13 @@ struct LifecycleSequenceTests {
         #expect(try host.waitForExit() == 0)
         let detail = try #require(started.detail)
         let open = try #require(detail.firstIndex(of: "("), "the started event names the host's cgroup: \(detail)")
-        let path = String(detail[detail.index(after: open)..<detail.index(before: detail.endIndex)])
-        #expect(path.hasPrefix("/sys/fs/cgroup"))
+        let close = try #require(detail[open...].firstIndex(of: ")"))
+        let path = String(detail[detail.index(after: open)..<close])
+        #expect(path.hasPrefix("/sys/fs/cgroup/") && path.contains("/apphost-default-"), path)
         #expect(!FileManager.default.fileExists(atPath: path), "\(path) is removed at exit")
+        // The pids controller's group of the same name, too.
+        let pids = "/sys/fs/cgroup/pids/" + URL(fileURLWithPath: path).lastPathComponent
+        #expect(!FileManager.default.fileExists(atPath: pids), "\(pids) is removed at exit")
     }
 
     @Test func noAppOutlivesAHostKilledBySIGKILL() throws {
