@@ -185,7 +185,7 @@ struct LifecycleSequenceTests {
         let open = try #require(detail.firstIndex(of: "("), "the started event names the host's cgroup: \(detail)")
         let close = try #require(detail[open...].firstIndex(of: ")"))
         let path = String(detail[detail.index(after: open)..<close])
-        #expect(path.hasPrefix("/sys/fs/cgroup/") && path.contains("/apphost-default-"), path)
+        #expect(path.hasPrefix("/sys/fs/cgroup/") && path.contains("/apphost-default-"), "\(path)")
         #expect(!FileManager.default.fileExists(atPath: path), "\(path) is removed at exit")
         // The pids controller's group of the same name, too.
         let pids = "/sys/fs/cgroup/pids/" + URL(fileURLWithPath: path).lastPathComponent

@@ -17,7 +17,7 @@ enum Paths {
     /// The bundled apps. On a root host apps run under their own users, which must be able to
     /// read the bundles: a checkout under a private directory (such as /root) is copied once to
     /// a readable place.
-    nonisolated(unsafe) static let apps: URL = reachable(packageRoot.appendingPathComponent(".build/apps"))
+    static let apps: URL = reachable(packageRoot.appendingPathComponent(".build/apps"))
 
     /// A fixture library from the build directory, readable by app users.
     static func library(_ name: String) -> URL {
