@@ -60,6 +60,8 @@ public final class Supervisor: @unchecked Sendable {
     private var groupCounter = 0
     /// Scratch space for reading control sockets, reused: they are read on every callback.
     private var receiveBuffer = [UInt8](repeating: 0, count: 64 * 1024)
+    /// Descriptors passed with a read (only the seccomp listener is ever expected).
+    private var descriptorBuffer = [Int32](repeating: -1, count: 4)
 
     /// Creates a host. `observer` receives every event, on the supervisor's queue.
     public init(
@@ -378,12 +380,13 @@ public final class Supervisor: @unchecked Sendable {
         let container: URL
         do {
             var owner: (uid: UInt32, gid: UInt32)?
-            if users != nil {
-                let uid = try users!.uid(forApp: bundle.identifier)
+            if var table = users {
+                defer { users = table }
+                let uid = try table.uid(forApp: bundle.identifier)
                 owner = (uid, uid)
                 sandbox.uid = uid
                 sandbox.gid = uid
-                sandbox.groups = try bundle.appGroups.map { try users!.gid(forGroup: $0) }
+                sandbox.groups = try bundle.appGroups.map { try table.gid(forGroup: $0) }
             }
             container = try Containers.prepare(for: bundle, in: configuration.stateDirectory, owner: owner)
             var groupContainers: [String: String] = [:]
@@ -444,7 +447,6 @@ public final class Supervisor: @unchecked Sendable {
             sandbox.filterNotifies = program.notifies
         } catch {
             handle(record, run, .launchFailed("cannot compile the app's seccomp filter: \(error)"))
-            kill(run)
             return
         }
         sandbox.readablePaths = Self.libraryDirectories
@@ -516,12 +518,13 @@ public final class Supervisor: @unchecked Sendable {
         guard let fd = run.process?.control else { return }
         var closed = false
         while true {
-            var descriptors: [Int32] = [-1, -1, -1, -1]
             var received: Int32 = 0
-            let count = receiveBuffer.withUnsafeMutableBytes {
-                apphost_receive_with_fds(fd, $0.baseAddress, $0.count, &descriptors, Int32(descriptors.count), &received)
+            let count = receiveBuffer.withUnsafeMutableBytes { bytes in
+                descriptorBuffer.withUnsafeMutableBufferPointer { fds in
+                    apphost_receive_with_fds(fd, bytes.baseAddress, bytes.count, fds.baseAddress, Int32(fds.count), &received)
+                }
             }
-            run.receivedDescriptors += descriptors.prefix(Int(received))
+            if received > 0 { run.receivedDescriptors += descriptorBuffer.prefix(Int(received)) }
             if count > 0 {
                 receiveBuffer.withUnsafeBytes { run.decoder.append(UnsafeRawBufferPointer(rebasing: $0[0..<count])) }
                 // A short read does not mean drained: a read stops where a message carrying a

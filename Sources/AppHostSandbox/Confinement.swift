@@ -33,7 +33,7 @@ package enum Confinement {
         package init(parentPID: Int32) { self.parentPID = parentPID }
     }
 
-    package struct User: Sendable, Equatable, Codable {
+    package struct User: Sendable, Equatable {
         package var uid: UInt32
         package var gid: UInt32
         /// The app groups' gids, so their containers are shared by every app of the group.
@@ -51,7 +51,7 @@ package enum Confinement {
         /// The seccomp listener to hand to the supervisor (then close), nil without user
         /// notification.
         package var listener: Int32?
-        /// Whether Landlock confines the file system (false: the kernel has none).
+        /// The Landlock ABI that confines the file system; 0 where the kernel has none.
         package var landlockABI: Int32
     }
 

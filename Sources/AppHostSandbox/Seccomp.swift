@@ -12,7 +12,7 @@ package enum Seccomp {
     package static var notificationAvailable: Bool { seccomp_api_get() >= 5 }
 
     /// A compiled filter: classic BPF instructions for this architecture, ready to install.
-    package struct Program: Sendable, Equatable, Codable {
+    package struct Program: Sendable, Equatable {
         package var instructions: [UInt8]
         /// Whether refusals go to a user-notification listener (else EPERM, and dangerous calls
         /// are killed by the kernel).
@@ -58,7 +58,9 @@ package enum Seccomp {
                 flag <<= 1
             }
         }
-        // Exported through a pipe (libseccomp 2.5 writes BPF to a descriptor).
+        // Exported through a pipe (libseccomp 2.5 writes BPF to a descriptor). The kernel takes
+        // at most 4096 instructions, 32 KiB, so any valid filter fits in the pipe's 64 KiB
+        // before it is read.
         var fds: [Int32] = [-1, -1]
         guard pipe(&fds) == 0 else { throw ConfinementError("pipe", errno: errno) }
         defer { close(fds[0]) }
@@ -116,8 +118,6 @@ package final class SyscallListener {
     /// A call the filter did not allow, as the kernel reports it.
     package struct Call: Sendable {
         package var id: UInt64
-        /// The thread that made it.
-        package var thread: Int32
         package var name: String
         package var arguments: [UInt64]
         /// "socket(AF_INET)", "ioctl(0x5412)", …
@@ -161,8 +161,7 @@ package final class SyscallListener {
         let data = request.pointee.data
         let arguments = withUnsafeBytes(of: data.args) { Array($0.bindMemory(to: UInt64.self)) }
         return Call(
-            id: request.pointee.id, thread: Int32(bitPattern: request.pointee.pid),
-            name: Seccomp.name(of: data.nr), arguments: arguments)
+            id: request.pointee.id, name: Seccomp.name(of: data.nr), arguments: arguments)
     }
 
     /// Answers a call with `-error` (EPERM): the app sees the call fail.

@@ -144,6 +144,8 @@ struct ContainmentTests {
             try FileManager.default.createDirectory(at: documents, withIntermediateDirectories: true)
             try "\(targetPID)".write(to: documents.appendingPathComponent("target-pid"), atomically: true, encoding: .utf8)
         }
+        // With the spawn entitlement only a per-app user (root host) or Landlock's signal scope
+        // (ABI 6) stands between the app and same-user processes: README says so.
         let expected = Self.isRoot || apphost_landlock_abi_version() >= 6
         host.send("open Spawner")
         try host.waitFor("Spawner", "didBecomeActive")
