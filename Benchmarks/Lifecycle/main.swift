@@ -302,12 +302,18 @@ let codec = measure("JSON coding of one callback and its ack (4 steps)", runs: r
 print("what".padding(toLength: 64, withPad: " ", startingAt: 0) + "  median     p99   baseline")
 // Nanoseconds per getppid, reported in the milliseconds columns' place as ns.
 let selfPath = URL(fileURLWithPath: arguments[0]).path
-let confinedLoop = measure("getppid under the app's seccomp filter (ns per call)", runs: 15) {
-    Double(run(selfPath, ["--syscall-loop", "confined", "1000000"])!.output.trimmingCharacters(in: .whitespacesAndNewlines))!
+// Interleaved, so that drift on a shared machine falls on both sides alike.
+func loopNanoseconds(_ mode: String) -> Double {
+    Double(run(selfPath, ["--syscall-loop", mode, "1000000"])!.output.trimmingCharacters(in: .whitespacesAndNewlines))!
 }
-let unconfinedLoop = measure("getppid unconfined (ns per call)", runs: 15) {
-    Double(run(selfPath, ["--syscall-loop", "unconfined", "1000000"])!.output.trimmingCharacters(in: .whitespacesAndNewlines))!
+var confinedCalls: [Double] = []
+var unconfinedCalls: [Double] = []
+for _ in 0..<21 {
+    confinedCalls.append(loopNanoseconds("confined"))
+    unconfinedCalls.append(loopNanoseconds("unconfined"))
 }
+let confinedLoop = Sample(label: "getppid under the app's seccomp filter (ns per call)", values: confinedCalls)
+let unconfinedLoop = Sample(label: "getppid unconfined (ns per call)", values: unconfinedCalls)
 print(row(confinedLoop, against: unconfinedLoop))
 var mechanisms: [SuspensionMechanism] = [.sigstop]
 if DoctorReport.probe(instance: "benchmark").findings.contains(where: { $0.name == "cgroup v2 freezer" && $0.available }) {
