@@ -28,7 +28,7 @@ let apps = [
     appPlugin("NotesExample", path: "Examples/Notes"),
     appPlugin("UploaderExample", path: "Examples/Uploader"),
     // Test fixtures: real plugins that the end-to-end tests and the benchmark launch.
-    appPlugin("ProbeFixture", path: "Tests/Fixtures/Probe", dependencies: ["ProbeSyscalls"]),
+    appPlugin("ProbeFixture", path: "Tests/Fixtures/Probe", dependencies: ["ProbeSyscalls", "CSQLite"]),
 ]
 
 let package = Package(
@@ -54,6 +54,9 @@ let package = Package(
         .systemLibrary(name: "CCap", pkgConfig: "libcap", providers: [.apt(["libcap-dev"])]),
         // libseccomp, from Debian's libseccomp-dev.
         .systemLibrary(name: "CSeccomp", pkgConfig: "libseccomp", providers: [.apt(["libseccomp-dev"])]),
+        // The system's SQLite, from Debian's libsqlite3-dev: the Probe fixture holds a database
+        // open in a transaction in an app-group container (0xdead10cc).
+        .systemLibrary(name: "CSQLite", path: "Tests/Fixtures/CSQLite", pkgConfig: "sqlite3", providers: [.apt(["libsqlite3-dev"])]),
         // C: the ABI record compiled into every plugin (only the SDK depends on it).
         .target(name: "CAppHostKitRecord", dependencies: ["CAppHostShims"]),
 

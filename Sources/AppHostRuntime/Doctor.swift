@@ -52,11 +52,12 @@ public struct DoctorReport: Sendable {
         let v1Freezer = FileManager.default.fileExists(atPath: "/sys/fs/cgroup/freezer/freezer.state")
             || FileManager.default.fileExists(atPath: "/sys/fs/cgroup/freezer/cgroup.procs")
         report.add("cgroup v1 freezer", v1Freezer, v1Freezer ? "/sys/fs/cgroup/freezer (not used: v1-frozen tasks ignore SIGKILL until thawed)" : "not mounted")
-        let memory = FileManager.default.fileExists(atPath: "/sys/fs/cgroup/memory/memory.limit_in_bytes")
-        report.add("cgroup v1 memory controller", memory, memory ? "/sys/fs/cgroup/memory" : "not mounted")
-
-        let pids = access("/sys/fs/cgroup/pids/cgroup.procs", W_OK) == 0
-        report.add("cgroup v1 pids controller", pids, pids ? "/sys/fs/cgroup/pids (per-app process limit)" : "not mounted or not writable")
+        for (controller, use) in [("memory", "per-app memory limits, OOM events"), ("pids", "per-app process limit")] {
+            let directory = ControllerHierarchy.hostDirectory(controller: controller)
+            let usable = directory.map { access($0 + "/cgroup.procs", W_OK) == 0 } ?? false
+            report.add("cgroup v1 \(controller) controller", usable,
+                       usable ? "\(directory ?? "") (\(use))" : directory.map { "\($0) is not writable" } ?? "not mounted")
+        }
         report.add("per-app users", getuid() == 0, getuid() == 0
             ? "the host is root: each app runs under its own uid from the policy's range"
             : "the host is not root: apps run as uid \(getuid())")
@@ -77,9 +78,12 @@ public struct DoctorReport: Sendable {
         return "sandbox: " + parts.joined(separator: ", ")
     }
 
-    /// How apphost measures memory here (limits and pressure come with resource supervision).
+    /// How `apphost launch` would hold apps to their memory limits here.
     public var memory: String {
-        "memory: peak resident set from each app's rusage, in reports"
+        let budget = MemoryFootprint.hostCapacity() / 4 * 3
+        return findings.first { $0.name == "cgroup v1 memory controller" }?.available == true
+            ? "memory: limits by the memory cgroup (the kernel stops an app at its limit), default budget \(budget.mebibytes)"
+            : "memory: limits by sampling, degraded (an app can overshoot between samples), default budget \(budget.mebibytes)"
     }
 
     /// The suspension mechanism `apphost launch` would pick here.

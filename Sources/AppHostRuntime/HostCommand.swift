@@ -13,6 +13,9 @@ public enum HostCommand: Sendable, Equatable {
     case terminate(String)
     /// Send `applicationDidReceiveMemoryWarning` to one app, or to every running app.
     case memoryWarning(String?)
+    /// Simulate memory running short: warn running apps, then end apps (suspended ones first)
+    /// until all together use at most this many bytes; without it, end every suspended app.
+    case memoryPressure(UInt64?)
     /// Pause the script.
     case sleep(Duration)
     /// Wait until an app reaches a state; fail after the timeout.
@@ -60,6 +63,13 @@ public enum HostCommand: Sendable, Equatable {
         case "memory-warning":
             try count(0...1, "memory-warning [APP]")
             return .memoryWarning(arguments.first)
+        case "memory-pressure":
+            try count(0...1, "memory-pressure [MIB]")
+            guard let text = arguments.first else { return .memoryPressure(nil) }
+            guard let mebibytes = Double(text), mebibytes >= 0, mebibytes.isFinite else {
+                throw CommandError("MIB must be a number of MiB the apps must fit in, not \(text)")
+            }
+            return .memoryPressure(UInt64(mebibytes * 1_048_576))
         case "sleep":
             try count(1...1, "sleep SECONDS")
             return .sleep(try seconds(arguments[0], "SECONDS"))
@@ -78,7 +88,7 @@ public enum HostCommand: Sendable, Equatable {
             return .quit
         default:
             throw CommandError(
-                "unknown command \(verb); commands: home, open, interrupt, wake, terminate, memory-warning, sleep, wait, ps, quit")
+                "unknown command \(verb); commands: home, open, interrupt, wake, terminate, memory-warning, memory-pressure, sleep, wait, ps, quit")
         }
     }
 }

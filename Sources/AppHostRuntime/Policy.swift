@@ -39,6 +39,28 @@ public struct Policy: Sendable, Equatable {
     public var perAppUsers = true
     public var appUserRange: ClosedRange<UInt32> = 2_000_000_000...2_000_099_999
 
+    /// Memory an app may use while in the foreground (launching, inactive, active), in bytes.
+    public var foregroundMemoryLimit: UInt64 = 1024 << 20
+    /// Memory an app may use in the background and suspended, in bytes. An app over it when it
+    /// enters the background is ended then.
+    public var backgroundMemoryLimit: UInt64 = 256 << 20
+    /// Memory all apps together may use, in bytes; nil: three quarters of what the host may use
+    /// (its memory cgroup's limit, or the machine's memory).
+    public var memoryBudget: UInt64?
+    /// After the budget is exceeded, running apps get `applicationDidReceiveMemoryWarning`; if
+    /// the apps are still over it this long after, suspended apps are ended.
+    public var memoryWarningGrace: Duration = .seconds(2)
+    /// How often the host measures running apps' memory and background CPU. Nothing is
+    /// measured while every app is suspended.
+    public var resourceSampleInterval: Duration = .milliseconds(250)
+    /// CPU an app may use in the background, in percent of one core, averaged over
+    /// `backgroundCPUWindow`.
+    public var backgroundCPULimit: Double = 80
+    public var backgroundCPUWindow: Duration = .seconds(60)
+    /// Paths of shared system resources (a device, a database file, a Unix socket): an app that
+    /// has one open when it would be suspended is ended with 0xdead10cc.
+    public var sharedResources: [String] = []
+
     public init() {}
 
     /// The keys of a policy file, each with its setter.
@@ -50,6 +72,15 @@ public struct Policy: Sendable, Equatable {
         "backgroundTime": \.backgroundTime,
         "expirationWarning": \.expirationWarning,
         "expirationGrace": \.expirationGrace,
+        "memoryWarningGrace": \.memoryWarningGrace,
+        "resourceSampleInterval": \.resourceSampleInterval,
+        "backgroundCPUWindow": \.backgroundCPUWindow,
+    ]
+
+    /// The keys of a policy file given in MiB.
+    nonisolated(unsafe) static let mebibyteKeys: [String: WritableKeyPath<Policy, UInt64>] = [
+        "foregroundMemoryLimit": \.foregroundMemoryLimit,
+        "backgroundMemoryLimit": \.backgroundMemoryLimit,
     ]
 
     /// The count keys of a policy file.
@@ -97,6 +128,13 @@ public struct Policy: Sendable, Equatable {
                 policy.perAppUsers = flag
                 continue
             }
+            if key == "sharedResources" {
+                guard let paths = value as? [String], paths.allSatisfy({ $0.hasPrefix("/") }) else {
+                    throw PolicyError("\(url.path): sharedResources must be an array of absolute paths")
+                }
+                policy.sharedResources = paths
+                continue
+            }
             guard let number = value as? NSNumber, !(value is Bool) else {
                 throw PolicyError("\(url.path): \(key) must be a number")
             }
@@ -106,11 +144,21 @@ public struct Policy: Sendable, Equatable {
             } else if key == "maximumViolations" {
                 guard number.intValue > 0 else { throw PolicyError("\(url.path): \(key) must be positive") }
                 policy.maximumViolations = number.intValue
+            } else if let path = mebibyteKeys[key] {
+                guard number.doubleValue > 0 else { throw PolicyError("\(url.path): \(key) must be a positive number of MiB") }
+                policy[keyPath: path] = UInt64(number.doubleValue * 1_048_576)
+            } else if key == "memoryBudget" {
+                guard number.doubleValue > 0 else { throw PolicyError("\(url.path): \(key) must be a positive number of MiB") }
+                policy.memoryBudget = UInt64(number.doubleValue * 1_048_576)
+            } else if key == "backgroundCPULimit" {
+                guard number.doubleValue > 0 else { throw PolicyError("\(url.path): \(key) must be a positive percentage of a core") }
+                policy.backgroundCPULimit = number.doubleValue
             } else if let path = fileKeys[key] {
                 guard number.doubleValue > 0 else { throw PolicyError("\(url.path): \(key) must be positive seconds") }
                 policy[keyPath: path] = .seconds(double: number.doubleValue)
             } else {
-                let known = (Array(fileKeys.keys) + Array(countKeys.keys) + ["allowedCapabilities", "maximumViolations", "perAppUsers", "appUserRange"])
+                let known = (Array(fileKeys.keys) + Array(countKeys.keys) + Array(mebibyteKeys.keys)
+                    + ["allowedCapabilities", "maximumViolations", "perAppUsers", "appUserRange", "memoryBudget", "backgroundCPULimit", "sharedResources"])
                     .sorted().joined(separator: ", ")
                 throw PolicyError("\(url.path): unknown key \(key); known keys: \(known)")
             }
@@ -124,6 +172,13 @@ public struct Policy: Sendable, Equatable {
         for name in allowedCapabilities where Capabilities.value(named: name) == nil {
             throw PolicyError("allowedCapabilities: \(name) is not a capability this kernel knows (see capabilities(7))")
         }
+        guard backgroundMemoryLimit <= foregroundMemoryLimit else {
+            throw PolicyError(
+                "backgroundMemoryLimit (\(backgroundMemoryLimit.mebibytes)) must not exceed foregroundMemoryLimit (\(foregroundMemoryLimit.mebibytes))")
+        }
+        for path in sharedResources where !path.hasPrefix("/") {
+            throw PolicyError("sharedResources: \(path) is not an absolute path")
+        }
         guard expirationWarning < backgroundTime else {
             throw PolicyError(
                 "expirationWarning (\(expirationWarning.formatted)) must be shorter than backgroundTime (\(backgroundTime.formatted))")
@@ -135,4 +190,11 @@ public struct Policy: Sendable, Equatable {
 public struct PolicyError: Error, CustomStringConvertible {
     public var description: String
     init(_ description: String) { self.description = description }
+}
+
+extension UInt64 {
+    /// "64.0 MiB": how events, reports and `ps` print memory.
+    public var mebibytes: String {
+        String(format: "%.1f MiB", Double(self) / 1_048_576)
+    }
 }

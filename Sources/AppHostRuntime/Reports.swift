@@ -17,9 +17,15 @@ public struct ReportStore: Sendable {
         var finalState: AppState
         var termination: Termination
         var exit: ProcessExit
+        var timeInState: Duration
         var cpuForeground: Duration
         var cpuBackground: Duration
+        var memory: UInt64
+        var peakMemory: UInt64
+        var backgroundWakeups: Int
         var openBackgroundTasks: [String]
+        var backgroundTimeRemaining: Duration?
+        var held: [HeldResource]
         var violationCount: Int
         var violations: [SandboxViolation]
         var lastEvents: [HostEvent]
@@ -30,6 +36,18 @@ public struct ReportStore: Sendable {
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         let stamp = ReportStore.fileStamp.string(from: contents.time)
         let url = directory.appendingPathComponent("\(contents.bundle.name)-\(stamp)-\(contents.pid).json")
+        var usage: [String: Any] = [
+            "timeInStateSeconds": contents.timeInState.seconds,
+            "cpuForegroundSeconds": contents.cpuForeground.seconds,
+            "cpuBackgroundSeconds": contents.cpuBackground.seconds,
+            "memoryBytes": Int(contents.memory),
+            "peakMemoryBytes": Int(contents.peakMemory),
+            "maximumResidentBytes": Int(contents.exit.maximumResidentBytes),
+            "openBackgroundTasks": contents.openBackgroundTasks.count,
+            "backgroundWakeups": contents.backgroundWakeups,
+            "violations": contents.violationCount,
+        ]
+        if let left = contents.backgroundTimeRemaining { usage["backgroundTimeRemainingSeconds"] = left.seconds }
         var object: [String: Any] = [
             "app": contents.bundle.identifier,
             "name": contents.bundle.name,
@@ -42,7 +60,7 @@ public struct ReportStore: Sendable {
             "namespace": contents.termination.namespace.rawValue,
             "reason": contents.termination.reason,
             "crash": contents.termination.isCrash,
-            "held": contents.openBackgroundTasks.map { ["backgroundTask": $0] },
+            "held": contents.openBackgroundTasks.map { ["backgroundTask": $0] } + contents.held.map(Self.entry),
             "violationCount": contents.violationCount,
             "violations": contents.violations.map { violation -> [String: Any] in
                 [
@@ -50,11 +68,7 @@ public struct ReportStore: Sendable {
                     "state": violation.state.rawValue, "fatal": violation.fatal,
                 ]
             },
-            "usage": [
-                "cpuForegroundSeconds": contents.cpuForeground.seconds,
-                "cpuBackgroundSeconds": contents.cpuBackground.seconds,
-                "peakMemoryBytes": Int(contents.exit.maximumResidentBytes),
-            ],
+            "usage": usage,
             "lastEvents": contents.lastEvents.map { event -> [String: Any] in
                 var entry: [String: Any] = ["time": HostEvent.isoFormatter.string(from: event.time), "event": event.event]
                 if let state = event.state { entry["state"] = state.rawValue }
@@ -63,6 +77,7 @@ public struct ReportStore: Sendable {
             },
         ]
         if let code = contents.termination.formattedCode { object["code"] = code }
+
         switch contents.exit.status {
         case .exited(let status): object["exitStatus"] = Int(status)
         case .signaled(let signal, _): object["signal"] = signalName(signal)
@@ -70,6 +85,18 @@ public struct ReportStore: Sendable {
         let data = try JSONSerialization.data(withJSONObject: object, options: [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes])
         try data.write(to: url, options: .atomic)
         return url
+    }
+
+    /// A held resource as the report's `held` array lists it.
+    private static func entry(_ held: HeldResource) -> [String: Any] {
+        var entry: [String: Any] = ["path": held.path, "pid": Int(held.pid), "fd": Int(held.fd)]
+        switch held.what {
+        case .lock(let lock):
+            entry["lock"] = ["kind": lock.kind, "type": lock.type, "range": lock.range]
+        case .sharedResource(let declared):
+            entry["sharedResource"] = declared
+        }
+        return entry
     }
 
     /// The reports, oldest first.

@@ -26,6 +26,8 @@ public final class Supervisor: @unchecked Sendable {
         public var suspension: SuspensionMechanism?
         /// Copy each app's standard output and error to the host's standard error, line by line.
         public var forwardAppOutput = true
+        /// Forces how memory limits are enforced; nil picks the memory cgroup where it can.
+        public var memoryEnforcement: MemoryEnforcement?
 
         public init(stateDirectory: URL, executable: String) {
             self.stateDirectory = stateDirectory
@@ -39,20 +41,31 @@ public final class Supervisor: @unchecked Sendable {
     public let suspensionNote: String
     /// How this host confines apps, one line for the `started` event and `apphost doctor`.
     public let sandboxNote: String
+    /// How this host holds apps to their memory limits.
+    public let memoryEnforcement: MemoryEnforcement
+    /// The memory all apps together may use (the policy's, or three quarters of the host's).
+    public let memoryBudget: UInt64
 
-    private let queue = DispatchQueue(label: "apphost.supervisor", qos: .userInitiated)
+    let queue = DispatchQueue(label: "apphost.supervisor", qos: .userInitiated)
     /// Where the apps' libraries live: the host runs the same binary, so its own.
     private static let libraryDirectories = Landlock.libraryDirectories()
-    private let clock: any HostClock
+    let clock: any HostClock
     private let spawner = SpawnThread()
     private let cgroups: CgroupHierarchy?
     private var watcher: CgroupEventWatcher?
-    private let pids: PidsHierarchy?
+    private let pids: ControllerHierarchy?
+    let memory: ControllerHierarchy?
+    let sharedResources: SharedResourceCheck
+    /// Measures running apps' memory and background CPU; stopped while every app is suspended.
+    let sampler: any DispatchSourceTimer
+    var samplerRunning = false
+    /// A memory-pressure episode under way: warnings sent, kills to follow if they do not help.
+    var pressure: MemoryPressure?
     /// Per-app uids and gids; nil on a non-root host (apps run as the host's user).
     private var users: AppUsers?
     private let reports: ReportStore
     private let observer: @Sendable (HostEvent) -> Void
-    private var apps: [AppRecord] = []
+    var apps: [AppRecord] = []
     private var waiters: [Waiter] = []
     private var shutdownContinuations: [CheckedContinuation<Void, Never>] = []
     /// Set by `shutdown()`: no app launches after it.
@@ -100,8 +113,20 @@ public final class Supervisor: @unchecked Sendable {
         suspensionMechanism = cgroups != nil && watcher != nil ? .cgroupFreezer : .sigstop
         suspensionNote = note
 
-        pids = PidsHierarchy.create(instance: configuration.instance)
+        pids = ControllerHierarchy.create(controller: "pids", instance: configuration.instance)
         let policy = configuration.policy
+        memory = configuration.memoryEnforcement == .sampling ? nil : ControllerHierarchy.create(controller: "memory", instance: configuration.instance)
+        if configuration.memoryEnforcement == .cgroup && memory == nil {
+            pids?.remove()
+            cgroups?.remove()
+            throw SupervisorError("the memory cgroup was requested but the cgroup v1 memory controller is not mounted or not writable here")
+        }
+        memoryEnforcement = memory != nil ? .cgroup : .sampling
+        memoryBudget = policy.memoryBudget ?? MemoryFootprint.hostCapacity() / 4 * 3
+        sharedResources = SharedResourceCheck(
+            groupsDirectory: configuration.stateDirectory.resolvingSymlinksInPath().appendingPathComponent("groups").path,
+            declared: policy.sharedResources)
+        sampler = DispatchSource.makeTimerSource(queue: queue)
         if geteuid() == 0 && policy.perAppUsers {
             if let reason = AppUsers.unreachableReason(configuration.stateDirectory.appendingPathComponent("containers").path) {
                 throw SupervisorError(
@@ -120,13 +145,25 @@ public final class Supervisor: @unchecked Sendable {
             ? "pids cgroup (\(policy.processLimit) tasks)"
             : users != nil ? "RLIMIT_NPROC (\(policy.processLimit) tasks)" : "no process limit, degraded: no pids cgroup and no per-app user")
         sandboxNote = sandbox.joined(separator: ", ")
-        let started = HostEvent(time: Date(), event: "started", detail: "suspension: \(note); sandbox: \(sandboxNote)")
+        let memoryNote = (memoryEnforcement == .cgroup
+            ? "limits by the memory cgroup" : "limits by sampling every \(policy.resourceSampleInterval.formatted)\(configuration.memoryEnforcement == .sampling ? " (requested)" : ", degraded: no writable cgroup v1 memory controller")")
+            + " (\(policy.foregroundMemoryLimit.mebibytes) foreground, \(policy.backgroundMemoryLimit.mebibytes) background), budget \(memoryBudget.mebibytes)"
+        let started = HostEvent(time: Date(), event: "started", detail: "suspension: \(note); sandbox: \(sandboxNote); memory: \(memoryNote)")
         queue.async { observer(started) }
+        for path in policy.sharedResources where access(path, F_OK) != 0 {
+            let warning = HostEvent(time: Date(), event: "warning", detail: "the shared resource \(path) does not exist (yet); it is checked at each suspension")
+            queue.async { observer(warning) }
+        }
+        sampler.setEventHandler { [weak self] in self?.sample() }
+        sampler.schedule(deadline: .distantFuture)
+        sampler.activate()
     }
 
     deinit {
+        sampler.cancel()
         cgroups?.remove()
         pids?.remove()
+        memory?.remove()
     }
 
     // MARK: Commands
@@ -190,6 +227,7 @@ public final class Supervisor: @unchecked Sendable {
             guard run.machine.state == .suspended else {
                 throw SupervisorError("\(record.bundle.name) is \(run.machine.state.rawValue), not suspended")
             }
+            record.backgroundWakeups += 1
             handle(record, run, .wakeInBackground)
         }
     }
@@ -232,6 +270,23 @@ public final class Supervisor: @unchecked Sendable {
         }
     }
 
+    /// Simulates memory running short (`memory-pressure [MIB]`): running apps get
+    /// `applicationDidReceiveMemoryWarning`; after the policy's grace, apps are ended without a
+    /// callback (jetsam "vm-pageshortage"), suspended ones least recently used first and the
+    /// foreground app last, until all apps together use at most `target` bytes. Without a
+    /// target, every suspended app is ended and no running one.
+    public func memoryPressure(target: UInt64?) {
+        queue.sync {
+            let usage = measureMemory()
+            let running = apps.compactMap { record -> UInt64? in
+                guard let run = record.run, run.machine.isAlive, run.machine.phase != .terminating, run.machine.state != .suspended
+                else { return nil }
+                return run.memory
+            }.reduce(0, +)
+            beginPressure(target: target ?? running, usage: usage, cause: target.map { "memory-pressure \($0.mebibytes)" } ?? "memory-pressure")
+        }
+    }
+
     /// Waits until the app is in `state`; false if `timeout` passes first.
     public func wait(for name: String, state: AppState, timeout: Duration) async throws -> Bool {
         let record = try queue.sync { try app(named: name) }
@@ -265,6 +320,7 @@ public final class Supervisor: @unchecked Sendable {
                     let recent = max(.zero, total - run.cpuSampled)
                     if run.lastState == .background || run.lastState == .suspended { cpuBackground += recent } else { cpuForeground += recent }
                 }
+                let footprint = run.flatMap { $0.machine.isAlive ? MemoryFootprint.of(processes(of: $0)) : nil }
                 return AppStatus(
                     name: record.bundle.name, identifier: record.bundle.identifier,
                     pid: run?.process?.pid, state: currentState(of: record),
@@ -273,6 +329,9 @@ public final class Supervisor: @unchecked Sendable {
                     backgroundTimeRemaining: run?.machine.backgroundTimeRemaining(at: now),
                     cpuForeground: cpuForeground, cpuBackground: cpuBackground,
                     violations: run?.violationCount ?? 0,
+                    memory: footprint ?? 0,
+                    peakMemory: max(run?.peakMemory ?? 0, footprint ?? 0),
+                    backgroundWakeups: record.backgroundWakeups,
                     snapshot: run?.snapshot)
             }
         }
@@ -316,7 +375,7 @@ public final class Supervisor: @unchecked Sendable {
         throw SupervisorError("no app named \(name); installed: \(known.isEmpty ? "none" : known)")
     }
 
-    private func currentState(of record: AppRecord) -> AppState {
+    func currentState(of record: AppRecord) -> AppState {
         record.run?.machine.state ?? .notRunning
     }
 
@@ -330,6 +389,7 @@ public final class Supervisor: @unchecked Sendable {
 
     private func start(_ record: AppRecord, kind: LaunchKind, reason: String) {
         guard !isShuttingDown else { return }
+        if kind == .background { record.backgroundWakeups += 1 }
         let run = AppRun(machine: LifecycleMachine(policy: configuration.policy), now: clock.now, queue: queue)
         record.run = run
         run.timer.setEventHandler { [weak self, weak record, weak run] in
@@ -340,7 +400,7 @@ public final class Supervisor: @unchecked Sendable {
         handle(record, run, .launch(kind, reason: reason))
     }
 
-    private func handle(_ record: AppRecord, _ run: AppRun, _ input: LifecycleMachine.Input) {
+    func handle(_ record: AppRecord, _ run: AppRun, _ input: LifecycleMachine.Input) {
         let actions = run.machine.handle(input, now: clock.now)
         for action in actions { perform(action, record, run) }
         if let deadline = run.machine.nextDeadline {
@@ -365,6 +425,9 @@ public final class Supervisor: @unchecked Sendable {
         case .thaw:
             thaw(run)
         case .kill(let termination):
+            // The figures of the report, as they stand when the host decides.
+            recordUsage(run)
+            run.backgroundTimeRemainingAtEnd = run.machine.backgroundTimeRemaining(at: clock.now)
             kill(run, signal: termination.kind == .forbiddenSyscall ? SIGSYS : SIGKILL)
         case .event(let event):
             emit(event, record, run)
@@ -403,8 +466,12 @@ public final class Supervisor: @unchecked Sendable {
         if let cgroups {
             run.cgroup = try? cgroups.makeGroup(named: "\(bundle.name)-\(groupCounter)")
         }
-        run.pidsGroup = pids?.makeGroup(named: "\(bundle.name)-\(groupCounter)", limit: policy.processLimit)
+        run.pidsGroup = pids?.makePidsGroup(named: "\(bundle.name)-\(groupCounter)", limit: policy.processLimit)
         if run.pidsGroup == nil && sandbox.uid != nil { sandbox.processLimit = UInt64(policy.processLimit) }
+        if let memory {
+            let limit = run.machine.isInForeground ? policy.foregroundMemoryLimit : policy.backgroundMemoryLimit
+            run.memoryGroup = MemoryGroup.make(in: memory, named: "\(bundle.name)-\(groupCounter)", limit: limit)
+        }
         let executable = configuration.executable
         let environment = Containers.environment(container: container, parent: getpid())
         let result = spawner.run { () -> Result<SpawnedProcess, SystemCallError> in
@@ -423,6 +490,15 @@ public final class Supervisor: @unchecked Sendable {
         if let group = run.pidsGroup, !group.add(pid: process.pid) {
             group.remove()
             run.pidsGroup = nil
+        }
+        if let memoryGroup = run.memoryGroup {
+            if memoryGroup.group.add(pid: process.pid) {
+                watchMemory(record, run, memoryGroup)
+            } else {
+                memoryGroup.remove()
+                closeIgnoringErrors(memoryGroup.oomEvents)
+                run.memoryGroup = nil
+            }
         }
         if let cgroup = run.cgroup {
             // Before the configuration is sent: the runner waits for it, so no app code runs
@@ -682,6 +758,8 @@ public final class Supervisor: @unchecked Sendable {
     private func freeze(_ record: AppRecord, _ run: AppRun) {
         guard let process = run.process else { return }
         run.stepStartedAt = clock.now
+        // 0xdead10cc: nothing shared may be held by a frozen app (DESIGN.md, Shared resources).
+        guard !endIfHoldingSharedResources(record, run) else { return }
         if let cgroup = run.cgroup, run.watch != nil, (try? cgroup.freeze()) != nil {
             // Verified by the inotify watch on cgroup.events, or at once if already frozen.
             if cgroup.awaitFrozen(within: .milliseconds(2)) {
@@ -745,8 +823,10 @@ public final class Supervisor: @unchecked Sendable {
         }
         if event.state != run.lastState {
             account(run, until: AppProcessSpawner.cpuTime(pid: run.process?.pid ?? 0))
+            let previous = run.lastState
             run.lastState = event.state
             run.stateSince = clock.now
+            stateChanged(record, run, from: previous)
         }
         if event.name == "snapshot" { run.snapshot = event.detail }
         publish(HostEvent(
@@ -775,6 +855,9 @@ public final class Supervisor: @unchecked Sendable {
             userTime: .microseconds(status.user_usec), systemTime: .microseconds(status.system_usec),
             maximumResidentBytes: UInt64(max(0, status.max_rss_kib)) * 1024)
         account(run, until: exit.userTime + exit.systemTime)
+        if run.machine.phase != .terminating {
+            run.backgroundTimeRemainingAtEnd = run.machine.backgroundTimeRemaining(at: clock.now)
+        }
         // The pidfd and the socket are separate event sources: read what the app sent before it
         // ended (a launch failure's reason, a last acknowledgement) before handling its end.
         if run.control != nil { readControl(record, run) }
@@ -793,6 +876,9 @@ public final class Supervisor: @unchecked Sendable {
         run.listenerSource?.cancel()
         run.listenerSource = nil
         run.listener = nil
+        run.memorySource?.cancel()
+        run.memorySource = nil
+        run.memoryGroup?.remove()
         run.receivedDescriptors.forEach(closeIgnoringErrors)
         run.receivedDescriptors = []
         // Children of the app (with the spawn entitlement) do not outlive it.
@@ -807,14 +893,19 @@ public final class Supervisor: @unchecked Sendable {
             reportPath = try reports.write(ReportStore.Contents(
                 bundle: record.bundle, pid: pid, time: Date(), launchedAt: run.launchedAt,
                 finalState: run.machine.finalState, termination: termination, exit: exit,
+                timeInState: run.stateSince.duration(to: clock.now),
                 cpuForeground: run.cpuForeground, cpuBackground: run.cpuBackground,
+                memory: run.memory, peakMemory: run.peakMemory, backgroundWakeups: record.backgroundWakeups,
                 openBackgroundTasks: run.machine.openTasks.sorted { $0.key < $1.key }.map { "#\($0.key) \($0.value)" },
+                backgroundTimeRemaining: run.backgroundTimeRemainingAtEnd,
+                held: run.held,
                 violationCount: run.violationCount, violations: run.violations,
                 lastEvents: run.events)).path
         } catch {
             publish(HostEvent(time: Date(), event: "warning", detail: "cannot write the report of \(record.bundle.name): \(error)"), run: nil)
         }
         run.lastState = .terminated
+        updateSampler()
         publish(HostEvent(
             time: Date(), app: record.bundle.identifier, name: record.bundle.name, pid: pid, event: "terminated",
             state: .terminated, termination: termination, report: reportPath), run: run)
@@ -822,7 +913,7 @@ public final class Supervisor: @unchecked Sendable {
         resumeShutdownIfDone()
     }
 
-    private func publish(_ event: HostEvent, run: AppRun?) {
+    func publish(_ event: HostEvent, run: AppRun?) {
         if let run {
             run.events.append(event)
             if run.events.count > 32 { run.events.removeFirst(run.events.count - 32) }
@@ -862,6 +953,12 @@ public struct AppStatus: Sendable {
     public var cpuBackground: Duration
     /// System calls the sandbox refused.
     public var violations: Int
+    /// Resident anonymous memory now (the last measurement, once the app has ended), in bytes.
+    public var memory: UInt64
+    /// The most memory measured in this run, in bytes.
+    public var peakMemory: UInt64
+    /// Launches into the background and resumptions there, since the host started.
+    public var backgroundWakeups: Int
     public var snapshot: String?
 }
 
@@ -885,19 +982,33 @@ public struct SupervisorError: Error, CustomStringConvertible {
 // The classes below are touched only on the supervisor's queue, hence @unchecked Sendable.
 
 /// An installed app: its bundle and, once launched, its current run.
-private final class AppRecord: @unchecked Sendable {
+final class AppRecord: @unchecked Sendable {
     let bundle: AppBundle
     var run: AppRun?
+    /// Launches into the background and resumptions there, since the host started.
+    var backgroundWakeups = 0
 
     init(bundle: AppBundle) { self.bundle = bundle }
 }
 
 /// One process of an app, from launch to its report.
-private final class AppRun: @unchecked Sendable {
+final class AppRun: @unchecked Sendable {
     var machine: LifecycleMachine
     var process: SpawnedProcess?
     var cgroup: AppCgroup?
-    var pidsGroup: PidsGroup?
+    var pidsGroup: ControllerGroup?
+    var memoryGroup: MemoryGroup?
+    var memorySource: (any DispatchSourceRead)?
+    /// The app's memory at the last measurement, and the most measured.
+    var memory: UInt64 = 0
+    var peakMemory: UInt64 = 0
+    /// When the app last stopped running (was suspended): the order of memory-pressure kills.
+    var lastRunning: HostInstant
+    /// CPU time samples while in the background, within the policy's window.
+    var backgroundCPU: [(at: HostInstant, total: Duration)] = []
+    /// What it held when it would have been suspended (0xdead10cc).
+    var held: [HeldResource] = []
+    var backgroundTimeRemainingAtEnd: Duration?
     /// The seccomp listener, once the runner has handed it over.
     var listener: SyscallListener?
     var listenerSource: (any DispatchSourceRead)?
@@ -928,6 +1039,7 @@ private final class AppRun: @unchecked Sendable {
         self.machine = machine
         timer = DispatchSource.makeTimerSource(queue: queue)
         stateSince = now
+        lastRunning = now
     }
 }
 

@@ -17,6 +17,11 @@ public struct TerminationNamespace: RawRepresentable, Hashable, Sendable, Codabl
     public static let host = TerminationNamespace(rawValue: "HOST")
     /// The sandbox ended the app; the code is the signal it was killed with (SIGSYS).
     public static let sandbox = TerminationNamespace(rawValue: "SANDBOX")
+    /// The memory rules ended the app, as iOS's jetsam: the kind says which ("per-process-limit",
+    /// "vm-pageshortage").
+    public static let jetsam = TerminationNamespace(rawValue: "JETSAM")
+    /// A resource-use rule ended the app, as an iOS EXC_RESOURCE report (CPU in the background).
+    public static let resource = TerminationNamespace(rawValue: "EXC_RESOURCE")
 
     public var description: String { rawValue }
 }
@@ -32,6 +37,9 @@ public struct TerminationCode: RawRepresentable, Hashable, Sendable, CustomStrin
     public static let backgroundTimeExhausted = TerminationCode(rawValue: 0x2182_bad2)
     /// More open background tasks than the policy allows.
     public static let tooManyBackgroundTasks = TerminationCode(rawValue: 0xbada_5e47)
+    /// "dead lock": a file lock in an app-group container, or a declared shared resource, held
+    /// when the app would have been suspended.
+    public static let sharedResourceHeld = TerminationCode(rawValue: 0xdead_10cc)
 
     public var description: String { "0x" + String(rawValue, radix: 16) }
 }
@@ -59,6 +67,14 @@ public struct Termination: Sendable, Equatable {
         public static let forbiddenSyscall = Kind(rawValue: "forbidden-syscall")
         /// More refused system calls than the policy's maximumViolations.
         public static let sandboxViolations = Kind(rawValue: "sandbox-violations")
+        /// A lock in an app-group container or a declared shared resource held at suspension.
+        public static let sharedResource = Kind(rawValue: "shared-resource")
+        /// Over its memory limit (foreground or background): jetsam's "per-process-limit".
+        public static let perProcessLimit = Kind(rawValue: "per-process-limit")
+        /// Ended to bring the apps under the host's memory budget: jetsam's "vm-pageshortage".
+        public static let pageShortage = Kind(rawValue: "vm-pageshortage")
+        /// More CPU in the background than the policy allows: EXC_RESOURCE CPU.
+        public static let cpuResource = Kind(rawValue: "cpu")
 
         public var description: String { rawValue }
     }

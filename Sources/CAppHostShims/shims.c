@@ -7,11 +7,19 @@
 #include <sys/wait.h>
 #include <unistd.h>
 #include <string.h>
+#include <stdlib.h>
 #include <stdio.h>
 #include <grp.h>
 #include <sys/socket.h>
 #include <linux/filter.h>
 #include <linux/seccomp.h>
+#include <linux/netlink.h>
+#include <linux/rtnetlink.h>
+#include <linux/sock_diag.h>
+#include <linux/unix_diag.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <sys/eventfd.h>
 
 #ifndef SYS_pidfd_open
 #define SYS_pidfd_open 434
@@ -148,3 +156,117 @@ int apphost_seccomp_install(const void *instructions, unsigned short count, int 
     if (listener) flags |= SECCOMP_FILTER_FLAG_NEW_LISTENER | SECCOMP_FILTER_FLAG_TSYNC_ESRCH;
     return (int)syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, flags, &program);
 }
+
+int apphost_list_open_files(pid_t pid, struct apphost_open_file *files, int capacity) {
+    char path[48];
+    snprintf(path, sizeof path, "/proc/%d/fd", (int)pid);
+    int directory = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (directory < 0) return -1;
+    int count = 0;
+    char buffer[16384];
+    for (;;) {
+        long length = syscall(SYS_getdents64, directory, buffer, sizeof buffer);
+        if (length < 0) {
+            int saved = errno;
+            close(directory);
+            errno = saved;
+            return -1;
+        }
+        if (length == 0) break;
+        for (long offset = 0; offset < length;) {
+            struct linux_dirent64 {
+                uint64_t d_ino;
+                int64_t d_off;
+                unsigned short d_reclen;
+                unsigned char d_type;
+                char d_name[];
+            } *entry = (void *)(buffer + offset);
+            offset += entry->d_reclen;
+            if (entry->d_name[0] < '0' || entry->d_name[0] > '9') continue;
+            struct stat info;
+            // A descriptor closed since the listing is simply gone.
+            if (fstatat(directory, entry->d_name, &info, 0) != 0) continue;
+            if (count < capacity) {
+                files[count].fd = atoi(entry->d_name);
+                files[count].mode = info.st_mode;
+                files[count].device = info.st_dev;
+                files[count].inode = info.st_ino;
+            }
+            count++;
+        }
+    }
+    close(directory);
+    return count;
+}
+
+int apphost_list_unix_sockets(struct apphost_unix_socket *sockets, int capacity) {
+    int fd = socket(AF_NETLINK, SOCK_DGRAM | SOCK_CLOEXEC, NETLINK_SOCK_DIAG);
+    if (fd < 0) return -1;
+    struct {
+        struct nlmsghdr header;
+        struct unix_diag_req request;
+    } message;
+    memset(&message, 0, sizeof message);
+    message.header.nlmsg_len = sizeof message;
+    message.header.nlmsg_type = SOCK_DIAG_BY_FAMILY;
+    message.header.nlmsg_flags = NLM_F_REQUEST | NLM_F_DUMP;
+    message.request.sdiag_family = AF_UNIX;
+    message.request.udiag_states = ~0U;
+    message.request.udiag_show = UDIAG_SHOW_PEER | UDIAG_SHOW_VFS;
+    struct sockaddr_nl kernel = {.nl_family = AF_NETLINK};
+    if (sendto(fd, &message, sizeof message, 0, (struct sockaddr *)&kernel, sizeof kernel) < 0) {
+        int saved = errno;
+        close(fd);
+        errno = saved;
+        return -1;
+    }
+    int count = 0;
+    long buffer[4096];
+    for (;;) {
+        ssize_t length = recv(fd, buffer, sizeof buffer, 0);
+        if (length < 0) {
+            if (errno == EINTR) continue;
+            int saved = errno;
+            close(fd);
+            errno = saved;
+            return -1;
+        }
+        if (length == 0) break;
+        int remaining = (int)length;
+        for (struct nlmsghdr *header = (void *)buffer; NLMSG_OK(header, remaining); header = NLMSG_NEXT(header, remaining)) {
+            if (header->nlmsg_type == NLMSG_DONE) {
+                close(fd);
+                return count;
+            }
+            if (header->nlmsg_type == NLMSG_ERROR) {
+                struct nlmsgerr *error = NLMSG_DATA(header);
+                close(fd);
+                errno = -error->error;
+                return -1;
+            }
+            struct unix_diag_msg *socket_message = NLMSG_DATA(header);
+            struct apphost_unix_socket entry = {.inode = socket_message->udiag_ino};
+            int attributes = (int)(header->nlmsg_len - NLMSG_LENGTH(sizeof *socket_message));
+            for (struct rtattr *attribute = (void *)(socket_message + 1); RTA_OK(attribute, attributes);
+                 attribute = RTA_NEXT(attribute, attributes)) {
+                if (attribute->rta_type == UNIX_DIAG_PEER) {
+                    memcpy(&entry.peer, RTA_DATA(attribute), sizeof entry.peer);
+                } else if (attribute->rta_type == UNIX_DIAG_VFS) {
+                    struct unix_diag_vfs vfs;
+                    memcpy(&vfs, RTA_DATA(attribute), sizeof vfs);
+                    // The kernel's own dev_t (major << 20 | minor), re-encoded as stat(2) gives it.
+                    entry.device = makedev(vfs.udiag_vfs_dev >> 20, vfs.udiag_vfs_dev & 0xfffff);
+                    entry.inode_of_path = vfs.udiag_vfs_ino;
+                }
+            }
+            if (count < capacity) sockets[count] = entry;
+            count++;
+        }
+    }
+    close(fd);
+    return count;
+}
+
+int apphost_eventfd(void) { return eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK); }
+
+uint64_t apphost_makedev(unsigned int major, unsigned int minor) { return makedev(major, minor); }

@@ -45,6 +45,8 @@ struct CommandSession {
                 try supervisor.terminate(app)
             case .memoryWarning(let app):
                 try supervisor.memoryWarning(app)
+            case .memoryPressure(let target):
+                supervisor.memoryPressure(target: target)
             case .sleep(let duration):
                 try? await Task.sleep(for: duration)
             case .wait(let app, let state, let timeout):
@@ -76,6 +78,7 @@ struct CommandSession {
                     "timeInState": app.timeInState.seconds, "openBackgroundTasks": app.openBackgroundTasks,
                     "cpuForeground": app.cpuForeground.seconds, "cpuBackground": app.cpuBackground.seconds,
                     "violations": app.violations, "time": HostEvent.isoFormatter.string(from: Date()),
+                    "memory": Int(app.memory), "peakMemory": Int(app.peakMemory), "backgroundWakeups": app.backgroundWakeups,
                 ]
                 if let pid = app.pid { object["pid"] = Int(pid) }
                 if let left = app.backgroundTimeRemaining { object["backgroundTimeRemaining"] = left.seconds }
@@ -86,12 +89,14 @@ struct CommandSession {
             return
         }
         func seconds(_ duration: Duration) -> String { String(format: "%.2f s", duration.seconds) }
-        var lines = [["NAME", "PID", "STATE", "IN STATE", "TASKS", "BG LEFT", "CPU FG", "CPU BG", "VIOLATIONS", "SNAPSHOT"]]
+        func mebibytes(_ bytes: UInt64) -> String { String(format: "%.1f MiB", Double(bytes) / 1_048_576) }
+        var lines = [["NAME", "PID", "STATE", "IN STATE", "CPU FG", "CPU BG", "MEMORY", "PEAK", "TASKS", "BG LEFT", "WAKE-UPS", "VIOLATIONS", "SNAPSHOT"]]
         for app in apps {
             lines.append([
                 app.name, app.pid.map(String.init) ?? "-", app.state.rawValue, seconds(app.timeInState),
+                seconds(app.cpuForeground), seconds(app.cpuBackground), mebibytes(app.memory), mebibytes(app.peakMemory),
                 String(app.openBackgroundTasks), app.backgroundTimeRemaining.map(seconds) ?? "-",
-                seconds(app.cpuForeground), seconds(app.cpuBackground), String(app.violations),
+                String(app.backgroundWakeups), String(app.violations),
                 app.snapshot.map { $0.replacingOccurrences(of: "\n", with: " ⏎ ").debugDescription } ?? "-",
             ])
         }

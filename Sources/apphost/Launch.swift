@@ -10,7 +10,7 @@ struct Launch: AsyncParsableCommand {
             Prints one line per life-cycle event (--json: JSON lines). Reads commands from --script FILE \
             and then from standard input, one per line:
               home | open APP | interrupt APP [SECONDS] | wake APP | terminate APP | memory-warning [APP]
-              sleep SECONDS | wait APP STATE [TIMEOUT] | ps | quit
+              memory-pressure [MIB] | sleep SECONDS | wait APP STATE [TIMEOUT] | ps | quit
             APP is a bundle's CFBundleName or identifier; STATE is inactive, active, background, suspended \
             or terminated. End of input, quit, Ctrl-C or SIGTERM terminate the apps (applicationWillTerminate \
             for running ones) and exit. A failed command in --script ends the host with status 1.
@@ -50,8 +50,24 @@ struct Launch: AsyncParsableCommand {
     @Flag(help: "On a root host, run apps as root instead of each under its own user (still confined otherwise).")
     var noAppUsers = false
 
+    @Option(help: ArgumentHelp("Memory an app may use in the foreground, MiB (default 1024).", valueName: "MiB")) var foregroundMemoryLimit: Double?
+    @Option(help: ArgumentHelp("Memory an app may use in the background, MiB (default 256).", valueName: "MiB")) var backgroundMemoryLimit: Double?
+    @Option(help: ArgumentHelp("Memory all apps together may use before memory pressure, MiB (default: 3/4 of the host's).", valueName: "MiB"))
+    var memoryBudget: Double?
+    @Option(help: ArgumentHelp("Time after a memory warning before apps are ended to free memory, seconds (default 2).", valueName: "s"))
+    var memoryWarningGrace: Double?
+    @Option(help: ArgumentHelp("How often running apps' memory and background CPU are measured, seconds (default 0.25).", valueName: "s"))
+    var resourceSampleInterval: Double?
+    @Option(help: ArgumentHelp("CPU an app may use in the background, percent of a core over --background-cpu-window (default 80).", valueName: "percent"))
+    var backgroundCpuLimit: Double?
+    @Option(help: ArgumentHelp("The window of --background-cpu-limit, seconds (default 60).", valueName: "s")) var backgroundCpuWindow: Double?
+    @Option(name: .customLong("shared-resource"), help: ArgumentHelp("A shared system resource (device, database file, Unix socket); an app that has it open when it would be suspended is ended with 0xdead10cc. Repeatable.", valueName: "path"))
+    var sharedResources: [String] = []
+
     @Option(help: "How to suspend apps: auto (cgroup v2 freezer where possible, else SIGSTOP), cgroup, or sigstop.")
     var suspension: SuspensionChoice = .auto
+    @Option(help: "How to hold apps to their memory limits: auto (the cgroup v1 memory controller where possible, else sampling), cgroup, or sampling.")
+    var memoryEnforcement: MemoryEnforcementChoice = .auto
 
     @Argument(help: ArgumentHelp("App bundles (Name.app directories).", valueName: "bundle"))
     var bundles: [String]
@@ -75,6 +91,7 @@ struct Launch: AsyncParsableCommand {
         configuration.policy = policy
         configuration.instance = state.instance
         configuration.suspension = suspension.mechanism
+        configuration.memoryEnforcement = memoryEnforcement.enforcement
 
         let printer = EventPrinter(json: json)
         let firstLaunch = FirstLaunch(identifier: appBundles[0].identifier, label: appBundles[0].url.lastPathComponent)
@@ -133,6 +150,9 @@ struct Launch: AsyncParsableCommand {
             (backgroundTime, \.backgroundTime, "--background-time"),
             (expirationWarning, \.expirationWarning, "--expiration-warning"),
             (expirationGrace, \.expirationGrace, "--expiration-grace"),
+            (memoryWarningGrace, \.memoryWarningGrace, "--memory-warning-grace"),
+            (resourceSampleInterval, \.resourceSampleInterval, "--resource-sample-interval"),
+            (backgroundCpuWindow, \.backgroundCPUWindow, "--background-cpu-window"),
         ]
         for (value, path, flag) in overrides {
             guard let value else { continue }
@@ -162,6 +182,24 @@ struct Launch: AsyncParsableCommand {
             policy.appUserRange = range
         }
         if noAppUsers { policy.perAppUsers = false }
+        let sizes: [(Double?, WritableKeyPath<Policy, UInt64>, String)] = [
+            (foregroundMemoryLimit, \.foregroundMemoryLimit, "--foreground-memory-limit"),
+            (backgroundMemoryLimit, \.backgroundMemoryLimit, "--background-memory-limit"),
+        ]
+        for (value, path, flag) in sizes {
+            guard let value else { continue }
+            guard value > 0, value.isFinite else { fail("\(flag) must be a positive number of MiB") }
+            policy[keyPath: path] = UInt64(value * 1_048_576)
+        }
+        if let memoryBudget {
+            guard memoryBudget > 0, memoryBudget.isFinite else { fail("--memory-budget must be a positive number of MiB") }
+            policy.memoryBudget = UInt64(memoryBudget * 1_048_576)
+        }
+        if let backgroundCpuLimit {
+            guard backgroundCpuLimit > 0, backgroundCpuLimit.isFinite else { fail("--background-cpu-limit must be a positive percentage of a core") }
+            policy.backgroundCPULimit = backgroundCpuLimit
+        }
+        policy.sharedResources += sharedResources.map { URL(fileURLWithPath: $0).standardizedFileURL.path }
         do { try policy.validate() } catch { fail(error.description) }
         return policy
     }
@@ -211,6 +249,18 @@ struct Launch: AsyncParsableCommand {
 
 /// Keeps the signal sources alive for the life of the process; set up once, before any command runs.
 nonisolated(unsafe) private var signalSources: [any DispatchSourceSignal] = []
+
+enum MemoryEnforcementChoice: String, ExpressibleByArgument, CaseIterable {
+    case auto, cgroup, sampling
+
+    var enforcement: MemoryEnforcement? {
+        switch self {
+        case .auto: nil
+        case .cgroup: .cgroup
+        case .sampling: .sampling
+        }
+    }
+}
 
 enum SuspensionChoice: String, ExpressibleByArgument, CaseIterable {
     case auto, cgroup, sigstop

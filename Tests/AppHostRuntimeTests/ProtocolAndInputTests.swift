@@ -66,7 +66,7 @@ import Testing
         #expect(throws: CommandError("STATE must be one of inactive, active, background, suspended, terminated; not asleep")) {
             try HostCommand.parse("wait Notes asleep")
         }
-        #expect(throws: CommandError("unknown command launch; commands: home, open, interrupt, wake, terminate, memory-warning, sleep, wait, ps, quit")) {
+        #expect(throws: CommandError("unknown command launch; commands: home, open, interrupt, wake, terminate, memory-warning, memory-pressure, sleep, wait, ps, quit")) {
             try HostCommand.parse("launch Notes")
         }
     }
@@ -103,7 +103,7 @@ import Testing
     @Test func anUnknownKeyIsAnError() throws {
         let url = try write(#"{"backgroundTme": 3}"#)
         #expect { try Policy.load(contentsOf: url) } throws: { error in
-            "\(error)".contains("unknown key backgroundTme; known keys: allowedCapabilities, appUserRange, backgroundTime, callbackTimeout")
+            "\(error)".contains("unknown key backgroundTme; known keys: allowedCapabilities, appUserRange, backgroundCPULimit, backgroundCPUWindow, backgroundMemoryLimit, backgroundTime, callbackTimeout")
         }
     }
 

@@ -74,4 +74,36 @@ int apphost_seccomp_install(const void *instructions, unsigned short count, int 
 /// prctl(PR_SET_KEEPCAPS, keep)
 int apphost_set_keep_capabilities(int keep);
 
+/// One open descriptor of a process, as stat(2) of /proc/PID/fd/FD sees its target.
+struct apphost_open_file {
+    int fd;
+    uint32_t mode;
+    uint64_t device;
+    uint64_t inode;
+};
+/// Lists the open descriptors of `pid` (getdents64 on /proc/PID/fd, then fstatat on each entry:
+/// about a microsecond per descriptor). Returns how many there are, which may exceed `capacity`
+/// (only `capacity` are stored: call again with more room); -1 and errno on failure.
+int apphost_list_open_files(pid_t pid, struct apphost_open_file *files, int capacity);
+
+/// One Unix-domain socket on the machine, from the kernel's sock_diag interface.
+struct apphost_unix_socket {
+    uint32_t inode;
+    /// The socket at the other end of a connection, 0 if none.
+    uint32_t peer;
+    /// The socket file it is bound to (or, for an accepted connection, its listener's), as
+    /// stat(2) reports st_dev and st_ino; both 0 if it has none.
+    uint64_t device;
+    uint64_t inode_of_path;
+};
+/// Lists the machine's Unix-domain sockets (NETLINK_SOCK_DIAG dump with UDIAG_SHOW_PEER and
+/// UDIAG_SHOW_VFS). Returns how many there are, which may exceed `capacity`; -1 and errno on
+/// failure.
+int apphost_list_unix_sockets(struct apphost_unix_socket *sockets, int capacity);
+
+/// eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)
+int apphost_eventfd(void);
+/// makedev(major, minor): a device number as stat(2) reports it.
+uint64_t apphost_makedev(unsigned int major, unsigned int minor);
+
 #endif

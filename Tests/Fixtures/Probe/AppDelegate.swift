@@ -12,6 +12,8 @@ final class NotADelegate {}
 final class AppDelegate: ApplicationDelegate {
     private var behavior: [String: Any] = [:]
     private var task = BackgroundTaskIdentifier.invalid
+    private lazy var held = HeldResources { [weak self] line in self?.record(line) }
+    private let memoryUse = MemoryUse()
 
     func record(_ line: String) {
         let url = Application.shared.containerURL.appendingPathComponent("Documents/lifecycle.log")
@@ -29,6 +31,11 @@ final class AppDelegate: ApplicationDelegate {
         record("\(name) \(application.applicationState) main=\(Thread.isMainThread)")
         if behavior["crashIn"] as? String == name { crash() }
         if behavior["beginTaskIn"] as? String == name { beginTasks(application) }
+        if behavior["releaseIn"] as? String == name { held.release() }
+        if behavior["busyIn"] as? String == name { startBusyThreads(1) }
+        if let grow = behavior["growMiB"] as? [String: Any], grow["in"] as? String == name {
+            memoryUse.grow(step: grow["step"] as? Int ?? 10, every: grow["every"] as? Double ?? 0.05, upTo: grow["upTo"] as? Int)
+        }
         if behavior["blockIn"] as? String == name {
             Thread.sleep(forTimeInterval: behavior["blockSeconds"] as? Double ?? 3600)
         }
@@ -83,6 +90,12 @@ final class AppDelegate: ApplicationDelegate {
             record("directories documents=\(documents) home=\(NSHomeDirectory()) tmp=\(NSTemporaryDirectory())")
         }
         if behavior["recordStatus"] as? Bool == true { recordConfinement() }
+        if let hold = behavior["hold"] as? [String: Any] { held.take(hold) }
+        if let mebibytes = behavior["allocateMiB"] as? Int {
+            memoryUse.allocate(mebibytes: mebibytes)
+            record("allocated \(mebibytes) MiB")
+        }
+        if let step = behavior["hogMiB"] as? Int { memoryUse.grow(step: step, every: 0.01, upTo: nil) }
         if let probes = behavior["sandboxProbes"] as? [String] { runSandboxProbes(probes, behavior: behavior) }
         if let threads = behavior["busyThreads"] as? Int { startBusyThreads(threads) }
         if let wire = behavior["wire"] as? String { writeToControlSocket(wire) }
@@ -108,11 +121,26 @@ final class AppDelegate: ApplicationDelegate {
     func applicationDidEnterBackground(_ application: Application) {
         step("didEnterBackground", application)
         record("remaining \(String(format: "%.1f", application.backgroundTimeRemaining))")
+        if behavior["releaseIn"] as? String == "task" {
+            // Released under a background task, which ends once nothing is held.
+            let identifier = application.beginBackgroundTask(withName: "release") {}
+            let held = self.held
+            DispatchQueue.global().asyncAfter(deadline: .now() + 0.3) {
+                held.release()
+                Application.shared.endBackgroundTask(identifier)
+            }
+        }
     }
 
     func applicationWillEnterForeground(_ application: Application) { step("willEnterForeground", application) }
     func applicationWillTerminate(_ application: Application) { step("willTerminate", application) }
-    func applicationDidReceiveMemoryWarning(_ application: Application) { step("didReceiveMemoryWarning", application) }
+    func applicationDidReceiveMemoryWarning(_ application: Application) {
+        step("didReceiveMemoryWarning", application)
+        if behavior["freeOnMemoryWarning"] as? Bool == true {
+            memoryUse.free()
+            record("freed memory")
+        }
+    }
 
     /// Records the process's capability sets, NoNewPrivs and limits, as the kernel reports them.
     private func recordConfinement() {

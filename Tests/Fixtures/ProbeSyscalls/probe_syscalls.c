@@ -10,6 +10,9 @@
 #include <sys/mount.h>
 #include <sys/ptrace.h>
 #include <sys/socket.h>
+#include <sys/file.h>
+#include <sys/un.h>
+#include <string.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -89,4 +92,29 @@ int probe_fork_bomb(int *error) {
         }
         count++;
     }
+}
+
+int probe_lock(int fd, int kind, int exclusive) {
+    if (kind == 0) return result(flock(fd, exclusive ? LOCK_EX | LOCK_NB : LOCK_SH | LOCK_NB));
+    struct flock lock = {.l_type = exclusive ? F_WRLCK : F_RDLCK, .l_whence = SEEK_SET, .l_start = 0, .l_len = 0};
+    return result(fcntl(fd, kind == 1 ? F_SETLK : F_OFD_SETLK, &lock));
+}
+
+int probe_unlock(int fd, int kind) {
+    if (kind == 0) return result(flock(fd, LOCK_UN));
+    struct flock lock = {.l_type = F_UNLCK, .l_whence = SEEK_SET, .l_start = 0, .l_len = 0};
+    return result(fcntl(fd, kind == 1 ? F_SETLK : F_OFD_SETLK, &lock));
+}
+
+int probe_connect_unix(const char *path) {
+    int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0) return -errno;
+    struct sockaddr_un address = {.sun_family = AF_UNIX};
+    strncpy(address.sun_path, path, sizeof address.sun_path - 1);
+    if (connect(fd, (struct sockaddr *)&address, sizeof address) != 0) {
+        int error = errno;
+        close(fd);
+        return -error;
+    }
+    return fd;
 }

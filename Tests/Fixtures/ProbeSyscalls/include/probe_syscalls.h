@@ -26,4 +26,12 @@ int probe_thread(void);
 /// stores the failing errno in *error.
 int probe_fork_bomb(int *error);
 
+/// Locks the whole file open on `fd`: kind 0 flock, 1 POSIX (F_SETLK), 2 OFD (F_OFD_SETLK);
+/// `exclusive` for a write lock. Returns 0 or -errno.
+int probe_lock(int fd, int kind, int exclusive);
+/// Releases a lock taken by probe_lock.
+int probe_unlock(int fd, int kind);
+/// socket(AF_UNIX) connected to `path`; returns the fd or -errno.
+int probe_connect_unix(const char *path);
+
 #endif

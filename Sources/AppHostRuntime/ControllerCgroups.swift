@@ -1,0 +1,125 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import Foundation
+
+/// One cgroup v1 controller's directory for this host instance: `MOUNT/OWN/apphost-INSTANCE-PID`,
+/// where OWN is the host's own group in that hierarchy (so apps stay inside whatever limits the
+/// host itself is under). Each app process gets a group below it:
+///
+/// - pids: at most `processLimit` tasks (where there is none, the runner sets RLIMIT_NPROC,
+///   which counts per uid and so needs a per-app user);
+/// - memory: the app's foreground or background memory limit (where there is none, the host
+///   samples each app's memory instead).
+final class ControllerHierarchy {
+    let controller: String
+    let path: String
+
+    private init(controller: String, path: String) {
+        self.controller = controller
+        self.path = path
+    }
+
+    /// The directory of the host's own group for `controller`, from /proc/self/mountinfo and
+    /// /proc/self/cgroup; nil if the controller is not mounted.
+    static func hostDirectory(controller: String) -> String? {
+        guard let mountinfo = try? String(contentsOfFile: "/proc/self/mountinfo", encoding: .utf8),
+              let cgroups = try? String(contentsOfFile: "/proc/self/cgroup", encoding: .utf8)
+        else { return nil }
+        var mountPoint: String?
+        for line in mountinfo.split(separator: "\n") {
+            // "… /sys/fs/cgroup/memory rw,… - cgroup cgroup rw,memory"
+            let halves = line.components(separatedBy: " - ")
+            guard halves.count == 2, halves[1].hasPrefix("cgroup "),
+                  halves[1].split(separator: " ").last?.split(separator: ",").contains(Substring(controller)) == true
+            else { continue }
+            let fields = halves[0].split(separator: " ")
+            if fields.count > 4 { mountPoint = String(fields[4]) }
+        }
+        guard let mountPoint else { return nil }
+        for line in cgroups.split(separator: "\n") {
+            // "4:memory:/process_api/d1b9…"
+            let fields = line.split(separator: ":", maxSplits: 2, omittingEmptySubsequences: false)
+            guard fields.count == 3, fields[1].split(separator: ",").contains(Substring(controller)) else { continue }
+            return mountPoint + (fields[2] == "/" ? "" : String(fields[2]))
+        }
+        return mountPoint
+    }
+
+    static func create(controller: String, instance: String) -> ControllerHierarchy? {
+        guard let base = hostDirectory(controller: controller), access(base + "/cgroup.procs", W_OK) == 0 else { return nil }
+        removeStaleInstances(in: base)
+        let path = "\(base)/apphost-\(instance)-\(getpid())"
+        guard mkdir(path, 0o755) == 0 || errno == EEXIST else { return nil }
+        return ControllerHierarchy(controller: controller, path: path)
+    }
+
+    /// Removes the groups of hosts that are gone (a host killed by SIGKILL leaves them).
+    private static func removeStaleInstances(in base: String) {
+        guard let entries = try? FileManager.default.contentsOfDirectory(atPath: base) else { return }
+        for entry in entries where entry.hasPrefix("apphost-") {
+            guard let pid = entry.split(separator: "-").last.flatMap({ Int32($0) }), kill(pid, 0) != 0, errno == ESRCH else { continue }
+            let directory = "\(base)/\(entry)"
+            for child in (try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? [] {
+                ControllerGroup(path: "\(directory)/\(child)").remove()
+            }
+            rmdir(directory)
+        }
+    }
+
+    func makeGroup(named name: String) -> ControllerGroup? {
+        let group = ControllerGroup(path: "\(path)/\(name)")
+        guard mkdir(group.path, 0o755) == 0 else { return nil }
+        return group
+    }
+
+    /// A pids group for one app process, holding at most `limit` tasks (threads and processes).
+    func makePidsGroup(named name: String, limit: Int) -> ControllerGroup? {
+        guard let group = makeGroup(named: name) else { return nil }
+        guard group.write("pids.max", "\(limit)") else {
+            group.remove()
+            return nil
+        }
+        return group
+    }
+
+    func remove() { rmdir(path) }
+}
+
+/// One app's group in a cgroup v1 controller.
+struct ControllerGroup {
+    let path: String
+
+    func add(pid: pid_t) -> Bool { write("cgroup.procs", "\(pid)") }
+
+    /// The processes in the group: the app and any children (which can outlive it).
+    var processes: [pid_t] {
+        read("cgroup.procs").split(separator: "\n").compactMap { pid_t($0) }
+    }
+
+    /// Kills whatever is left in the group, then removes it.
+    func remove() {
+        for _ in 0..<50 {
+            let left = processes
+            if left.isEmpty { break }
+            for pid in left { kill(pid, SIGKILL) }
+            usleep(1000)
+        }
+        rmdir(path)
+    }
+
+    func read(_ file: String) -> String { readSmallFile(path + "/" + file) }
+
+    /// Writes `value` to a control file; false (with errno) if the kernel refuses it.
+    @discardableResult
+    func write(_ file: String, _ value: String) -> Bool {
+        let fd = open(path + "/" + file, O_WRONLY | O_CLOEXEC)
+        guard fd >= 0 else { return false }
+        defer {
+            let saved = errno
+            close(fd)
+            errno = saved
+        }
+        return value.withCString { Glibc.write(fd, $0, strlen($0)) } >= 0
+    }
+}
