@@ -27,7 +27,11 @@ public struct HostEvent: Sendable {
         if let elapsed { line += String(format: "  (%.3f ms)", elapsed.seconds * 1000) }
         if let termination {
             line += ": \(termination.namespace)"
-            if let code = termination.formattedCode { line += " \(code)" }
+            if let code = termination.formattedCode {
+                line += " \(code)"
+            } else if termination.namespace == .jetsam || termination.namespace == .resource {
+                line += " \(termination.kind)"
+            }
             line += ", \(termination.reason)"
         } else if let detail, !detail.isEmpty {
             line += "  \(detail.replacingOccurrences(of: "\n", with: " ⏎ "))"

@@ -163,6 +163,10 @@ public struct Policy: Sendable, Equatable {
                 throw PolicyError("\(url.path): unknown key \(key); known keys: \(known)")
             }
         }
+        // A foreground limit below the default background one lowers the background one too.
+        if values["backgroundMemoryLimit"] == nil {
+            policy.backgroundMemoryLimit = min(policy.backgroundMemoryLimit, policy.foregroundMemoryLimit)
+        }
         try policy.validate()
         return policy
     }

@@ -180,16 +180,12 @@ extension Supervisor {
         queue.asyncAfter(deadline: .now() + .nanoseconds(Int(grace.nanoseconds))) { [weak self] in self?.resolvePressure() }
     }
 
-    /// Ends apps until the rest fit: suspended ones least recently used first, then those
-    /// running in the background, the foreground app last; no callback, as jetsam.
+    /// Ends apps one at a time until the rest fit: suspended ones least recently used first,
+    /// then those running in the background, the foreground app last; no callback, as jetsam.
+    /// After each, it waits for the app's end and measures again.
     private func resolvePressure() {
-        guard let episode = pressure else { return }
-        pressure = nil
-        var usage = measureMemory()
-        guard usage > episode.target else {
-            publish(HostEvent(time: Date(), event: "memoryPressure", detail: "relieved: the apps use \(usage.mebibytes), within \(episode.target.mebibytes)"), run: nil)
-            return
-        }
+        guard var episode = pressure, episode.awaiting == nil else { return }
+        let usage = measureMemory()
         let candidates = apps.compactMap { record -> (record: AppRecord, run: AppRun, rank: Int, since: HostInstant)? in
             guard let run = record.run, run.machine.isAlive, run.machine.phase != .terminating else { return nil }
             switch run.machine.state {
@@ -198,20 +194,28 @@ extension Supervisor {
             default: return (record, run, run.machine.isInForeground ? 2 : 1, run.stateSince)
             }
         }.sorted { ($0.rank, $0.since) < ($1.rank, $1.since) }
-        var ended: [String] = []
-        for candidate in candidates where usage > episode.target {
-            let run = candidate.run
-            let position = ["suspended, least recently used first", "running in the background", "in the foreground, the last considered"][candidate.rank]
-            handle(candidate.record, run, .enforce(Termination(
-                kind: .pageShortage, namespace: .jetsam, code: nil,
-                reason: "ended without a callback to free memory (\(episode.cause)): the apps used \(usage.mebibytes), "
-                    + "over \(episode.target.mebibytes); it used \(run.memory.mebibytes) (\(position))")))
-            usage -= min(usage, run.memory)
-            ended.append(candidate.record.bundle.name)
+        guard usage > episode.target, let victim = candidates.first else {
+            pressure = nil
+            let outcome = episode.ended.isEmpty ? "relieved" : "ended \(episode.ended.joined(separator: ", "))"
+            publish(HostEvent(
+                time: Date(), event: "memoryPressure",
+                detail: "\(outcome); the apps use \(usage.mebibytes)\(usage > episode.target ? ", still over \(episode.target.mebibytes): no app is left to end" : ", within \(episode.target.mebibytes)")"), run: nil)
+            return
         }
-        publish(HostEvent(
-            time: Date(), event: "memoryPressure",
-            detail: "ended \(ended.joined(separator: ", ")); the apps left use \(usage.mebibytes)"), run: nil)
+        episode.awaiting = victim.record
+        episode.ended.append(victim.record.bundle.name)
+        pressure = episode
+        let position = ["suspended, least recently used first", "running in the background", "in the foreground, the last considered"][victim.rank]
+        handle(victim.record, victim.run, .enforce(Termination(
+            kind: .pageShortage, namespace: .jetsam, code: nil,
+            reason: "ended without a callback to free memory (\(episode.cause)): the apps used \(usage.mebibytes), "
+                + "over \(episode.target.mebibytes); it used \(victim.run.memory.mebibytes) (\(position))")))
+    }
+
+    /// The app ended to free memory is gone: measure again, and end the next if still over.
+    func pressureVictimEnded() {
+        pressure?.awaiting = nil
+        queue.async { [weak self] in self?.resolvePressure() }
     }
 
     // MARK: CPU in the background (EXC_RESOURCE)
@@ -245,4 +249,8 @@ struct MemoryPressure {
     var target: UInt64
     /// "over the memory budget", "memory-pressure": what started it.
     var cause: String
+    /// The apps ended so far, in order.
+    var ended: [String] = []
+    /// The app last ended, until its process is gone.
+    var awaiting: AppRecord?
 }

@@ -329,7 +329,7 @@ public final class Supervisor: @unchecked Sendable {
                     backgroundTimeRemaining: run?.machine.backgroundTimeRemaining(at: now),
                     cpuForeground: cpuForeground, cpuBackground: cpuBackground,
                     violations: run?.violationCount ?? 0,
-                    memory: footprint ?? 0,
+                    memory: footprint ?? run?.memory ?? 0,
                     peakMemory: max(run?.peakMemory ?? 0, footprint ?? 0),
                     backgroundWakeups: record.backgroundWakeups,
                     snapshot: run?.snapshot)
@@ -906,6 +906,7 @@ public final class Supervisor: @unchecked Sendable {
         }
         run.lastState = .terminated
         updateSampler()
+        if pressure?.awaiting === record { pressureVictimEnded() }
         publish(HostEvent(
             time: Date(), app: record.bundle.identifier, name: record.bundle.name, pid: pid, event: "terminated",
             state: .terminated, termination: termination, report: reportPath), run: run)

@@ -191,6 +191,8 @@ struct Launch: AsyncParsableCommand {
             guard value > 0, value.isFinite else { fail("\(flag) must be a positive number of MiB") }
             policy[keyPath: path] = UInt64(value * 1_048_576)
         }
+        // A foreground limit below the default background one lowers the background one too.
+        if backgroundMemoryLimit == nil { policy.backgroundMemoryLimit = min(policy.backgroundMemoryLimit, policy.foregroundMemoryLimit) }
         if let memoryBudget {
             guard memoryBudget > 0, memoryBudget.isFinite else { fail("--memory-budget must be a positive number of MiB") }
             policy.memoryBudget = UInt64(memoryBudget * 1_048_576)
