@@ -1,0 +1,95 @@
+import Foundation
+import Testing
+
+/// CPU in the background (EXC_RESOURCE) and the accounting `ps` and reports show, against real
+/// app processes that spin and allocate.
+@Suite(.serialized, .timeLimit(.minutes(1)))
+struct UsageTests {
+    /// Half a core over one second, measured every 50 ms: the 80 % over 60 s rule, made short.
+    static let shortWindow = ["--background-cpu-limit", "50", "--background-cpu-window", "1", "--resource-sample-interval", "0.05"]
+
+    private func report(_ event: Event) throws -> [String: Any] {
+        let data = try Data(contentsOf: URL(fileURLWithPath: try #require(event.report)))
+        return try #require(try JSONSerialization.jsonObject(with: data) as? [String: Any])
+    }
+
+    @Test func anAppSpinningInTheBackgroundIsEndedWithACPUResourceReport() throws {
+        let scratch = try Scratch()
+        let spinner = try scratch.bundle("Spinner", behavior: ["beginTaskIn": "didEnterBackground", "busyIn": "didEnterBackground"])
+        let host = try HostSession([spinner], scratch: scratch, arguments: Self.shortWindow)
+        try host.waitFor("Spinner", "didBecomeActive")
+        host.send("home")
+        let end = try host.waitFor("Spinner", "terminated", timeout: 5)
+        #expect(end.namespace == "EXC_RESOURCE")
+        #expect(end.kind == "cpu")
+        let reason = try #require(end.reason)
+        #expect(reason.hasPrefix("used 0."))
+        #expect(reason.contains(" s in the background ("))
+        #expect(reason.hasSuffix("% of a core); the limit is 50 % of a core over 1.0 s"))
+        let report = try report(end)
+        #expect(report["state"] as? String == "background")
+        let usage = try #require(report["usage"] as? [String: Any])
+        #expect(try #require(usage["cpuBackgroundSeconds"] as? Double) >= 0.5)
+        host.closeInput()
+        #expect(try host.waitForExit() == 0)
+    }
+
+    @Test func spinningInTheForegroundIsNotLimited() throws {
+        let scratch = try Scratch()
+        let spinner = try scratch.bundle("Busy", behavior: ["busyThreads": 1])
+        let host = try HostSession([spinner], scratch: scratch, arguments: Self.shortWindow)
+        try host.waitFor("Busy", "didBecomeActive")
+        // A measured interval: one and a half windows of a full core, in the foreground.
+        Thread.sleep(forTimeInterval: 1.5)
+        host.send("ps")
+        let status = try host.waitFor("ps of Busy") { $0.event == "ps" && $0.name == "Busy" }
+        #expect(status.state == "active")
+        #expect(try #require(status.fields["cpuForeground"] as? Double) > 0.75)
+        #expect(!host.allEvents.contains { $0.event == "terminated" })
+        host.closeInput()
+        #expect(try host.waitForExit() == 0)
+    }
+
+    @Test func psAndTheReportShowWhoCostsWhat() throws {
+        let scratch = try Scratch()
+        let app = try scratch.bundle("Ledger", behavior: ["allocateMiB": 30, "beginTaskIn": "didEnterBackground", "endTaskAfter": 0.5])
+        let host = try HostSession([app], scratch: scratch)
+        try host.waitFor("Ledger", "didBecomeActive")
+        host.send("home")
+        try host.waitFor("Ledger", "backgroundTaskBegan")
+        host.send("ps")
+        let working = try host.waitFor("ps in the background") { $0.event == "ps" && $0.name == "Ledger" }
+        #expect(working.state == "background")
+        #expect(working.fields["openBackgroundTasks"] as? Int == 1)
+        let left = try #require(working.fields["backgroundTimeRemaining"] as? Double)
+        #expect(left > 25 && left <= 30)
+        try host.waitFor("Ledger", "suspended")
+        host.send("wake Ledger")
+        try host.waitFor("Ledger", "suspended", occurrence: 2)
+        host.send("ps")
+        let status = try host.waitFor("ps when suspended", occurrence: 2) { $0.event == "ps" && $0.name == "Ledger" }
+        #expect(status.state == "suspended")
+        #expect(status.pid == working.pid)
+        #expect(status.fields["backgroundWakeups"] as? Int == 1)
+        #expect(status.fields["violations"] as? Int == 0)
+        #expect(status.fields["openBackgroundTasks"] as? Int == 0)
+        #expect(status.fields["backgroundTimeRemaining"] == nil)
+        let memory = try #require(status.fields["memory"] as? Int)
+        #expect(memory >= 30 * 1_048_576 && memory < 80 * 1_048_576)
+        #expect(try #require(status.fields["peakMemory"] as? Int) >= memory)
+        #expect(try #require(status.fields["cpuForeground"] as? Double) > 0)
+        #expect(try #require(status.fields["timeInState"] as? Double) >= 0)
+
+        host.send("terminate Ledger")
+        let end = try host.waitFor("Ledger", "terminated")
+        #expect(end.kind == "force-quit")
+        let usage = try #require(try report(end)["usage"] as? [String: Any])
+        #expect(usage["memoryBytes"] as? Int == memory)
+        #expect(usage["backgroundWakeups"] as? Int == 1)
+        #expect(usage["violations"] as? Int == 0)
+        #expect(try #require(usage["peakMemoryBytes"] as? Int) >= memory)
+        #expect(try #require(usage["cpuForegroundSeconds"] as? Double) > 0)
+        host.closeInput()
+        #expect(try host.waitForExit() == 0)
+    }
+}
