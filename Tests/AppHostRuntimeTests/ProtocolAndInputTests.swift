@@ -54,6 +54,8 @@ import Testing
         #expect(try HostCommand.parse("wait Notes suspended") == .wait("Notes", .suspended, timeout: .seconds(30)))
         #expect(try HostCommand.parse("wait Notes active 3") == .wait("Notes", .active, timeout: .seconds(3)))
         #expect(try HostCommand.parse("memory-warning") == .memoryWarning(nil))
+        #expect(try HostCommand.parse("memory-pressure") == .memoryPressure(nil))
+        #expect(try HostCommand.parse("memory-pressure 1.5") == .memoryPressure(1_572_864))
         #expect(try HostCommand.parse("ps") == .ps)
         #expect(try HostCommand.parse("quit") == .quit)
         #expect(try HostCommand.parse("") == nil)
@@ -66,6 +68,7 @@ import Testing
         #expect(throws: CommandError("STATE must be one of inactive, active, background, suspended, terminated; not asleep")) {
             try HostCommand.parse("wait Notes asleep")
         }
+        #expect(throws: CommandError("MIB must be a number of MiB the apps must fit in, not lots")) { try HostCommand.parse("memory-pressure lots") }
         #expect(throws: CommandError("unknown command launch; commands: home, open, interrupt, wake, terminate, memory-warning, memory-pressure, sleep, wait, ps, quit")) {
             try HostCommand.parse("launch Notes")
         }
@@ -89,6 +92,32 @@ import Testing
         #expect(policy.expirationWarning == .seconds(5))
         #expect(policy.expirationGrace == .seconds(5))
         #expect(policy.maximumBackgroundTasks == 1000)
+        #expect(policy.backgroundCPULimit == 80)
+        #expect(policy.backgroundCPUWindow == .seconds(60))
+        #expect(policy.foregroundMemoryLimit > policy.backgroundMemoryLimit)
+        #expect(policy.memoryBudget == nil)
+    }
+
+    @Test func resourceKeysAreMiBPercentAndPaths() throws {
+        let url = try write(#"""
+            {"foregroundMemoryLimit": 128, "memoryBudget": 512.5, "backgroundCPULimit": 50, "backgroundCPUWindow": 2,
+             "memoryWarningGrace": 0.5, "sharedResources": ["/dev/video0", "/run/db.sock"]}
+            """#)
+        let policy = try Policy.load(contentsOf: url)
+        #expect(policy.foregroundMemoryLimit == 128 << 20)
+        // A foreground limit below the default background one lowers that too.
+        #expect(policy.backgroundMemoryLimit == 128 << 20)
+        #expect(policy.memoryBudget == 537_395_200)
+        #expect(policy.backgroundCPULimit == 50)
+        #expect(policy.backgroundCPUWindow == .seconds(2))
+        #expect(policy.memoryWarningGrace == .milliseconds(500))
+        #expect(policy.sharedResources == ["/dev/video0", "/run/db.sock"])
+        #expect { try Policy.load(contentsOf: try write(#"{"sharedResources": ["relative/path"]}"#)) } throws: { error in
+            "\(error)".hasSuffix("sharedResources must be an array of absolute paths")
+        }
+        #expect { try Policy.load(contentsOf: try write(#"{"foregroundMemoryLimit": 64, "backgroundMemoryLimit": 96}"#)) } throws: { error in
+            "\(error)" == "backgroundMemoryLimit (96.0 MiB) must not exceed foregroundMemoryLimit (64.0 MiB)"
+        }
     }
 
     @Test func aFileOverridesWhatItNames() throws {
@@ -163,5 +192,22 @@ import Testing
         #expect { try AppBundle(url: try bundle(nil)) } throws: { error in
             "\(error)" == "Notes.app/Info.plist is missing; an app bundle needs one"
         }
+    }
+}
+
+@Suite struct FileLockTests {
+    @Test(arguments: [
+        ("lock:\t1: FLOCK  ADVISORY  WRITE 4242 fe:00:1234 0 EOF", "flock write lock"),
+        ("lock:\t1: POSIX  ADVISORY  READ 4242 fe:00:1234 1073741826 1073742335", "POSIX read lock (bytes 1073741826-1073742335)"),
+        ("lock:\t2: OFDLCK ADVISORY  WRITE -1 fe:00:1234 0 EOF", "OFD write lock"),
+    ])
+    func fdinfoLockLinesParse(line: String, description: String) throws {
+        let lock = try #require(FileLock(fdinfoLine: Substring(line)))
+        #expect(lock.description == description)
+    }
+
+    @Test func otherLinesAreNotLocks() {
+        #expect(FileLock(fdinfoLine: "pos:\t0") == nil)
+        #expect(FileLock(fdinfoLine: "flags:\t02100001") == nil)
     }
 }
