@@ -261,6 +261,64 @@ func benchmarkApphost(mechanism: SuspensionMechanism, bundle: AppBundle, executa
     )
 }
 
+/// The 0xdead10cc check against a real app holding 1,000 descriptors (and a lock on the same
+/// file system, so that every descriptor is examined: the worst case), beside the same app
+/// holding none; then suspension of both, which includes the check.
+func benchmarkSharedResourceCheck(executable: String, probe: URL, runs: Int) -> (check: Sample, checkBaseline: Sample, suspend: Sample, suspendBaseline: Sample) {
+    let scratch = FileManager.default.temporaryDirectory.appendingPathComponent("apphost-benchmark-locks-\(getpid())")
+    defer { try? FileManager.default.removeItem(at: scratch) }
+    func bundle(_ name: String, hold: [String: Any]) -> AppBundle {
+        let url = scratch.appendingPathComponent("\(name).app")
+        try! FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
+        for file in try! FileManager.default.contentsOfDirectory(atPath: probe.path) where file != "Info.plist" {
+            try! FileManager.default.createSymbolicLink(at: url.appendingPathComponent(file), withDestinationURL: probe.appendingPathComponent(file))
+        }
+        var info = try! PropertyListSerialization.propertyList(from: Data(contentsOf: probe.appendingPathComponent("Info.plist")), format: nil) as! [String: Any]
+        info["CFBundleName"] = name
+        info["CFBundleIdentifier"] = "benchmark.\(name.lowercased())"
+        info["ProbeBehavior"] = ["hold": hold]
+        info["AppHostEntitlements"] = ["com.apple.security.application-groups": ["group.benchmark"]]
+        try! PropertyListSerialization.data(fromPropertyList: info, format: .xml, options: 0).write(to: url.appendingPathComponent("Info.plist"))
+        return try! AppBundle(url: url)
+    }
+    let state = scratch.appendingPathComponent("state")
+    var configuration = Supervisor.Configuration(stateDirectory: state, executable: executable)
+    configuration.forwardAppOutput = false
+    let log = EventLog()
+    let supervisor = try! Supervisor(configuration: configuration) { log.record($0) }
+    let check = SharedResourceCheck(groupsDirectory: state.resolvingSymlinksInPath().appendingPathComponent("groups").path, declared: [])
+    var cursor = 0
+    var results: [(check: Sample, suspend: Sample)] = []
+    for (name, hold) in [("Thousand", ["files": 1000] as [String: Any]), ("Few", ["files": 0])] {
+        let app = bundle(name, hold: hold)
+        try! supervisor.install(app)
+        try! supervisor.launch(name, kind: .foreground)
+        let pid = log.next("didBecomeActive", after: &cursor).event.pid!
+        let checks = measure("", runs: runs * 4) {
+            let start = now()
+            precondition(check.held(by: [pid]).isEmpty)
+            return Double(now() - start) / 1e6
+        }
+        var suspends: [Double] = []
+        for _ in 0...runs {
+            supervisor.home()
+            suspends.append(log.next("suspended", after: &cursor).event.elapsed!.seconds * 1000)
+            try! supervisor.open(name)
+            _ = log.next("didBecomeActive", after: &cursor)
+        }
+        suspends.removeFirst()
+        try! supervisor.terminate(name)
+        _ = log.next("terminated", after: &cursor)
+        results.append((checks, Sample(label: "", values: suspends)))
+    }
+    return (
+        Sample(label: "0xdead10cc check, app with 1,000 fds", values: results[0].check.values),
+        Sample(label: "check, app with a few fds", values: results[1].check.values),
+        Sample(label: "suspend (with the check), app with 1,000 fds", values: results[0].suspend.values),
+        Sample(label: "suspend, app with a few fds", values: results[1].suspend.values)
+    )
+}
+
 // MARK: Report
 
 func row(_ sample: Sample, against baseline: Sample?) -> String {
@@ -340,4 +398,12 @@ for (index, mechanism) in mechanisms.enumerated() {
     }
     print(row(result.suspend, against: rawStop))
     print(row(result.resume, against: rawContinue))
+}
+let probe = URL(fileURLWithPath: bundlePath).deletingLastPathComponent().appendingPathComponent("Probe.app")
+if FileManager.default.fileExists(atPath: probe.appendingPathComponent("Info.plist").path) {
+    let locks = benchmarkSharedResourceCheck(executable: executable, probe: probe, runs: runs)
+    print(row(locks.check, against: locks.checkBaseline))
+    print(row(locks.suspend, against: locks.suspendBaseline))
+} else {
+    print("0xdead10cc check: \(probe.path) is missing; scripts/benchmark bundles it")
 }

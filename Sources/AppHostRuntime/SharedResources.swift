@@ -67,11 +67,16 @@ public struct FileLock: Sendable, Equatable, CustomStringConvertible {
 ///    path (readlink) says whether it is in an app-group container.
 /// 3. Descriptors on a declared file or device match by device and inode; a socket matches when
 ///    its peer is bound to a declared socket path (sock_diag).
-struct SharedResourceCheck {
+public struct SharedResourceCheck: Sendable {
     /// STATE/groups, with symbolic links resolved (as /proc/PID/fd links name files).
     let groupsDirectory: String
     /// Paths the policy declares as shared system resources.
     let declared: [String]
+
+    public init(groupsDirectory: String, declared: [String]) {
+        self.groupsDirectory = groupsDirectory
+        self.declared = declared
+    }
 
     private struct FileID: Hashable {
         var device: UInt64
@@ -79,7 +84,7 @@ struct SharedResourceCheck {
     }
 
     /// What the processes `pids` (an app and its children) hold now.
-    func held(by pids: [pid_t]) -> [HeldResource] {
+    public func held(by pids: [pid_t]) -> [HeldResource] {
         var groupsInfo = stat()
         let groupsDevice: UInt64? = stat(groupsDirectory, &groupsInfo) == 0 ? UInt64(groupsInfo.st_dev) : nil
         let locked = groupsDevice.map { lockedInodes(onDevice: $0) } ?? []
