@@ -84,7 +84,7 @@ public struct SharedResourceCheck: Sendable {
     }
 
     /// What the processes `pids` (an app and its children) hold now.
-    public func held(by pids: [pid_t]) -> [HeldResource] {
+    public func held(by pids: [Int32]) -> [HeldResource] {
         var groupsInfo = stat()
         let groupsDevice: UInt64? = stat(groupsDirectory, &groupsInfo) == 0 ? UInt64(groupsInfo.st_dev) : nil
         let locked = groupsDevice.map { lockedInodes(onDevice: $0) } ?? []
