@@ -151,7 +151,7 @@ public struct SharedResourceCheck: Sendable {
     }
 
     private func openFiles(of pid: pid_t) -> [apphost_open_file] {
-        var capacity = 256
+        var capacity = 1024
         while true {
             var files = [apphost_open_file](repeating: apphost_open_file(), count: capacity)
             let count = Int(apphost_list_open_files(pid, &files, Int32(capacity)))

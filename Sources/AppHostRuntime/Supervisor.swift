@@ -507,7 +507,7 @@ public final class Supervisor: @unchecked Sendable {
                 try cgroup.add(pid: process.pid)
                 run.watch = watcher?.watch(cgroup.eventsPath) { [weak self, weak record, weak run] in
                     guard let self, let record, let run, run.machine.phase == .suspending, cgroup.isFrozen else { return }
-                    handle(record, run, .suspensionVerified)
+                    frozen(record, run)
                 }
             } catch {
                 cgroup.remove()
@@ -758,12 +758,10 @@ public final class Supervisor: @unchecked Sendable {
     private func freeze(_ record: AppRecord, _ run: AppRun) {
         guard let process = run.process else { return }
         run.stepStartedAt = clock.now
-        // 0xdead10cc: nothing shared may be held by a frozen app (DESIGN.md, Shared resources).
-        guard !endIfHoldingSharedResources(record, run) else { return }
         if let cgroup = run.cgroup, run.watch != nil, (try? cgroup.freeze()) != nil {
             // Verified by the inotify watch on cgroup.events, or at once if already frozen.
             if cgroup.awaitFrozen(within: .milliseconds(2)) {
-                queue.async { [self] in handle(record, run, .suspensionVerified) }
+                queue.async { [self] in frozen(record, run) }
             }
             return
         }
@@ -771,11 +769,19 @@ public final class Supervisor: @unchecked Sendable {
         verifyStopped(record, run, pid: process.pid, attempt: 0)
     }
 
+    /// Every thread is stopped. Before the app counts as suspended, what it holds is checked: it
+    /// can no longer take or release anything, so the check sees exactly what it would keep.
+    /// 0xdead10cc if it holds something shared (DESIGN.md, Shared resources).
+    private func frozen(_ record: AppRecord, _ run: AppRun) {
+        guard run.machine.phase == .suspending, !endIfHoldingSharedResources(record, run) else { return }
+        handle(record, run, .suspensionVerified)
+    }
+
     /// SIGSTOP takes effect thread by thread; confirm every thread has stopped before reporting.
     private func verifyStopped(_ record: AppRecord, _ run: AppRun, pid: pid_t, attempt: Int) {
         guard run.machine.phase == .suspending else { return }
         if allThreadsStopped(pid: pid) {
-            handle(record, run, .suspensionVerified)
+            frozen(record, run)
         } else if attempt < 20_000 {
             queue.asyncAfter(deadline: .now() + .microseconds(attempt < 100 ? 20 : 500)) { [self] in
                 verifyStopped(record, run, pid: pid, attempt: attempt + 1)

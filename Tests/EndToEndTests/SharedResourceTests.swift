@@ -56,6 +56,16 @@ struct SharedResourceTests {
         #expect(try host.waitForExit() == 0)
     }
 
+    @Test func theCheckAlsoGuardsSuspensionBySIGSTOP() throws {
+        let scratch = try Scratch()
+        let bundle = try holder("Stopper", scratch, hold: ["lock": "posix", "group": Self.group])
+        let host = try HostSession([bundle], scratch: scratch, arguments: ["--suspension", "sigstop"])
+        let end = try sendHomeExpectingDeadlock("Stopper", host)
+        #expect(try #require(end.reason).hasPrefix("held a POSIX write lock on "))
+        host.closeInput()
+        #expect(try host.waitForExit() == 0)
+    }
+
     @Test(arguments: ["didEnterBackground", "task"])
     func anAppThatReleasesItsLockBeforeSuspensionIsSuspended(releaseIn: String) throws {
         let scratch = try Scratch()

@@ -57,6 +57,7 @@ struct UsageTests {
         try host.waitFor("Ledger", "didBecomeActive")
         host.send("home")
         try host.waitFor("Ledger", "backgroundTaskBegan")
+        try host.waitFor("Ledger", "didEnterBackground")
         host.send("ps")
         let working = try host.waitFor("ps in the background") { $0.event == "ps" && $0.name == "Ledger" }
         #expect(working.state == "background")

@@ -81,9 +81,10 @@ struct apphost_open_file {
     uint64_t device;
     uint64_t inode;
 };
-/// Lists the open descriptors of `pid` (getdents64 on /proc/PID/fd, then fstatat on each entry:
-/// about a microsecond per descriptor). Returns how many there are, which may exceed `capacity`
-/// (only `capacity` are stored: call again with more room); -1 and errno on failure.
+/// Lists the open descriptors of `pid` and what each refers to: fstat of a copy of each slot of
+/// its table taken with pidfd_getfd (about 0.7 µs a descriptor), or where that is not allowed,
+/// fstatat on each entry of /proc/PID/fd (about 1.6 µs). Returns how many there are, which may exceed
+/// `capacity` (only `capacity` are stored: call again with more room); -1 and errno on failure.
 int apphost_list_open_files(pid_t pid, struct apphost_open_file *files, int capacity);
 
 /// One Unix-domain socket on the machine, from the kernel's sock_diag interface.
