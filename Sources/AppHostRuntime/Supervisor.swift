@@ -943,6 +943,7 @@ public final class Supervisor: @unchecked Sendable {
         shutdownContinuations = []
         cgroups?.remove()
         pids?.remove()
+        memory?.remove()
         continuations.forEach { $0.resume() }
     }
 }
