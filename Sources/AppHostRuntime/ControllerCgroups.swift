@@ -20,31 +20,8 @@ final class ControllerHierarchy {
         self.path = path
     }
 
-    /// The directory of the host's own group for `controller`, from /proc/self/mountinfo and
-    /// /proc/self/cgroup; nil if the controller is not mounted.
-    static func hostDirectory(controller: String) -> String? {
-        guard let mountinfo = try? String(contentsOfFile: "/proc/self/mountinfo", encoding: .utf8),
-              let cgroups = try? String(contentsOfFile: "/proc/self/cgroup", encoding: .utf8)
-        else { return nil }
-        var mountPoint: String?
-        for line in mountinfo.split(separator: "\n") {
-            // "… /sys/fs/cgroup/memory rw,… - cgroup cgroup rw,memory"
-            let halves = line.components(separatedBy: " - ")
-            guard halves.count == 2, halves[1].hasPrefix("cgroup "),
-                  halves[1].split(separator: " ").last?.split(separator: ",").contains(Substring(controller)) == true
-            else { continue }
-            let fields = halves[0].split(separator: " ")
-            if fields.count > 4 { mountPoint = String(fields[4]) }
-        }
-        guard let mountPoint else { return nil }
-        for line in cgroups.split(separator: "\n") {
-            // "4:memory:/process_api/d1b9…"
-            let fields = line.split(separator: ":", maxSplits: 2, omittingEmptySubsequences: false)
-            guard fields.count == 3, fields[1].split(separator: ",").contains(Substring(controller)) else { continue }
-            return mountPoint + (fields[2] == "/" ? "" : String(fields[2]))
-        }
-        return mountPoint
-    }
+    /// The directory of the host's own group for `controller`; nil if it is not mounted.
+    static func hostDirectory(controller: String) -> String? { hostCgroupDirectory(controller: controller) }
 
     static func create(controller: String, instance: String) -> ControllerHierarchy? {
         guard let base = hostDirectory(controller: controller), access(base + "/cgroup.procs", W_OK) == 0 else { return nil }
@@ -122,4 +99,35 @@ struct ControllerGroup {
         }
         return value.withCString { Glibc.write(fd, $0, strlen($0)) } >= 0
     }
+}
+
+/// The directory of the host's own cgroup: in the cgroup v1 hierarchy of `controller`, or with
+/// nil in the cgroup v2 hierarchy. From /proc/self/mountinfo (where the hierarchy is mounted) and
+/// /proc/self/cgroup (the host's group in it); nil if the hierarchy is not mounted.
+func hostCgroupDirectory(controller: String?) -> String? {
+    guard let mountinfo = try? String(contentsOfFile: "/proc/self/mountinfo", encoding: .utf8),
+          let cgroups = try? String(contentsOfFile: "/proc/self/cgroup", encoding: .utf8)
+    else { return nil }
+    var mountPoint: String?
+    for line in mountinfo.split(separator: "\n") {
+        // "… /sys/fs/cgroup/memory rw,… - cgroup cgroup rw,memory" or "… - cgroup2 cgroup2 rw"
+        let halves = line.components(separatedBy: " - ")
+        guard halves.count == 2 else { continue }
+        let source = halves[1].split(separator: " ")
+        let matches = controller.map { controller in
+            source.first == "cgroup" && source.last?.split(separator: ",").contains(Substring(controller)) == true
+        } ?? (source.first == "cgroup2")
+        guard matches else { continue }
+        let fields = halves[0].split(separator: " ")
+        if fields.count > 4 { mountPoint = String(fields[4]) }
+    }
+    guard let mountPoint else { return nil }
+    for line in cgroups.split(separator: "\n") {
+        // "4:memory:/process_api/d1b9…", or "0::/…" for cgroup v2
+        let fields = line.split(separator: ":", maxSplits: 2, omittingEmptySubsequences: false)
+        guard fields.count == 3 else { continue }
+        let own = controller.map { fields[1].split(separator: ",").contains(Substring($0)) } ?? (fields[0] == "0" && fields[1].isEmpty)
+        if own { return mountPoint + (fields[2] == "/" ? "" : String(fields[2])) }
+    }
+    return controller == nil ? nil : mountPoint
 }

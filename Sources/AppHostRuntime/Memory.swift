@@ -58,7 +58,8 @@ final class MemoryGroup {
     let oomEvents: Int32
     private let oomControl: Int32
     private let hasSwapLimit: Bool
-    private(set) var limit: UInt64 = 0
+    /// The limit in force; a new group has none (the kernel's "unlimited").
+    private(set) var limit: UInt64 = .max
 
     private init(group: ControllerGroup, oomEvents: Int32, oomControl: Int32) {
         self.group = group

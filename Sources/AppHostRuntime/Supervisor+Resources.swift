@@ -89,7 +89,7 @@ extension Supervisor {
             _ = read(group.oomEvents, &count, 8)
             guard let self, let record, let run, run.machine.isAlive, run.machine.phase != .terminating, group.isUnderOOM else { return }
             recordUsage(run)
-            let label = run.machine.isInForeground && run.machine.state != .background ? "foreground" : "background"
+            let label = [.active, .inactive, .launching].contains(run.machine.state) && run.machine.isInForeground ? "foreground" : "background"
             handle(record, run, .enforce(Termination(
                 kind: .perProcessLimit, namespace: .jetsam, code: nil,
                 reason: "reached its \(label) memory limit of \(group.limit.mebibytes) (memory cgroup; \(run.memory.mebibytes) resident, peak \(run.peakMemory.mebibytes))")))

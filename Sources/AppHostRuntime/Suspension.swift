@@ -21,23 +21,7 @@ final class CgroupHierarchy {
     private init(path: String) { self.path = path }
 
     /// The cgroup v2 directory the host runs in, e.g. /sys/fs/cgroup/unified/ here.
-    static func hostCgroupDirectory() -> String? {
-        guard let mountinfo = try? String(contentsOfFile: "/proc/self/mountinfo", encoding: .utf8),
-              let cgroups = try? String(contentsOfFile: "/proc/self/cgroup", encoding: .utf8)
-        else { return nil }
-        var mountPoint: String?
-        for line in mountinfo.split(separator: "\n") {
-            let halves = line.components(separatedBy: " - ")
-            guard halves.count == 2, halves[1].hasPrefix("cgroup2 ") else { continue }
-            let fields = halves[0].split(separator: " ")
-            if fields.count > 4 { mountPoint = String(fields[4]) }
-        }
-        guard let mountPoint,
-              let own = cgroups.split(separator: "\n").first(where: { $0.hasPrefix("0::") })
-        else { return nil }
-        let relative = own.dropFirst(3)
-        return mountPoint + (relative == "/" ? "" : String(relative))
-    }
+    static func hostCgroupDirectory() -> String? { AppHostRuntime.hostCgroupDirectory(controller: nil) }
 
     /// Creates `apphost-INSTANCE-PID` under the host's own cgroup, or says why it cannot.
     static func create(instance: String) -> Result<CgroupHierarchy, CgroupUnavailable> {

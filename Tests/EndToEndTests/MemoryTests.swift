@@ -15,10 +15,6 @@ struct MemoryTests {
     /// Measure often, so that the tests take fractions of a second.
     static let fast = ["--resource-sample-interval", "0.02"]
 
-    private func report(_ event: Event) throws -> [String: Any] {
-        let data = try Data(contentsOf: URL(fileURLWithPath: try #require(event.report)))
-        return try #require(try JSONSerialization.jsonObject(with: data) as? [String: Any])
-    }
 
     @Test(arguments: ["cgroup", "sampling"])
     func anAppOverItsForegroundLimitIsEndedAsPerProcessLimit(enforcement: String) throws {
@@ -35,7 +31,7 @@ struct MemoryTests {
         #expect(end.namespace == "JETSAM")
         #expect(end.kind == "per-process-limit")
         let reason = try #require(end.reason)
-        let usage = try #require(try report(end)["usage"] as? [String: Any])
+        let usage = try #require(try Report(end)["usage"] as? [String: Any])
         let peak = try #require(usage["peakMemoryBytes"] as? Int)
         if enforcement == "cgroup" {
             // The kernel stopped it at the limit. The group counts what the app allocated after

@@ -28,10 +28,6 @@ struct SharedResourceTests {
         return end
     }
 
-    private func report(_ event: Event) throws -> [String: Any] {
-        let data = try Data(contentsOf: URL(fileURLWithPath: try #require(event.report)))
-        return try #require(try JSONSerialization.jsonObject(with: data) as? [String: Any])
-    }
 
     @Test(arguments: [
         ("flock", "write", false), ("posix", "read", false), ("ofd", "write", true),
@@ -44,7 +40,7 @@ struct SharedResourceTests {
         let label = ["flock": "flock", "posix": "POSIX", "ofd": "OFD"][kind]!
         let path = scratch.stateDirectory.resolvingSymlinksInPath().appendingPathComponent("groups/\(Self.group)/state.lock").path
         #expect(end.reason == "held a \(label) \(type) lock on \(path) when it would have been suspended")
-        let report = try report(end)
+        let report = try Report(end)
         #expect(report["state"] as? String == "background")
         let held = try #require(report["held"] as? [[String: Any]])
         #expect(held.count == 1)
@@ -96,7 +92,7 @@ struct SharedResourceTests {
         let path = scratch.stateDirectory.resolvingSymlinksInPath().appendingPathComponent("groups/\(Self.group)/forecast.sqlite").path
         // SQLite's RESERVED lock (one byte past its pending byte, written) and its SHARED lock
         // (the 510 bytes after it, read), both POSIX locks.
-        let held = try #require(try report(end)["held"] as? [[String: Any]])
+        let held = try #require(try Report(end)["held"] as? [[String: Any]])
         #expect(held.map { $0["path"] as? String } == [path, path])
         let locks = Set(held.compactMap { $0["lock"] as? [String: String] })
         #expect(locks == [
@@ -141,7 +137,7 @@ struct SharedResourceTests {
         let end = try sendHomeExpectingDeadlock("Camera", host)
         let reason = try #require(end.reason)
         #expect(reason.hasPrefix("held the shared resource /dev/zero open (fd "))
-        let held = try #require(try report(end)["held"] as? [[String: Any]])
+        let held = try #require(try Report(end)["held"] as? [[String: Any]])
         #expect(held.first?["sharedResource"] as? String == "/dev/zero")
         #expect(held.first?["path"] as? String == "/dev/zero")
         host.closeInput()

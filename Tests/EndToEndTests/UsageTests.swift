@@ -8,10 +8,6 @@ struct UsageTests {
     /// Half a core over one second, measured every 50 ms: the 80 % over 60 s rule, made short.
     static let shortWindow = ["--background-cpu-limit", "50", "--background-cpu-window", "1", "--resource-sample-interval", "0.05"]
 
-    private func report(_ event: Event) throws -> [String: Any] {
-        let data = try Data(contentsOf: URL(fileURLWithPath: try #require(event.report)))
-        return try #require(try JSONSerialization.jsonObject(with: data) as? [String: Any])
-    }
 
     @Test func anAppSpinningInTheBackgroundIsEndedWithACPUResourceReport() throws {
         let scratch = try Scratch()
@@ -26,7 +22,7 @@ struct UsageTests {
         #expect(reason.hasPrefix("used 0."))
         #expect(reason.contains(" s in the background ("))
         #expect(reason.hasSuffix("% of a core); the limit is 50 % of a core over 1.0 s"))
-        let report = try report(end)
+        let report = try Report(end)
         #expect(report["state"] as? String == "background")
         let usage = try #require(report["usage"] as? [String: Any])
         #expect(try #require(usage["cpuBackgroundSeconds"] as? Double) >= 0.5)
@@ -84,7 +80,7 @@ struct UsageTests {
         host.send("terminate Ledger")
         let end = try host.waitFor("Ledger", "terminated")
         #expect(end.kind == "force-quit")
-        let usage = try #require(try report(end)["usage"] as? [String: Any])
+        let usage = try #require(try Report(end)["usage"] as? [String: Any])
         #expect(usage["memoryBytes"] as? Int == memory)
         #expect(usage["backgroundWakeups"] as? Int == 1)
         #expect(usage["violations"] as? Int == 0)
