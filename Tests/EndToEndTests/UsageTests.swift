@@ -35,12 +35,20 @@ struct UsageTests {
         let spinner = try scratch.bundle("Busy", behavior: ["busyThreads": 1])
         let host = try HostSession([spinner], scratch: scratch, arguments: Self.shortWindow)
         try host.waitFor("Busy", "didBecomeActive")
-        // A measured interval: one and a half windows of a full core, in the foreground.
-        Thread.sleep(forTimeInterval: 1.5)
-        host.send("ps")
-        let status = try host.waitFor("ps of Busy") { $0.event == "ps" && $0.name == "Busy" }
-        #expect(status.state == "active")
-        #expect(try #require(status.fields["cpuForeground"] as? Double) > 0.75)
+        // Until it has used more CPU than a background app may in a whole window (0.5 s), and
+        // more than a window has passed.
+        let started = Date()
+        var used = 0.0
+        var polls = 0
+        while used <= 0.6 || Date().timeIntervalSince(started) < 1.2 {
+            Thread.sleep(forTimeInterval: 0.1)  // between polls of ps
+            host.send("ps")
+            polls += 1
+            let status = try host.waitFor("ps of Busy #\(polls)", occurrence: polls) { $0.event == "ps" && $0.name == "Busy" }
+            #expect(status.state == "active")
+            used = try #require(status.fields["cpuForeground"] as? Double)
+            try #require(Date().timeIntervalSince(started) < 20, "the spinner used only \(used) s of CPU in 20 s")
+        }
         #expect(!host.allEvents.contains { $0.event == "terminated" })
         host.closeInput()
         #expect(try host.waitForExit() == 0)
