@@ -500,6 +500,11 @@ public final class Supervisor: @unchecked Sendable {
                 run.memoryGroup = nil
             }
         }
+        if memory != nil && run.memoryGroup == nil {
+            publish(HostEvent(
+                time: Date(), app: bundle.identifier, name: bundle.name, pid: process.pid, event: "warning",
+                detail: "no memory cgroup for this process: its memory limits are enforced by sampling"), run: run)
+        }
         if let cgroup = run.cgroup {
             // Before the configuration is sent: the runner waits for it, so no app code runs
             // outside the group.
