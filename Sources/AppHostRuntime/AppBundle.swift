@@ -22,6 +22,11 @@ public struct AppBundle: Sendable, Equatable {
     /// `com.apple.security.application-groups` inside `AppHostEntitlements`: the app groups whose
     /// shared containers the app may read and write.
     public var appGroups: [String]
+    /// `UIBackgroundModes`: the background execution modes the app declares.
+    public var backgroundModes: Set<BackgroundMode>
+    /// `BGTaskSchedulerPermittedIdentifiers`: the identifiers the app may register and submit
+    /// BGTaskScheduler tasks under.
+    public var permittedTaskIdentifiers: [String]
 
     /// Reads and validates `Name.app/Info.plist`. Every error says what is wrong and how to fix it.
     public init(url: URL) throws(BundleError) {
@@ -75,6 +80,8 @@ public struct AppBundle: Sendable, Equatable {
             throw BundleError("\(label)/Info.plist: AppHostCapabilities must be an array of capability names, e.g. CAP_NET_BIND_SERVICE")
         }
         (entitlements, appGroups) = try Self.entitlements(plist["AppHostEntitlements"], label: label)
+        (backgroundModes, permittedTaskIdentifiers) = try Self.backgroundExecution(
+            modes: plist["UIBackgroundModes"], identifiers: plist["BGTaskSchedulerPermittedIdentifiers"], label: label)
         pluginURL = url.appendingPathComponent(executable)
         guard FileManager.default.isReadableFile(atPath: pluginURL.path) else {
             throw BundleError("\(label)/\(executable) is missing (named by CFBundleExecutable); rebuild the bundle")
@@ -112,10 +119,58 @@ public struct AppBundle: Sendable, Equatable {
         return (granted, groups)
     }
 
+    /// `UIBackgroundModes` and `BGTaskSchedulerPermittedIdentifiers`, checked together as iOS's
+    /// app validation does: task identifiers need a mode that runs tasks, and the processing
+    /// mode needs identifiers.
+    private static func backgroundExecution(modes: Any?, identifiers: Any?, label: String) throws(BundleError) -> (Set<BackgroundMode>, [String]) {
+        let known = BackgroundMode.allCases.map(\.rawValue).joined(separator: ", ")
+        var declared: Set<BackgroundMode> = []
+        if let modes {
+            guard let names = modes as? [String] else {
+                throw BundleError("\(label)/Info.plist: UIBackgroundModes must be an array of modes: \(known)")
+            }
+            for name in names {
+                guard let mode = BackgroundMode(rawValue: name) else {
+                    throw BundleError("\(label)/Info.plist: UIBackgroundModes has \(name), which apphost does not run; known modes: \(known)")
+                }
+                declared.insert(mode)
+            }
+        }
+        var permitted: [String] = []
+        if let identifiers {
+            guard let names = identifiers as? [String], names.allSatisfy({ !$0.trimmingCharacters(in: .whitespaces).isEmpty }) else {
+                throw BundleError("\(label)/Info.plist: BGTaskSchedulerPermittedIdentifiers must be an array of task identifiers such as com.example.refresh")
+            }
+            if let repeated = names.first(where: { name in names.filter { $0 == name }.count > 1 }) {
+                throw BundleError("\(label)/Info.plist: BGTaskSchedulerPermittedIdentifiers lists \(repeated) twice")
+            }
+            permitted = names
+        }
+        if !permitted.isEmpty && declared.isDisjoint(with: [.fetch, .processing]) {
+            throw BundleError(
+                "\(label)/Info.plist: BGTaskSchedulerPermittedIdentifiers needs UIBackgroundModes fetch (for app refresh tasks) or processing (for processing tasks)")
+        }
+        if declared.contains(.processing) && permitted.isEmpty {
+            throw BundleError(
+                "\(label)/Info.plist: UIBackgroundModes processing needs BGTaskSchedulerPermittedIdentifiers listing the identifiers of its tasks")
+        }
+        return (declared, permitted)
+    }
+
     private static func describe(_ error: any Error) -> String {
         let nsError = error as NSError
         return (nsError.userInfo[NSDebugDescriptionErrorKey] as? String) ?? nsError.localizedDescription
     }
+}
+
+/// A background execution mode of Info.plist `UIBackgroundModes`.
+public enum BackgroundMode: String, Sendable, CaseIterable, Hashable {
+    /// Background fetch, and BGAppRefreshTask.
+    case fetch
+    /// BGProcessingTask.
+    case processing
+    /// Background pushes (content-available).
+    case remoteNotification = "remote-notification"
 }
 
 /// A bundle that cannot be launched, with a message naming the file and the fix.

@@ -185,6 +185,37 @@ import Testing
         }
     }
 
+    @Test func backgroundModesAndTaskIdentifiersAreRead() throws {
+        var info = valid
+        info["UIBackgroundModes"] = ["fetch", "processing", "remote-notification"]
+        info["BGTaskSchedulerPermittedIdentifiers"] = ["com.example.refresh", "com.example.cleanup"]
+        let app = try AppBundle(url: try bundle(info))
+        #expect(app.backgroundModes == [.fetch, .processing, .remoteNotification])
+        #expect(app.permittedTaskIdentifiers == ["com.example.refresh", "com.example.cleanup"])
+        #expect(try AppBundle(url: try bundle(valid)).backgroundModes.isEmpty)
+        info["UIBackgroundModes"] = "fetch"
+        #expect { try AppBundle(url: try bundle(info)) } throws: { error in
+            "\(error)" == "Notes.app/Info.plist: UIBackgroundModes must be an array of modes: fetch, processing, remote-notification"
+        }
+    }
+
+    @Test(arguments: [
+        (["audio"], nil, "UIBackgroundModes has audio, which apphost does not run; known modes: fetch, processing, remote-notification"),
+        (["remote-notification"], ["com.example.refresh"],
+         "BGTaskSchedulerPermittedIdentifiers needs UIBackgroundModes fetch (for app refresh tasks) or processing (for processing tasks)"),
+        (["processing"], nil, "UIBackgroundModes processing needs BGTaskSchedulerPermittedIdentifiers listing the identifiers of its tasks"),
+        (["fetch"], ["a", "a"], "BGTaskSchedulerPermittedIdentifiers lists a twice"),
+        (["fetch"], [""], "BGTaskSchedulerPermittedIdentifiers must be an array of task identifiers such as com.example.refresh"),
+    ] as [([String], [String]?, String)])
+    func badBackgroundModesSayWhatIsWrong(modes: [String], identifiers: [String]?, message: String) throws {
+        var info = valid
+        info["UIBackgroundModes"] = modes
+        info["BGTaskSchedulerPermittedIdentifiers"] = identifiers
+        #expect { try AppBundle(url: try bundle(info)) } throws: { error in
+            "\(error)" == "Notes.app/Info.plist: \(message)"
+        }
+    }
+
     @Test func aMissingPluginAndAMissingPlist() throws {
         #expect { try AppBundle(url: try bundle(valid, plugin: false)) } throws: { error in
             "\(error)" == "Notes.app/libNotes.so is missing (named by CFBundleExecutable); rebuild the bundle"
