@@ -12,13 +12,9 @@ import Foundation
 /// - memory: the app's foreground or background memory limit (where there is none, the host
 ///   samples each app's memory instead).
 final class ControllerHierarchy {
-    let controller: String
     let path: String
 
-    private init(controller: String, path: String) {
-        self.controller = controller
-        self.path = path
-    }
+    private init(path: String) { self.path = path }
 
     /// The directory of the host's own group for `controller`; nil if it is not mounted.
     static func hostDirectory(controller: String) -> String? { hostCgroupDirectory(controller: controller) }
@@ -28,7 +24,7 @@ final class ControllerHierarchy {
         removeStaleInstances(in: base)
         let path = "\(base)/apphost-\(instance)-\(getpid())"
         guard mkdir(path, 0o755) == 0 || errno == EEXIST else { return nil }
-        return ControllerHierarchy(controller: controller, path: path)
+        return ControllerHierarchy(path: path)
     }
 
     /// Removes the groups of hosts that are gone (a host killed by SIGKILL leaves them).

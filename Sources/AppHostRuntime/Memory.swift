@@ -108,11 +108,6 @@ final class MemoryGroup {
         group.read("memory.oom_control").split(separator: "\n").contains("under_oom 1")
     }
 
-    /// The group's own peak usage, page cache included.
-    var peakUsage: UInt64 {
-        UInt64(group.read("memory.max_usage_in_bytes").trimmingCharacters(in: .whitespacesAndNewlines)) ?? 0
-    }
-
     /// Closes the descriptors and removes the group (killing anything left in it).
     func remove() {
         close(oomControl)

@@ -16,12 +16,16 @@ struct MemoryTests {
     static let fast = ["--resource-sample-interval", "0.02"]
 
 
-    @Test(arguments: ["cgroup", "sampling"])
-    func anAppOverItsForegroundLimitIsEndedAsPerProcessLimit(enforcement: String) throws {
-        guard enforcement == "sampling" || Self.hasMemoryCgroup else {
-            print("skipped: the memory cgroup case needs a writable cgroup v1 memory controller (see apphost doctor)")
-            return
-        }
+    @Test(.enabled(if: hasMemoryCgroup, "needs a writable cgroup v1 memory controller (see apphost doctor)"))
+    func anAppOverItsForegroundLimitIsStoppedByItsMemoryCgroup() throws {
+        try hogIsEndedAsPerProcessLimit(enforcement: "cgroup")
+    }
+
+    @Test func anAppOverItsForegroundLimitIsEndedBySampling() throws {
+        try hogIsEndedAsPerProcessLimit(enforcement: "sampling")
+    }
+
+    private func hogIsEndedAsPerProcessLimit(enforcement: String) throws {
         let scratch = try Scratch()
         let hog = try scratch.bundle("Hog", behavior: ["hogMiB": 4])
         let host = try HostSession([hog], scratch: scratch, arguments: Self.fast + [
