@@ -42,6 +42,9 @@ public final class Application {
     }()
 
     private nonisolated let background = Mutex(BackgroundLedger())
+    /// Set once `application(_:didFinishLaunchingWithOptions:)` has returned: the end of the
+    /// window for registering BGTaskScheduler launch handlers.
+    nonisolated static let launchFinished = Atomic<Bool>(false)
 
     private nonisolated init() {}
 
@@ -91,6 +94,36 @@ public final class Application {
                 "endBackgroundTask(_:) called with \(identifier), which is not an open background task; ignoring it"
             )
         }
+    }
+
+    // MARK: Background fetch
+
+    /// The result of a background fetch or a background remote notification, as
+    /// `UIBackgroundFetchResult`: newData 0, noData 1, failed 2.
+    public enum BackgroundFetchResult: UInt, Sendable {
+        case newData = 0
+        case noData = 1
+        case failed = 2
+    }
+
+    /// For `setMinimumBackgroundFetchInterval(_:)`: as often as the host allows (its policy's
+    /// `minimumBackgroundFetchInterval`, 15 minutes by default).
+    public nonisolated static let backgroundFetchIntervalMinimum: TimeInterval = 0
+    /// For `setMinimumBackgroundFetchInterval(_:)`: no background fetch (the default).
+    public nonisolated static let backgroundFetchIntervalNever: TimeInterval = .greatestFiniteMagnitude
+
+    /// How long at least must pass between background fetches. Until an app calls this, it gets
+    /// none; the host remembers the interval across launches and restarts. The app needs
+    /// `fetch` in Info.plist `UIBackgroundModes`. Safe from any thread.
+    public nonisolated func setMinimumBackgroundFetchInterval(_ minimumBackgroundFetchInterval: TimeInterval) {
+        let interval = minimumBackgroundFetchInterval
+        guard interval.isFinite, interval >= 0, interval < Application.backgroundFetchIntervalNever else {
+            if interval == Application.backgroundFetchIntervalNever { hostLink.send(.fetchInterval(nil)) } else {
+                hostLink.warn("setMinimumBackgroundFetchInterval(_:) called with \(interval), which is not a number of seconds; ignoring it")
+            }
+            return
+        }
+        hostLink.send(.fetchInterval(interval))
     }
 
     // MARK: Driven by the host

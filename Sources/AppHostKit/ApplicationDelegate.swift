@@ -31,6 +31,18 @@ public protocol ApplicationDelegate: AnyObject {
     func applicationWillTerminate(_ application: Application)
     /// Memory is short: release what can be rebuilt.
     func applicationDidReceiveMemoryWarning(_ application: Application)
+    /// A background fetch (Info.plist `UIBackgroundModes` has `fetch`): fetch new content, then
+    /// call `completionHandler` with the result, from any thread, within 30 s by default, or the
+    /// host terminates the app (0x2182bad4). The host takes a new snapshot afterwards.
+    func application(
+        _ application: Application,
+        performFetchWithCompletionHandler completionHandler: @escaping @Sendable (Application.BackgroundFetchResult) -> Void)
+    /// A remote notification whose `aps` has `content-available: 1` (`UIBackgroundModes` has
+    /// `remote-notification`); in the background or the foreground. Call `completionHandler`
+    /// within 30 s by default, or the host terminates the app (0x2182bad4).
+    func application(
+        _ application: Application, didReceiveRemoteNotification userInfo: [AnyHashable: Any],
+        fetchCompletionHandler completionHandler: @escaping @Sendable (Application.BackgroundFetchResult) -> Void)
 }
 
 extension ApplicationDelegate {
@@ -46,4 +58,18 @@ extension ApplicationDelegate {
     public func applicationWillEnterForeground(_ application: Application) {}
     public func applicationWillTerminate(_ application: Application) {}
     public func applicationDidReceiveMemoryWarning(_ application: Application) {}
+    public func application(
+        _ application: Application,
+        performFetchWithCompletionHandler completionHandler: @escaping @Sendable (Application.BackgroundFetchResult) -> Void
+    ) {
+        hostLink.warn("the app declares the fetch background mode but its delegate does not implement application(_:performFetchWithCompletionHandler:); answering noData")
+        completionHandler(.noData)
+    }
+    public func application(
+        _ application: Application, didReceiveRemoteNotification userInfo: [AnyHashable: Any],
+        fetchCompletionHandler completionHandler: @escaping @Sendable (Application.BackgroundFetchResult) -> Void
+    ) {
+        hostLink.warn("the app declares the remote-notification background mode but its delegate does not implement application(_:didReceiveRemoteNotification:fetchCompletionHandler:); answering noData")
+        completionHandler(.noData)
+    }
 }

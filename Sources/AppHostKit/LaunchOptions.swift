@@ -6,6 +6,9 @@ extension Application {
 
         /// Why the app was launched: a `LaunchReason`.
         public static let launchReason = LaunchOptionsKey(rawValue: "launchReason")
+        /// For a launch by a background (content-available) remote notification: its payload,
+        /// `[AnyHashable: Any]`, as UIKit's key of the same name.
+        public static let remoteNotification = LaunchOptionsKey(rawValue: "remoteNotification")
     }
 
     /// Why the host launched the app. An open set: new reasons arrive with new background modes.
@@ -17,6 +20,13 @@ extension Application {
         public static let user = LaunchReason(rawValue: "user")
         /// The host launched the app directly into the background (`apphost launch --background`).
         public static let background = LaunchReason(rawValue: "background")
+        /// Launched into the background for `application(_:performFetchWithCompletionHandler:)`.
+        public static let backgroundFetch = LaunchReason(rawValue: "backgroundFetch")
+        /// Launched into the background for a content-available remote notification; the
+        /// payload is under `.remoteNotification`.
+        public static let remoteNotification = LaunchReason(rawValue: "remoteNotification")
+        /// Launched into the background to run a BGTaskScheduler task.
+        public static let backgroundTask = LaunchReason(rawValue: "backgroundTask")
 
         public var description: String { rawValue }
     }

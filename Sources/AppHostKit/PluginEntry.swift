@@ -3,6 +3,7 @@ import Glibc
 #endif
 import Dispatch
 import Foundation
+import Synchronization
 import AppHostProtocol
 import CAppHostShims
 
@@ -68,6 +69,7 @@ enum AppMain {
             )
         }
         launchOptions = [.launchReason: Application.LaunchReason(rawValue: configuration.launchReason)]
+        if let payload = configuration.launchPayload { launchOptions[.remoteNotification] = notificationPayload(payload) }
         application.delegate = delegateType.init()
 
         let source = DispatchSource.makeReadSource(fileDescriptor: controlFD, queue: .main)
@@ -113,10 +115,38 @@ enum AppMain {
             run(request)
         case .expire(let taskIDs, let remaining):
             Application.shared.expire(taskIDs: taskIDs, remaining: remaining)
+        case .expireWork(let work):
+            BGTaskScheduler.shared.expire(work: work)
         case .configure:
             writeStandardError("AppHostKit: unexpected configure message\n")
             _exit(70)
         }
+    }
+
+    /// A fetch or notification completion handler: tells the host the work is done, once.
+    private static func completion(_ event: WireBackgroundEvent?) -> @Sendable (Application.BackgroundFetchResult) -> Void {
+        let work = event?.work ?? 0
+        let called = Atomic<Bool>(false)
+        let method = event?.kind == .remoteNotification
+            ? "application(_:didReceiveRemoteNotification:fetchCompletionHandler:)" : "application(_:performFetchWithCompletionHandler:)"
+        return { result in
+            guard !called.exchange(true, ordering: .acquiringAndReleasing) else {
+                hostLink.warn("the completion handler of \(method) was called twice; ignoring the second call")
+                return
+            }
+            let name = switch result {
+            case .newData: "newData"
+            case .noData: "noData"
+            case .failed: "failed"
+            }
+            hostLink.send(.workCompleted(id: work, result: name))
+        }
+    }
+
+    /// A notification's JSON payload as UIKit hands it over: `[AnyHashable: Any]`.
+    private static func notificationPayload(_ json: String) -> [AnyHashable: Any] {
+        let object = try? JSONSerialization.jsonObject(with: Data(json.utf8))
+        return (object as? [String: Any]).map { Dictionary(uniqueKeysWithValues: $0.map { (AnyHashable($0.key), $0.value) }) } ?? [:]
     }
 
     private static func run(_ request: WireCallbackRequest) {
@@ -141,9 +171,21 @@ enum AppMain {
             case .willEnterForeground: delegate.applicationWillEnterForeground(application)
             case .willTerminate: delegate.applicationWillTerminate(application)
             case .didReceiveMemoryWarning: delegate.applicationDidReceiveMemoryWarning(application)
+            case .performFetch:
+                delegate.application(application, performFetchWithCompletionHandler: completion(request.event))
+            case .didReceiveRemoteNotification:
+                delegate.application(
+                    application, didReceiveRemoteNotification: notificationPayload(request.event?.payload ?? "{}"),
+                    fetchCompletionHandler: completion(request.event))
+            case .launchTask:
+                if let event = request.event, BGTaskScheduler.shared.launch(event) == nil {
+                    hostLink.warn("no launch handler is registered for task \(event.taskIdentifier ?? "?"); it ends unrun")
+                    hostLink.send(.workCompleted(id: event.work, result: "failure"))
+                }
             case .snapshot: snapshot = application.snapshot()
             }
         }
+        if request.callback == .didFinishLaunching { Application.launchFinished.store(true, ordering: .releasing) }
         if let after = request.stateAfter {
             application.applicationState = Application.State(rawValue: after.rawValue) ?? application.applicationState
         }

@@ -26,6 +26,11 @@ package enum WireCallback: String, Codable, Sendable, CaseIterable {
     case willEnterForeground
     case willTerminate
     case didReceiveMemoryWarning
+    /// Background events (the request's `event` says which); each starts a piece of background
+    /// work that the app ends by calling its completion handler or `setTaskCompleted(success:)`.
+    case performFetch
+    case didReceiveRemoteNotification
+    case launchTask
     /// Not a delegate callback: the SDK answers with the app's window content.
     case snapshot
 
@@ -40,6 +45,9 @@ package enum WireCallback: String, Codable, Sendable, CaseIterable {
         case .willEnterForeground: "applicationWillEnterForeground(_:)"
         case .willTerminate: "applicationWillTerminate(_:)"
         case .didReceiveMemoryWarning: "applicationDidReceiveMemoryWarning(_:)"
+        case .performFetch: "application(_:performFetchWithCompletionHandler:)"
+        case .didReceiveRemoteNotification: "application(_:didReceiveRemoteNotification:fetchCompletionHandler:)"
+        case .launchTask: "the BGTaskScheduler launch handler"
         case .snapshot: "snapshot"
         }
     }
@@ -60,6 +68,12 @@ package struct WireConfiguration: Codable, Sendable, Equatable {
     package var capabilities: [String]?
     /// RLIMIT_NOFILE of the app process.
     package var openFileLimit: UInt64?
+    /// For a launch by a remote notification: its payload (a JSON object), for the launch options.
+    package var launchPayload: String?
+    /// What BGTaskScheduler needs to judge a submission as the host will: the declared modes,
+    /// the permitted identifiers, the app's pending requests, the limits, and whether background
+    /// app refresh is available at all.
+    package var backgroundTasks: WireBackgroundTasks?
     /// The sandbox: entitlements (SyscallProfile.Entitlement raw values), the app's own user on a
     /// root host, the directories it may write, and RLIMIT_NPROC where no pids cgroup limits it.
     package var sandbox: WireSandbox?
@@ -81,6 +95,79 @@ package struct WireConfiguration: Codable, Sendable, Equatable {
         self.capabilities = capabilities
         self.openFileLimit = openFileLimit
         self.sandbox = sandbox
+    }
+}
+
+/// The app's background-task situation when it starts (see WireConfiguration.backgroundTasks).
+package struct WireBackgroundTasks: Codable, Sendable, Equatable {
+    package var modes: [String]
+    package var permittedIdentifiers: [String]
+    package var pending: [WireTaskRequest]
+    package var maximumPendingRefresh: Int
+    package var maximumPendingProcessing: Int
+    package var available: Bool
+
+    package init(
+        modes: [String], permittedIdentifiers: [String], pending: [WireTaskRequest],
+        maximumPendingRefresh: Int, maximumPendingProcessing: Int, available: Bool
+    ) {
+        self.modes = modes
+        self.permittedIdentifiers = permittedIdentifiers
+        self.pending = pending
+        self.maximumPendingRefresh = maximumPendingRefresh
+        self.maximumPendingProcessing = maximumPendingProcessing
+        self.available = available
+    }
+}
+
+/// A BGTaskScheduler request: `BGAppRefreshTaskRequest` or `BGProcessingTaskRequest`.
+package struct WireTaskRequest: Codable, Sendable, Equatable {
+    package enum Kind: String, Codable, Sendable {
+        case appRefresh
+        case processing
+    }
+
+    package var identifier: String
+    package var kind: Kind
+    /// Seconds since 1970; nil: as soon as possible.
+    package var earliestBeginDate: Double?
+    package var requiresNetworkConnectivity: Bool
+    package var requiresExternalPower: Bool
+
+    package init(
+        identifier: String, kind: Kind, earliestBeginDate: Double? = nil,
+        requiresNetworkConnectivity: Bool = false, requiresExternalPower: Bool = false
+    ) {
+        self.identifier = identifier
+        self.kind = kind
+        self.earliestBeginDate = earliestBeginDate
+        self.requiresNetworkConnectivity = requiresNetworkConnectivity
+        self.requiresExternalPower = requiresExternalPower
+    }
+}
+
+/// A background event delivered to the app: what it is, and the number of the work it starts.
+package struct WireBackgroundEvent: Codable, Sendable, Equatable {
+    package enum Kind: String, Codable, Sendable {
+        case fetch
+        case remoteNotification
+        case appRefresh
+        case processing
+    }
+
+    /// The host's number for this piece of work; the app's completion names it.
+    package var work: UInt64
+    package var kind: Kind
+    /// A BGTaskScheduler task's identifier.
+    package var taskIdentifier: String?
+    /// A remote notification's payload, a JSON object.
+    package var payload: String?
+
+    package init(work: UInt64, kind: Kind, taskIdentifier: String? = nil, payload: String? = nil) {
+        self.work = work
+        self.kind = kind
+        self.taskIdentifier = taskIdentifier
+        self.payload = payload
     }
 }
 
@@ -125,11 +212,15 @@ package struct WireCallbackRequest: Codable, Sendable, Equatable {
     package var stateAfter: WireApplicationState?
     /// Background time left, in seconds, when the app is in the background.
     package var backgroundTimeRemaining: Double?
+    /// For `performFetch`, `didReceiveRemoteNotification` and `launchTask`: the event.
+    package var event: WireBackgroundEvent?
 
     package init(
         id: UInt64, callback: WireCallback, state: WireApplicationState,
-        stateAfter: WireApplicationState? = nil, backgroundTimeRemaining: Double? = nil
+        stateAfter: WireApplicationState? = nil, backgroundTimeRemaining: Double? = nil,
+        event: WireBackgroundEvent? = nil
     ) {
+        self.event = event
         self.id = id
         self.callback = callback
         self.state = state
@@ -144,6 +235,8 @@ package enum HostMessage: Codable, Sendable, Equatable {
     case callback(WireCallbackRequest)
     /// Run the expiration handlers of these background tasks now; `remaining` seconds are left.
     case expire(taskIDs: [UInt64], remaining: Double)
+    /// Run the expiration handler of this BGTaskScheduler task (its work number) now.
+    case expireWork(UInt64)
 }
 
 /// App to host.
@@ -164,6 +257,17 @@ package enum AppMessage: Codable, Sendable, Equatable {
     case taskEnded(id: UInt64)
     /// Something the person running the host should see, e.g. a misuse of the SDK.
     case warning(String)
+    /// `setMinimumBackgroundFetchInterval(_:)`, in seconds; nil: never.
+    case fetchInterval(Double?)
+    /// A completion handler was called, or `setTaskCompleted(success:)`: the work is done.
+    /// `result` is a FetchResult name (`newData`, `noData`, `failed`) or `success`/`failure`.
+    case workCompleted(id: UInt64, result: String)
+    /// `BGTaskScheduler.register(forTaskWithIdentifier:using:launchHandler:)`.
+    case registerTask(String)
+    /// `BGTaskScheduler.submit(_:)`, already judged by the SDK; the host judges it again.
+    case submitTask(WireTaskRequest)
+    /// `cancel(taskRequestWithIdentifier:)`; nil: `cancelAllTaskRequests()`.
+    case cancelTask(String?)
 }
 
 /// JSON coding of messages; one shared encoder and decoder per process.

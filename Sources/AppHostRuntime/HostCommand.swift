@@ -16,6 +16,22 @@ public enum HostCommand: Sendable, Equatable {
     /// Simulate memory running short: warn running apps, then end apps (suspended ones first)
     /// until all together use at most this many bytes; without it, end every suspended app.
     case memoryPressure(UInt64?)
+    /// Deliver `application(_:performFetchWithCompletionHandler:)` now.
+    case fetch(String)
+    /// Run a registered BGTaskScheduler task now, due or not.
+    case runTask(String, identifier: String)
+    /// End background work now: one running task, or every task and background-time grant.
+    case expire(String, identifier: String?)
+    /// Deliver a background remote notification read from a JSON file.
+    case push(String, file: String)
+    /// Set the simulated power source.
+    case power(PowerState)
+    /// Set the simulated network.
+    case network(NetworkState)
+    /// Move the scheduler's clock on.
+    case advance(Duration)
+    /// List pending BGTaskScheduler requests.
+    case tasks
     /// Pause the script.
     case sleep(Duration)
     /// Wait until an app reaches a state; fail after the timeout.
@@ -70,6 +86,32 @@ public enum HostCommand: Sendable, Equatable {
                 throw CommandError("MIB must be a number of MiB the apps must fit in, not \(text)")
             }
             return .memoryPressure(UInt64(mebibytes * 1_048_576))
+        case "fetch":
+            try count(1...1, "fetch APP")
+            return .fetch(arguments[0])
+        case "run-task":
+            try count(2...2, "run-task APP IDENTIFIER")
+            return .runTask(arguments[0], identifier: arguments[1])
+        case "expire":
+            try count(1...2, "expire APP [IDENTIFIER]")
+            return .expire(arguments[0], identifier: arguments.count == 2 ? arguments[1] : nil)
+        case "push":
+            try count(2...2, "push APP FILE.json")
+            return .push(arguments[0], file: arguments[1])
+        case "power":
+            try count(1...1, "power plugged|battery")
+            guard let state = PowerState(rawValue: arguments[0]) else { throw CommandError("power must be plugged or battery, not \(arguments[0])") }
+            return .power(state)
+        case "network":
+            try count(1...1, "network online|offline")
+            guard let state = NetworkState(rawValue: arguments[0]) else { throw CommandError("network must be online or offline, not \(arguments[0])") }
+            return .network(state)
+        case "advance":
+            try count(1...1, "advance SECONDS")
+            return .advance(try seconds(arguments[0], "SECONDS"))
+        case "tasks":
+            try count(0...0, "tasks")
+            return .tasks
         case "sleep":
             try count(1...1, "sleep SECONDS")
             return .sleep(try seconds(arguments[0], "SECONDS"))
@@ -88,7 +130,8 @@ public enum HostCommand: Sendable, Equatable {
             return .quit
         default:
             throw CommandError(
-                "unknown command \(verb); commands: home, open, interrupt, wake, terminate, memory-warning, memory-pressure, sleep, wait, ps, quit")
+                "unknown command \(verb); commands: home, open, interrupt, wake, terminate, memory-warning, memory-pressure, "
+                    + "fetch, run-task, expire, push, power, network, advance, tasks, sleep, wait, ps, quit")
         }
     }
 }

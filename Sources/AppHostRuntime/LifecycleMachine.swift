@@ -17,6 +17,51 @@ public enum LaunchKind: Sendable, Equatable {
     case background
 }
 
+/// A background event for an app: a fetch, a remote notification, or a BGTaskScheduler task
+/// (LIFECYCLE.md, sequences 5 and 6).
+package struct BackgroundEvent: Sendable, Equatable {
+    package var kind: WireBackgroundEvent.Kind
+    /// A task's identifier.
+    package var taskIdentifier: String?
+    /// A remote notification's payload (JSON).
+    package var payload: String?
+    /// A processing task's conditions: it ends early when one stops holding.
+    package var requiresExternalPower = false
+    package var requiresNetworkConnectivity = false
+
+    package init(
+        kind: WireBackgroundEvent.Kind, taskIdentifier: String? = nil, payload: String? = nil,
+        requiresExternalPower: Bool = false, requiresNetworkConnectivity: Bool = false
+    ) {
+        self.kind = kind
+        self.taskIdentifier = taskIdentifier
+        self.payload = payload
+        self.requiresExternalPower = requiresExternalPower
+        self.requiresNetworkConnectivity = requiresNetworkConnectivity
+    }
+
+    /// "background fetch", "remote notification", "BGAppRefreshTask com.example.refresh".
+    package var label: String {
+        switch kind {
+        case .fetch: "background fetch"
+        case .remoteNotification: "remote notification"
+        case .appRefresh: "BGAppRefreshTask \(taskIdentifier ?? "?")"
+        case .processing: "BGProcessingTask \(taskIdentifier ?? "?")"
+        }
+    }
+
+    var isTask: Bool { kind == .appRefresh || kind == .processing }
+
+    /// The callback that delivers it.
+    var callback: WireCallback {
+        switch kind {
+        case .fetch: .performFetch
+        case .remoteNotification: .didReceiveRemoteNotification
+        case .appRefresh, .processing: .launchTask
+        }
+    }
+}
+
 /// One line of an app's life: a callback that returned, a state it entered, a task it began.
 public struct LifecycleEvent: Sendable, Equatable {
     /// Stable names, listed in README.md: `launching`, `loaded`, `willFinishLaunching`, …
@@ -48,6 +93,8 @@ package struct LifecycleMachine: Sendable {
         case taskBegan(id: UInt64, name: String?)
         case taskEnded(id: UInt64)
         case warning(String)
+        /// Something the app did that the host records as an event of its own (`taskSubmitted`…).
+        case info(String, String?)
         /// Every thread of the app is verified stopped.
         case suspensionVerified
         case exited(ProcessExit)
@@ -62,6 +109,19 @@ package struct LifecycleMachine: Sendable {
         /// Resume a suspended app into the background (sequence 6); the seam where background
         /// events (fetch, push, tasks) will be delivered.
         case wakeInBackground
+        /// Deliver a background event: launch the app into the background for it (sequence 5,
+        /// with `reason` in the launch options), resume it there if suspended (sequence 6), or
+        /// hand it over where it runs (a remote notification reaches a foreground app too).
+        case deliver(BackgroundEvent, reason: String)
+        /// The app called a completion handler or `setTaskCompleted(success:)`.
+        case workCompleted(id: UInt64, result: String)
+        /// End running BGTaskScheduler tasks early (`expire APP [ID]`): their expiration
+        /// handlers run now and the grace period starts. Nil: every running task.
+        case expireWork(ids: [UInt64]?, reason: String)
+        /// The background time of `beginBackgroundTask` grants ends now (`expire APP`).
+        case expireBackgroundTime
+        /// The host's simulated power or network changed: processing tasks needing what is gone end.
+        case conditionsChanged(externalPower: Bool, network: Bool)
         /// Kill now, without a callback: the host was told to stop at once (a second Ctrl-C).
         case abort
         case memoryWarning
@@ -74,6 +134,8 @@ package struct LifecycleMachine: Sendable {
         case spawn(reason: String)
         case send(WireCallbackRequest)
         case expire(taskIDs: [UInt64], remaining: Double)
+        /// Run this BGTaskScheduler task's expiration handler.
+        case expireWork(UInt64)
         case freeze
         case thaw
         /// End the process now, without a callback.
@@ -118,6 +180,15 @@ package struct LifecycleMachine: Sendable {
         case backgroundWarning
         case backgroundEnd
         case interruption
+        /// A piece of background work's budget, or the grace after its expiration.
+        case work(UInt64)
+    }
+
+    /// Background work under way: an event delivered whose completion has not come.
+    package struct Work: Sendable, Equatable {
+        package var event: BackgroundEvent
+        /// Why the host ended it early, once it has.
+        package var expiredBecause: String?
     }
 
     private struct InFlight {
@@ -127,6 +198,7 @@ package struct LifecycleMachine: Sendable {
         var state: WireApplicationState
         var budget: Duration
         var isLaunch: Bool
+        var detail: String?
     }
 
     package let policy: Policy
@@ -148,6 +220,11 @@ package struct LifecycleMachine: Sendable {
     private var launchDeadline: HostInstant?
     private var needsSnapshot = false
     private var pendingMemoryWarning = false
+    /// Background events waiting for the app to be ready for them.
+    package private(set) var pendingEvents: [BackgroundEvent] = []
+    /// Background work under way, by number.
+    package private(set) var work: [UInt64: Work] = [:]
+    private var nextWorkID: UInt64 = 1
     private var expirationSent = false
     private var pendingTermination: Termination?
     private var requestedTermination: Termination?
@@ -236,10 +313,18 @@ package struct LifecycleMachine: Sendable {
         case .warning(let text):
             actions.append(event("warning", detail: text))
 
+        case .info(let name, let detail):
+            actions.append(event(name, detail: detail))
+
         case .suspensionVerified:
             guard phase == .suspending else { return [] }
             phase = .suspended
             actions.append(event("suspended"))
+            if let next = pendingEvents.first {
+                // An event arrived while the app was being suspended.
+                phase = .resumedInBackground
+                actions += [.thaw, event("resumed", detail: "in the background for a \(next.label)")]
+            }
 
         case .exited(let exit):
             guard isAlive else { return [] }
@@ -265,6 +350,12 @@ package struct LifecycleMachine: Sendable {
             guard placement != .terminated else { return [] }
             placement = .foreground
             deadlines[.interruption] = nil
+            // A processing task ends at once when the user opens the app; it is not held to it.
+            for (id, item) in work.sorted(by: { $0.key < $1.key }) where item.event.kind == .processing {
+                actions += expire(work: id, because: "the user opened the app", now: now)
+                work[id] = nil
+                deadlines[.work(id)] = nil
+            }
 
         case .moveToBackground:
             guard placement != .terminated, isAlive else { return [] }
@@ -303,6 +394,52 @@ package struct LifecycleMachine: Sendable {
             phase = .resumedInBackground
             actions += [.thaw, event("resumed", detail: "in the background")]
 
+        case .deliver(let backgroundEvent, let reason):
+            if phase == .notRunning {
+                pendingEvents = [backgroundEvent]
+                return handle(.launch(.background, reason: reason), now: now)
+            }
+            guard isAlive, phase != .terminating, placement != .terminated else { return [] }
+            pendingEvents.append(backgroundEvent)
+            if phase == .suspended {
+                phase = .resumedInBackground
+                actions += [.thaw, event("resumed", detail: "in the background for a \(backgroundEvent.label)")]
+            }
+
+        case .workCompleted(let id, let result):
+            guard isAlive, phase != .terminating, let done = work.removeValue(forKey: id) else { return [] }
+            deadlines[.work(id)] = nil
+            needsSnapshot = true
+            switch done.event.kind {
+            case .fetch: actions.append(event("fetchCompleted", detail: result))
+            case .remoteNotification: actions.append(event("notificationCompleted", detail: result))
+            case .appRefresh, .processing:
+                actions.append(event("taskCompleted", detail: "\(done.event.taskIdentifier ?? "?") \(result)"))
+            }
+
+        case .expireWork(let ids, let reason):
+            let targets = (ids ?? Array(work.keys)).sorted().filter { work[$0]?.event.isTask == true && work[$0]?.expiredBecause == nil }
+            for id in targets { actions += expire(work: id, because: reason, now: now) }
+
+        case .expireBackgroundTime:
+            guard backgroundEnteredAt != nil, !openTasks.isEmpty, phase != .terminating else { return [] }
+            backgroundEnteredAt = now - policy.backgroundTime
+            expirationSent = true
+            deadlines[.backgroundWarning] = nil
+            deadlines[.backgroundEnd] = now + policy.expirationGrace
+            let ids = openTasks.keys.sorted()
+            actions.append(event("expiration", detail: ids.map(taskLabel).joined(separator: ", ")))
+            actions.append(.expire(taskIDs: ids, remaining: 0))
+
+        case .conditionsChanged(let externalPower, let network):
+            for (id, item) in work.sorted(by: { $0.key < $1.key }) where item.event.kind == .processing && item.expiredBecause == nil {
+                if item.event.requiresExternalPower && !externalPower {
+                    actions += expire(work: id, because: "external power was lost", now: now)
+                } else if item.event.requiresNetworkConnectivity && !network {
+                    actions += expire(work: id, because: "the network went offline", now: now)
+                }
+            }
+
         case .abort:
             return kill(Termination(
                 kind: .hostShutdown, namespace: .host, code: nil,
@@ -334,7 +471,8 @@ package struct LifecycleMachine: Sendable {
 
     private mutating func send(
         _ callback: WireCallback, state: WireApplicationState, after: WireApplicationState? = nil,
-        remaining: Duration? = nil, now: HostInstant
+        remaining: Duration? = nil, event backgroundEvent: WireBackgroundEvent? = nil, detail: String? = nil,
+        now: HostInstant
     ) -> [Action] {
         let isLaunch: Bool
         let budget: Duration
@@ -353,14 +491,46 @@ package struct LifecycleMachine: Sendable {
         }
         let id = nextCallbackID
         nextCallbackID += 1
-        inFlight = InFlight(id: id, callback: callback, state: state, budget: isLaunch ? policy.launchTimeout : budget, isLaunch: isLaunch)
+        inFlight = InFlight(
+            id: id, callback: callback, state: state, budget: isLaunch ? policy.launchTimeout : budget, isLaunch: isLaunch,
+            detail: detail)
         if isLaunch, let launchDeadline {
             deadlines[.callback] = launchDeadline
         } else {
             deadlines[.callback] = now + budget
         }
         return [.send(WireCallbackRequest(
-            id: id, callback: callback, state: state, stateAfter: after, backgroundTimeRemaining: remaining?.seconds))]
+            id: id, callback: callback, state: state, stateAfter: after, backgroundTimeRemaining: remaining?.seconds,
+            event: backgroundEvent))]
+    }
+
+    /// Sends a background event's callback; its work starts now, with its budget.
+    private mutating func deliver(_ backgroundEvent: BackgroundEvent, state: WireApplicationState, now: HostInstant) -> [Action] {
+        let id = nextWorkID
+        nextWorkID += 1
+        work[id] = Work(event: backgroundEvent)
+        deadlines[.work(id)] = now + budget(of: backgroundEvent.kind)
+        let wire = WireBackgroundEvent(
+            work: id, kind: backgroundEvent.kind, taskIdentifier: backgroundEvent.taskIdentifier, payload: backgroundEvent.payload)
+        return send(backgroundEvent.callback, state: state, event: wire, detail: backgroundEvent.taskIdentifier, now: now)
+    }
+
+    /// The time a piece of background work has to complete.
+    private func budget(of kind: WireBackgroundEvent.Kind) -> Duration {
+        switch kind {
+        case .fetch, .remoteNotification: policy.backgroundFetchTime
+        case .appRefresh: policy.appRefreshTaskTime
+        case .processing: policy.processingTaskTime
+        }
+    }
+
+    /// Ends a running task early: its expiration handler runs, and the grace period starts.
+    private mutating func expire(work id: UInt64, because reason: String, now: HostInstant) -> [Action] {
+        guard var item = work[id], item.event.isTask, item.expiredBecause == nil else { return [] }
+        item.expiredBecause = reason
+        work[id] = item
+        deadlines[.work(id)] = now + policy.expirationGrace
+        return [event("taskExpired", detail: "\(item.event.taskIdentifier ?? "?"): \(reason)"), .expireWork(id)]
     }
 
     private mutating func acknowledged(_ flight: InFlight, returned: Bool?, snapshot: String?, now: HostInstant) -> [Action] {
@@ -390,8 +560,10 @@ package struct LifecycleMachine: Sendable {
             break
         case .snapshot:
             return [event("snapshot", detail: snapshot ?? "")]
+        case .performFetch, .didReceiveRemoteNotification, .launchTask:
+            break
         }
-        return [event(flight.callback.rawValue)]
+        return [event(flight.callback.rawValue, detail: flight.detail)]
     }
 
     // MARK: Moving towards the placement
@@ -437,14 +609,22 @@ package struct LifecycleMachine: Sendable {
             return send(.didEnterBackground, state: .background, remaining: policy.backgroundTime, now: now)
         case (.inactive, .foreground):
             return send(.didBecomeActive, state: .active, now: now)
+        case (.active, .foreground):
+            // A remote notification reaches the foreground app; other events wait for the background.
+            guard let index = pendingEvents.firstIndex(where: { $0.kind == .remoteNotification }) else { return [] }
+            return deliver(pendingEvents.remove(at: index), state: .active, now: now)
         case (.active, .interrupted), (.active, .background):
             return send(.willResignActive, state: .active, after: .inactive, now: now)
         case (.background, .background):
-            if needsSnapshot {
+            if !pendingEvents.isEmpty {
+                return deliver(pendingEvents.removeFirst(), state: .background, now: now)
+            }
+            // With background work under way, the snapshot waits for it: it shows its result.
+            if needsSnapshot && work.isEmpty {
                 needsSnapshot = false
                 return send(.snapshot, state: .background, now: now)
             }
-            guard openTasks.isEmpty else { return [] }
+            guard openTasks.isEmpty, work.isEmpty else { return [] }
             endBackgroundTime()
             phase = .suspending
             return [.freeze]
@@ -493,6 +673,22 @@ package struct LifecycleMachine: Sendable {
                     reason: "background task \(tasks) still open \(policy.expirationGrace.formatted) after its background time (\(policy.backgroundTime.formatted)) ran out"))
             case .interruption:
                 if placement == .interrupted { placement = .foreground }
+            case .work(let id):
+                guard let item = work[id] else { break }
+                let budget = budget(of: item.event.kind)
+                switch (item.event.isTask, item.expiredBecause) {
+                case (true, nil):
+                    actions += expire(work: id, because: "its \(budget.formatted) ran out", now: now)
+                case (true, let reason?):
+                    actions += kill(Termination(
+                        kind: .backgroundTask, namespace: .runningBoard, code: TerminationCode.backgroundWorkOverrun.rawValue,
+                        reason: "\(item.event.label) did not call setTaskCompleted(success:) within \(policy.expirationGrace.formatted) of its expiration (\(reason))"))
+                case (false, _):
+                    actions += kill(Termination(
+                        kind: item.event.kind == .fetch ? .backgroundFetch : .remoteNotification, namespace: .runningBoard,
+                        code: TerminationCode.backgroundWorkOverrun.rawValue,
+                        reason: "did not call the completion handler of \(item.event.callback.delegateMethodName) within \(budget.formatted)"))
+                }
             }
         }
         return actions

@@ -25,6 +25,17 @@ public struct Policy: Sendable, Equatable {
     public var expirationGrace: Duration = .seconds(5)
     /// More open background tasks than this in one app: killed with 0xbada5e47.
     public var maximumBackgroundTasks = 1000
+    /// A background fetch or background remote notification, to call its completion handler.
+    public var backgroundFetchTime: Duration = .seconds(30)
+    /// A `BGAppRefreshTask`, to call `setTaskCompleted(success:)` before its expiration.
+    public var appRefreshTaskTime: Duration = .seconds(30)
+    /// A `BGProcessingTask`, likewise.
+    public var processingTaskTime: Duration = .seconds(300)
+    /// The least time between two background fetches of an app, whatever interval it asks for.
+    public var minimumBackgroundFetchInterval: Duration = .seconds(900)
+    /// Pending BGTaskScheduler requests one app may have.
+    public var maximumPendingRefreshRequests = 1
+    public var maximumPendingProcessingRequests = 10
     /// Capabilities a bundle may ask for (Info.plist `AppHostCapabilities`), e.g.
     /// CAP_NET_BIND_SERVICE. Apps hold no capability unless asked for and allowed here.
     public var allowedCapabilities: [String] = []
@@ -75,6 +86,10 @@ public struct Policy: Sendable, Equatable {
         "memoryWarningGrace": \.memoryWarningGrace,
         "resourceSampleInterval": \.resourceSampleInterval,
         "backgroundCPUWindow": \.backgroundCPUWindow,
+        "backgroundFetchTime": \.backgroundFetchTime,
+        "appRefreshTaskTime": \.appRefreshTaskTime,
+        "processingTaskTime": \.processingTaskTime,
+        "minimumBackgroundFetchInterval": \.minimumBackgroundFetchInterval,
     ]
 
     /// The keys of a policy file given in MiB.
@@ -88,6 +103,8 @@ public struct Policy: Sendable, Equatable {
         "maximumBackgroundTasks": \.maximumBackgroundTasks,
         "openFileLimit": \.openFileLimit,
         "processLimit": \.processLimit,
+        "maximumPendingRefreshRequests": \.maximumPendingRefreshRequests,
+        "maximumPendingProcessingRequests": \.maximumPendingProcessingRequests,
     ]
 
     /// "FIRST-LAST" as a range of ids, nil if malformed or empty.

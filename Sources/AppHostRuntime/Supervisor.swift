@@ -28,6 +28,12 @@ public final class Supervisor: @unchecked Sendable {
         public var forwardAppOutput = true
         /// Forces how memory limits are enforced; nil picks the memory cgroup where it can.
         public var memoryEnforcement: MemoryEnforcement?
+        /// The simulated power and network at start (`power`, `network` change them).
+        public var power: PowerState = .plugged
+        public var network: NetworkState = .online
+        /// Background app refresh (as iOS's Settings switch): off, no fetch and no refresh task
+        /// runs, and BGTaskScheduler's submit throws `unavailable`.
+        public var backgroundAppRefresh = true
 
         public init(stateDirectory: URL, executable: String) {
             self.stateDirectory = stateDirectory
@@ -61,6 +67,16 @@ public final class Supervisor: @unchecked Sendable {
     var samplerRunning = false
     /// A memory-pressure episode under way: warnings sent, kills to follow if they do not help.
     var pressure: MemoryPressure?
+    /// Pending BGTaskScheduler requests, fetch intervals and force quits; persisted in the store.
+    var schedule: BackgroundSchedule
+    let scheduleStore: ScheduleStore
+    /// Fires when the next request or fetch becomes due; nothing runs in between (no polling).
+    let schedulerTimer: any DispatchSourceTimer
+    /// How far `advance` has moved the scheduler's clock ahead of the wall clock, in seconds.
+    var schedulerOffset: Double = 0
+    var power: PowerState
+    var network: NetworkState
+    var schedulerPassQueued = false
     /// Per-app uids and gids; nil on a non-root host (apps run as the host's user).
     private var users: AppUsers?
     private let reports: ReportStore
@@ -69,7 +85,7 @@ public final class Supervisor: @unchecked Sendable {
     private var waiters: [Waiter] = []
     private var shutdownContinuations: [CheckedContinuation<Void, Never>] = []
     /// Set by `shutdown()`: no app launches after it.
-    private var isShuttingDown = false
+    private(set) var isShuttingDown = false
     private var groupCounter = 0
     /// Scratch space for reading control sockets, reused: they are read on every callback.
     private var receiveBuffer = [UInt8](repeating: 0, count: 64 * 1024)
@@ -127,6 +143,16 @@ public final class Supervisor: @unchecked Sendable {
             groupsDirectory: configuration.stateDirectory.resolvingSymlinksInPath().appendingPathComponent("groups").path,
             declared: policy.sharedResources)
         sampler = DispatchSource.makeTimerSource(queue: queue)
+        schedulerTimer = DispatchSource.makeTimerSource(queue: queue)
+        power = configuration.power
+        network = configuration.network
+        scheduleStore = ScheduleStore(stateDirectory: configuration.stateDirectory)
+        let (loaded, storeWarning) = scheduleStore.load()
+        schedule = loaded
+        if let storeWarning {
+            let warning = HostEvent(time: Date(), event: "warning", detail: storeWarning)
+            queue.async { observer(warning) }
+        }
         if geteuid() == 0 && policy.perAppUsers {
             if let reason = AppUsers.unreachableReason(configuration.stateDirectory.appendingPathComponent("containers").path) {
                 throw SupervisorError(
@@ -157,10 +183,14 @@ public final class Supervisor: @unchecked Sendable {
         sampler.setEventHandler { [weak self] in self?.sample() }
         sampler.schedule(deadline: .distantFuture)
         sampler.activate()
+        schedulerTimer.setEventHandler { [weak self] in self?.runDueWork() }
+        schedulerTimer.schedule(deadline: .distantFuture)
+        schedulerTimer.activate()
     }
 
     deinit {
         sampler.cancel()
+        schedulerTimer.cancel()
         cgroups?.remove()
         pids?.remove()
         memory?.remove()
@@ -185,6 +215,7 @@ public final class Supervisor: @unchecked Sendable {
                 throw SupervisorError("\(bundle.url.lastPathComponent) and \(other.bundle.url.lastPathComponent) have the same CFBundleIdentifier \(bundle.identifier)")
             }
             apps.append(AppRecord(bundle: bundle))
+            queueSchedulerPass()
         }
     }
 
@@ -197,7 +228,10 @@ public final class Supervisor: @unchecked Sendable {
         try queue.sync {
             let record = try app(named: name)
             if record.run?.machine.isAlive == true { throw SupervisorError("\(record.bundle.name) is already running") }
-            if kind == .foreground { sendForegroundAppAway(except: record) }
+            if kind == .foreground {
+                sendForegroundAppAway(except: record)
+                userOpened(record)
+            }
             start(record, kind: kind, reason: kind == .foreground ? "user" : "background")
         }
     }
@@ -207,6 +241,7 @@ public final class Supervisor: @unchecked Sendable {
         try queue.sync {
             let record = try app(named: name)
             sendForegroundAppAway(except: record)
+            userOpened(record)
             if let run = record.run, run.machine.isAlive {
                 handle(record, run, .moveToForeground)
             } else {
@@ -363,7 +398,7 @@ public final class Supervisor: @unchecked Sendable {
 
     // MARK: Running an app
 
-    private func app(named name: String) throws -> AppRecord {
+    func app(named name: String) throws -> AppRecord {
         let lowered = name.lowercased()
         if let record = apps.first(where: {
             $0.bundle.name.lowercased() == lowered || $0.bundle.identifier.lowercased() == lowered
@@ -387,7 +422,8 @@ public final class Supervisor: @unchecked Sendable {
         }
     }
 
-    private func start(_ record: AppRecord, kind: LaunchKind, reason: String) {
+    /// Launches the app; with `event`, into the background for it.
+    func start(_ record: AppRecord, kind: LaunchKind, reason: String, event: BackgroundEvent? = nil) {
         guard !isShuttingDown else { return }
         if kind == .background { record.backgroundWakeups += 1 }
         let run = AppRun(machine: LifecycleMachine(policy: configuration.policy), now: clock.now, queue: queue)
@@ -397,7 +433,7 @@ public final class Supervisor: @unchecked Sendable {
             handle(record, run, .tick)
         }
         run.timer.activate()
-        handle(record, run, .launch(kind, reason: reason))
+        handle(record, run, event.map { .deliver($0, reason: reason) } ?? .launch(kind, reason: reason))
     }
 
     func handle(_ record: AppRecord, _ run: AppRun, _ input: LifecycleMachine.Input) {
@@ -420,6 +456,8 @@ public final class Supervisor: @unchecked Sendable {
             send(.callback(request), record, run)
         case .expire(let taskIDs, let remaining):
             send(.expire(taskIDs: taskIDs, remaining: remaining), record, run)
+        case .expireWork(let work):
+            send(.expireWork(work), record, run)
         case .freeze:
             freeze(record, run)
         case .thaw:
@@ -531,11 +569,13 @@ public final class Supervisor: @unchecked Sendable {
             return
         }
         sandbox.readablePaths = Self.libraryDirectories
-        let configurationMessage = WireConfiguration(
+        var configurationMessage = WireConfiguration(
             bundleIdentifier: bundle.identifier, bundleName: bundle.name, bundlePath: bundle.url.path,
             pluginPath: bundle.pluginURL.path, delegateClassName: bundle.delegateClassName,
             containerPath: container.path, launchReason: reason, capabilities: bundle.capabilities,
             openFileLimit: UInt64(policy.openFileLimit), sandbox: sandbox)
+        configurationMessage.launchPayload = run.machine.pendingEvents.first { $0.kind == .remoteNotification }?.payload
+        configurationMessage.backgroundTasks = backgroundTasksConfiguration(for: bundle)
         send(.configure(configurationMessage), record, run)
     }
 
@@ -669,6 +709,8 @@ public final class Supervisor: @unchecked Sendable {
         case .taskBegan(let id, let name): handle(record, run, .taskBegan(id: id, name: name))
         case .taskEnded(let id): handle(record, run, .taskEnded(id: id))
         case .warning(let text): handle(record, run, .warning(text))
+        case .fetchInterval, .workCompleted, .registerTask, .submitTask, .cancelTask:
+            receiveBackgroundMessage(message, record, run)
         }
     }
 
@@ -838,6 +880,7 @@ public final class Supervisor: @unchecked Sendable {
             run.lastState = event.state
             run.stateSince = clock.now
             stateChanged(record, run, from: previous)
+            queueSchedulerPass()
         }
         if event.name == "snapshot" { run.snapshot = event.detail }
         publish(HostEvent(
@@ -916,6 +959,7 @@ public final class Supervisor: @unchecked Sendable {
             publish(HostEvent(time: Date(), event: "warning", detail: "cannot write the report of \(record.bundle.name): \(error)"), run: nil)
         }
         run.lastState = .terminated
+        if termination.kind == .forceQuit || termination.kind == .userTerminated { userForceQuit(record) }
         updateSampler()
         if pressure?.awaiting === record { pressureVictimEnded() }
         publish(HostEvent(
@@ -1028,6 +1072,8 @@ final class AppRun: @unchecked Sendable {
     /// Descriptors received on the control socket and not yet claimed by a message.
     var receivedDescriptors: [Int32] = []
     var violationCount = 0
+    /// BGTaskScheduler identifiers the app registered a launch handler for in this run.
+    var registeredTasks: Set<String> = []
     /// The latest violations (at most 32).
     var violations: [SandboxViolation] = []
     var watch: Int32?

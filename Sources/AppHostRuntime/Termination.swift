@@ -5,7 +5,7 @@ public struct TerminationNamespace: RawRepresentable, Hashable, Sendable, Codabl
 
     /// Watchdog kills (0x8badf00d).
     public static let frontBoard = TerminationNamespace(rawValue: "FRONTBOARD")
-    /// Background-time and resource rules (0x2182bad2, 0xbada5e47, 0xdead10cc).
+    /// Background-time, background-work and resource rules (0x2182bad2, 0x2182bad4, 0xbada5e47, 0xdead10cc).
     public static let runningBoard = TerminationNamespace(rawValue: "RUNNINGBOARD")
     /// The app died of a signal it did not get from the host; the code is the signal number.
     public static let signal = TerminationNamespace(rawValue: "SIGNAL")
@@ -40,6 +40,9 @@ public struct TerminationCode: RawRepresentable, Hashable, Sendable, CustomStrin
     /// "dead lock": a file lock in an app-group container, or a declared shared resource, held
     /// when the app would have been suspended.
     public static let sharedResourceHeld = TerminationCode(rawValue: 0xdead_10cc)
+    /// Background work not completed in time: a fetch or remote notification's completion
+    /// handler not called, a BGTaskScheduler task not completed after its expiration.
+    public static let backgroundWorkOverrun = TerminationCode(rawValue: 0x2182_bad4)
 
     public var description: String { "0x" + String(rawValue, radix: 16) }
 }
@@ -75,6 +78,14 @@ public struct Termination: Sendable, Equatable {
         public static let pageShortage = Kind(rawValue: "vm-pageshortage")
         /// More CPU in the background than the policy allows: EXC_RESOURCE CPU.
         public static let cpuResource = Kind(rawValue: "cpu")
+        /// `application(_:performFetchWithCompletionHandler:)`'s handler not called in time.
+        public static let backgroundFetch = Kind(rawValue: "background-fetch")
+        /// A background remote notification's completion handler not called in time.
+        public static let remoteNotification = Kind(rawValue: "remote-notification")
+        /// A BGTaskScheduler task not completed within the grace after its expiration.
+        public static let backgroundTask = Kind(rawValue: "bg-task")
+        /// A BGTaskScheduler launch handler registered twice, or after launching finished.
+        public static let taskRegistration = Kind(rawValue: "bg-task-registration")
 
         public var description: String { rawValue }
     }

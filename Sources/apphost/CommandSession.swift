@@ -13,6 +13,11 @@ struct EventPrinter: Sendable {
         FileHandle.standardOutput.write(Data((line + "\n").utf8))
     }
 
+    /// What a command did. In JSON mode the host's own event already says it; this is for people.
+    func note(_ line: String) {
+        if !json { write("apphost: \(line)") }
+    }
+
     func error(_ line: String) {
         FileHandle.standardError.write(Data("apphost: \(line)\n".utf8))
     }
@@ -47,6 +52,26 @@ struct CommandSession {
                 try supervisor.memoryWarning(app)
             case .memoryPressure(let target):
                 supervisor.memoryPressure(target: target)
+            case .fetch(let app):
+                printer.note(try supervisor.fetch(app))
+            case .runTask(let app, let identifier):
+                printer.note(try supervisor.runTask(app, identifier: identifier))
+            case .expire(let app, let identifier):
+                printer.note(try supervisor.expire(app, identifier: identifier))
+            case .push(let app, let file):
+                let payload: Data
+                do { payload = try Data(contentsOf: URL(fileURLWithPath: file)) } catch {
+                    throw CommandError("cannot read \(file): \(error.localizedDescription)")
+                }
+                printer.note(try supervisor.push(app, payload: payload, source: file))
+            case .power(let state):
+                printer.note(supervisor.setPower(state))
+            case .network(let state):
+                printer.note(supervisor.setNetwork(state))
+            case .advance(let duration):
+                printer.note(supervisor.advance(by: duration))
+            case .tasks:
+                printTasks()
             case .sleep(let duration):
                 try? await Task.sleep(for: duration)
             case .wait(let app, let state, let timeout):
@@ -67,6 +92,42 @@ struct CommandSession {
             printer.error("\(origin): \(error)")
         }
         return .failed
+    }
+
+    private func printTasks() {
+        let requests = supervisor.pendingTaskRequests()
+        if printer.json {
+            for request in requests {
+                var object: [String: Any] = [
+                    "event": "task", "name": request.app, "identifier": request.identifier, "kind": request.kind,
+                    "requiresExternalPower": request.requiresExternalPower,
+                    "requiresNetworkConnectivity": request.requiresNetworkConnectivity,
+                    "time": HostEvent.isoFormatter.string(from: Date()),
+                ]
+                if let date = request.earliestBeginDate { object["earliestBeginDate"] = HostEvent.isoFormatter.string(from: date) }
+                if let waiting = request.waitingFor { object["waitingFor"] = waiting }
+                let data = (try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys])) ?? Data()
+                printer.write(String(decoding: data, as: UTF8.self))
+            }
+            return
+        }
+        guard !requests.isEmpty else {
+            printer.write("no pending task requests")
+            return
+        }
+        var lines = [["APP", "IDENTIFIER", "KIND", "EARLIEST", "REQUIRES", "WAITING FOR"]]
+        for request in requests {
+            let requires = [request.requiresExternalPower ? "power" : nil, request.requiresNetworkConnectivity ? "network" : nil].compactMap { $0 }
+            lines.append([
+                request.app, request.identifier, request.kind,
+                request.earliestBeginDate.map { HostEvent.isoFormatter.string(from: $0) } ?? "-",
+                requires.isEmpty ? "-" : requires.joined(separator: ","), request.waitingFor ?? "nothing (runs when the app is in the background)",
+            ])
+        }
+        let widths = (0..<lines[0].count).map { column in lines.map { $0[column].count }.max() ?? 0 }
+        for line in lines {
+            printer.write(zip(line, widths).map { $0.padding(toLength: $1, withPad: " ", startingAt: 0) }.joined(separator: "  "))
+        }
     }
 
     private func printStatus() {

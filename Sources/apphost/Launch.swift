@@ -10,7 +10,9 @@ struct Launch: AsyncParsableCommand {
             Prints one line per life-cycle event (--json: JSON lines). Reads commands from --script FILE \
             and then from standard input, one per line:
               home | open APP | interrupt APP [SECONDS] | wake APP | terminate APP | memory-warning [APP]
-              memory-pressure [MIB] | sleep SECONDS | wait APP STATE [TIMEOUT] | ps | quit
+              memory-pressure [MIB] | fetch APP | run-task APP IDENTIFIER | expire APP [IDENTIFIER]
+              push APP FILE.json | power plugged|battery | network online|offline | advance SECONDS | tasks
+              sleep SECONDS | wait APP STATE [TIMEOUT] | ps | quit
             APP is a bundle's CFBundleName or identifier; STATE is inactive, active, background, suspended \
             or terminated. End of input, quit, Ctrl-C or SIGTERM terminate the apps (applicationWillTerminate \
             for running ones) and exit. A failed command in --script ends the host with status 1.
@@ -64,6 +66,21 @@ struct Launch: AsyncParsableCommand {
     @Option(name: .customLong("shared-resource"), help: ArgumentHelp("A shared system resource (device, database file, Unix socket); an app that has it open when it would be suspended is ended with 0xdead10cc. Repeatable.", valueName: "path"))
     var sharedResources: [String] = []
 
+    @Option(help: ArgumentHelp("A background fetch or background notification's time to call its completion handler, seconds (default 30).", valueName: "s"))
+    var backgroundFetchTime: Double?
+    @Option(help: ArgumentHelp("A BGAppRefreshTask's time before its expiration, seconds (default 30).", valueName: "s"))
+    var appRefreshTaskTime: Double?
+    @Option(help: ArgumentHelp("A BGProcessingTask's time before its expiration, seconds (default 300).", valueName: "s"))
+    var processingTaskTime: Double?
+    @Option(help: ArgumentHelp("The least time between two background fetches of an app, seconds (default 900).", valueName: "s"))
+    var minimumBackgroundFetchInterval: Double?
+    @Option(help: "The simulated power source at start: plugged or battery (the power command changes it).")
+    var power: PowerChoice = .plugged
+    @Option(help: "The simulated network at start: online or offline (the network command changes it).")
+    var network: NetworkChoice = .online
+    @Flag(help: "Turn background app refresh off: no fetch or refresh task runs, and BGTaskScheduler.submit throws unavailable.")
+    var noBackgroundAppRefresh = false
+
     @Option(help: "How to suspend apps: auto (cgroup v2 freezer where possible, else SIGSTOP), cgroup, or sigstop.")
     var suspension: SuspensionChoice = .auto
     @Option(help: "How to hold apps to their memory limits: auto (the cgroup v1 memory controller where possible, else sampling), cgroup, or sampling.")
@@ -92,6 +109,9 @@ struct Launch: AsyncParsableCommand {
         configuration.instance = state.instance
         configuration.suspension = suspension.mechanism
         configuration.memoryEnforcement = memoryEnforcement.enforcement
+        configuration.power = PowerState(rawValue: power.rawValue) ?? .plugged
+        configuration.network = NetworkState(rawValue: network.rawValue) ?? .online
+        configuration.backgroundAppRefresh = !noBackgroundAppRefresh
 
         let printer = EventPrinter(json: json)
         let firstLaunch = FirstLaunch(identifier: appBundles[0].identifier, label: appBundles[0].url.lastPathComponent)
@@ -153,6 +173,10 @@ struct Launch: AsyncParsableCommand {
             (memoryWarningGrace, \.memoryWarningGrace, "--memory-warning-grace"),
             (resourceSampleInterval, \.resourceSampleInterval, "--resource-sample-interval"),
             (backgroundCpuWindow, \.backgroundCPUWindow, "--background-cpu-window"),
+            (backgroundFetchTime, \.backgroundFetchTime, "--background-fetch-time"),
+            (appRefreshTaskTime, \.appRefreshTaskTime, "--app-refresh-task-time"),
+            (processingTaskTime, \.processingTaskTime, "--processing-task-time"),
+            (minimumBackgroundFetchInterval, \.minimumBackgroundFetchInterval, "--minimum-background-fetch-interval"),
         ]
         for (value, path, flag) in overrides {
             guard let value else { continue }
@@ -262,6 +286,18 @@ enum MemoryEnforcementChoice: String, ExpressibleByArgument, CaseIterable {
         case .sampling: .sampling
         }
     }
+}
+
+/// `--power`: PowerState's values.
+enum PowerChoice: String, ExpressibleByArgument, CaseIterable {
+    case plugged
+    case battery
+}
+
+/// `--network`: NetworkState's values.
+enum NetworkChoice: String, ExpressibleByArgument, CaseIterable {
+    case online
+    case offline
 }
 
 enum SuspensionChoice: String, ExpressibleByArgument, CaseIterable {

@@ -10,7 +10,7 @@ import Synchronization
 final class NotADelegate {}
 
 final class AppDelegate: ApplicationDelegate {
-    private var behavior: [String: Any] = [:]
+    var behavior: [String: Any] = [:]
     private var task = BackgroundTaskIdentifier.invalid
     private lazy var held = HeldResources { [weak self] line in self?.record(line) }
     private let memoryUse = MemoryUse()
@@ -27,7 +27,7 @@ final class AppDelegate: ApplicationDelegate {
         }
     }
 
-    private func step(_ name: String, _ application: Application) {
+    func step(_ name: String, _ application: Application) {
         record("\(name) \(application.applicationState) main=\(Thread.isMainThread)")
         if behavior["crashIn"] as? String == name { crash() }
         if behavior["beginTaskIn"] as? String == name { beginTasks(application) }
@@ -39,6 +39,7 @@ final class AppDelegate: ApplicationDelegate {
         if behavior["blockIn"] as? String == name {
             Thread.sleep(forTimeInterval: behavior["blockSeconds"] as? Double ?? 3600)
         }
+        backgroundSetup(in: name, application)
     }
 
     private func crash() {
@@ -77,6 +78,7 @@ final class AppDelegate: ApplicationDelegate {
         behavior = application.infoDictionary["ProbeBehavior"] as? [String: Any] ?? [:]
         let reason = launchOptions?[.launchReason] as? Application.LaunchReason
         record("launch reason=\(reason?.rawValue ?? "none") remaining=\(application.backgroundTimeRemaining == .greatestFiniteMagnitude ? "max" : "finite")")
+        if let payload = launchOptions?[.remoteNotification] as? [AnyHashable: Any] { record("launch payload \(describe(payload))") }
         step("willFinishLaunching", application)
         return behavior["willFinishLaunchingReturns"] as? Bool ?? true
     }

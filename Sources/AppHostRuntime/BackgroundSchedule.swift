@@ -1,0 +1,215 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+package import Foundation
+package import AppHostProtocol
+
+/// The host's simulated power source: processing requests may require external power.
+public enum PowerState: String, Sendable, CaseIterable {
+    case plugged
+    case battery
+}
+
+/// The host's simulated network: processing requests may require connectivity.
+public enum NetworkState: String, Sendable, CaseIterable {
+    case online
+    case offline
+}
+
+/// What the host's scheduler keeps for each app: its pending BGTaskScheduler requests, its
+/// background-fetch interval and whether the user force quit it. Persisted by `ScheduleStore`,
+/// so it survives a host restart. Times are seconds since 1970 on the scheduler's clock (the
+/// wall clock moved on by `advance`).
+package struct BackgroundSchedule: Codable, Equatable, Sendable {
+    package struct AppEntry: Codable, Equatable, Sendable {
+        package var requests: [WireTaskRequest] = []
+        /// `setMinimumBackgroundFetchInterval(_:)`, in seconds; nil: never (the default).
+        package var fetchInterval: Double?
+        /// When the next background fetch is due.
+        package var nextFetch: Double?
+        /// Force quit by the user: no background launch until the user opens it again.
+        package var forceQuit = false
+        /// The kind of each identifier's last request: what `run-task` runs when none is pending.
+        package var taskKinds: [String: WireTaskRequest.Kind] = [:]
+
+        package init() {}
+
+        var isEmpty: Bool { requests.isEmpty && fetchInterval == nil && !forceQuit && taskKinds.isEmpty }
+    }
+
+    /// The conditions a processing request may need.
+    package struct Conditions: Equatable, Sendable {
+        package var power: PowerState
+        package var network: NetworkState
+
+        package init(power: PowerState, network: NetworkState) {
+            self.power = power
+            self.network = network
+        }
+
+        /// Which of the request's conditions do not hold now; empty when it may run.
+        package func unmet(by request: WireTaskRequest) -> [String] {
+            var unmet: [String] = []
+            if request.requiresExternalPower && power != .plugged { unmet.append("external power") }
+            if request.requiresNetworkConnectivity && network != .online { unmet.append("network connectivity") }
+            return unmet
+        }
+    }
+
+    /// Why a submission is refused, as BGTaskScheduler.Error codes.
+    package enum Refusal: Error, Equatable {
+        case tooManyPending(limit: Int)
+    }
+
+    package var version = 1
+    /// By bundle identifier.
+    package var apps: [String: AppEntry] = [:]
+
+    package init() {}
+
+    /// Adds a request, replacing a pending one with the same identifier.
+    package mutating func submit(
+        _ request: WireTaskRequest, for app: String, maximumRefresh: Int, maximumProcessing: Int
+    ) throws(Refusal) {
+        var entry = apps[app] ?? AppEntry()
+        let others = entry.requests.filter { $0.identifier != request.identifier }
+        let limit = request.kind == .appRefresh ? maximumRefresh : maximumProcessing
+        guard others.filter({ $0.kind == request.kind }).count < limit else { throw .tooManyPending(limit: limit) }
+        entry.requests = others + [request]
+        entry.taskKinds[request.identifier] = request.kind
+        apps[app] = entry
+    }
+
+    /// Removes the request with this identifier, or every request of the app (nil); returns
+    /// the identifiers removed.
+    @discardableResult
+    package mutating func cancel(_ identifier: String?, for app: String) -> [String] {
+        guard var entry = apps[app] else { return [] }
+        let removed = entry.requests.filter { identifier == nil || $0.identifier == identifier }.map(\.identifier)
+        entry.requests.removeAll { identifier == nil || $0.identifier == identifier }
+        set(entry, for: app)
+        return removed
+    }
+
+    /// Sets an app's fetch interval; the next fetch is due one interval (at least `floor`) from now.
+    package mutating func setFetchInterval(_ interval: Double?, for app: String, now: Double, floor: Double) {
+        var entry = apps[app] ?? AppEntry()
+        entry.fetchInterval = interval
+        entry.nextFetch = interval.map { now + max($0, floor) }
+        set(entry, for: app)
+    }
+
+    package mutating func setForceQuit(_ forceQuit: Bool, for app: String) {
+        var entry = apps[app] ?? AppEntry()
+        entry.forceQuit = forceQuit
+        set(entry, for: app)
+    }
+
+    /// Takes the app's requests that are due at `now` and whose conditions hold, oldest first,
+    /// and whether its fetch is due (moving the next one an interval on).
+    package mutating func takeDue(
+        for app: String, now: Double, conditions: Conditions, refreshAvailable: Bool, fetchFloor: Double
+    ) -> (fetch: Bool, tasks: [WireTaskRequest]) {
+        guard var entry = apps[app], !entry.forceQuit else { return (false, []) }
+        var fetch = false
+        if refreshAvailable, let interval = entry.fetchInterval, let next = entry.nextFetch, next <= now {
+            fetch = true
+            entry.nextFetch = now + max(interval, fetchFloor)
+        }
+        let due = entry.requests.filter { request in
+            (request.earliestBeginDate ?? 0) <= now && conditions.unmet(by: request).isEmpty
+                && (request.kind == .processing || refreshAvailable)
+        }
+        entry.requests.removeAll { request in due.contains { $0.identifier == request.identifier } }
+        set(entry, for: app)
+        return (fetch, due)
+    }
+
+    /// The earliest time after `now` at which something of these apps becomes due, counting only
+    /// requests whose conditions hold now (a change of conditions is an event of its own).
+    package func nextDate(after now: Double, apps names: [String], conditions: Conditions, refreshAvailable: Bool) -> Double? {
+        var earliest: Double?
+        for name in names {
+            guard let entry = apps[name], !entry.forceQuit else { continue }
+            var dates = entry.requests
+                .filter { conditions.unmet(by: $0).isEmpty && ($0.kind == .processing || refreshAvailable) }
+                .compactMap(\.earliestBeginDate)
+            if refreshAvailable, entry.fetchInterval != nil, let next = entry.nextFetch { dates.append(next) }
+            for date in dates where date > now { earliest = min(earliest ?? date, date) }
+        }
+        return earliest
+    }
+
+    private mutating func set(_ entry: AppEntry, for app: String) {
+        apps[app] = entry.isEmpty ? nil : entry
+    }
+}
+
+/// The scheduler's file, STATE/background-tasks.json. Every write goes to a temporary file that
+/// is flushed to the disk and then renamed over the old one, so a crash at any point leaves
+/// either the old store or the new one, never a mix.
+package struct ScheduleStore: Sendable {
+    package let url: URL
+
+    /// Set in the environment, the host kills itself with SIGKILL halfway through writing the
+    /// store: how the tests prove an interrupted write loses nothing.
+    package static let crashMidWriteVariable = "APPHOST_TEST_CRASH_MID_STORE_WRITE"
+
+    package init(stateDirectory: URL) {
+        url = stateDirectory.appendingPathComponent("background-tasks.json")
+    }
+
+    private var temporaryURL: URL { url.appendingPathExtension("partial") }
+
+    /// Reads the store. A missing file is an empty schedule; an unreadable one is moved aside
+    /// (to `.corrupt`) and named in the returned warning, so nothing is silently lost.
+    package func load() -> (schedule: BackgroundSchedule, warning: String?) {
+        // What a crash mid-write left behind is not the store; the store is the renamed file.
+        try? FileManager.default.removeItem(at: temporaryURL)
+        guard let data = try? Data(contentsOf: url) else { return (BackgroundSchedule(), nil) }
+        do {
+            let schedule = try JSONDecoder().decode(BackgroundSchedule.self, from: data)
+            return (schedule, nil)
+        } catch {
+            let aside = url.appendingPathExtension("corrupt")
+            try? FileManager.default.removeItem(at: aside)
+            try? FileManager.default.moveItem(at: url, to: aside)
+            return (BackgroundSchedule(), "the scheduler's store \(url.path) is unreadable (\(error)); moved it to \(aside.lastPathComponent) and started with no pending requests")
+        }
+    }
+
+    /// Replaces the store with `schedule`, crash-safely.
+    package func save(_ schedule: BackgroundSchedule) throws {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
+        let data = try encoder.encode(schedule)
+        let fd = open(temporaryURL.path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
+        guard fd >= 0 else { throw SystemCallError("open \(temporaryURL.path)", errno: errno) }
+        defer { close(fd) }
+        let crashMidWrite = ProcessInfo.processInfo.environment[Self.crashMidWriteVariable] != nil
+        try data.withUnsafeBytes { bytes in
+            var offset = 0
+            while offset < bytes.count {
+                let chunk = crashMidWrite && offset == 0 ? bytes.count / 2 : bytes.count - offset
+                let written = write(fd, bytes.baseAddress! + offset, chunk)
+                if written < 0 && errno == EINTR { continue }
+                guard written > 0 else { throw SystemCallError("write \(temporaryURL.path)", errno: errno) }
+                offset += written
+                if crashMidWrite {
+                    fsync(fd)
+                    kill(getpid(), SIGKILL)
+                }
+            }
+        }
+        guard fsync(fd) == 0 else { throw SystemCallError("fsync \(temporaryURL.path)", errno: errno) }
+        guard rename(temporaryURL.path, url.path) == 0 else {
+            throw SystemCallError("rename \(temporaryURL.path)", errno: errno)
+        }
+        // The rename itself is durable once the directory is.
+        let directory = open(url.deletingLastPathComponent().path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        if directory >= 0 {
+            fsync(directory)
+            close(directory)
+        }
+    }
+}

@@ -1,0 +1,454 @@
+public import Foundation
+import Dispatch
+import AppHostProtocol
+
+// Background execution (LIFECYCLE.md, sequences 5 and 6 and the BGTaskScheduler rules): the
+// scheduler that runs due requests and fetches, the app's BGTaskScheduler messages, and the
+// commands that trigger each mode on demand. The life-cycle machine delivers the events; this
+// decides when and whether.
+
+/// One pending BGTaskScheduler request, for `tasks`.
+public struct PendingTaskRequest: Sendable {
+    public var app: String
+    public var identifier: String
+    /// "refresh" or "processing".
+    public var kind: String
+    public var earliestBeginDate: Date?
+    public var requiresExternalPower: Bool
+    public var requiresNetworkConnectivity: Bool
+    /// Why it does not run now ("due at …", "needs external power", "the app was force quit"),
+    /// or nil when it runs at the next opportunity.
+    public var waitingFor: String?
+}
+
+extension Supervisor {
+    // MARK: Commands
+
+    /// Delivers `application(_:performFetchWithCompletionHandler:)` now (`fetch APP`).
+    public func fetch(_ name: String) throws -> String {
+        try queue.sync {
+            let record = try app(named: name)
+            try require(.fetch, of: record, for: "a background fetch")
+            guard configuration.backgroundAppRefresh else {
+                throw SupervisorError("background app refresh is off on this host (--no-background-app-refresh): iOS would not fetch")
+            }
+            try refuseUnreachable(record, pushOnly: false)
+            return announce(record, command: "fetch", "performFetch", deliver(BackgroundEvent(kind: .fetch), reason: "backgroundFetch", to: record))
+        }
+    }
+
+    /// Runs a registered BGTaskScheduler task now, due or not (`run-task APP IDENTIFIER`). Its
+    /// kind is the pending request's, else that of the identifier's last request, else a refresh
+    /// task if the app has the fetch mode.
+    public func runTask(_ name: String, identifier: String) throws -> String {
+        try queue.sync {
+            let record = try app(named: name)
+            let bundle = record.bundle
+            guard bundle.permittedTaskIdentifiers.contains(identifier) else {
+                let permitted = bundle.permittedTaskIdentifiers
+                throw SupervisorError(
+                    "\(identifier) is not in \(bundle.name)'s BGTaskSchedulerPermittedIdentifiers (\(permitted.isEmpty ? "none" : permitted.joined(separator: ", "))): iOS would not run it")
+            }
+            let entry = schedule.apps[bundle.identifier]
+            let pending = entry?.requests.first { $0.identifier == identifier }
+            let kind = pending?.kind ?? entry?.taskKinds[identifier] ?? (bundle.backgroundModes.contains(.fetch) ? .appRefresh : .processing)
+            try require(kind == .appRefresh ? .fetch : .processing, of: record, for: kind == .appRefresh ? "a refresh task" : "a processing task")
+            if let run = record.run, run.machine.isAlive, launchFinished(run), !run.registeredTasks.contains(identifier) {
+                throw SupervisorError(
+                    "\(bundle.name) registered no launch handler for \(identifier) while it launched; register it before application(_:didFinishLaunchingWithOptions:) returns")
+            }
+            try refuseUnreachable(record, pushOnly: false)
+            if pending != nil {
+                schedule.cancel(identifier, for: bundle.identifier)
+                saveSchedule()
+            }
+            let event = BackgroundEvent(
+                kind: kind == .appRefresh ? .appRefresh : .processing, taskIdentifier: identifier,
+                requiresExternalPower: pending?.requiresExternalPower ?? false,
+                requiresNetworkConnectivity: pending?.requiresNetworkConnectivity ?? false)
+            let how = deliver(event, reason: "backgroundTask", to: record)
+            return announce(record, command: "runTask", "\(event.label)\(pending == nil ? "" : " (its pending request, run early)")", how)
+        }
+    }
+
+    /// Ends background work now (`expire APP [IDENTIFIER]`): the running BGTaskScheduler task with
+    /// this identifier, or every running task and the background time of every open
+    /// `beginBackgroundTask`. Expiration handlers run now; the grace period starts.
+    public func expire(_ name: String, identifier: String?) throws -> String {
+        try queue.sync {
+            let record = try app(named: name)
+            guard let run = record.run, run.machine.isAlive, run.machine.phase != .terminating else {
+                throw SupervisorError("\(record.bundle.name) is not running")
+            }
+            let tasks = run.machine.work.filter { _, item in
+                item.event.isTask && item.expiredBecause == nil && (identifier == nil || item.event.taskIdentifier == identifier)
+            }
+            let grants = identifier == nil && run.machine.backgroundEnteredAt != nil ? run.machine.openTasks.count : 0
+            guard !tasks.isEmpty || grants > 0 else {
+                throw SupervisorError(identifier.map { "\(record.bundle.name) runs no task \($0) that has not expired" }
+                    ?? "\(record.bundle.name) has nothing to expire: no running BGTaskScheduler task and no background task in the background")
+            }
+            var parts = tasks.values.map(\.event.label).sorted()
+            if grants > 0 { parts.append("the background time of \(grants) background task\(grants == 1 ? "" : "s")") }
+            handle(record, run, .expireWork(ids: Array(tasks.keys), reason: "expired on demand"))
+            if grants > 0 { handle(record, run, .expireBackgroundTime) }
+            return announce(record, command: "expire", "expired \(parts.joined(separator: ", "))", nil)
+        }
+    }
+
+    /// Delivers a remote notification (`push APP FILE.json`). Only a background notification
+    /// wakes an app: its `aps` must have `"content-available": 1`.
+    public func push(_ name: String, payload: Data, source: String) throws -> String {
+        try queue.sync {
+            let record = try app(named: name)
+            try require(.remoteNotification, of: record, for: "a background notification")
+            guard let object = try? JSONSerialization.jsonObject(with: payload), let notification = object as? [String: Any] else {
+                throw SupervisorError("\(source) is not a JSON object (a notification payload such as {\"aps\": {\"content-available\": 1}})")
+            }
+            guard let aps = notification["aps"] as? [String: Any], (aps["content-available"] as? NSNumber)?.intValue == 1 else {
+                throw SupervisorError(
+                    "\(source) is not a background notification: its aps has no \"content-available\": 1, so iOS would not wake the app for it")
+            }
+            try refuseUnreachable(record, pushOnly: true)
+            let compact = try JSONSerialization.data(withJSONObject: notification, options: [.sortedKeys])
+            let event = BackgroundEvent(kind: .remoteNotification, payload: String(decoding: compact, as: UTF8.self))
+            return announce(record, command: "push", "didReceiveRemoteNotification from \(source)", deliver(event, reason: "remoteNotification", to: record))
+        }
+    }
+
+    /// Sets the simulated power source (`power plugged|battery`). Unplugging ends processing
+    /// tasks that need external power; plugging in may make requests due.
+    public func setPower(_ state: PowerState) -> String {
+        queue.sync {
+            let previous = power
+            power = state
+            return conditionsChanged("power: \(state.rawValue)\(previous == state ? " (unchanged)" : " (was \(previous.rawValue))")")
+        }
+    }
+
+    /// Sets the simulated network (`network online|offline`).
+    public func setNetwork(_ state: NetworkState) -> String {
+        queue.sync {
+            let previous = network
+            network = state
+            return conditionsChanged("network: \(state.rawValue)\(previous == state ? " (unchanged)" : " (was \(previous.rawValue))")")
+        }
+    }
+
+    /// Moves the scheduler's clock on (`advance SECONDS`): requests and fetches due by then run.
+    /// Only the scheduler's dates move; background budgets and watchdogs keep real time.
+    public func advance(by duration: Duration) -> String {
+        queue.sync {
+            schedulerOffset += duration.seconds
+            let started = runDueWork()
+            let now = HostEvent.isoFormatter.string(from: Date(timeIntervalSince1970: schedulerNow))
+            let line = "scheduler clock moved \(duration.formatted) on, to \(now); "
+                + (started.isEmpty ? "nothing became due" : "started \(started.joined(separator: ", "))")
+            publish(HostEvent(time: Date(), event: "advance", detail: line), run: nil)
+            return line
+        }
+    }
+
+    /// Every pending request of the installed apps, and why each waits.
+    public func pendingTaskRequests() -> [PendingTaskRequest] {
+        queue.sync {
+            let now = schedulerNow
+            let conditions = BackgroundSchedule.Conditions(power: power, network: network)
+            return apps.flatMap { record -> [PendingTaskRequest] in
+                guard let entry = schedule.apps[record.bundle.identifier] else { return [] }
+                return entry.requests.map { request in
+                    var waiting: String?
+                    let unmet = conditions.unmet(by: request)
+                    if entry.forceQuit {
+                        waiting = "the user force quit the app"
+                    } else if request.kind == .appRefresh && !configuration.backgroundAppRefresh {
+                        waiting = "background app refresh is off"
+                    } else if let date = request.earliestBeginDate, date > now {
+                        waiting = "its earliest begin date, \(HostEvent.isoFormatter.string(from: Date(timeIntervalSince1970: date)))"
+                    } else if !unmet.isEmpty {
+                        waiting = unmet.joined(separator: " and ")
+                    } else if let run = record.run, run.machine.isAlive, run.machine.isInForeground {
+                        waiting = "the app to leave the foreground"
+                    }
+                    return PendingTaskRequest(
+                        app: record.bundle.name, identifier: request.identifier,
+                        kind: request.kind == .appRefresh ? "refresh" : "processing",
+                        earliestBeginDate: request.earliestBeginDate.map(Date.init(timeIntervalSince1970:)),
+                        requiresExternalPower: request.requiresExternalPower,
+                        requiresNetworkConnectivity: request.requiresNetworkConnectivity, waitingFor: waiting)
+                }
+            }
+        }
+    }
+
+    // MARK: The scheduler
+
+    /// The scheduler's clock: the wall clock, moved on by `advance`.
+    var schedulerNow: Double { Date().timeIntervalSince1970 + schedulerOffset }
+
+    /// Runs the scheduler once the current work on the queue is done (after a state change, an
+    /// installation): an app that leaves the foreground may have requests waiting for it.
+    func queueSchedulerPass() {
+        guard !schedulerPassQueued else { return }
+        schedulerPassQueued = true
+        queue.async { [weak self] in
+            guard let self else { return }
+            schedulerPassQueued = false
+            runDueWork()
+        }
+    }
+
+    /// Starts every due fetch and request whose conditions hold, for apps that may be woken now,
+    /// and sets the timer for the next date something becomes due. Returns what it started.
+    @discardableResult
+    func runDueWork() -> [String] {
+        let now = schedulerNow
+        let conditions = BackgroundSchedule.Conditions(power: power, network: network)
+        let floor = configuration.policy.minimumBackgroundFetchInterval.seconds
+        var started: [String] = []
+        var changed = false
+        for record in apps where mayWakeForSchedule(record) {
+            let id = record.bundle.identifier
+            let before = schedule.apps[id]
+            let (fetch, tasks) = schedule.takeDue(
+                for: id, now: now, conditions: conditions, refreshAvailable: configuration.backgroundAppRefresh, fetchFloor: floor)
+            changed = changed || schedule.apps[id] != before
+            var events: [BackgroundEvent] = []
+            if fetch && record.bundle.backgroundModes.contains(.fetch) { events.append(BackgroundEvent(kind: .fetch)) }
+            for request in tasks {
+                if let run = record.run, run.machine.isAlive, launchFinished(run), !run.registeredTasks.contains(request.identifier) {
+                    publish(HostEvent(
+                        time: Date(), app: id, name: record.bundle.name, pid: run.process?.pid, event: "warning",
+                        detail: "dropped the due request \(request.identifier): the app registered no launch handler for it"), run: run)
+                    continue
+                }
+                events.append(BackgroundEvent(
+                    kind: request.kind == .appRefresh ? .appRefresh : .processing, taskIdentifier: request.identifier,
+                    requiresExternalPower: request.requiresExternalPower, requiresNetworkConnectivity: request.requiresNetworkConnectivity))
+            }
+            for event in events {
+                let how = deliver(event, reason: event.kind == .fetch ? "backgroundFetch" : "backgroundTask", to: record)
+                announce(record, command: "scheduler", "due: \(event.label)", how)
+                started.append("\(record.bundle.name) \(event.label)")
+            }
+        }
+        if changed { saveSchedule() }
+        armSchedulerTimer(now: now, conditions: conditions)
+        return started
+    }
+
+    private func armSchedulerTimer(now: Double, conditions: BackgroundSchedule.Conditions) {
+        let names = apps.map(\.bundle.identifier)
+        guard let next = schedule.nextDate(after: now, apps: names, conditions: conditions, refreshAvailable: configuration.backgroundAppRefresh)
+        else {
+            schedulerTimer.schedule(deadline: .distantFuture)
+            return
+        }
+        let delay = max(0, next - now)
+        schedulerTimer.schedule(wallDeadline: .now() + delay, leeway: .milliseconds(10))
+    }
+
+    /// Whether the scheduler may wake the app now: not force quit, not in the foreground, not
+    /// launching to it nor being terminated.
+    private func mayWakeForSchedule(_ record: AppRecord) -> Bool {
+        guard schedule.apps[record.bundle.identifier]?.forceQuit != true else { return false }
+        guard let run = record.run, run.machine.isAlive else { return !isShuttingDown }
+        return !run.machine.isInForeground && run.machine.phase != .terminating
+    }
+
+    func saveSchedule() {
+        do {
+            try scheduleStore.save(schedule)
+        } catch {
+            publish(HostEvent(time: Date(), event: "warning", detail: "cannot save the scheduler's store: \(error)"), run: nil)
+        }
+    }
+
+    /// The user opened the app: it may be woken in the background again.
+    func userOpened(_ record: AppRecord) {
+        guard schedule.apps[record.bundle.identifier]?.forceQuit == true else { return }
+        schedule.setForceQuit(false, for: record.bundle.identifier)
+        saveSchedule()
+    }
+
+    /// The user terminated the app: no background launch until they open it again (iOS's rule).
+    func userForceQuit(_ record: AppRecord) {
+        schedule.setForceQuit(true, for: record.bundle.identifier)
+        saveSchedule()
+    }
+
+    func backgroundTasksConfiguration(for bundle: AppBundle) -> WireBackgroundTasks {
+        WireBackgroundTasks(
+            modes: bundle.backgroundModes.map(\.rawValue).sorted(), permittedIdentifiers: bundle.permittedTaskIdentifiers,
+            pending: schedule.apps[bundle.identifier]?.requests ?? [],
+            maximumPendingRefresh: configuration.policy.maximumPendingRefreshRequests,
+            maximumPendingProcessing: configuration.policy.maximumPendingProcessingRequests,
+            available: configuration.backgroundAppRefresh)
+    }
+
+    // MARK: Delivering
+
+    /// Hands the event to the app, launching it into the background or resuming it there as
+    /// needed; returns how, for the announcement.
+    private func deliver(_ event: BackgroundEvent, reason: String, to record: AppRecord) -> String {
+        guard let run = record.run, run.machine.isAlive else {
+            start(record, kind: .background, reason: reason, event: event)
+            return "launching it into the background (launch reason \(reason))"
+        }
+        let how: String
+        switch run.machine.phase {
+        case .suspended, .suspending:
+            record.backgroundWakeups += 1
+            how = "resuming it in the background"
+        case .active, .inactive:
+            how = "in the foreground"
+        default:
+            how = "it is \(run.machine.state.rawValue)"
+        }
+        handle(record, run, .deliver(event, reason: reason))
+        return how
+    }
+
+    /// Publishes what a command or the scheduler did, as an event of the app, and returns the line.
+    @discardableResult
+    private func announce(_ record: AppRecord, command: String, _ what: String, _ how: String?) -> String {
+        let line = "\(record.bundle.name): \(what)\(how.map { "; \($0)" } ?? "")"
+        publish(HostEvent(
+            time: Date(), app: record.bundle.identifier, name: record.bundle.name, pid: record.run?.process?.pid,
+            event: command, state: currentState(of: record), detail: line), run: record.run)
+        return line
+    }
+
+    private func require(_ mode: BackgroundMode, of record: AppRecord, for what: String) throws {
+        guard record.bundle.backgroundModes.contains(mode) else {
+            throw SupervisorError(
+                "\(record.bundle.name) has no \(mode.rawValue) in Info.plist UIBackgroundModes: iOS would not wake it for \(what)")
+        }
+    }
+
+    /// Refuses an event iOS would not deliver now: to a force-quit app, to an app being
+    /// terminated, or (except a notification) to the foreground app.
+    private func refuseUnreachable(_ record: AppRecord, pushOnly: Bool) throws {
+        let name = record.bundle.name
+        if schedule.apps[record.bundle.identifier]?.forceQuit == true {
+            throw SupervisorError(
+                "\(name) was force quit by the user: iOS wakes it in the background only after the user opens it again (open \(name))")
+        }
+        guard let run = record.run, run.machine.isAlive else {
+            if isShuttingDown { throw SupervisorError("the host is shutting down") }
+            return
+        }
+        if run.machine.phase == .terminating || run.machine.phase == .terminated {
+            throw SupervisorError("\(name) is being terminated")
+        }
+        if !pushOnly && run.machine.isInForeground {
+            throw SupervisorError("\(name) is in the foreground (\(run.machine.state.rawValue)); background events reach it in the background (home first)")
+        }
+    }
+
+    private func launchFinished(_ run: AppRun) -> Bool {
+        switch run.machine.phase {
+        case .notRunning, .starting, .launching: false
+        default: true
+        }
+    }
+
+    /// Ends processing tasks whose conditions no longer hold, starts what became due, and returns
+    /// the line to print.
+    private func conditionsChanged(_ line: String) -> String {
+        for record in apps {
+            if let run = record.run, run.machine.isAlive {
+                handle(record, run, .conditionsChanged(externalPower: power == .plugged, network: network == .online))
+            }
+        }
+        let started = runDueWork()
+        let full = line + (started.isEmpty ? "" : "; started \(started.joined(separator: ", "))")
+        publish(HostEvent(time: Date(), event: "conditions", detail: full), run: nil)
+        return full
+    }
+
+    // MARK: The app's messages
+
+    func receiveBackgroundMessage(_ message: AppMessage, _ record: AppRecord, _ run: AppRun) {
+        let bundle = record.bundle
+        switch message {
+        case .workCompleted(let id, let result):
+            handle(record, run, .workCompleted(id: id, result: result))
+
+        case .registerTask(let identifier):
+            if run.registeredTasks.contains(identifier) {
+                handle(record, run, .enforce(Termination(
+                    kind: .taskRegistration, namespace: .host, code: nil,
+                    reason: "registered a launch handler for the task \(identifier) twice")))
+            } else if launchFinished(run) {
+                handle(record, run, .enforce(Termination(
+                    kind: .taskRegistration, namespace: .host, code: nil,
+                    reason: "registered a launch handler for the task \(identifier) after application(_:didFinishLaunchingWithOptions:) returned; register every task while launching")))
+            } else if bundle.permittedTaskIdentifiers.contains(identifier) {
+                run.registeredTasks.insert(identifier)
+            } else {
+                handle(record, run, .warning("registered \(identifier), which is not in BGTaskSchedulerPermittedIdentifiers; ignored"))
+            }
+
+        case .submitTask(let request):
+            let mode: BackgroundMode = request.kind == .appRefresh ? .fetch : .processing
+            let refusal: String?
+            if !bundle.permittedTaskIdentifiers.contains(request.identifier) {
+                refusal = "\(request.identifier) is not permitted (notPermitted)"
+            } else if !bundle.backgroundModes.contains(mode) {
+                refusal = "the request needs \(mode.rawValue) in UIBackgroundModes (notPermitted)"
+            } else if !configuration.backgroundAppRefresh {
+                refusal = "background app refresh is off (unavailable)"
+            } else {
+                do {
+                    try schedule.submit(
+                        request, for: bundle.identifier,
+                        maximumRefresh: configuration.policy.maximumPendingRefreshRequests,
+                        maximumProcessing: configuration.policy.maximumPendingProcessingRequests)
+                    refusal = nil
+                } catch {
+                    refusal = "too many pending requests (tooManyPendingTaskRequests)"
+                }
+            }
+            if let refusal {
+                handle(record, run, .warning("the host refused the task request \(request.identifier): \(refusal)"))
+                return
+            }
+            saveSchedule()
+            handle(record, run, .info("taskSubmitted", describe(request)))
+            queueSchedulerPass()
+
+        case .cancelTask(let identifier):
+            let removed = schedule.cancel(identifier, for: bundle.identifier)
+            if !removed.isEmpty { saveSchedule() }
+            handle(record, run, .info("taskCancelled", removed.isEmpty ? "no pending request \(identifier ?? "")" : removed.joined(separator: ", ")))
+
+        case .fetchInterval(let interval):
+            guard bundle.backgroundModes.contains(.fetch) else {
+                handle(record, run, .warning(
+                    "setMinimumBackgroundFetchInterval(_:) called, but Info.plist UIBackgroundModes has no fetch: the app gets no background fetch"))
+                return
+            }
+            schedule.setFetchInterval(interval, for: bundle.identifier, now: schedulerNow, floor: configuration.policy.minimumBackgroundFetchInterval.seconds)
+            saveSchedule()
+            let floor = configuration.policy.minimumBackgroundFetchInterval
+            handle(record, run, .info("fetchInterval", interval.map {
+                "at least \(Duration.seconds(double: max($0, floor.seconds)).formatted) between fetches"
+            } ?? "never"))
+            queueSchedulerPass()
+
+        default:
+            break
+        }
+    }
+
+    private func describe(_ request: WireTaskRequest) -> String {
+        var parts = [request.kind == .appRefresh ? "BGAppRefreshTaskRequest \(request.identifier)" : "BGProcessingTaskRequest \(request.identifier)"]
+        if let date = request.earliestBeginDate {
+            parts.append("earliest \(HostEvent.isoFormatter.string(from: Date(timeIntervalSince1970: date)))")
+        }
+        if request.requiresExternalPower { parts.append("requires external power") }
+        if request.requiresNetworkConnectivity { parts.append("requires network") }
+        return parts.joined(separator: ", ")
+    }
+}
