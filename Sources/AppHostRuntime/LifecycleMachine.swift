@@ -226,6 +226,8 @@ package struct LifecycleMachine: Sendable {
     package private(set) var work: [UInt64: Work] = [:]
     private var nextWorkID: UInt64 = 1
     private var expirationSent = false
+    /// When `expire APP` ended the background time before its budget.
+    private var backgroundTimeEndedEarly: HostInstant?
     private var pendingTermination: Termination?
     private var requestedTermination: Termination?
 
@@ -260,7 +262,7 @@ package struct LifecycleMachine: Sendable {
     /// The background time left, while the app is in the background with its time running.
     package func backgroundTimeRemaining(at now: HostInstant) -> Duration? {
         guard let entered = backgroundEnteredAt else { return nil }
-        return max(.zero, now.duration(to: entered + policy.backgroundTime))
+        return max(.zero, now.duration(to: backgroundTimeEndedEarly ?? entered + policy.backgroundTime))
     }
 
     package mutating func handle(_ input: Input, now: HostInstant) -> [Action] {
@@ -423,7 +425,7 @@ package struct LifecycleMachine: Sendable {
 
         case .expireBackgroundTime:
             guard backgroundEnteredAt != nil, !openTasks.isEmpty, phase != .terminating else { return [] }
-            backgroundEnteredAt = now - policy.backgroundTime
+            backgroundTimeEndedEarly = now
             expirationSent = true
             deadlines[.backgroundWarning] = nil
             deadlines[.backgroundEnd] = now + policy.expirationGrace
@@ -603,6 +605,7 @@ package struct LifecycleMachine: Sendable {
             return send(.willEnterForeground, state: .background, after: .inactive, now: now)
         case (.launched, .background), (.inactive, .background), (.resumedInBackground, .background):
             backgroundEnteredAt = now
+            backgroundTimeEndedEarly = nil
             expirationSent = false
             deadlines[.backgroundWarning] = now + (policy.backgroundTime - policy.expirationWarning)
             deadlines[.backgroundEnd] = now + policy.backgroundTime + policy.expirationGrace
@@ -638,6 +641,7 @@ package struct LifecycleMachine: Sendable {
 
     private mutating func endBackgroundTime() {
         backgroundEnteredAt = nil
+        backgroundTimeEndedEarly = nil
         deadlines[.backgroundWarning] = nil
         deadlines[.backgroundEnd] = nil
     }

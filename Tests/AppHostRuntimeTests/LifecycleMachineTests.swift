@@ -11,6 +11,9 @@ struct SimulatedHost {
     var callbacks: [String] = []
     var events: [String] = []
     var expirations: [[UInt64]] = []
+    /// Background work delivered (its number), and work whose expiration handler was run.
+    var work: [UInt64] = []
+    var workExpirations: [UInt64] = []
     var finished: Termination?
     var kills = 0
     var frozen = false
@@ -19,6 +22,8 @@ struct SimulatedHost {
     var returnsFalseFrom: Set<WireCallback> = []
     /// False: the app process never says it is ready (its plugin hangs while loading).
     var pluginLoads = true
+    /// False: a freeze stays unverified until the test sends `.suspensionVerified`.
+    var verifiesSuspension = true
 
     init(policy: Policy = Policy()) {
         machine = LifecycleMachine(policy: policy)
@@ -36,14 +41,17 @@ struct SimulatedHost {
                     if pluginLoads { queue.append(.ready) }
                 case .send(let request):
                     callbacks.append("\(request.callback.rawValue) \(name(request.state))")
+                    if let event = request.event { work.append(event.work) }
                     if !hangIn.contains(request.callback) {
                         queue.append(.acknowledged(id: request.id, returned: returnsFalseFrom.contains(request.callback) ? false : true, snapshot: request.callback == .snapshot ? "window" : nil))
                     }
                 case .expire(let ids, _):
                     expirations.append(ids)
+                case .expireWork(let id):
+                    workExpirations.append(id)
                 case .freeze:
                     frozen = true
-                    queue.append(.suspensionVerified)
+                    if verifiesSuspension { queue.append(.suspensionVerified) }
                 case .thaw:
                     frozen = false
                 case .kill:
@@ -325,6 +333,12 @@ struct SimulatedHost {
             .moveToForeground, .moveToBackground, .interrupt(.seconds(2)), .interrupt(nil), .endInterruption,
             .memoryWarning, .taskBegan(id: 1, name: nil), .taskBegan(id: 2, name: nil), .taskEnded(id: 1),
             .taskEnded(id: 2), .terminate(byUser: true), .wakeInBackground,
+            .deliver(BackgroundEvent(kind: .fetch), reason: "backgroundFetch"),
+            .deliver(BackgroundEvent(kind: .remoteNotification, payload: "{}"), reason: "remoteNotification"),
+            .deliver(BackgroundEvent(kind: .processing, taskIdentifier: "p", requiresExternalPower: true), reason: "backgroundTask"),
+            .workCompleted(id: 1, result: "newData"), .workCompleted(id: 2, result: "success"),
+            .expireWork(ids: nil, reason: "test"), .expireBackgroundTime,
+            .conditionsChanged(externalPower: false, network: true),
         ]
         for _ in 0..<3000 {
             var machine = LifecycleMachine(policy: Policy())
@@ -364,12 +378,15 @@ struct SimulatedHost {
                     case .finished:
                         finished += 1
                         exited = true
-                    case .thaw, .expire, .event: break
+                    case .thaw, .expire, .expireWork, .event: break
                     }
                 }
                 #expect(killed <= 1 && finished <= 1)
                 if exited { break }
-                if machine.state == .suspended { #expect(machine.openTasks.isEmpty, "a suspended app holds no task") }
+                if machine.state == .suspended {
+                    #expect(machine.openTasks.isEmpty, "a suspended app holds no task")
+                    #expect(machine.work.isEmpty, "a suspended app has no background work under way")
+                }
                 if let deadline = machine.nextDeadline { #expect(deadline.nanoseconds >= 0) }
             }
             if killed == 1 { #expect(finished == 1, "every kill ends in exactly one report") }

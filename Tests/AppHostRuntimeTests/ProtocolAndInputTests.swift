@@ -57,6 +57,14 @@ import Testing
         #expect(try HostCommand.parse("memory-pressure") == .memoryPressure(nil))
         #expect(try HostCommand.parse("memory-pressure 1.5") == .memoryPressure(1_572_864))
         #expect(try HostCommand.parse("ps") == .ps)
+        #expect(try HostCommand.parse("fetch Weather") == .fetch("Weather"))
+        #expect(try HostCommand.parse("run-task Weather com.example.refresh") == .runTask("Weather", identifier: "com.example.refresh"))
+        #expect(try HostCommand.parse("expire Weather") == .expire("Weather", identifier: nil))
+        #expect(try HostCommand.parse("push Weather alert.json") == .push("Weather", file: "alert.json"))
+        #expect(try HostCommand.parse("power battery") == .power(.battery))
+        #expect(try HostCommand.parse("network offline") == .network(.offline))
+        #expect(try HostCommand.parse("advance 86400") == .advance(.seconds(86400)))
+        #expect(try HostCommand.parse("tasks") == .tasks)
         #expect(try HostCommand.parse("quit") == .quit)
         #expect(try HostCommand.parse("") == nil)
         #expect(try HostCommand.parse("# a comment") == nil)
@@ -69,7 +77,11 @@ import Testing
             try HostCommand.parse("wait Notes asleep")
         }
         #expect(throws: CommandError("MIB must be a number of MiB the apps must fit in, not lots")) { try HostCommand.parse("memory-pressure lots") }
-        #expect(throws: CommandError("unknown command launch; commands: home, open, interrupt, wake, terminate, memory-warning, memory-pressure, sleep, wait, ps, quit")) {
+        #expect(throws: CommandError("power must be plugged or battery, not mains")) { try HostCommand.parse("power mains") }
+        #expect(throws: CommandError("network must be online or offline, not wifi")) { try HostCommand.parse("network wifi") }
+        #expect(throws: CommandError("usage: run-task APP IDENTIFIER")) { try HostCommand.parse("run-task Weather") }
+        #expect(throws: CommandError("SECONDS must be a number of seconds, not tomorrow")) { try HostCommand.parse("advance tomorrow") }
+        #expect(throws: CommandError("unknown command launch; commands: home, open, interrupt, wake, terminate, memory-warning, memory-pressure, fetch, run-task, expire, push, power, network, advance, tasks, sleep, wait, ps, quit")) {
             try HostCommand.parse("launch Notes")
         }
     }
@@ -132,7 +144,7 @@ import Testing
     @Test func anUnknownKeyIsAnError() throws {
         let url = try write(#"{"backgroundTme": 3}"#)
         #expect { try Policy.load(contentsOf: url) } throws: { error in
-            "\(error)".contains("unknown key backgroundTme; known keys: allowedCapabilities, appUserRange, backgroundCPULimit, backgroundCPUWindow, backgroundMemoryLimit, backgroundTime, callbackTimeout")
+            "\(error)".contains("unknown key backgroundTme; known keys: allowedCapabilities, appRefreshTaskTime, appUserRange, backgroundCPULimit, backgroundCPUWindow, backgroundFetchTime, backgroundMemoryLimit, backgroundTime, callbackTimeout")
         }
     }
 
