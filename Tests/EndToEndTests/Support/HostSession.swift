@@ -80,6 +80,8 @@ final class Scratch {
         let bundle = url.appendingPathComponent("\(name).app")
         try FileManager.default.createDirectory(at: bundle, withIntermediateDirectories: true)
         for file in try FileManager.default.contentsOfDirectory(atPath: source.path) where file != "Info.plist" {
+            // A bundle made again (new behaviour, same app) replaces the old one.
+            try? FileManager.default.removeItem(at: bundle.appendingPathComponent(file))
             try FileManager.default.createSymbolicLink(
                 at: bundle.appendingPathComponent(file), withDestinationURL: source.appendingPathComponent(file))
         }
@@ -160,9 +162,12 @@ final class HostSession: @unchecked Sendable {
     private var outputClosed = false
     private let exited = DispatchSemaphore(value: 0)
 
-    init(_ bundles: [URL], scratch: Scratch, arguments: [String] = []) throws {
+    init(_ bundles: [URL], scratch: Scratch, arguments: [String] = [], environment: [String: String] = [:]) throws {
         try Paths.requireBuilt(Paths.apphost)
         process.executableURL = Paths.apphost
+        if !environment.isEmpty {
+            process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
+        }
         process.arguments = ["launch", "--json", "--state-dir", scratch.stateDirectory.path] + arguments + bundles.map(\.path)
         let output = Pipe()
         let errors = Pipe()
