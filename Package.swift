@@ -27,6 +27,8 @@ let apps = [
     appPlugin("HelloExample", path: "Examples/Hello"),
     appPlugin("NotesExample", path: "Examples/Notes"),
     appPlugin("UploaderExample", path: "Examples/Uploader"),
+    appPlugin("WeatherExample", path: "Examples/Weather"),
+    appPlugin("CleanupExample", path: "Examples/Cleanup"),
     // Test fixtures: real plugins that the end-to-end tests and the benchmark launch.
     appPlugin("ProbeFixture", path: "Tests/Fixtures/Probe", dependencies: ["ProbeSyscalls", "CSQLite"]),
 ]

@@ -18,8 +18,8 @@ public enum NetworkState: String, Sendable, CaseIterable {
 
 /// What the host's scheduler keeps for each app: its pending BGTaskScheduler requests, its
 /// background-fetch interval and whether the user force quit it. Persisted by `ScheduleStore`,
-/// so it survives a host restart. Times are seconds since 1970 on the scheduler's clock (the
-/// wall clock moved on by `advance`).
+/// so it survives a host restart. Times are seconds since 1970 on the scheduler's clock: the
+/// wall clock moved on by every `advance` so far, which is persisted too.
 package struct BackgroundSchedule: Codable, Equatable, Sendable {
     package struct AppEntry: Codable, Equatable, Sendable {
         package var requests: [WireTaskRequest] = []
@@ -62,6 +62,8 @@ package struct BackgroundSchedule: Codable, Equatable, Sendable {
     }
 
     package var version = 1
+    /// How far `advance` has moved the scheduler's clock ahead of the wall clock, in seconds.
+    package var clockOffset: Double = 0
     /// By bundle identifier.
     package var apps: [String: AppEntry] = [:]
 

@@ -139,7 +139,8 @@ extension Supervisor {
     /// Only the scheduler's dates move; background budgets and watchdogs keep real time.
     public func advance(by duration: Duration) -> String {
         queue.sync {
-            schedulerOffset += duration.seconds
+            schedule.clockOffset += duration.seconds
+            saveSchedule()
             let started = runDueWork()
             let now = HostEvent.isoFormatter.string(from: Date(timeIntervalSince1970: schedulerNow))
             let line = "scheduler clock moved \(duration.formatted) on, to \(now); "
@@ -184,7 +185,7 @@ extension Supervisor {
     // MARK: The scheduler
 
     /// The scheduler's clock: the wall clock, moved on by `advance`.
-    var schedulerNow: Double { Date().timeIntervalSince1970 + schedulerOffset }
+    var schedulerNow: Double { Date().timeIntervalSince1970 + schedule.clockOffset }
 
     /// Runs the scheduler once the current work on the queue is done (after a state change, an
     /// installation): an app that leaves the foreground may have requests waiting for it.
@@ -280,7 +281,11 @@ extension Supervisor {
     func backgroundTasksConfiguration(for bundle: AppBundle) -> WireBackgroundTasks {
         WireBackgroundTasks(
             modes: bundle.backgroundModes.map(\.rawValue).sorted(), permittedIdentifiers: bundle.permittedTaskIdentifiers,
-            pending: schedule.apps[bundle.identifier]?.requests ?? [],
+            pending: (schedule.apps[bundle.identifier]?.requests ?? []).map { request in
+                var onAppClock = request
+                onAppClock.earliestBeginDate = request.earliestBeginDate.map { $0 - schedule.clockOffset }
+                return onAppClock
+            },
             maximumPendingRefresh: configuration.policy.maximumPendingRefreshRequests,
             maximumPendingProcessing: configuration.policy.maximumPendingProcessingRequests,
             available: configuration.backgroundAppRefresh)
@@ -390,7 +395,10 @@ extension Supervisor {
                 handle(record, run, .warning("registered \(identifier), which is not in BGTaskSchedulerPermittedIdentifiers; ignored"))
             }
 
-        case .submitTask(let request):
+        case .submitTask(var request):
+            // The app's dates are on its wall clock; keep their distance from now on the
+            // scheduler's clock, which `advance` may have moved on.
+            request.earliestBeginDate = request.earliestBeginDate.map { $0 + schedule.clockOffset }
             let mode: BackgroundMode = request.kind == .appRefresh ? .fetch : .processing
             let refusal: String?
             if !bundle.permittedTaskIdentifiers.contains(request.identifier) {

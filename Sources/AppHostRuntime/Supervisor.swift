@@ -72,8 +72,6 @@ public final class Supervisor: @unchecked Sendable {
     let scheduleStore: ScheduleStore
     /// Fires when the next request or fetch becomes due; nothing runs in between (no polling).
     let schedulerTimer: any DispatchSourceTimer
-    /// How far `advance` has moved the scheduler's clock ahead of the wall clock, in seconds.
-    var schedulerOffset: Double = 0
     var power: PowerState
     var network: NetworkState
     var schedulerPassQueued = false

@@ -320,8 +320,11 @@ struct BackgroundModeTests {
         host.send("open Quitter")
         try host.waitFor("Quitter", "didBecomeActive", occurrence: 2)
         host.send("home")
-        try host.waitFor("Quitter", "launchTask")
         try host.waitFor("Quitter", "suspended", occurrence: 2)
+        // Launched again, it submitted its request again: 60 s from then on the scheduler's clock.
+        host.send("advance 60")
+        try host.waitFor("Quitter", "launchTask")
+        try host.waitFor("Quitter", "suspended", occurrence: 3)
     }
 
     // MARK: Persistence

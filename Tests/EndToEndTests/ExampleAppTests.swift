@@ -163,3 +163,58 @@ struct CommandLineTests {
         #expect(result.error.split(separator: "\n").count == 1)
     }
 }
+
+/// The background-mode examples: the scheduler runs their tasks when due.
+extension ExampleAppTests {
+    @Test func weatherRefreshesItsForecastWhenItsRefreshTaskComesDue() throws {
+        let scratch = try Scratch()
+        let host = try HostSession([try example("Weather")], scratch: scratch)
+        try host.waitFor("Weather", "didBecomeActive")
+        host.send("home")
+        try host.waitFor("Weather", "suspended")
+        host.send("tasks")
+        let pending = try host.waitFor("a pending task") { $0.event == "task" }
+        #expect(pending.fields["identifier"] as? String == "com.example.weather.refresh")
+        #expect((pending.fields["waitingFor"] as? String)?.hasPrefix("its earliest begin date") == true)
+
+        host.send("advance 3600")
+        try host.waitFor("Weather", "launchTask")
+        let completed = try host.waitFor("Weather", "taskCompleted")
+        #expect(completed.detail == "com.example.weather.refresh success")
+        try host.waitFor("Weather", "suspended", occurrence: 2)
+        let snapshot = host.allEvents.last { $0.name == "Weather" && $0.event == "snapshot" }
+        #expect(snapshot?.detail?.hasPrefix("Weather: Oslo ") == true, "the new snapshot shows the refreshed forecast")
+        let stored = scratch.stateDirectory.appendingPathComponent("containers/com.example.weather/Documents/forecast.json")
+        let forecast = try JSONSerialization.jsonObject(with: Data(contentsOf: stored)) as? [String: Any]
+        #expect(forecast?["city"] as? String == "Oslo")
+        try host.waitForStandardError(containing: "Weather: refreshed in the background: Oslo")
+
+        host.send("tasks")
+        let next = try host.waitFor("the next request", occurrence: 2) { $0.event == "task" }
+        #expect(next.fields["identifier"] as? String == "com.example.weather.refresh", "the refresh asked for the next one")
+        host.closeInput()
+        #expect(try host.waitForExit() == 0)
+    }
+
+    @Test func cleanupPrunesItsCacheOnlyOnExternalPower() throws {
+        let scratch = try Scratch()
+        let host = try HostSession([try example("Cleanup")], scratch: scratch, arguments: ["--power", "battery"])
+        try host.waitFor("Cleanup", "didBecomeActive")
+        host.send("home")
+        try host.waitFor("Cleanup", "suspended")
+        let caches = scratch.stateDirectory.appendingPathComponent("containers/com.example.cleanup/Library/Caches/thumbnails")
+        #expect(try FileManager.default.contentsOfDirectory(atPath: caches.path).count == 40)
+        host.send("tasks")
+        #expect(try host.waitFor("a pending task") { $0.event == "task" }.fields["waitingFor"] as? String == "external power")
+
+        host.send("power plugged")
+        try host.waitFor("Cleanup", "launchTask")
+        #expect(try host.waitFor("Cleanup", "taskCompleted").detail == "com.example.cleanup.prune success")
+        try host.waitFor("Cleanup", "suspended", occurrence: 2)
+        #expect(try FileManager.default.contentsOfDirectory(atPath: caches.path).isEmpty)
+        let log = scratch.stateDirectory.appendingPathComponent("containers/com.example.cleanup/Documents/cleanup.log")
+        #expect(try String(contentsOf: log, encoding: .utf8) == "removed 40 of 40 cache files\n")
+        host.closeInput()
+        #expect(try host.waitForExit() == 0)
+    }
+}
