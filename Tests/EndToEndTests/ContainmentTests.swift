@@ -120,10 +120,15 @@ struct ContainmentTests {
         // The host still answers.
         host.send("ps")
         try host.waitFor("ps of Bomb", timeout: 5) { $0.event == "ps" && $0.name == "Bomb" }
+        // Bomb's processes, told apart by their cgroup from other tests' apps that may share its uid.
+        let bombProcesses = processes(ofUser: uid).filter { pid in
+            ((try? String(contentsOfFile: "/proc/\(pid)/cgroup", encoding: .utf8)) ?? "").contains("/Bomb-")
+        }
+        #expect(!bombProcesses.isEmpty)
         host.send("terminate Bomb")
         try host.waitFor("Bomb", "terminated")
         // Every child was killed with the app; one may still be on its way out.
-        for pid in processes(ofUser: uid) {
+        for pid in bombProcesses {
             #expect(waitUntilGone(pid, timeout: 5), "child \(pid) outlived the app")
         }
         host.closeInput()

@@ -213,7 +213,8 @@ extension ExampleAppTests {
         try host.waitFor("Cleanup", "suspended", occurrence: 2)
         #expect(try FileManager.default.contentsOfDirectory(atPath: caches.path).isEmpty)
         let log = scratch.stateDirectory.appendingPathComponent("containers/com.example.cleanup/Documents/cleanup.log")
-        #expect(try String(contentsOf: log, encoding: .utf8) == "removed 40 of 40 cache files\n")
+        let logged = try String(contentsOf: log, encoding: .utf8)
+        #expect(logged == "removed 40 of 40 cache files\n", "\(logged)")
         host.closeInput()
         #expect(try host.waitForExit() == 0)
     }
