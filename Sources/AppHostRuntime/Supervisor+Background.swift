@@ -305,10 +305,12 @@ extension Supervisor {
         case .suspended, .suspending:
             record.backgroundWakeups += 1
             how = "resuming it in the background"
+        case .background:
+            how = "it runs in the background"
         case .active, .inactive:
             how = "in the foreground"
         default:
-            how = "it is \(run.machine.state.rawValue)"
+            how = "queued until it is ready (it is \(run.machine.state.rawValue))"
         }
         handle(record, run, .deliver(event, reason: reason))
         return how
@@ -400,6 +402,7 @@ extension Supervisor {
             // scheduler's clock, which `advance` may have moved on.
             request.earliestBeginDate = request.earliestBeginDate.map { $0 + schedule.clockOffset }
             let mode: BackgroundMode = request.kind == .appRefresh ? .fetch : .processing
+            let before = schedule
             let refusal: String?
             if !bundle.permittedTaskIdentifiers.contains(request.identifier) {
                 refusal = "\(request.identifier) is not permitted (notPermitted)"
@@ -422,7 +425,7 @@ extension Supervisor {
                 handle(record, run, .warning("the host refused the task request \(request.identifier): \(refusal)"))
                 return
             }
-            saveSchedule()
+            if schedule != before { saveSchedule() }
             handle(record, run, .info("taskSubmitted", describe(request)))
             queueSchedulerPass()
 

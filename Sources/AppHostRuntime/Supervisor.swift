@@ -172,7 +172,12 @@ public final class Supervisor: @unchecked Sendable {
         let memoryNote = (memoryEnforcement == .cgroup
             ? "limits by the memory cgroup" : "limits by sampling every \(policy.resourceSampleInterval.formatted)\(configuration.memoryEnforcement == .sampling ? " (requested)" : ", degraded: no writable cgroup v1 memory controller")")
             + " (\(policy.foregroundMemoryLimit.mebibytes) foreground, \(policy.backgroundMemoryLimit.mebibytes) background), budget \(memoryBudget.mebibytes)"
-        let started = HostEvent(time: Date(), event: "started", detail: "suspension: \(note); sandbox: \(sandboxNote); memory: \(memoryNote)")
+        let pending = loaded.apps.values.reduce(0) { $0 + $1.requests.count }
+        let backgroundNote = "power \(configuration.power.rawValue), network \(configuration.network.rawValue), "
+            + "background app refresh \(configuration.backgroundAppRefresh ? "on" : "off"), \(pending) pending task request\(pending == 1 ? "" : "s")"
+        let started = HostEvent(
+            time: Date(), event: "started",
+            detail: "suspension: \(note); sandbox: \(sandboxNote); memory: \(memoryNote); background: \(backgroundNote)")
         queue.async { observer(started) }
         for path in policy.sharedResources where access(path, F_OK) != 0 {
             let warning = HostEvent(time: Date(), event: "warning", detail: "the shared resource \(path) does not exist (yet); it is checked at each suspension")
