@@ -6,15 +6,16 @@ import Synchronization
 /// does its maintenance while the phone charges:
 /// - it registers the task's launch handler while launching;
 /// - while in use it fills Library/Caches with thumbnails;
-/// - whenever it leaves the foreground it asks for a processing task that requires external
-///   power, so the host runs it only while plugged in (`power plugged`);
+/// - whenever it leaves the foreground it asks for a processing task at most once a day, that
+///   requires external power, so the host runs it only while plugged in (`power plugged`);
 /// - the task deletes cache files one at a time on a background queue, checking a stop flag
 ///   between files. The host ends the task early when the user opens the app, when the power is
 ///   unplugged or when its minutes run out: the expiration handler sets the flag, and the task
 ///   completes unsuccessfully having kept what it did (and asks to run again later);
 /// - Documents/cleanup.log says what each run did.
 ///
-/// Try it: `apphost launch --power battery Cleanup.app`, then `home`, `tasks`, `power plugged`.
+/// Try it: `apphost launch --power battery Cleanup.app`, then `home`, `advance 86400`, `tasks`,
+/// `power plugged`.
 final class AppDelegate: ApplicationDelegate {
     nonisolated static let pruneIdentifier = "com.example.cleanup.prune"
     private nonisolated static let caches = FileManager.default.urls(for: .cachesDirectory, in: .userDomainMask)[0]
@@ -44,6 +45,7 @@ final class AppDelegate: ApplicationDelegate {
 
     private nonisolated static func schedulePrune() {
         let request = BGProcessingTaskRequest(identifier: pruneIdentifier)
+        request.earliestBeginDate = Date(timeIntervalSinceNow: 24 * 3600)
         request.requiresExternalPower = true
         request.requiresNetworkConnectivity = false
         do {

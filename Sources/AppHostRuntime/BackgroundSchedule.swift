@@ -108,9 +108,11 @@ package struct BackgroundSchedule: Codable, Equatable, Sendable {
     }
 
     /// Takes the app's requests that are due at `now` and whose conditions hold, oldest first,
-    /// and whether its fetch is due (moving the next one an interval on).
+    /// and whether its fetch is due (moving the next one an interval on). A request whose
+    /// identifier's task is still `running` waits for it to end: one task per identifier at a time.
     package mutating func takeDue(
-        for app: String, now: Double, conditions: Conditions, refreshAvailable: Bool, fetchFloor: Double
+        for app: String, now: Double, conditions: Conditions, refreshAvailable: Bool, fetchFloor: Double,
+        running: Set<String> = []
     ) -> (fetch: Bool, tasks: [WireTaskRequest]) {
         guard var entry = apps[app], !entry.forceQuit else { return (false, []) }
         var fetch = false
@@ -119,7 +121,8 @@ package struct BackgroundSchedule: Codable, Equatable, Sendable {
             entry.nextFetch = now + max(interval, fetchFloor)
         }
         let due = entry.requests.filter { request in
-            (request.earliestBeginDate ?? 0) <= now && conditions.unmet(by: request).isEmpty
+            !running.contains(request.identifier)
+                && (request.earliestBeginDate ?? 0) <= now && conditions.unmet(by: request).isEmpty
                 && (request.kind == .processing || refreshAvailable)
         }
         entry.requests.removeAll { request in due.contains { $0.identifier == request.identifier } }

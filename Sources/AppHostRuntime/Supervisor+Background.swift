@@ -211,8 +211,12 @@ extension Supervisor {
         for record in apps where mayWakeForSchedule(record) {
             let id = record.bundle.identifier
             let before = schedule.apps[id]
+            let running = record.run.map { run in
+                Set((run.machine.work.values.map(\.event) + run.machine.pendingEvents).compactMap(\.taskIdentifier))
+            } ?? []
             let (fetch, tasks) = schedule.takeDue(
-                for: id, now: now, conditions: conditions, refreshAvailable: configuration.backgroundAppRefresh, fetchFloor: floor)
+                for: id, now: now, conditions: conditions, refreshAvailable: configuration.backgroundAppRefresh, fetchFloor: floor,
+                running: running)
             changed = changed || schedule.apps[id] != before
             var events: [BackgroundEvent] = []
             if fetch && record.bundle.backgroundModes.contains(.fetch) { events.append(BackgroundEvent(kind: .fetch)) }

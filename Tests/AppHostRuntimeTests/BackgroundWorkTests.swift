@@ -188,6 +188,10 @@ import Testing
                 "no refresh task without background app refresh")
         #expect(schedule.takeDue(for: "app", now: 1000, conditions: battery, refreshAvailable: true, fetchFloor: 900).tasks.map(\.identifier) == ["later"])
         #expect(schedule.apps["app"]?.requests == [])
+
+        try schedule.submit(request("plugged", .processing), for: "app", maximumRefresh: 1, maximumProcessing: 10)
+        #expect(schedule.takeDue(for: "app", now: 2000, conditions: Self.plugged, refreshAvailable: true, fetchFloor: 900, running: ["plugged"]).tasks.isEmpty,
+                "a request waits while its identifier's task still runs")
     }
 
     @Test func fetchesComeAnIntervalApartAndNeverForAForceQuitApp() {
