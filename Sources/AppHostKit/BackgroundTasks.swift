@@ -103,6 +103,8 @@ public class BGTask: @unchecked Sendable {
         hostLink.send(.workCompleted(id: work, result: success ? "success" : "failure"))
     }
 
+    var isCompleted: Bool { state.withLock { $0.completed } }
+
     func expire() {
         let handler = state.withLock { $0.completed ? nil : $0.handler }
         handler?()
@@ -280,7 +282,10 @@ public final class BGTaskScheduler: Sendable {
         let task: BGTask = event.kind == .processing
             ? BGProcessingTask(identifier: identifier, work: event.work)
             : BGAppRefreshTask(identifier: identifier, work: event.work)
-        running.withLock { $0[event.work] = (task, registration.queue) }
+        running.withLock { running in
+            running = running.filter { !$0.value.0.isCompleted }
+            running[event.work] = (task, registration.queue)
+        }
         let handler = registration.handler
         (registration.queue ?? DispatchQueue.global()).async { handler(task) }
         return task

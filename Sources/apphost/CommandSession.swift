@@ -13,11 +13,6 @@ struct EventPrinter: Sendable {
         FileHandle.standardOutput.write(Data((line + "\n").utf8))
     }
 
-    /// What a command did. In JSON mode the host's own event already says it; this is for people.
-    func note(_ line: String) {
-        if !json { write("apphost: \(line)") }
-    }
-
     func error(_ line: String) {
         FileHandle.standardError.write(Data("apphost: \(line)\n".utf8))
     }
@@ -52,24 +47,26 @@ struct CommandSession {
                 try supervisor.memoryWarning(app)
             case .memoryPressure(let target):
                 supervisor.memoryPressure(target: target)
+            // What each trigger did is in the events it publishes (fetch, runTask, expire, push,
+            // conditions, advance), in both output modes.
             case .fetch(let app):
-                printer.note(try supervisor.fetch(app))
+                _ = try supervisor.fetch(app)
             case .runTask(let app, let identifier):
-                printer.note(try supervisor.runTask(app, identifier: identifier))
+                _ = try supervisor.runTask(app, identifier: identifier)
             case .expire(let app, let identifier):
-                printer.note(try supervisor.expire(app, identifier: identifier))
+                _ = try supervisor.expire(app, identifier: identifier)
             case .push(let app, let file):
                 let payload: Data
                 do { payload = try Data(contentsOf: URL(fileURLWithPath: file)) } catch {
                     throw CommandError("cannot read \(file): \(error.localizedDescription)")
                 }
-                printer.note(try supervisor.push(app, payload: payload, source: file))
+                _ = try supervisor.push(app, payload: payload, source: file)
             case .power(let state):
-                printer.note(supervisor.setPower(state))
+                _ = supervisor.setPower(state)
             case .network(let state):
-                printer.note(supervisor.setNetwork(state))
+                _ = supervisor.setNetwork(state)
             case .advance(let duration):
-                printer.note(supervisor.advance(by: duration))
+                _ = supervisor.advance(by: duration)
             case .tasks:
                 printTasks()
             case .sleep(let duration):
@@ -124,6 +121,11 @@ struct CommandSession {
                 requires.isEmpty ? "-" : requires.joined(separator: ","), request.waitingFor ?? "nothing (runs when the app is in the background)",
             ])
         }
+        printTable(lines)
+    }
+
+    /// Prints rows in columns as wide as their widest cell.
+    private func printTable(_ lines: [[String]]) {
         let widths = (0..<lines[0].count).map { column in lines.map { $0[column].count }.max() ?? 0 }
         for line in lines {
             printer.write(zip(line, widths).map { $0.padding(toLength: $1, withPad: " ", startingAt: 0) }.joined(separator: "  "))
@@ -161,9 +163,6 @@ struct CommandSession {
                 app.snapshot.map { $0.replacingOccurrences(of: "\n", with: " ⏎ ").debugDescription } ?? "-",
             ])
         }
-        let widths = (0..<lines[0].count).map { column in lines.map { $0[column].count }.max() ?? 0 }
-        for line in lines {
-            printer.write(zip(line, widths).map { $0.padding(toLength: $1, withPad: " ", startingAt: 0) }.joined(separator: "  "))
-        }
+        printTable(lines)
     }
 }
