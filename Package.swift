@@ -62,24 +62,30 @@ let package = Package(
         // C: the ABI record compiled into every plugin (only the SDK depends on it).
         .target(name: "CAppHostKitRecord", dependencies: ["CAppHostShims"]),
 
+        // The one errno path, descriptors, /proc readers and cgroup directories (no Foundation:
+        // every plugin links it, through the SDK).
+        .target(
+            name: "AppHostSystem",
+            swiftSettings: strictSettings
+        ),
         .target(
             name: "AppHostProtocol",
-            dependencies: ["CAppHostShims"],
+            dependencies: ["AppHostSystem", "CAppHostShims"],
             swiftSettings: strictSettings
         ),
         .target(
             name: "AppHostKit",
-            dependencies: ["AppHostProtocol", "CAppHostShims", "CAppHostKitRecord"],
+            dependencies: ["AppHostProtocol", "AppHostSystem", "CAppHostShims", "CAppHostKitRecord"],
             swiftSettings: strictSettings
         ),
         .target(
             name: "AppHostSandbox",
-            dependencies: ["CCap", "CSeccomp", "CAppHostShims"],
+            dependencies: ["AppHostSystem", "CCap", "CSeccomp", "CAppHostShims"],
             swiftSettings: strictSettings
         ),
         .target(
             name: "AppHostRunner",
-            dependencies: ["AppHostProtocol", "AppHostSandbox", "CAppHostShims"],
+            dependencies: ["AppHostProtocol", "AppHostSandbox", "AppHostSystem", "CAppHostShims"],
             swiftSettings: strictSettings
         ),
         .target(
@@ -87,6 +93,7 @@ let package = Package(
             dependencies: [
                 "AppHostProtocol",
                 "AppHostSandbox",
+                "AppHostSystem",
                 "CAppHostShims",
             ],
             swiftSettings: strictSettings
@@ -109,7 +116,7 @@ let package = Package(
         ),
         .executableTarget(
             name: "apphost-benchmark",
-            dependencies: ["AppHostRuntime", "AppHostProtocol", "AppHostSandbox"],
+            dependencies: ["AppHostRuntime", "AppHostProtocol", "AppHostSandbox", "AppHostSystem"],
             path: "Benchmarks/Lifecycle",
             swiftSettings: strictSettings
         ),
@@ -122,7 +129,7 @@ let package = Package(
 
         .testTarget(
             name: "AppHostRuntimeTests",
-            dependencies: ["AppHostRuntime", "AppHostProtocol"],
+            dependencies: ["AppHostRuntime", "AppHostProtocol", "AppHostSystem"],
             swiftSettings: strictSettings
         ),
         .testTarget(

@@ -3,6 +3,7 @@ import Glibc
 #endif
 import Synchronization
 import AppHostProtocol
+import AppHostSystem
 
 /// The app process's end of the control socket. Sends are safe from any thread.
 final class HostLink: Sendable {

@@ -5,6 +5,7 @@ import Dispatch
 import Foundation
 import Synchronization
 import AppHostProtocol
+import AppHostSystem
 import CAppHostShims
 
 /// The plugin's C entry point, called by the app process's runner once the plugin is loaded and

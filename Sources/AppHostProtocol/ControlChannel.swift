@@ -1,4 +1,5 @@
 #if canImport(Glibc)
+package import AppHostSystem
 import Glibc
 #endif
 import CAppHostShims
@@ -17,16 +18,16 @@ package struct ControlChannel: Sendable {
 
     /// Writes one whole frame carrying `body`, retrying short writes and EINTR. With
     /// `nonBlocking`, a socket the peer stopped reading throws EAGAIN instead of waiting.
-    package func send(body: [UInt8], nonBlocking: Bool = false) throws(SystemCallError) {
+    package func send(body: [UInt8], nonBlocking: Bool = false) throws(SystemError) {
         try sendFrame(Framing.frame(body), passing: nil, nonBlocking: nonBlocking)
     }
 
     /// Writes one whole frame with `descriptor` attached to its first byte (SCM_RIGHTS).
-    package func send(body: [UInt8], passing descriptor: Int32) throws(SystemCallError) {
+    package func send(body: [UInt8], passing descriptor: Int32) throws(SystemError) {
         try sendFrame(Framing.frame(body), passing: descriptor, nonBlocking: false)
     }
 
-    private func sendFrame(_ bytes: [UInt8], passing descriptor: Int32?, nonBlocking: Bool) throws(SystemCallError) {
+    private func sendFrame(_ bytes: [UInt8], passing descriptor: Int32?, nonBlocking: Bool) throws(SystemError) {
         let flags = Int32(MSG_NOSIGNAL) | (nonBlocking ? Int32(MSG_DONTWAIT) : 0)
         var offset = 0
         if let descriptor {

@@ -1,4 +1,5 @@
 #if canImport(Glibc)
+package import AppHostSystem
 import Glibc
 #endif
 import CCap
@@ -16,28 +17,30 @@ package enum Capabilities {
     ///
     /// Dropping from the bounding set needs CAP_SETPCAP: a host without it (a non-root host) leaves
     /// its bounding set as it is, which NO_NEW_PRIVS makes harmless; that is not an error.
-    package static func dropBoundingAndAmbient(keeping kept: [Int32]) throws(ConfinementError) {
-        guard cap_reset_ambient() == 0 || errno == EINVAL else { throw ConfinementError("cap_reset_ambient", errno: errno) }
+    package static func dropBoundingAndAmbient(keeping kept: [Int32]) throws(SystemError) {
+        do {
+            try valueOrErrno("cap_reset_ambient") { cap_reset_ambient() }
+        } catch where error.errno == EINVAL {
+            // A kernel without ambient capabilities has none to clear.
+        }
         let canDropBound = cap_get_bound(cap_value_t(CAP_SETPCAP)) == 1 && hasEffective(cap_value_t(CAP_SETPCAP))
         if canDropBound {
             for capability in 0..<cap_max_bits() where !kept.contains(capability) {
-                guard cap_drop_bound(capability) == 0 else { throw ConfinementError("cap_drop_bound(\(capability))", errno: errno) }
+                try valueOrErrno("cap_drop_bound(\(capability))") { cap_drop_bound(capability) }
             }
         }
     }
 
     /// Leaves only `kept` in the permitted and effective sets, the inheritable set empty.
-    package static func setProcess(to kept: [Int32]) throws(ConfinementError) {
-        guard let set = cap_init() else { throw ConfinementError("cap_init", errno: errno) }
+    package static func setProcess(to kept: [Int32]) throws(SystemError) {
+        let set = try pointerOrErrno("cap_init") { cap_init() }
         defer { cap_free(UnsafeMutableRawPointer(set)) }
         if !kept.isEmpty {
             for flag in [CAP_PERMITTED, CAP_EFFECTIVE] {
-                guard cap_set_flag(set, flag, Int32(kept.count), kept, CAP_SET) == 0 else {
-                    throw ConfinementError("cap_set_flag", errno: errno)
-                }
+                try valueOrErrno("cap_set_flag") { cap_set_flag(set, flag, Int32(kept.count), kept, CAP_SET) }
             }
         }
-        guard cap_set_proc(set) == 0 else { throw ConfinementError("cap_set_proc", errno: errno) }
+        try valueOrErrno("cap_set_proc") { cap_set_proc(set) }
     }
 
     private static func hasEffective(_ capability: cap_value_t) -> Bool {
@@ -46,17 +49,4 @@ package enum Capabilities {
         var value = CAP_CLEAR
         return cap_get_flag(current, capability, CAP_EFFECTIVE, &value) == 0 && value == CAP_SET
     }
-}
-
-/// A confinement step that failed: the app must not run unconfined, so its launch fails.
-package struct ConfinementError: Error, CustomStringConvertible {
-    package var call: String
-    package var errno: Int32
-
-    package init(_ call: String, errno: Int32) {
-        self.call = call
-        self.errno = errno
-    }
-
-    package var description: String { "\(call): \(String(cString: strerror(errno)))" }
 }

@@ -1,4 +1,5 @@
 #if canImport(Glibc)
+package import AppHostSystem
 import Glibc
 #endif
 import CAppHostShims
@@ -55,20 +56,18 @@ package enum Confinement {
         package var landlockABI: Int32
     }
 
-    package static func apply(_ plan: Plan) throws(ConfinementError) -> Outcome {
+    package static func apply(_ plan: Plan) throws(SystemError) -> Outcome {
         var kept: [Int32] = []
         for name in plan.capabilities {
-            guard let value = Capabilities.value(named: name) else { throw ConfinementError("cap_from_name(\(name))", errno: EINVAL) }
+            guard let value = Capabilities.value(named: name) else { throw SystemError("cap_from_name(\(name))", errno: EINVAL) }
             kept.append(value)
         }
         try Capabilities.dropBoundingAndAmbient(keeping: kept)
         if let user = plan.user {
             if !kept.isEmpty {
-                guard apphost_set_keep_capabilities(1) == 0 else { throw ConfinementError("prctl(PR_SET_KEEPCAPS)", errno: errno) }
+                try valueOrErrno("prctl(PR_SET_KEEPCAPS)") { apphost_set_keep_capabilities(1) }
             }
-            guard apphost_switch_user(user.uid, user.gid, user.groups.count, user.groups) == 0 else {
-                throw ConfinementError("setresuid(\(user.uid))", errno: errno)
-            }
+            try valueOrErrno("setresuid(\(user.uid))") { apphost_switch_user(user.uid, user.gid, user.groups.count, user.groups) }
             _ = apphost_set_keep_capabilities(0)
             // A uid change clears the parent-death signal (DESIGN.md, Known traps).
             _ = apphost_set_parent_death_signal(SIGKILL)
@@ -98,12 +97,12 @@ package enum Confinement {
 
     /// PR_SET_NO_NEW_PRIVS: no execve can grant privileges again (set-user-id bits, file
     /// capabilities); also what seccomp and Landlock require of an unprivileged process.
-    package static func forbidNewPrivileges() throws(ConfinementError) {
-        guard apphost_set_no_new_privileges() == 0 else { throw ConfinementError("prctl(PR_SET_NO_NEW_PRIVS)", errno: errno) }
+    package static func forbidNewPrivileges() throws(SystemError) {
+        try valueOrErrno("prctl(PR_SET_NO_NEW_PRIVS)") { apphost_set_no_new_privileges() }
     }
 
-    private static func setLimit(_ resource: __rlimit_resource, _ value: UInt64, name: String) throws(ConfinementError) {
+    private static func setLimit(_ resource: __rlimit_resource, _ value: UInt64, name: String) throws(SystemError) {
         var limit = rlimit(rlim_cur: rlim_t(value), rlim_max: rlim_t(value))
-        guard setrlimit(__rlimit_resource_t(resource.rawValue), &limit) == 0 else { throw ConfinementError("setrlimit(\(name), \(value))", errno: errno) }
+        try valueOrErrno("setrlimit(\(name), \(value))") { setrlimit(__rlimit_resource_t(resource.rawValue), &limit) }
     }
 }

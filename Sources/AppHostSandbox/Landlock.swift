@@ -1,4 +1,5 @@
 #if canImport(Glibc)
+package import AppHostSystem
 import Glibc
 #endif
 import CAppHostShims
@@ -50,7 +51,7 @@ package enum Landlock {
     /// socket, any process outside its own domain: the host and other apps included.
     ///
     /// Returns false, doing nothing, where the kernel has no Landlock. NO_NEW_PRIVS must be set.
-    package static func restrict(to rules: [Rule]) throws(ConfinementError) -> Bool {
+    package static func restrict(to rules: [Rule]) throws(SystemError) -> Bool {
         let abi = abiVersion
         guard abi > 0 else { return false }
         let handled = handledRights(abi: abi)
@@ -62,26 +63,23 @@ package enum Landlock {
         } else {
             size = 8
         }
-        let ruleset = apphost_landlock_create_ruleset(&attributes, size)
-        guard ruleset >= 0 else { throw ConfinementError("landlock_create_ruleset", errno: errno) }
+        let ruleset = try valueOrErrno("landlock_create_ruleset") { apphost_landlock_create_ruleset(&attributes, size) }
         defer { close(ruleset) }
         for rule in rules {
-            let fd = open(rule.path, 0o10000000 /* O_PATH, GNU-only */ | O_CLOEXEC)
-            guard fd >= 0 else {
-                // Missing, or out of the app user's reach anyway: no rule needed.
-                if errno == ENOENT || errno == EACCES { continue }
-                throw ConfinementError("open(\(rule.path))", errno: errno)
+            let fd: Int32
+            do {
+                fd = try valueOrErrno("open(\(rule.path))") { open(rule.path, 0o10000000 /* O_PATH, GNU-only */ | O_CLOEXEC) }
+            } catch where error.errno == ENOENT || error.errno == EACCES {
+                continue  // missing, or out of the app user's reach anyway: no rule needed
             }
             defer { close(fd) }
             var info = stat()
-            guard fstat(fd, &info) == 0 else { throw ConfinementError("fstat(\(rule.path))", errno: errno) }
+            try valueOrErrno("fstat(\(rule.path))") { fstat(fd, &info) }
             var allowed = rule.access == .readOnly ? execute | readFile | readDirectory : handled
             if info.st_mode & S_IFMT != S_IFDIR { allowed &= fileRights }
-            guard apphost_landlock_allow_beneath(ruleset, allowed & handled, fd) == 0 else {
-                throw ConfinementError("landlock_add_rule(\(rule.path))", errno: errno)
-            }
+            try valueOrErrno("landlock_add_rule(\(rule.path))") { apphost_landlock_allow_beneath(ruleset, allowed & handled, fd) }
         }
-        guard apphost_landlock_restrict_self(ruleset) == 0 else { throw ConfinementError("landlock_restrict_self", errno: errno) }
+        try valueOrErrno("landlock_restrict_self") { apphost_landlock_restrict_self(ruleset) }
         return true
     }
 
@@ -107,7 +105,7 @@ package enum Landlock {
     /// directories above. Read once by the supervisor, which runs the same binary as the apps.
     package static func libraryDirectories() -> [String] {
         var directories: Set<String> = []
-        let maps = (try? readWholeFile("/proc/self/maps")) ?? ""
+        let maps = readSmallFile("/proc/self/maps")
         for line in maps.split(separator: "\n") {
             guard let slash = line.firstIndex(of: "/"), let end = line[slash...].lastIndex(of: "/") else { continue }
             let directory = String(line[slash..<end])
@@ -116,19 +114,5 @@ package enum Landlock {
             }
         }
         return directories.sorted()
-    }
-
-    private static func readWholeFile(_ path: String) throws -> String {
-        let fd = open(path, O_RDONLY | O_CLOEXEC)
-        guard fd >= 0 else { throw ConfinementError("open(\(path))", errno: errno) }
-        defer { close(fd) }
-        var bytes: [UInt8] = []
-        var buffer = [UInt8](repeating: 0, count: 64 * 1024)
-        while true {
-            let count = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
-            if count <= 0 { break }
-            bytes += buffer[0..<count]
-        }
-        return String(decoding: bytes, as: UTF8.self)
     }
 }

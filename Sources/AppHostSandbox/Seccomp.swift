@@ -1,4 +1,5 @@
 #if canImport(Glibc)
+package import AppHostSystem
 import Glibc
 #endif
 import CAppHostShims
@@ -27,10 +28,10 @@ package enum Seccomp {
     /// Compiles the profile with libseccomp. The supervisor does this while the app process
     /// starts, so the app only installs the result: compiling takes about a millisecond, most
     /// of the confinement step's budget.
-    package static func compile(_ profile: SyscallProfile) throws(ConfinementError) -> Program {
+    package static func compile(_ profile: SyscallProfile) throws(SystemError) -> Program {
         let notify = notificationAvailable
         guard let context = seccomp_init(notify ? apphost_scmp_act_notify() : apphost_scmp_act_errno(UInt16(EPERM))) else {
-            throw ConfinementError("seccomp_init", errno: ENOMEM)
+            throw SystemError("seccomp_init", errno: ENOMEM)
         }
         defer { seccomp_release(context) }
         for rule in profile.rules {
@@ -62,45 +63,36 @@ package enum Seccomp {
         // at most 4096 instructions, 32 KiB, so any valid filter fits in the pipe's 64 KiB
         // before it is read.
         var fds: [Int32] = [-1, -1]
-        guard pipe(&fds) == 0 else { throw ConfinementError("pipe", errno: errno) }
+        try valueOrErrno("pipe") { pipe(&fds) }
         defer { close(fds[0]) }
         let exported = seccomp_export_bpf(context, fds[1])
         close(fds[1])
-        try check(exported, "seccomp_export_bpf")
+        try negativeErrno("seccomp_export_bpf", exported)
         var bytes: [UInt8] = []
         var buffer = [UInt8](repeating: 0, count: 16 * 1024)
-        while true {
-            let count = buffer.withUnsafeMutableBytes { read(fds[0], $0.baseAddress, $0.count) }
-            if count <= 0 { break }
-            bytes += buffer[0..<count]
-        }
+        while case .bytes(let count) = readSome(fds[0], into: &buffer) { bytes += buffer[0..<count] }
         return Program(instructions: bytes, notifies: notify)
     }
 
     /// Installs a compiled filter on every thread of this process. Returns the user-notification
     /// listener, which the caller must hand to the supervisor and close, or nil when the program
     /// does not notify. NO_NEW_PRIVS must already be set.
-    package static func install(_ program: Program) throws(ConfinementError) -> Int32? {
+    package static func install(_ program: Program) throws(SystemError) -> Int32? {
         let count = program.instructions.count / 8
         guard count > 0, count <= Int(UInt16.max), program.instructions.count % 8 == 0 else {
-            throw ConfinementError("seccomp: a filter of \(program.instructions.count) bytes", errno: EINVAL)
+            throw SystemError("seccomp: a filter of \(program.instructions.count) bytes", errno: EINVAL)
         }
-        let result = program.instructions.withUnsafeBytes {
-            apphost_seccomp_install($0.baseAddress, UInt16(count), program.notifies ? 1 : 0)
+        let result = try valueOrErrno("seccomp(SECCOMP_SET_MODE_FILTER)") {
+            program.instructions.withUnsafeBytes { apphost_seccomp_install($0.baseAddress, UInt16(count), program.notifies ? 1 : 0) }
         }
-        guard result >= 0 else { throw ConfinementError("seccomp(SECCOMP_SET_MODE_FILTER)", errno: errno) }
         return program.notifies ? result : nil
     }
 
     private static func add(
         _ context: scmp_filter_ctx, _ action: UInt32, _ number: Int32, _ tests: [SyscallProfile.ArgumentTest], _ name: String
-    ) throws(ConfinementError) {
+    ) throws(SystemError) {
         let comparisons = tests.map { scmp_arg_cmp(arg: $0.index, op: SCMP_CMP_MASKED_EQ, datum_a: $0.mask, datum_b: $0.value) }
-        try check(seccomp_rule_add_array(context, action, number, UInt32(comparisons.count), comparisons), "seccomp_rule_add(\(name))")
-    }
-
-    private static func check(_ result: Int32, _ call: String) throws(ConfinementError) {
-        guard result == 0 else { throw ConfinementError(call, errno: -result) }
+        try negativeErrno("seccomp_rule_add(\(name))", seccomp_rule_add_array(context, action, number, UInt32(comparisons.count), comparisons))
     }
 
     /// The name of a syscall number on this architecture, e.g. "socket" for 41.

@@ -1,3 +1,4 @@
+import AppHostSystem
 import CAppHostShims
 import Foundation
 import Testing

@@ -1,3 +1,4 @@
+import AppHostSystem
 import Foundation
 import Testing
 

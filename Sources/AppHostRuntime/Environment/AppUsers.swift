@@ -64,7 +64,7 @@ struct AppUsers {
         for candidate in range where !used.contains(candidate) && getpwuid(candidate) == nil && getgrgid(candidate) == nil {
             return candidate
         }
-        throw SupervisorError("no free id left in the app user range \(range.lowerBound)-\(range.upperBound); widen it with --app-user-range")
+        throw SupervisorError("no free id left in the app user range \(range.lowerBound)-\(range.upperBound); widen it with --app-user-range", code: .unavailable)
     }
 
     private func save() throws {

@@ -3,6 +3,7 @@ import Glibc
 #endif
 package import Foundation
 package import AppHostProtocol
+import AppHostSystem
 
 /// The host's simulated power source: processing requests may require external power.
 public enum PowerState: String, Sendable, CaseIterable {
@@ -188,28 +189,19 @@ package struct ScheduleStore: Sendable {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
         let data = try encoder.encode(schedule)
-        let fd = open(temporaryURL.path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
-        guard fd >= 0 else { throw SystemCallError("open \(temporaryURL.path)", errno: errno) }
-        defer { close(fd) }
-        let crashMidWrite = ProcessInfo.processInfo.environment[Self.crashMidWriteVariable] != nil
-        try data.withUnsafeBytes { bytes in
-            var offset = 0
-            while offset < bytes.count {
-                let chunk = crashMidWrite && offset == 0 ? bytes.count / 2 : bytes.count - offset
-                let written = write(fd, bytes.baseAddress! + offset, chunk)
-                if written < 0 && errno == EINTR { continue }
-                guard written > 0 else { throw SystemCallError("write \(temporaryURL.path)", errno: errno) }
-                offset += written
-                if crashMidWrite {
-                    fsync(fd)
-                    kill(getpid(), SIGKILL)
-                }
-            }
+        let path = temporaryURL.path
+        let fd = try valueOrErrno("open \(path)") { open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600) }
+        defer { closeIgnoringErrors(fd) }
+        let bytes = [UInt8](data)
+        if ProcessInfo.processInfo.environment[Self.crashMidWriteVariable] != nil {
+            // The crash-safety test: half the file written and durable, then the host dies.
+            try writeAll(fd, Array(bytes.prefix(bytes.count / 2)), call: "write \(path)")
+            fsync(fd)
+            kill(getpid(), SIGKILL)
         }
-        guard fsync(fd) == 0 else { throw SystemCallError("fsync \(temporaryURL.path)", errno: errno) }
-        guard rename(temporaryURL.path, url.path) == 0 else {
-            throw SystemCallError("rename \(temporaryURL.path)", errno: errno)
-        }
+        try writeAll(fd, bytes, call: "write \(path)")
+        try valueOrErrno("fsync \(path)") { fsync(fd) }
+        try valueOrErrno("rename \(path)") { rename(path, url.path) }
         // The rename itself is durable once the directory is.
         let directory = open(url.deletingLastPathComponent().path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
         if directory >= 0 {

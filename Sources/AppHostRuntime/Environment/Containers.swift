@@ -3,6 +3,7 @@ import Glibc
 #endif
 import Foundation
 import AppHostProtocol
+import AppHostSystem
 
 /// Each app's container: `STATE/containers/BUNDLE-ID/` with Documents, Library and tmp, as on iOS.
 /// It outlives the app's processes (an app finds its data again at its next launch).
@@ -29,9 +30,8 @@ enum Containers {
             .appendingPathComponent(identifier, isDirectory: true)
         try FileManager.default.createDirectory(at: container, withIntermediateDirectories: true)
         if let gid {
-            guard chown(container.path, 0, gid) == 0, chmod(container.path, 0o2770) == 0 else {
-                throw SystemCallError("chown \(container.path)", errno: errno)
-            }
+            try valueOrErrno("chown \(container.path)") { chown(container.path, 0, gid) }
+            try valueOrErrno("chmod \(container.path)") { chmod(container.path, 0o2770) }
         }
         return container
     }
@@ -41,17 +41,17 @@ enum Containers {
         guard let owner else { return }
         var info = stat()
         if stat(directory.path, &info) == 0, info.st_uid == owner.uid, info.st_gid == owner.gid {
-            guard chmod(directory.path, mode) == 0 else { throw SystemCallError("chmod \(directory.path)", errno: errno) }
+            try valueOrErrno("chmod \(directory.path)") { chmod(directory.path, mode) }
             return
         }
         var paths = [directory.path]
         if let enumerator = FileManager.default.enumerator(atPath: directory.path) {
             for case let relative as String in enumerator { paths.append(directory.path + "/" + relative) }
         }
-        for path in paths where lchown(path, owner.uid, owner.gid) != 0 {
-            throw SystemCallError("chown \(path)", errno: errno)
+        for path in paths {
+            try valueOrErrno("chown \(path)") { lchown(path, owner.uid, owner.gid) }
         }
-        guard chmod(directory.path, mode) == 0 else { throw SystemCallError("chmod \(directory.path)", errno: errno) }
+        try valueOrErrno("chmod \(directory.path)") { chmod(directory.path, mode) }
     }
 
     /// The app process's whole environment: nothing of the host's leaks into it. HOME and the

@@ -2,6 +2,8 @@
 import Glibc
 #endif
 import Foundation
+import Dispatch
+import AppHostSystem
 import AppHostSandbox
 import CAppHostShims
 
@@ -41,23 +43,26 @@ public struct DoctorReport: Sendable {
         report.add("pidfd", pidfd >= 0, pidfd >= 0 ? "pidfd_open works" : "pidfd_open failed: \(String(cString: strerror(errno))); apphost needs Linux 5.3")
         if pidfd >= 0 { close(pidfd) }
 
-        let v2 = CgroupHierarchy.hostCgroupDirectory()
-        switch CgroupHierarchy.create(instance: instance) {
-        case .success(let hierarchy):
-            report.add("cgroup v2 freezer", true, "\(hierarchy.path) (cgroup.freeze)")
-            hierarchy.remove()
-        case .failure(let unavailable):
-            report.add("cgroup v2 freezer", false, v2.map { "\($0): \(unavailable.reason)" } ?? unavailable.reason)
+        // The host's own set-up, made and removed: what doctor says is what a host would use.
+        let queue = DispatchQueue(label: "apphost.doctor")
+        let environment = try? HostEnvironment(instance: instance, suspension: nil, memory: nil, queue: queue)
+        let v2 = Cgroup.hostDirectory(in: .unified)
+        if let environment, let group = environment.freezerGroup {
+            report.add("cgroup v2 freezer", true, "\(group.path) (cgroup.freeze)")
+        } else {
+            report.add("cgroup v2 freezer", false, v2.map { "\($0): \(environment?.suspensionNote ?? "unavailable")" } ?? "no cgroup v2 hierarchy is mounted")
         }
         let v1Freezer = FileManager.default.fileExists(atPath: "/sys/fs/cgroup/freezer/freezer.state")
             || FileManager.default.fileExists(atPath: "/sys/fs/cgroup/freezer/cgroup.procs")
         report.add("cgroup v1 freezer", v1Freezer, v1Freezer ? "/sys/fs/cgroup/freezer (not used: v1-frozen tasks ignore SIGKILL until thawed)" : "not mounted")
-        for (controller, use) in [("memory", "per-app memory limits, OOM events"), ("pids", "per-app process limit")] {
-            let directory = ControllerHierarchy.hostDirectory(controller: controller)
-            let usable = directory.map { access($0 + "/cgroup.procs", W_OK) == 0 } ?? false
-            report.add("cgroup v1 \(controller) controller", usable,
-                       usable ? "\(directory ?? "") (\(use))" : directory.map { "\($0) is not writable" } ?? "not mounted")
+        for (controller, group, use) in [
+            ("memory", environment?.memoryGroup, "per-app memory limits, OOM events"), ("pids", environment?.pidsGroup, "per-app process limit"),
+        ] {
+            let directory = Cgroup.hostDirectory(in: .controller(controller))
+            report.add("cgroup v1 \(controller) controller", group != nil,
+                       group != nil ? "\(directory ?? "") (\(use))" : directory.map { "\($0) is not writable" } ?? "not mounted")
         }
+        environment?.remove()
         report.add("per-app users", getuid() == 0, getuid() == 0
             ? "the host is root: each app runs under its own uid from the policy's range"
             : "the host is not root: apps run as uid \(getuid())")

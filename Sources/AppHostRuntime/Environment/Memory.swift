@@ -2,6 +2,7 @@
 import Glibc
 #endif
 import Foundation
+import AppHostSystem
 import CAppHostShims
 
 /// How the host holds each app to its memory limit.
@@ -40,7 +41,7 @@ enum MemoryFootprint {
            let kib = line.split(separator: " ").dropFirst().first.flatMap({ UInt64($0) }) {
             total = kib * 1024
         }
-        if let directory = ControllerHierarchy.hostDirectory(controller: "memory"),
+        if let directory = Cgroup.hostDirectory(in: .controller("memory")),
            let limit = UInt64(readSmallFile(directory + "/memory.limit_in_bytes").trimmingCharacters(in: .whitespacesAndNewlines)),
            limit > 0, total == 0 || limit < total {
             return limit
@@ -53,7 +54,7 @@ enum MemoryFootprint {
 /// disabled in it: at its limit the app's allocations wait and the kernel signals `oomEvents`,
 /// so the host (not the kernel, which might pick a child) ends the app and writes the report.
 final class MemoryGroup {
-    let group: ControllerGroup
+    let group: Cgroup
     /// An eventfd the kernel signals when the group is out of memory.
     let oomEvents: Int32
     private let oomControl: Int32
@@ -61,20 +62,20 @@ final class MemoryGroup {
     /// The limit in force; a new group has none (the kernel's "unlimited").
     private(set) var limit: UInt64 = .max
 
-    private init(group: ControllerGroup, oomEvents: Int32, oomControl: Int32) {
+    private init(group: Cgroup, oomEvents: Int32, oomControl: Int32) {
         self.group = group
         self.oomEvents = oomEvents
         self.oomControl = oomControl
         hasSwapLimit = access(group.path + "/memory.memsw.limit_in_bytes", W_OK) == 0
     }
 
-    static func make(in hierarchy: ControllerHierarchy, named name: String, limit: UInt64) -> MemoryGroup? {
-        guard let group = hierarchy.makeGroup(named: name) else { return nil }
+    static func make(in hierarchy: Cgroup, named name: String, limit: UInt64) -> MemoryGroup? {
+        guard let group = try? hierarchy.makeChild(named: name) else { return nil }
         let control = open(group.path + "/memory.oom_control", O_RDONLY | O_CLOEXEC)
         let events = apphost_eventfd()
         guard control >= 0, events >= 0,
-              group.write("memory.oom_control", "1"),
-              group.write("cgroup.event_control", "\(events) \(control)")
+              (try? group.write("memory.oom_control", "1")) != nil,
+              (try? group.write("cgroup.event_control", "\(events) \(control)")) != nil
         else {
             if control >= 0 { close(control) }
             if events >= 0 { close(events) }
@@ -93,12 +94,12 @@ final class MemoryGroup {
     /// False if the app already uses more than `bytes` and the kernel cannot reclaim enough.
     func setLimit(_ bytes: UInt64) -> Bool {
         // memsw may never be below the plain limit: raise it first, lower it last.
-        if hasSwapLimit && bytes > limit { group.write("memory.memsw.limit_in_bytes", "\(bytes)") }
-        guard group.write("memory.limit_in_bytes", "\(bytes)") else {
-            if hasSwapLimit && bytes > limit { group.write("memory.memsw.limit_in_bytes", "\(limit)") }
+        if hasSwapLimit && bytes > limit { try? group.write("memory.memsw.limit_in_bytes", "\(bytes)") }
+        guard (try? group.write("memory.limit_in_bytes", "\(bytes)")) != nil else {
+            if hasSwapLimit && bytes > limit { try? group.write("memory.memsw.limit_in_bytes", "\(limit)") }
             return false
         }
-        if hasSwapLimit && bytes < limit { group.write("memory.memsw.limit_in_bytes", "\(bytes)") }
+        if hasSwapLimit && bytes < limit { try? group.write("memory.memsw.limit_in_bytes", "\(bytes)") }
         limit = bytes
         return true
     }

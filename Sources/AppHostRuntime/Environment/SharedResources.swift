@@ -1,4 +1,5 @@
 #if canImport(Glibc)
+import AppHostSystem
 import Glibc
 #endif
 import CAppHostShims
@@ -184,20 +185,4 @@ public struct SharedResourceCheck: Sendable {
             capacity = count + 256
         }
     }
-}
-
-/// A small text file of /proc read whole (its size reads as 0, so Foundation's readers are no use).
-func readSmallFile(_ path: String) -> String {
-    let fd = open(path, O_RDONLY | O_CLOEXEC)
-    guard fd >= 0 else { return "" }
-    defer { close(fd) }
-    var result: [UInt8] = []
-    var buffer = [UInt8](repeating: 0, count: 16 * 1024)
-    while true {
-        let count = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
-        if count < 0 && errno == EINTR { continue }
-        guard count > 0 else { break }
-        result += buffer[0..<count]
-    }
-    return String(decoding: result, as: UTF8.self)
 }

@@ -1,3 +1,4 @@
+import AppHostSystem
 import CAppHostShims
 #if canImport(Glibc)
 import Glibc
@@ -21,10 +22,9 @@ final class AppProcess: @unchecked Sendable {
     /// Where the process is in its conversation with the host (see `ControlStage`).
     var stage = ControlStage.awaitingHello
     let output: OutputForwarder
-    /// The cgroup v2 group that freezes it, with its inotify watch on cgroup.events.
-    var cgroup: AppCgroup?
-    var watch: Int32?
-    var pidsGroup: ControllerGroup?
+    /// Its cgroup v2 group (the freezer's), and its v1 pids group.
+    var cgroup: Cgroup?
+    var pidsGroup: Cgroup?
     var memoryGroup: MemoryGroup?
     /// The seccomp listener, once the runner has handed it over.
     var listener: SyscallListener?
@@ -74,7 +74,7 @@ final class AppProcess: @unchecked Sendable {
 
     /// The whole teardown, once the process has ended: every source cancelled (their cancel
     /// handlers close the descriptors), every group emptied and removed. Idempotent.
-    func close(watcher: CgroupEventWatcher?) {
+    func close() {
         guard !isClosed else { return }
         isClosed = true
         closeChannel()
@@ -86,7 +86,6 @@ final class AppProcess: @unchecked Sendable {
         memorySource?.cancel()
         memorySource = nil
         memoryGroup?.remove()
-        if let watch { watcher?.unwatch(watch) }
         // Children of the app (with the spawn entitlement) do not outlive it.
         _ = cgroup?.killAll()
         pidsGroup?.remove()

@@ -40,12 +40,6 @@ public struct SandboxViolation: Sendable {
     public var fatal: Bool
 }
 
-/// A command the host cannot carry out, or a host that cannot start.
-public struct SupervisorError: Error, CustomStringConvertible {
-    public var description: String
-    public init(_ description: String) { self.description = description }
-}
-
 // The classes below are touched only on the supervisor's queue, hence @unchecked Sendable.
 
 /// An installed app: its bundle and, once launched, its current run.

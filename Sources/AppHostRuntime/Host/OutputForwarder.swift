@@ -1,7 +1,8 @@
 #if canImport(Glibc)
 import Glibc
 #endif
-import AppHostProtocol
+import AppHostSystem
+import AppHostSystem
 
 /// Copies an app's standard output and error to the host's standard error, line by line, as
 /// `Name[pid]: line`, in bounded memory and linear time whatever the app writes.
@@ -36,16 +37,16 @@ final class OutputForwarder {
     func drain() -> Bool {
         var read = 0
         while read < Self.budget {
-            let count = buffer.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress, $0.count) }
-            if count > 0 {
+            switch readSome(fd, into: &buffer) {
+            case .bytes(let count):
                 read += count
                 take(buffer[0..<count])
-                continue
+            case .wouldBlock:
+                return true
+            case .end:
+                flush()
+                return false
             }
-            if count < 0 && errno == EINTR { continue }
-            if count < 0 && (errno == EAGAIN || errno == EWOULDBLOCK) { return true }
-            flush()
-            return false
         }
         return true
     }

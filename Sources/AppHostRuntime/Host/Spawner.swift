@@ -3,6 +3,7 @@ import Glibc
 #endif
 import Foundation
 import AppHostProtocol
+import AppHostSystem
 import CAppHostShims
 
 /// A thread that lives as long as the host. App processes are spawned from it because the
@@ -58,12 +59,13 @@ enum AppProcessSpawner {
     /// pipe, stdin on /dev/null, no other descriptors, default signal handling, an empty signal
     /// mask and its own process group (so the terminal's Ctrl-C reaches only the host, which ends
     /// the apps as sequence 7 says).
-    static func spawn(executable: String, arguments: [String], environment: [String]) throws(SystemCallError) -> SpawnedProcess {
+    static func spawn(executable: String, arguments: [String], environment: [String]) throws(SystemError) -> SpawnedProcess {
         var sockets: [Int32] = [-1, -1]
         try valueOrErrno("socketpair") { socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0, &sockets) }
         var pipeFDs: [Int32] = [-1, -1]
-        guard apphost_pipe_cloexec(&pipeFDs) == 0 else {
-            let error = SystemCallError("pipe2", errno: errno)
+        do {
+            try valueOrErrno("pipe2") { apphost_pipe_cloexec(&pipeFDs) }
+        } catch {
             sockets.forEach(closeIgnoringErrors)
             throw error
         }
@@ -105,7 +107,7 @@ enum AppProcessSpawner {
         guard result == 0 else {
             closeIgnoringErrors(sockets[0])
             closeIgnoringErrors(pipeFDs[0])
-            throw SystemCallError("posix_spawn \(executable)", errno: result)
+            throw SystemError("posix_spawn \(executable)", errno: result)
         }
         let pidfd = apphost_pidfd_open(pid)
         guard pidfd >= 0 else {
@@ -113,22 +115,10 @@ enum AppProcessSpawner {
             Glibc.kill(pid, SIGKILL)
             closeIgnoringErrors(sockets[0])
             closeIgnoringErrors(pipeFDs[0])
-            throw SystemCallError("pidfd_open", errno: error)
+            throw SystemError("pidfd_open", errno: error)
         }
         _ = fcntl(sockets[0], F_SETFL, fcntl(sockets[0], F_GETFL) | O_NONBLOCK)
         _ = fcntl(pipeFDs[0], F_SETFL, fcntl(pipeFDs[0], F_GETFL) | O_NONBLOCK)
         return SpawnedProcess(pid: pid, pidfd: pidfd, control: sockets[0], output: pipeFDs[0])
-    }
-
-    /// The process's CPU time so far (utime + stime of /proc/PID/stat).
-    static func cpuTime(pid: pid_t) -> Duration? {
-        guard let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
-              let close = stat.lastIndex(of: ")")
-        else { return nil }
-        let fields = stat[stat.index(after: close)...].split(separator: " ")
-        // After the command: state is field 0, utime field 11, stime field 12.
-        guard fields.count > 12, let user = Int64(fields[11]), let system = Int64(fields[12]) else { return nil }
-        let ticks = Int64(sysconf(Int32(_SC_CLK_TCK)))
-        return .nanoseconds((user + system) * (1_000_000_000 / max(ticks, 1)))
     }
 }

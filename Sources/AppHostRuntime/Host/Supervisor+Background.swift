@@ -30,7 +30,7 @@ extension Supervisor {
             let record = try app(named: name)
             try require(.fetch, of: record, for: "a background fetch")
             guard configuration.backgroundAppRefresh else {
-                throw SupervisorError("background app refresh is off on this host (--no-background-app-refresh): iOS would not fetch")
+                throw SupervisorError("background app refresh is off on this host (--no-background-app-refresh): iOS would not fetch", code: .refused)
             }
             try refuseUnreachable(record, pushOnly: false)
             return announce(record, command: "fetch", "performFetch", deliver(BackgroundEvent(kind: .fetch), reason: "backgroundFetch", to: record))
@@ -47,7 +47,7 @@ extension Supervisor {
             guard bundle.permittedTaskIdentifiers.contains(identifier) else {
                 let permitted = bundle.permittedTaskIdentifiers
                 throw SupervisorError(
-                    "\(identifier) is not in \(bundle.name)'s BGTaskSchedulerPermittedIdentifiers (\(permitted.isEmpty ? "none" : permitted.joined(separator: ", "))): iOS would not run it")
+                    "\(identifier) is not in \(bundle.name)'s BGTaskSchedulerPermittedIdentifiers (\(permitted.isEmpty ? "none" : permitted.joined(separator: ", "))): iOS would not run it", code: .refused)
             }
             let entry = schedule.apps[bundle.identifier]
             let pending = entry?.requests.first { $0.identifier == identifier }
@@ -55,7 +55,7 @@ extension Supervisor {
             try require(kind == .appRefresh ? .fetch : .processing, of: record, for: kind == .appRefresh ? "a refresh task" : "a processing task")
             if let run = record.run, run.machine.isAlive, launchFinished(run), !run.registeredTasks.contains(identifier) {
                 throw SupervisorError(
-                    "\(bundle.name) registered no launch handler for \(identifier) while it launched; register it before application(_:didFinishLaunchingWithOptions:) returns")
+                    "\(bundle.name) registered no launch handler for \(identifier) while it launched; register it before application(_:didFinishLaunchingWithOptions:) returns", code: .refused)
             }
             try refuseUnreachable(record, pushOnly: false)
             if pending != nil {
@@ -78,7 +78,7 @@ extension Supervisor {
         try queue.sync {
             let record = try app(named: name)
             guard let run = record.run, run.machine.isLive else {
-                throw SupervisorError("\(record.bundle.name) is not running")
+                throw SupervisorError("\(record.bundle.name) is not running", code: .wrongState)
             }
             let tasks = run.machine.work.filter { _, item in
                 item.event.isTask && item.expiredBecause == nil && (identifier == nil || item.event.taskIdentifier == identifier)
@@ -86,7 +86,7 @@ extension Supervisor {
             let grants = identifier == nil && run.machine.backgroundEnteredAt != nil ? run.machine.openTasks.count : 0
             guard !tasks.isEmpty || grants > 0 else {
                 throw SupervisorError(identifier.map { "\(record.bundle.name) runs no task \($0) that has not expired" }
-                    ?? "\(record.bundle.name) has nothing to expire: no running BGTaskScheduler task and no background task in the background")
+                    ?? "\(record.bundle.name) has nothing to expire: no running BGTaskScheduler task and no background task in the background", code: .wrongState)
             }
             var parts = tasks.values.map(\.event.label).sorted()
             if grants > 0 { parts.append("the background time of \(grants) background task\(grants == 1 ? "" : "s")") }
@@ -103,11 +103,11 @@ extension Supervisor {
             let record = try app(named: name)
             try require(.remoteNotification, of: record, for: "a background notification")
             guard let object = try? JSONSerialization.jsonObject(with: payload), let notification = object as? [String: Any] else {
-                throw SupervisorError("\(source) is not a JSON object (a notification payload such as {\"aps\": {\"content-available\": 1}})")
+                throw SupervisorError("\(source) is not a JSON object (a notification payload such as {\"aps\": {\"content-available\": 1}})", code: .refused)
             }
             guard let aps = notification["aps"] as? [String: Any], (aps["content-available"] as? NSNumber)?.intValue == 1 else {
                 throw SupervisorError(
-                    "\(source) is not a background notification: its aps has no \"content-available\": 1, so iOS would not wake the app for it")
+                    "\(source) is not a background notification: its aps has no \"content-available\": 1, so iOS would not wake the app for it", code: .refused)
             }
             try refuseUnreachable(record, pushOnly: true)
             let compact = try JSONSerialization.data(withJSONObject: notification, options: [.sortedKeys])
@@ -333,7 +333,7 @@ extension Supervisor {
     func require(_ mode: BackgroundMode, of record: AppRecord, for what: String) throws {
         guard record.bundle.backgroundModes.contains(mode) else {
             throw SupervisorError(
-                "\(record.bundle.name) has no \(mode.rawValue) in Info.plist UIBackgroundModes: iOS would not wake it for \(what)")
+                "\(record.bundle.name) has no \(mode.rawValue) in Info.plist UIBackgroundModes: iOS would not wake it for \(what)", code: .refused)
         }
     }
 
@@ -343,17 +343,17 @@ extension Supervisor {
         let name = record.bundle.name
         if schedule.apps[record.bundle.identifier]?.forceQuit == true {
             throw SupervisorError(
-                "\(name) was force quit by the user: iOS wakes it in the background only after the user opens it again (open \(name))")
+                "\(name) was force quit by the user: iOS wakes it in the background only after the user opens it again (open \(name))", code: .refused)
         }
         guard let run = record.run, run.machine.isAlive else {
-            if isShuttingDown { throw SupervisorError("the host is shutting down") }
+            if isShuttingDown { throw SupervisorError("the host is shutting down", code: .shuttingDown) }
             return
         }
         if run.machine.isEnding || run.machine.phase == .terminated {
-            throw SupervisorError("\(name) is being terminated")
+            throw SupervisorError("\(name) is being terminated", code: .wrongState)
         }
         if !pushOnly && run.machine.isInForeground {
-            throw SupervisorError("\(name) is in the foreground (\(run.machine.state.rawValue)); background events reach it in the background (home first)")
+            throw SupervisorError("\(name) is in the foreground (\(run.machine.state.rawValue)); background events reach it in the background (home first)", code: .wrongState)
         }
     }
 

@@ -4,6 +4,7 @@ import Glibc
 import Foundation
 import Dispatch
 import AppHostProtocol
+import AppHostSystem
 import AppHostSandbox
 
 /// The control channel (reading, framing, decoding and acting, each its own step) and the

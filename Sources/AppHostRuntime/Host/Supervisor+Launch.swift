@@ -5,6 +5,7 @@ import Foundation
 import Dispatch
 import AppHostProtocol
 import AppHostSandbox
+import AppHostSystem
 import CAppHostShims
 
 extension Supervisor {
@@ -19,7 +20,7 @@ extension Supervisor {
             return record
         }
         let known = apps.map(\.bundle.name).joined(separator: ", ")
-        throw SupervisorError("no app named \(name); installed: \(known.isEmpty ? "none" : known)")
+        throw SupervisorError("no app named \(name); installed: \(known.isEmpty ? "none" : known)", code: .noSuchApp)
     }
 
     func currentState(of record: AppRecord) -> AppState {
@@ -76,19 +77,19 @@ extension Supervisor {
         }
         groupCounter += 1
         let groupName = "\(bundle.name)-\(groupCounter)"
-        var cgroup = try? cgroups?.makeGroup(named: groupName)
-        var pidsGroup = pids?.makePidsGroup(named: groupName, limit: policy.processLimit)
+        var cgroup = try? environment.freezerGroup?.makeChild(named: groupName)
+        var pidsGroup = environment.pidsGroup.flatMap { try? $0.makePidsGroup(named: groupName, limit: policy.processLimit) }
         if pidsGroup == nil && sandbox.uid != nil { sandbox.processLimit = UInt64(policy.processLimit) }
-        var memoryGroup = memory.flatMap { memory in
+        var memoryGroup = environment.memoryGroup.flatMap { memory in
             MemoryGroup.make(
                 in: memory, named: groupName,
                 limit: run.machine.isInForeground ? policy.foregroundMemoryLimit : policy.backgroundMemoryLimit)
         }
         let executable = configuration.executable
-        let environment = Containers.environment(container: container, parent: getpid())
-        let result = spawner.run { () -> Result<SpawnedProcess, SystemCallError> in
-            Result { () throws(SystemCallError) in
-                try AppProcessSpawner.spawn(executable: executable, arguments: [appProcessArgument], environment: environment)
+        let processEnvironment = Containers.environment(container: container, parent: getpid())
+        let result = spawner.run { () -> Result<SpawnedProcess, SystemError> in
+            Result { () throws(SystemError) in
+                try AppProcessSpawner.spawn(executable: executable, arguments: [appProcessArgument], environment: processEnvironment)
             }
         }
         let spawned: SpawnedProcess
@@ -105,36 +106,28 @@ extension Supervisor {
         let process = AppProcess(
             spawned, output: OutputForwarder(fd: spawned.output, name: bundle.name, pid: spawned.pid, forward: configuration.forwardAppOutput))
         run.process = process
-        if let group = pidsGroup, !group.add(pid: process.pid) {
+        if let group = pidsGroup, (try? group.add(pid: process.pid)) == nil {
             group.remove()
             pidsGroup = nil
         }
         process.pidsGroup = pidsGroup
-        if let group = memoryGroup, !group.group.add(pid: process.pid) {
+        if let group = memoryGroup, (try? group.group.add(pid: process.pid)) == nil {
             group.remove()
             closeIgnoringErrors(group.oomEvents)
             memoryGroup = nil
         }
         process.memoryGroup = memoryGroup
         if let memoryGroup { watchMemory(record, run, memoryGroup) }
-        if memory != nil && memoryGroup == nil {
+        if environment.memoryGroup != nil && memoryGroup == nil {
             publish(HostEvent(
                 time: Date(), app: bundle.identifier, name: bundle.name, pid: process.pid, event: "warning",
                 detail: "no memory cgroup for this process: its memory limits are enforced by sampling"), run: run)
         }
-        if let group = cgroup {
+        if let group = cgroup, (try? group.add(pid: process.pid)) == nil {
             // Before the configuration is sent: the runner waits for it, so no app code runs
             // outside the group.
-            do {
-                try group.add(pid: process.pid)
-                process.watch = watcher?.watch(group.eventsPath) { [weak self, weak record, weak run] in
-                    guard let self, let record, let run, run.machine.phase == .suspending, group.isFrozen else { return }
-                    frozen(record, run)
-                }
-            } catch {
-                group.remove()
-                cgroup = nil
-            }
+            group.remove()
+            cgroup = nil
         }
         process.cgroup = cgroup
         watchProcess(record, run, process)

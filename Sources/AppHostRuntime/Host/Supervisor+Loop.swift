@@ -5,6 +5,7 @@ import Foundation
 import Dispatch
 import AppHostProtocol
 import AppHostSandbox
+import AppHostSystem
 import CAppHostShims
 
 extension Supervisor {
@@ -80,50 +81,34 @@ extension Supervisor {
 
     // MARK: Suspension
 
-    func freeze(_ record: AppRecord, _ run: AppRun) {
+    /// The freezer where the app has its group, else SIGSTOP.
+    private func suspender(for process: AppProcess) -> any Suspender {
+        process.cgroup != nil ? environment.suspender : stopper
+    }
+
+    private func freeze(_ record: AppRecord, _ run: AppRun) {
         guard let process = run.process else { return }
         run.stepStartedAt = clock.now
-        if let cgroup = process.cgroup, process.watch != nil, (try? cgroup.freeze()) != nil {
-            // Verified by the inotify watch on cgroup.events, or at once if already frozen.
-            if cgroup.awaitFrozen(within: .milliseconds(2)) {
-                queue.async { [self] in frozen(record, run) }
-            }
-            return
-        }
-        process.signal(SIGSTOP)
-        verifyStopped(record, run, process, attempt: 0)
+        suspender(for: process).freeze(process, isWanted: { [weak run] in
+            run?.machine.phase == .suspending && run?.process === process
+        }, verified: { [weak self, weak record, weak run] in
+            guard let self, let record, let run else { return }
+            frozen(record, run)
+        })
     }
 
     /// Every thread is stopped. Before the app counts as suspended, what it holds is checked: it
     /// can no longer take or release anything, so the check sees exactly what it would keep.
     /// 0xdead10cc if it holds something shared (DESIGN.md, Shared resources).
-    func frozen(_ record: AppRecord, _ run: AppRun) {
+    private func frozen(_ record: AppRecord, _ run: AppRun) {
         guard run.machine.phase == .suspending, !endIfHoldingSharedResources(record, run) else { return }
         handle(record, run, .suspensionVerified)
     }
 
-    /// SIGSTOP takes effect thread by thread; confirm every thread has stopped before reporting.
-    /// It checks until the machine stops waiting: its suspend deadline ends an app that never
-    /// stops.
-    func verifyStopped(_ record: AppRecord, _ run: AppRun, _ process: AppProcess, attempt: Int) {
-        guard run.machine.phase == .suspending, run.process === process else { return }
-        if allThreadsStopped(pid: process.pid) {
-            frozen(record, run)
-        } else {
-            queue.asyncAfter(deadline: .now() + .microseconds(attempt < 100 ? 20 : 500)) { [self] in
-                verifyStopped(record, run, process, attempt: attempt + 1)
-            }
-        }
-    }
-
-    func thaw(_ run: AppRun) {
+    private func thaw(_ run: AppRun) {
         guard let process = run.process else { return }
         run.stepStartedAt = clock.now
-        if let cgroup = process.cgroup, process.watch != nil {
-            try? cgroup.thaw()
-        } else {
-            process.signal(SIGCONT)
-        }
+        suspender(for: process).thaw(process)
     }
 
     // MARK: Events, the end, reports
@@ -136,7 +121,7 @@ extension Supervisor {
             elapsed = started.duration(to: clock.now)
         }
         if event.state != run.lastState {
-            account(run, until: AppProcessSpawner.cpuTime(pid: run.process?.pid ?? 0))
+            account(run, until: ProcFS.cpuTime(pid: run.process?.pid ?? 0))
             let previous = run.lastState
             run.lastState = event.state
             run.stateSince = clock.now
@@ -184,7 +169,7 @@ extension Supervisor {
             // What it wrote last, up to a budget, then the unfinished line.
             if process.outputSource != nil { _ = process.output.drain() }
             process.output.flush()
-            process.close(watcher: watcher)
+            process.close()
         }
         run.timer.cancel()
 
@@ -237,9 +222,7 @@ extension Supervisor {
         guard !shutdownContinuations.isEmpty, !apps.contains(where: { $0.run?.machine.isAlive == true }) else { return }
         let continuations = shutdownContinuations
         shutdownContinuations = []
-        cgroups?.remove()
-        pids?.remove()
-        memory?.remove()
+        environment.remove()
         continuations.forEach { $0.resume() }
     }
 }

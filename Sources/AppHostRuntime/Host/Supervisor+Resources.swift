@@ -4,6 +4,7 @@ import Glibc
 import Foundation
 import Dispatch
 import AppHostProtocol
+import AppHostSystem
 
 /// The resource rules of LIFECYCLE.md: shared resources held at suspension (0xdead10cc), memory
 /// limits and the host's memory budget (jetsam), and CPU in the background (EXC_RESOURCE). All of
@@ -52,10 +53,10 @@ extension Supervisor {
             run.backgroundCPU = []
             applyMemoryLimit(record, run, limit: configuration.policy.foregroundMemoryLimit, label: "foreground")
         case .background where previous != .suspended:
-            if let pid = run.process?.pid, let total = AppProcessSpawner.cpuTime(pid: pid) { run.backgroundCPU = [(now, total)] }
+            if let pid = run.process?.pid, let total = ProcFS.cpuTime(pid: pid) { run.backgroundCPU = [(now, total)] }
             applyMemoryLimit(record, run, limit: configuration.policy.backgroundMemoryLimit, label: "background")
         case .background:
-            if let pid = run.process?.pid, let total = AppProcessSpawner.cpuTime(pid: pid) { run.backgroundCPU = [(now, total)] }
+            if let pid = run.process?.pid, let total = ProcFS.cpuTime(pid: pid) { run.backgroundCPU = [(now, total)] }
         case .suspended:
             run.lastRunning = now
             run.backgroundCPU = []
@@ -222,7 +223,7 @@ extension Supervisor {
     /// of its time in the background.
     private func checkBackgroundCPU(_ record: AppRecord, _ run: AppRun) {
         let policy = configuration.policy
-        guard let pid = run.process?.pid, let total = AppProcessSpawner.cpuTime(pid: pid) else { return }
+        guard let pid = run.process?.pid, let total = ProcFS.cpuTime(pid: pid) else { return }
         let now = clock.now
         run.backgroundCPU.append((now, total))
         // The newest sample at or before the window's start is the base.

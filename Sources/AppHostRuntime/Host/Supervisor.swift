@@ -4,6 +4,7 @@ import Glibc
 public import Foundation
 import Dispatch
 import AppHostProtocol
+import AppHostSystem
 import AppHostSandbox
 import CAppHostShims
 
@@ -57,10 +58,10 @@ public final class Supervisor: @unchecked Sendable {
     static let libraryDirectories = Landlock.libraryDirectories()
     let clock: any HostClock
     let spawner = SpawnThread()
-    let cgroups: CgroupHierarchy?
-    var watcher: CgroupEventWatcher?
-    let pids: ControllerHierarchy?
-    let memory: ControllerHierarchy?
+    /// SIGSTOP, for apps without a freezer group.
+    let stopper: SignalStopper
+    /// The instance's cgroups and how apps are suspended and limited here.
+    let environment: HostEnvironment
     let sharedResources: SharedResourceCheck
     /// Measures running apps' memory and background CPU; stopped while every app is suspended.
     let sampler: any DispatchSourceTimer
@@ -101,40 +102,13 @@ public final class Supervisor: @unchecked Sendable {
         reports = ReportStore(stateDirectory: configuration.stateDirectory)
         try FileManager.default.createDirectory(at: configuration.stateDirectory, withIntermediateDirectories: true)
 
-        var note: String
-        switch configuration.suspension {
-        case .sigstop:
-            cgroups = nil
-            note = "SIGSTOP (requested)"
-        case .cgroupFreezer, nil:
-            switch CgroupHierarchy.create(instance: configuration.instance) {
-            case .success(let hierarchy):
-                cgroups = hierarchy
-                note = "cgroup v2 freezer (\(hierarchy.path))"
-            case .failure(let unavailable):
-                if configuration.suspension == .cgroupFreezer {
-                    throw SupervisorError("the cgroup v2 freezer was requested but is unavailable: \(unavailable.reason)")
-                }
-                cgroups = nil
-                note = "SIGSTOP, degraded: \(unavailable.reason)"
-            }
-        }
-        if cgroups != nil {
-            watcher = CgroupEventWatcher(queue: queue)
-            if watcher == nil { note += "; inotify unavailable" }
-        }
-        suspensionMechanism = cgroups != nil && watcher != nil ? .cgroupFreezer : .sigstop
-        suspensionNote = note
-
-        pids = ControllerHierarchy.create(controller: "pids", instance: configuration.instance)
         let policy = configuration.policy
-        memory = configuration.memoryEnforcement == .sampling ? nil : ControllerHierarchy.create(controller: "memory", instance: configuration.instance)
-        if configuration.memoryEnforcement == .cgroup && memory == nil {
-            pids?.remove()
-            cgroups?.remove()
-            throw SupervisorError("the memory cgroup was requested but the cgroup v1 memory controller is not mounted or not writable here")
-        }
-        memoryEnforcement = memory != nil ? .cgroup : .sampling
+        stopper = SignalStopper(queue: queue)
+        environment = try HostEnvironment(
+            instance: configuration.instance, suspension: configuration.suspension, memory: configuration.memoryEnforcement, queue: queue)
+        suspensionMechanism = environment.suspensionMechanism
+        suspensionNote = environment.suspensionNote
+        memoryEnforcement = environment.memoryEnforcement
         memoryBudget = policy.memoryBudget ?? MemoryFootprint.hostCapacity() / 4 * 3
         sharedResources = SharedResourceCheck(
             groupsDirectory: configuration.stateDirectory.resolvingSymlinksInPath().appendingPathComponent("groups").path,
@@ -154,29 +128,22 @@ public final class Supervisor: @unchecked Sendable {
             if let reason = AppUsers.unreachableReason(configuration.stateDirectory.appendingPathComponent("containers").path) {
                 throw SupervisorError(
                     "app users cannot reach their containers in \(configuration.stateDirectory.path): \(reason); "
-                        + "choose another --state-dir (the default for root is /var/lib/apphost/INSTANCE) or run apps as root with --no-app-users")
+                        + "choose another --state-dir (the default for root is /var/lib/apphost/INSTANCE) or run apps as root with --no-app-users", code: .unavailable)
             }
             users = AppUsers(stateDirectory: configuration.stateDirectory, range: policy.appUserRange)
         }
-        var sandbox = [Seccomp.notificationAvailable ? "seccomp (violations reported)" : "seccomp, degraded: no user notification, so refusals are not reported"]
-        let landlock = Landlock.abiVersion
-        sandbox.append(landlock > 0 ? "Landlock ABI \(landlock)" : "no Landlock, degraded: file access is limited only by permissions")
-        sandbox.append(users != nil
-            ? "per-app users \(policy.appUserRange.lowerBound)-\(policy.appUserRange.upperBound)"
-            : "apps run as uid \(geteuid())\(geteuid() == 0 ? " (per-app users off)" : "")")
-        sandbox.append(pids != nil
-            ? "pids cgroup (\(policy.processLimit) tasks)"
-            : users != nil ? "RLIMIT_NPROC (\(policy.processLimit) tasks)" : "no process limit, degraded: no pids cgroup and no per-app user")
-        sandboxNote = sandbox.joined(separator: ", ")
-        let memoryNote = (memoryEnforcement == .cgroup
-            ? "limits by the memory cgroup" : "limits by sampling every \(policy.resourceSampleInterval.formatted)\(configuration.memoryEnforcement == .sampling ? " (requested)" : ", degraded: no writable cgroup v1 memory controller")")
+        sandboxNote = HostEnvironment.sandboxNote(
+            users: users != nil ? "\(policy.appUserRange.lowerBound)-\(policy.appUserRange.upperBound)" : nil,
+            processLimit: policy.processLimit, pidsCgroup: environment.pidsGroup != nil)
+        let memoryNote = environment.memoryNote
+            + "\(memoryEnforcement == .sampling ? " every \(policy.resourceSampleInterval.formatted)" : "")"
             + " (\(policy.foregroundMemoryLimit.mebibytes) foreground, \(policy.backgroundMemoryLimit.mebibytes) background), budget \(memoryBudget.mebibytes)"
         let pending = loaded.apps.values.reduce(0) { $0 + $1.requests.count }
         let backgroundNote = "power \(configuration.power.rawValue), network \(configuration.network.rawValue), "
             + "background app refresh \(configuration.backgroundAppRefresh ? "on" : "off"), \(pending) pending task request\(pending == 1 ? "" : "s")"
         let started = HostEvent(
             time: Date(), event: "started",
-            detail: "suspension: \(note); sandbox: \(sandboxNote); memory: \(memoryNote); background: \(backgroundNote)")
+            detail: "suspension: \(suspensionNote); sandbox: \(sandboxNote); memory: \(memoryNote); background: \(backgroundNote)")
         queue.async { observer(started) }
         for path in policy.sharedResources where access(path, F_OK) != 0 {
             let warning = HostEvent(time: Date(), event: "warning", detail: "the shared resource \(path) does not exist (yet); it is checked at each suspension")
@@ -193,9 +160,7 @@ public final class Supervisor: @unchecked Sendable {
     deinit {
         sampler.cancel()
         schedulerTimer.cancel()
-        cgroups?.remove()
-        pids?.remove()
-        memory?.remove()
+        environment.remove()
     }
 
     // MARK: Commands
@@ -206,15 +171,15 @@ public final class Supervisor: @unchecked Sendable {
             for name in bundle.capabilities where !configuration.policy.allowedCapabilities.contains(name) {
                 throw SupervisorError(
                     "\(bundle.url.lastPathComponent) asks for \(name), which this host's policy does not allow; "
-                        + "allow it with --allow-capability \(name) or the policy's allowedCapabilities")
+                        + "allow it with --allow-capability \(name) or the policy's allowedCapabilities", code: .invalidBundle)
             }
             if users != nil, let reason = AppUsers.unreachableReason(bundle.pluginURL.resolvingSymlinksInPath().path) {
                 throw SupervisorError(
                     "\(bundle.url.lastPathComponent) cannot be loaded by its app user: \(reason); "
-                        + "move the bundle or run apps as root with --no-app-users")
+                        + "move the bundle or run apps as root with --no-app-users", code: .invalidBundle)
             }
             if let other = apps.first(where: { $0.bundle.identifier == bundle.identifier }) {
-                throw SupervisorError("\(bundle.url.lastPathComponent) and \(other.bundle.url.lastPathComponent) have the same CFBundleIdentifier \(bundle.identifier)")
+                throw SupervisorError("\(bundle.url.lastPathComponent) and \(other.bundle.url.lastPathComponent) have the same CFBundleIdentifier \(bundle.identifier)", code: .invalidBundle)
             }
             apps.append(AppRecord(bundle: bundle))
             queueSchedulerPass()
@@ -229,7 +194,7 @@ public final class Supervisor: @unchecked Sendable {
     public func launch(_ name: String, kind: LaunchKind) throws {
         try queue.sync {
             let record = try app(named: name)
-            if record.run?.machine.isAlive == true { throw SupervisorError("\(record.bundle.name) is already running") }
+            if record.run?.machine.isAlive == true { throw SupervisorError("\(record.bundle.name) is already running", code: .wrongState) }
             if kind == .foreground {
                 sendForegroundAppAway(except: record)
                 userOpened(record)
@@ -262,7 +227,7 @@ public final class Supervisor: @unchecked Sendable {
                 return
             }
             guard run.machine.state == .suspended else {
-                throw SupervisorError("\(record.bundle.name) is \(run.machine.state.rawValue), not suspended")
+                throw SupervisorError("\(record.bundle.name) is \(run.machine.state.rawValue), not suspended", code: .wrongState)
             }
             record.backgroundWakeups += 1
             handle(record, run, .wakeInBackground)
@@ -279,7 +244,7 @@ public final class Supervisor: @unchecked Sendable {
         try queue.sync {
             let record = try app(named: name)
             guard let run = record.run, run.machine.isAlive, run.machine.isInForeground else {
-                throw SupervisorError("\(record.bundle.name) is not in the foreground")
+                throw SupervisorError("\(record.bundle.name) is not in the foreground", code: .wrongState)
             }
             handle(record, run, .interrupt(duration))
         }
@@ -291,7 +256,7 @@ public final class Supervisor: @unchecked Sendable {
         try queue.sync {
             let record = try app(named: name)
             guard let run = record.run, run.machine.isAlive else {
-                throw SupervisorError("\(record.bundle.name) is not running")
+                throw SupervisorError("\(record.bundle.name) is not running", code: .wrongState)
             }
             handle(record, run, .terminate(byUser: true))
         }
@@ -353,7 +318,7 @@ public final class Supervisor: @unchecked Sendable {
                 // CPU time since the last state change counts towards the current state.
                 var cpuForeground = run?.cpuForeground ?? .zero
                 var cpuBackground = run?.cpuBackground ?? .zero
-                if let run, let pid = run.process?.pid, run.machine.isAlive, let total = AppProcessSpawner.cpuTime(pid: pid) {
+                if let run, let pid = run.process?.pid, run.machine.isAlive, let total = ProcFS.cpuTime(pid: pid) {
                     let recent = max(.zero, total - run.cpuSampled)
                     if run.lastState == .background || run.lastState == .suspended { cpuBackground += recent } else { cpuForeground += recent }
                 }

@@ -4,8 +4,13 @@ import Glibc
 import Musl
 #endif
 
+// The one errno path: every libc call that can fail goes through one of the helpers below, which
+// read errno at once (before anything else can change it) and retry EINTR. C libraries follow
+// their own conventions: libseccomp returns negative errno values and sets nothing
+// (`negativeErrno`); libcap returns -1 or NULL and sets errno (`valueOrErrno`, `pointerOrErrno`).
+
 /// A failed system call: the call's name, what it was applied to, and the errno it left.
-package struct SystemCallError: Error, CustomStringConvertible, Equatable {
+package struct SystemError: Error, CustomStringConvertible, Equatable {
     package var call: String
     package var errno: Int32
 
@@ -24,14 +29,25 @@ package struct SystemCallError: Error, CustomStringConvertible, Equatable {
 @discardableResult
 package func valueOrErrno<Result: FixedWidthInteger>(
     _ call: @autoclosure () -> String, _ body: () -> Result
-) throws(SystemCallError) -> Result {
+) throws(SystemError) -> Result {
     while true {
         let result = body()
         if result != -1 { return result }
         let error = Glibc.errno
         if error == EINTR { continue }
-        throw SystemCallError(call(), errno: error)
+        throw SystemError(call(), errno: error)
     }
+}
+
+/// Runs a C call that returns NULL and sets errno on failure (libcap's `cap_init`…).
+package func pointerOrErrno<Pointer>(_ call: @autoclosure () -> String, _ body: () -> Pointer?) throws(SystemError) -> Pointer {
+    guard let pointer = body() else { throw SystemError(call(), errno: Glibc.errno) }
+    return pointer
+}
+
+/// Checks a libseccomp result: 0 or more is success, a negative value is `-errno`.
+package func negativeErrno(_ call: @autoclosure () -> String, _ result: Int32) throws(SystemError) {
+    guard result >= 0 else { throw SystemError(call(), errno: -result) }
 }
 
 /// Closes a file descriptor once; EINTR is not retried (the descriptor is gone either way).

@@ -1,0 +1,102 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import Dispatch
+import AppHostSandbox
+import AppHostSystem
+
+/// What this machine gives one host instance, probed and set up once at start: the cgroups it
+/// made (a v2 group to freeze apps in, v1 pids and memory groups to limit them), how it
+/// suspends, confines and limits apps, and a line on each, where it is not the best, saying why.
+/// `apphost doctor` sets up a throwaway one and shows the same lines.
+final class HostEnvironment {
+    /// This instance's groups: nil where the machine does not give the hierarchy.
+    let freezerGroup: Cgroup?
+    let pidsGroup: Cgroup?
+    let memoryGroup: Cgroup?
+    let suspender: any Suspender
+    let suspensionMechanism: SuspensionMechanism
+    let memoryEnforcement: MemoryEnforcement
+    /// One line each: how apps are suspended and how their memory is held.
+    let suspensionNote: String
+    let memoryNote: String
+
+    /// Sets up the instance's groups. Throws when the configuration insists on something the
+    /// machine does not give (`--suspension cgroup`, `--memory-enforcement cgroup`).
+    init(instance: String, suspension: SuspensionMechanism?, memory: MemoryEnforcement?, queue: DispatchQueue) throws(SupervisorError) {
+        var note: String
+        var freezer: (any Suspender)?
+        var freezerGroup: Cgroup?
+        switch suspension {
+        case .sigstop:
+            note = "SIGSTOP (requested)"
+        case .cgroupFreezer, nil:
+            do throws(CgroupUnavailable) {
+                let group = try Cgroup.instance(instance, in: .unified)
+                guard group.canWrite("cgroup.freeze") else {
+                    group.remove()
+                    throw CgroupUnavailable(reason: "\(group.path) has no writable cgroup.freeze (kernel older than 5.2?)")
+                }
+                freezerGroup = group
+                freezer = CgroupFreezer(queue: queue)
+                note = "cgroup v2 freezer (\(group.path))"
+                if freezer == nil { note = "SIGSTOP, degraded: inotify is unavailable, so a freeze cannot be verified" }
+            } catch {
+                if suspension == .cgroupFreezer {
+                    throw SupervisorError("the cgroup v2 freezer was requested but is unavailable: \(error.reason)", code: .unavailable)
+                }
+                note = "SIGSTOP, degraded: \(error.reason)"
+            }
+        }
+        pidsGroup = try? Cgroup.instance(instance, in: .controller("pids"))
+        memoryGroup = memory == .sampling ? nil : try? Cgroup.instance(instance, in: .controller("memory"))
+        if memory == .cgroup && memoryGroup == nil {
+            pidsGroup?.remove()
+            freezerGroup?.remove()
+            throw SupervisorError(
+                "the memory cgroup was requested but the cgroup v1 memory controller is not mounted or not writable here", code: .unavailable)
+        }
+        self.freezerGroup = freezer == nil ? nil : freezerGroup
+        if freezer == nil { freezerGroup?.remove() }
+        suspender = freezer ?? SignalStopper(queue: queue)
+        suspensionMechanism = freezer != nil ? .cgroupFreezer : .sigstop
+        suspensionNote = note
+        memoryEnforcement = memoryGroup != nil ? .cgroup : .sampling
+        memoryNote = memoryGroup != nil
+            ? "limits by the memory cgroup"
+            : "limits by sampling\(memory == .sampling ? " (requested)" : ", degraded: no writable cgroup v1 memory controller")"
+    }
+
+    /// How apps are confined here: seccomp, Landlock, users, the process limit.
+    static func sandboxNote(users: String?, processLimit: Int, pidsCgroup: Bool) -> String {
+        var parts = [Seccomp.notificationAvailable ? "seccomp (violations reported)" : "seccomp, degraded: no user notification, so refusals are not reported"]
+        let landlock = Landlock.abiVersion
+        parts.append(landlock > 0 ? "Landlock ABI \(landlock)" : "no Landlock, degraded: file access is limited only by permissions")
+        parts.append(users.map { "per-app users \($0)" } ?? "apps run as uid \(geteuid())\(geteuid() == 0 ? " (per-app users off)" : "")")
+        parts.append(pidsCgroup
+            ? "pids cgroup (\(processLimit) tasks)"
+            : users != nil ? "RLIMIT_NPROC (\(processLimit) tasks)" : "no process limit, degraded: no pids cgroup and no per-app user")
+        return parts.joined(separator: ", ")
+    }
+
+    /// Removes the instance's groups (apps are gone by then).
+    func remove() {
+        freezerGroup?.remove()
+        pidsGroup?.remove()
+        memoryGroup?.remove()
+    }
+}
+
+extension Cgroup {
+    /// A pids group for one app process, holding at most `limit` tasks (threads and processes).
+    func makePidsGroup(named name: String, limit: Int) throws(SystemError) -> Cgroup {
+        let group = try makeChild(named: name)
+        do {
+            try group.write("pids.max", "\(limit)")
+        } catch {
+            group.remove()
+            throw error
+        }
+        return group
+    }
+}

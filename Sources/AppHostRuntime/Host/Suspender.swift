@@ -1,0 +1,151 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import Dispatch
+import AppHostSystem
+
+/// How the host stops every thread of an app.
+public enum SuspensionMechanism: String, Sendable {
+    /// Writes 1 to the app's `cgroup.freeze` and waits for `frozen 1` in `cgroup.events`.
+    case cgroupFreezer = "cgroup v2 freezer"
+    /// Sends SIGSTOP and waits until every thread in /proc/PID/task is stopped.
+    case sigstop = "SIGSTOP"
+}
+
+/// Stops and restarts every thread of an app process, and says when every thread has stopped.
+///
+/// A freeze is verified, never assumed: `verified` runs on the host's queue once the kernel
+/// reports every thread stopped. One that never stops is never verified; the life-cycle
+/// machine's suspend deadline ends that app. Used only on the host's queue.
+protocol Suspender: AnyObject, Sendable {
+    /// Starts stopping every thread of `process`. `isWanted` says whether the host still waits
+    /// for this freeze (it stops waiting when the app ends or the machine gives up).
+    func freeze(_ process: AppProcess, isWanted: @escaping @Sendable () -> Bool, verified: @escaping @Sendable () -> Void)
+    func thaw(_ process: AppProcess)
+}
+
+/// The cgroup v2 freezer: every thread and child at once, confirmed by `cgroup.events`.
+final class CgroupFreezer: Suspender, @unchecked Sendable {
+    private let watcher: CgroupEventWatcher
+    private let queue: DispatchQueue
+    /// The inotify watch of each group being frozen, by path.
+    private var watches: [String: Int32] = [:]
+
+    init?(queue: DispatchQueue) {
+        guard let watcher = CgroupEventWatcher(queue: queue) else { return nil }
+        self.watcher = watcher
+        self.queue = queue
+    }
+
+    func freeze(_ process: AppProcess, isWanted: @escaping @Sendable () -> Bool, verified: @escaping @Sendable () -> Void) {
+        guard let group = process.cgroup, (try? group.write("cgroup.freeze", "1")) != nil else { return }
+        // Freezing takes about 0.1 ms, but the kernel rate-limits cgroup.events notifications to
+        // one per 10 ms: a short bounded check confirms the common case at once.
+        if group.awaitFrozen(within: .milliseconds(2)) {
+            queue.async { if isWanted() { verified() } }
+            return
+        }
+        watches[group.path] = watcher.watch(group.path + "/cgroup.events") { [weak self] in
+            guard group.isFrozen else { return }
+            self?.unwatch(group)
+            if isWanted() { verified() }
+        }
+    }
+
+    func thaw(_ process: AppProcess) {
+        guard let group = process.cgroup else { return }
+        unwatch(group)
+        try? group.write("cgroup.freeze", "0")
+    }
+
+    private func unwatch(_ group: Cgroup) {
+        if let watch = watches.removeValue(forKey: group.path) { watcher.unwatch(watch) }
+    }
+}
+
+/// SIGSTOP, for hosts without the freezer (and apps whose group could not be made). The signal
+/// takes effect thread by thread, so every thread's state is checked until all are stopped.
+final class SignalStopper: Suspender, @unchecked Sendable {
+    private let queue: DispatchQueue
+
+    init(queue: DispatchQueue) { self.queue = queue }
+
+    func freeze(_ process: AppProcess, isWanted: @escaping @Sendable () -> Bool, verified: @escaping @Sendable () -> Void) {
+        process.signal(SIGSTOP)
+        check(process, attempt: 0, isWanted: isWanted, verified: verified)
+    }
+
+    func thaw(_ process: AppProcess) { process.signal(SIGCONT) }
+
+    private func check(_ process: AppProcess, attempt: Int, isWanted: @escaping @Sendable () -> Bool, verified: @escaping @Sendable () -> Void) {
+        guard isWanted(), !process.isClosed else { return }
+        if ProcFS.allThreadsStopped(pid: process.pid) {
+            verified()
+            return
+        }
+        queue.asyncAfter(deadline: .now() + .microseconds(attempt < 100 ? 20 : 500)) { [self] in
+            check(process, attempt: attempt + 1, isWanted: isWanted, verified: verified)
+        }
+    }
+}
+
+extension Cgroup {
+    /// Whether the kernel reports every task of the group frozen (`frozen 1` in cgroup.events).
+    var isFrozen: Bool { read("cgroup.events").split(separator: "\n").contains("frozen 1") }
+
+    /// Waits up to `limit` for a freeze to complete.
+    func awaitFrozen(within limit: Duration) -> Bool {
+        let clock = ContinuousClock()
+        let deadline = clock.now + limit
+        repeat {
+            if isFrozen { return true }
+            sched_yield()
+        } while clock.now < deadline
+        return isFrozen
+    }
+}
+
+/// Watches cgroup.events files with one inotify descriptor, so a freeze is confirmed the moment
+/// the kernel reports it, with no polling.
+final class CgroupEventWatcher {
+    private let fd: Int32
+    private let source: any DispatchSourceRead
+    private var handlers: [Int32: () -> Void] = [:]
+
+    init?(queue: DispatchQueue) {
+        guard let fd = try? valueOrErrno("inotify_init1", { inotify_init1(Int32(IN_NONBLOCK | IN_CLOEXEC)) }) else { return nil }
+        self.fd = fd
+        source = DispatchSource.makeReadSource(fileDescriptor: fd, queue: queue)
+        source.setEventHandler { [unowned self] in self.drain() }
+        source.setCancelHandler { closeIgnoringErrors(fd) }
+        source.resume()
+    }
+
+    deinit { source.cancel() }
+
+    /// Calls `handler` on the queue each time `path` changes; returns the watch to remove later.
+    func watch(_ path: String, handler: @escaping () -> Void) -> Int32? {
+        guard let descriptor = try? valueOrErrno("inotify_add_watch", { inotify_add_watch(fd, path, UInt32(IN_MODIFY)) }) else { return nil }
+        handlers[descriptor] = handler
+        return descriptor
+    }
+
+    func unwatch(_ descriptor: Int32) {
+        handlers[descriptor] = nil
+        inotify_rm_watch(fd, descriptor)
+    }
+
+    private func drain() {
+        var buffer = [UInt8](repeating: 0, count: 4096)
+        var fired = Set<Int32>()
+        while case .bytes(let count) = readSome(fd, into: &buffer) {
+            var offset = 0
+            while offset + MemoryLayout<inotify_event>.size <= count {
+                let event = buffer.withUnsafeBytes { $0.loadUnaligned(fromByteOffset: offset, as: inotify_event.self) }
+                fired.insert(event.wd)
+                offset += MemoryLayout<inotify_event>.size + Int(event.len)
+            }
+        }
+        for descriptor in fired { handlers[descriptor]?() }
+    }
+}

@@ -1,0 +1,57 @@
+/// A memory-pressure episode (jetsam vm-pageshortage), as a pure state machine: the apps must
+/// come down to `target` bytes. Running apps are warned first; if usage is still over when the
+/// grace ends, apps are ended one at a time (`ResourceRules.nextVictim`), each measured again
+/// after the last one's process is gone.
+struct MemoryPressure<ID: Equatable> {
+    var target: UInt64
+    /// "over the memory budget", "memory-pressure": what started it.
+    let cause: String
+    /// When the warned apps' grace ends; nil once apps are being ended.
+    private(set) var graceEnds: HostInstant?
+    /// The apps ended so far, by name, in order.
+    private(set) var ended: [String] = []
+    /// The app last ended, until its process is gone.
+    private(set) var awaiting: ID?
+
+    /// What to do at a step of the episode.
+    enum Step: Equatable {
+        /// Wait: for the grace to end, or for the last victim's process to go.
+        case wait
+        /// End this app without a callback.
+        case end(ID, Termination)
+        /// Over: usage fits the target (or no app is left to end); a line saying how.
+        case over(String)
+    }
+
+    init(target: UInt64, cause: String, now: HostInstant, grace: Duration) {
+        self.target = target
+        self.cause = cause
+        graceEnds = now + grace
+    }
+
+    /// When the host must call `step` next, if it is waiting for time.
+    var deadline: HostInstant? { graceEnds }
+
+    /// A second cause while one episode runs only lowers the target.
+    mutating func tighten(to target: UInt64) { self.target = min(self.target, target) }
+
+    /// The victim's process is gone: the next step measures again.
+    mutating func victimEnded(_ id: ID) {
+        if awaiting == id { awaiting = nil }
+    }
+
+    /// The next step, given the apps' usage now and the apps that may be ended.
+    mutating func step(now: HostInstant, usage: UInt64, candidates: [ResourceRules.Candidate<ID>]) -> Step {
+        if let graceEnds, now < graceEnds { return .wait }
+        graceEnds = nil
+        guard awaiting == nil else { return .wait }
+        guard usage > target, let (victim, position) = ResourceRules.nextVictim(among: candidates) else {
+            let outcome = ended.isEmpty ? "relieved" : "ended \(ended.joined(separator: ", "))"
+            return .over("\(outcome); the apps use \(usage.mebibytes)"
+                + (usage > target ? ", still over \(target.mebibytes): no app is left to end" : ", within \(target.mebibytes)"))
+        }
+        awaiting = victim.id
+        ended.append(victim.name)
+        return .end(victim.id, ResourceRules.pageShortage(cause: cause, usage: usage, target: target, memory: victim.memory, position: position))
+    }
+}

@@ -1,0 +1,44 @@
+#if canImport(Glibc)
+package import Glibc
+#endif
+
+/// Readers of /proc.
+package enum ProcFS {
+    /// The process's CPU time so far (utime + stime of /proc/PID/stat).
+    package static func cpuTime(pid: pid_t) -> Duration? {
+        let fields = statFields("/proc/\(pid)/stat")
+        // After the command: state is field 0, utime field 11, stime field 12.
+        guard fields.count > 12, let user = Int64(fields[11]), let system = Int64(fields[12]) else { return nil }
+        let ticks = Int64(sysconf(Int32(_SC_CLK_TCK)))
+        return .nanoseconds((user + system) * (1_000_000_000 / max(ticks, 1)))
+    }
+
+    /// Whether every thread of `pid` is stopped (state T or t in /proc/PID/task/TID/stat).
+    package static func allThreadsStopped(pid: pid_t) -> Bool {
+        let tasks = directoryEntries("/proc/\(pid)/task")
+        guard !tasks.isEmpty else { return false }
+        return tasks.allSatisfy { task in
+            let state = statFields("/proc/\(pid)/task/\(task)/stat").first
+            return state == "T" || state == "t"
+        }
+    }
+
+    /// The fields of a stat file after the command (which may contain spaces and parentheses).
+    private static func statFields(_ path: String) -> [Substring] {
+        let stat = readSmallFile(path)
+        guard let close = stat.lastIndex(of: ")") else { return [] }
+        return stat[stat.index(after: close)...].split(separator: " ")
+    }
+}
+
+/// The names in a directory, without "." and ".."; empty if it cannot be read.
+package func directoryEntries(_ path: String) -> [String] {
+    guard let directory = opendir(path) else { return [] }
+    defer { closedir(directory) }
+    var names: [String] = []
+    while let entry = readdir(directory) {
+        let name = withUnsafeBytes(of: entry.pointee.d_name) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
+        if name != "." && name != ".." { names.append(name) }
+    }
+    return names
+}
