@@ -387,18 +387,11 @@ extension Supervisor {
             handle(record, run, .workCompleted(id: id, result: result))
 
         case .registerTask(let identifier):
-            if run.registeredTasks.contains(identifier) {
-                handle(record, run, .enforce(Termination(
-                    kind: .taskRegistration, namespace: .host, code: nil,
-                    reason: "registered a launch handler for the task \(identifier) twice")))
-            } else if launchFinished(run) {
-                handle(record, run, .enforce(Termination(
-                    kind: .taskRegistration, namespace: .host, code: nil,
-                    reason: "registered a launch handler for the task \(identifier) after application(_:didFinishLaunchingWithOptions:) returned; register every task while launching")))
-            } else if bundle.permittedTaskIdentifiers.contains(identifier) {
-                run.registeredTasks.insert(identifier)
-            } else {
-                handle(record, run, .warning("registered \(identifier), which is not in BGTaskSchedulerPermittedIdentifiers; ignored"))
+            switch ResourceRules.register(
+                identifier, registered: run.registeredTasks, launchFinished: launchFinished(run), permitted: bundle.permittedTaskIdentifiers) {
+            case .accepted: run.registeredTasks.insert(identifier)
+            case .ignored(let warning): handle(record, run, .warning(warning))
+            case .terminated(let termination): handle(record, run, .enforce(termination))
             }
 
         case .submitTask(var request):

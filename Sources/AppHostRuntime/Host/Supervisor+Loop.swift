@@ -193,7 +193,7 @@ extension Supervisor {
         run.lastState = .terminated
         if termination.kind == .forceQuit || termination.kind == .userTerminated { userForceQuit(record) }
         updateSampler()
-        if pressure?.awaiting === record { pressureVictimEnded() }
+        pressureVictimEnded(record)
         publish(HostEvent(
             time: Date(), app: record.bundle.identifier, name: record.bundle.name, pid: pid, event: "terminated",
             state: .terminated, termination: termination, report: reportPath), run: run)

@@ -6,9 +6,9 @@ import Dispatch
 import AppHostProtocol
 import AppHostSystem
 
-/// The resource rules of LIFECYCLE.md: shared resources held at suspension (0xdead10cc), memory
-/// limits and the host's memory budget (jetsam), and CPU in the background (EXC_RESOURCE). All of
-/// it runs on the supervisor's queue.
+/// Measuring for the resource rules (Rules/ResourceRules.swift decides): what an app holds at
+/// suspension (0xdead10cc), its memory against its limits and the host's budget (jetsam), and
+/// its CPU in the background (EXC_RESOURCE). All of it runs on the supervisor's queue.
 ///
 /// Measuring is event-driven where the kernel allows it (the memory cgroup's OOM eventfd) and
 /// otherwise a sample every `resourceSampleInterval`, taken only while some app is running:
@@ -32,12 +32,9 @@ extension Supervisor {
     /// resource open, now that it would be suspended. Returns whether it did.
     func endIfHoldingSharedResources(_ record: AppRecord, _ run: AppRun) -> Bool {
         let held = sharedResources.held(by: processes(of: run))
-        guard let first = held.first else { return false }
+        guard let termination = ResourceRules.sharedResourceTermination(held: held) else { return false }
         run.held = held
-        let more = held.count > 1 ? " (and \(held.count - 1) more, listed in the report)" : ""
-        handle(record, run, .enforce(Termination(
-            kind: .sharedResource, namespace: .runningBoard, code: TerminationCode.sharedResourceHeld.rawValue,
-            reason: "held \(first) when it would have been suspended\(more)")))
+        handle(record, run, .enforce(termination))
         return true
     }
 
@@ -49,17 +46,13 @@ extension Supervisor {
         let now = clock.now
         let state = run.lastState
         switch state {
-        case .active, .inactive:
-            run.backgroundCPU = []
-            applyMemoryLimit(record, run, limit: configuration.policy.foregroundMemoryLimit, label: "foreground")
-        case .background where previous != .suspended:
-            if let pid = run.process?.pid, let total = ProcFS.cpuTime(pid: pid) { run.backgroundCPU = [(now, total)] }
-            applyMemoryLimit(record, run, limit: configuration.policy.backgroundMemoryLimit, label: "background")
-        case .background:
-            if let pid = run.process?.pid, let total = ProcFS.cpuTime(pid: pid) { run.backgroundCPU = [(now, total)] }
+        case .active, .inactive, .background:
+            run.cpuWindow = state == .background ? ProcFS.cpuTime(pid: run.process?.pid ?? 0).map { .init(startingAt: now, total: $0) } : nil
+            // A resumed app keeps the background limit it was held to.
+            if state != .background || previous != .suspended { applyMemoryLimit(record, run) }
         case .suspended:
             run.lastRunning = now
-            run.backgroundCPU = []
+            run.cpuWindow = nil
             recordUsage(run)
         default:
             break
@@ -67,15 +60,15 @@ extension Supervisor {
         updateSampler()
     }
 
-    /// Holds the app to `limit`: ends it if it already uses more, else sets its memory cgroup.
-    private func applyMemoryLimit(_ record: AppRecord, _ run: AppRun, limit: UInt64, label: String) {
+    /// Holds the app to its state's limit: ends it if it already uses more, else sets its group's.
+    private func applyMemoryLimit(_ record: AppRecord, _ run: AppRun) {
         guard run.machine.isLive, run.process != nil else { return }
         recordUsage(run)
-        let fits = run.memory <= limit && (run.process?.memoryGroup?.setLimit(limit) ?? true)
-        guard !fits else { return }
-        handle(record, run, .enforce(Termination(
-            kind: .perProcessLimit, namespace: .jetsam, code: nil,
-            reason: "used \(run.memory.mebibytes) on entering the \(label), over its \(label) memory limit of \(limit.mebibytes) (peak \(run.peakMemory.mebibytes))")))
+        let limit = ResourceRules.memoryLimit(state: run.lastState, inForeground: run.machine.isInForeground, policy: configuration.policy)
+        let fits = run.memory <= limit.bytes && run.process?.memoryGroup?.setLimit(limit.bytes) != false
+        if let termination = ResourceRules.limitOnEntering(limit.label, limit: limit.bytes, memory: run.memory, peak: run.peakMemory, fits: fits) {
+            handle(record, run, .enforce(termination))
+        }
     }
 
     // MARK: Memory limits
@@ -88,10 +81,9 @@ extension Supervisor {
             _ = read(group.oomEvents, &count, 8)
             guard let self, let record, let run, run.machine.isLive, group.isUnderOOM else { return }
             recordUsage(run)
-            let label = [.active, .inactive, .launching].contains(run.machine.state) && run.machine.isInForeground ? "foreground" : "background"
-            handle(record, run, .enforce(Termination(
-                kind: .perProcessLimit, namespace: .jetsam, code: nil,
-                reason: "reached its \(label) memory limit of \(group.limit.mebibytes) (memory cgroup; \(run.memory.mebibytes) resident, peak \(run.peakMemory.mebibytes))")))
+            let limit = ResourceRules.memoryLimit(state: run.machine.state, inForeground: run.machine.isInForeground, policy: configuration.policy)
+            handle(record, run, .enforce(ResourceRules.limitByCgroup(
+                limit: (group.limit, limit.label), memory: run.memory, peak: run.peakMemory)))
         }
         source.setCancelHandler { closeIgnoringErrors(group.oomEvents) }
         source.activate()
@@ -121,21 +113,21 @@ extension Supervisor {
         let policy = configuration.policy
         var total: UInt64 = 0
         for record in apps {
-            guard let run = record.run, run.machine.isLive, run.process != nil else { continue }
+            guard let run = record.run, run.machine.isLive, let process = run.process else { continue }
             let state = run.machine.state
             if state != .suspended { recordUsage(run) }
             total += run.memory
-            if run.process?.memoryGroup == nil, state != .suspended {
-                let background = state == .background || (state == .launching && !run.machine.isInForeground)
-                let limit = background ? policy.backgroundMemoryLimit : policy.foregroundMemoryLimit
-                if run.memory > limit {
-                    handle(record, run, .enforce(Termination(
-                        kind: .perProcessLimit, namespace: .jetsam, code: nil,
-                        reason: "used \(run.memory.mebibytes), over its \(background ? "background" : "foreground") memory limit of \(limit.mebibytes) (measured every \(policy.resourceSampleInterval.formatted))")))
-                    continue
-                }
+            if process.memoryGroup == nil, state != .suspended,
+               let termination = ResourceRules.limitBySampling(
+                   memory: run.memory, limit: ResourceRules.memoryLimit(state: state, inForeground: run.machine.isInForeground, policy: policy),
+                   interval: policy.resourceSampleInterval) {
+                handle(record, run, .enforce(termination))
+                continue
             }
-            if state == .background, run.machine.phase != .suspending { checkBackgroundCPU(record, run) }
+            if state == .background, run.machine.phase != .suspending, let cpu = ProcFS.cpuTime(pid: process.pid),
+               let termination = run.cpuWindow?.add(cpu, at: clock.now, policy: policy) {
+                handle(record, run, .enforce(termination))
+            }
         }
         if pressure == nil, total > memoryBudget {
             beginPressure(target: memoryBudget, usage: total, cause: "over the memory budget")
@@ -157,17 +149,16 @@ extension Supervisor {
 
     /// Warns the running apps, then (after the policy's grace) ends apps until usage fits `target`.
     func beginPressure(target: UInt64, usage: UInt64, cause: String) {
-        if var episode = pressure {
-            episode.target = min(episode.target, target)
-            pressure = episode
+        if pressure != nil {
+            pressure?.tighten(to: target)
             return
         }
-        pressure = MemoryPressure(target: target, cause: cause)
+        let grace = configuration.policy.memoryWarningGrace
+        pressure = MemoryPressure(target: target, cause: cause, now: clock.now, grace: grace)
         let running = apps.filter { record in
             guard let run = record.run, run.machine.isLive else { return false }
             return run.machine.state != .suspended && run.machine.phase != .starting
         }
-        let grace = configuration.policy.memoryWarningGrace
         let warned = running.isEmpty ? "no app is running to warn" : "memory warning to \(running.map(\.bundle.name).joined(separator: ", "))"
         publish(HostEvent(
             time: Date(), event: "memoryPressure",
@@ -176,80 +167,43 @@ extension Supervisor {
         for record in running {
             if let run = record.run { handle(record, run, .memoryWarning) }
         }
-        queue.asyncAfter(deadline: .now() + .nanoseconds(Int(grace.nanoseconds))) { [weak self] in self?.resolvePressure() }
+        armPressureTimer()
     }
 
-    /// Ends apps one at a time until the rest fit: suspended ones least recently used first,
-    /// then those running in the background, the foreground app last; no callback, as jetsam.
-    /// After each, it waits for the app's end and measures again.
-    private func resolvePressure() {
-        guard var episode = pressure, episode.awaiting == nil else { return }
+    /// Takes the episode's next step: wait, end the next app, or finish.
+    func stepPressure() {
+        guard var episode = pressure else { return }
         let usage = measureMemory()
-        let candidates = apps.compactMap { record -> (record: AppRecord, run: AppRun, rank: Int, since: HostInstant)? in
+        let candidates = apps.compactMap { record -> ResourceRules.Candidate<ObjectIdentifier>? in
             guard let run = record.run, run.machine.isLive else { return nil }
-            switch run.machine.state {
-            case .suspended: return (record, run, 0, run.lastRunning)
-            case .background: return (record, run, 1, run.stateSince)
-            default: return (record, run, run.machine.isInForeground ? 2 : 1, run.stateSince)
-            }
-        }.sorted { ($0.rank, $0.since) < ($1.rank, $1.since) }
-        guard usage > episode.target, let victim = candidates.first else {
-            pressure = nil
-            let outcome = episode.ended.isEmpty ? "relieved" : "ended \(episode.ended.joined(separator: ", "))"
-            publish(HostEvent(
-                time: Date(), event: "memoryPressure",
-                detail: "\(outcome); the apps use \(usage.mebibytes)\(usage > episode.target ? ", still over \(episode.target.mebibytes): no app is left to end" : ", within \(episode.target.mebibytes)")"), run: nil)
-            return
+            return ResourceRules.Candidate(
+                id: ObjectIdentifier(record), name: record.bundle.name, state: run.machine.state, inForeground: run.machine.isInForeground,
+                since: run.machine.state == .suspended ? run.lastRunning : run.stateSince, memory: run.memory)
         }
-        episode.awaiting = victim.record
-        episode.ended.append(victim.record.bundle.name)
+        let step = episode.step(now: clock.now, usage: usage, candidates: candidates)
         pressure = episode
-        let position = ["suspended, least recently used first", "running in the background", "in the foreground, the last considered"][victim.rank]
-        handle(victim.record, victim.run, .enforce(Termination(
-            kind: .pageShortage, namespace: .jetsam, code: nil,
-            reason: "ended without a callback to free memory (\(episode.cause)): the apps used \(usage.mebibytes), "
-                + "over \(episode.target.mebibytes); it used \(victim.run.memory.mebibytes) (\(position))")))
+        switch step {
+        case .wait:
+            armPressureTimer()
+        case .end(let id, let termination):
+            guard let record = apps.first(where: { ObjectIdentifier($0) == id }), let run = record.run else { return }
+            handle(record, run, .enforce(termination))
+        case .over(let line):
+            pressure = nil
+            publish(HostEvent(time: Date(), event: "memoryPressure", detail: line), run: nil)
+        }
     }
 
     /// The app ended to free memory is gone: measure again, and end the next if still over.
-    func pressureVictimEnded() {
-        pressure?.awaiting = nil
-        queue.async { [weak self] in self?.resolvePressure() }
+    func pressureVictimEnded(_ record: AppRecord) {
+        guard pressure?.awaiting == ObjectIdentifier(record) else { return }
+        pressure?.victimEnded(ObjectIdentifier(record))
+        queue.async { [weak self] in self?.stepPressure() }
     }
 
-    // MARK: CPU in the background (EXC_RESOURCE)
-
-    /// Ends the app if it used more than the policy's share of a core within the trailing window
-    /// of its time in the background.
-    private func checkBackgroundCPU(_ record: AppRecord, _ run: AppRun) {
-        let policy = configuration.policy
-        guard let pid = run.process?.pid, let total = ProcFS.cpuTime(pid: pid) else { return }
-        let now = clock.now
-        run.backgroundCPU.append((now, total))
-        // The newest sample at or before the window's start is the base.
-        let windowStart = now - policy.backgroundCPUWindow
-        while run.backgroundCPU.count > 1 && run.backgroundCPU[1].at <= windowStart { run.backgroundCPU.removeFirst() }
-        let base = run.backgroundCPU[0]
-        let used = total - base.total
-        let allowed = policy.backgroundCPUWindow * (policy.backgroundCPULimit / 100)
-        guard used > allowed else { return }
-        let span = base.at.duration(to: now)
-        handle(record, run, .enforce(Termination(
-            kind: .cpuResource, namespace: .resource, code: nil,
-            reason: String(
-                format: "used %.2f s of CPU in %.2f s in the background (%.0f %% of a core); the limit is %.0f %% of a core over %@",
-                used.seconds, span.seconds, used.seconds / max(span.seconds, 0.001) * 100, policy.backgroundCPULimit,
-                policy.backgroundCPUWindow.formatted))))
+    private func armPressureTimer() {
+        guard let deadline = pressure?.deadline else { return }
+        let delay = max(0, clock.now.duration(to: deadline).nanoseconds)
+        pressureTimer.schedule(deadline: .now() + .nanoseconds(Int(delay)))
     }
-}
-
-/// A memory-pressure episode: the apps must come down to `target` bytes.
-struct MemoryPressure {
-    var target: UInt64
-    /// "over the memory budget", "memory-pressure": what started it.
-    var cause: String
-    /// The apps ended so far, in order.
-    var ended: [String] = []
-    /// The app last ended, until its process is gone.
-    var awaiting: AppRecord?
 }

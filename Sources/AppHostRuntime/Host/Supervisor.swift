@@ -67,7 +67,9 @@ public final class Supervisor: @unchecked Sendable {
     let sampler: any DispatchSourceTimer
     var samplerRunning = false
     /// A memory-pressure episode under way: warnings sent, kills to follow if they do not help.
-    var pressure: MemoryPressure?
+    var pressure: MemoryPressure<ObjectIdentifier>?
+    /// Fires when the pressure episode's grace ends.
+    let pressureTimer: any DispatchSourceTimer
     /// Pending BGTaskScheduler requests, fetch intervals and force quits; persisted in the store.
     var schedule: BackgroundSchedule
     let scheduleStore: ScheduleStore
@@ -115,6 +117,7 @@ public final class Supervisor: @unchecked Sendable {
             declared: policy.sharedResources)
         sampler = DispatchSource.makeTimerSource(queue: queue)
         schedulerTimer = DispatchSource.makeTimerSource(queue: queue)
+        pressureTimer = DispatchSource.makeTimerSource(queue: queue)
         power = configuration.power
         network = configuration.network
         scheduleStore = ScheduleStore(stateDirectory: configuration.stateDirectory)
@@ -152,6 +155,9 @@ public final class Supervisor: @unchecked Sendable {
         sampler.setEventHandler { [weak self] in self?.sample() }
         sampler.schedule(deadline: .distantFuture)
         sampler.activate()
+        pressureTimer.setEventHandler { [weak self] in self?.stepPressure() }
+        pressureTimer.schedule(deadline: .distantFuture)
+        pressureTimer.activate()
         schedulerTimer.setEventHandler { [weak self] in self?.runDueWork() }
         schedulerTimer.schedule(deadline: .distantFuture)
         schedulerTimer.activate()
@@ -160,6 +166,7 @@ public final class Supervisor: @unchecked Sendable {
     deinit {
         sampler.cancel()
         schedulerTimer.cancel()
+        pressureTimer.cancel()
         environment.remove()
     }
 

@@ -1,4 +1,4 @@
-package import AppHostProtocol
+import AppHostProtocol
 
 extension LifecycleMachine {
     // MARK: Callbacks

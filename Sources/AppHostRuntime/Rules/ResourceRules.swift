@@ -18,16 +18,17 @@ enum ResourceRules {
 
     // MARK: Memory limits (jetsam per-process-limit)
 
-    /// Which of the policy's limits holds an app: the foreground one while it is, or is on its
-    /// way to, the foreground; the background one otherwise.
+    /// Which of the policy's limits holds an app: the background one in the background,
+    /// suspended, or launching into the background; the foreground one otherwise.
     static func memoryLimit(state: AppState, inForeground: Bool, policy: Policy) -> (bytes: UInt64, label: String) {
-        let foreground = inForeground && [.launching, .inactive, .active].contains(state)
-        return foreground ? (policy.foregroundMemoryLimit, "foreground") : (policy.backgroundMemoryLimit, "background")
+        let background = state == .background || state == .suspended || (state == .launching && !inForeground)
+        return background ? (policy.backgroundMemoryLimit, "background") : (policy.foregroundMemoryLimit, "foreground")
     }
 
-    /// An app entering a state whose limit it already exceeds is ended then.
-    static func limitOnEntering(_ label: String, limit: UInt64, memory: UInt64, peak: UInt64) -> Termination? {
-        guard memory > limit else { return nil }
+    /// An app entering a state whose limit it already exceeds (or whose memory cgroup cannot be
+    /// brought down to it) is ended then.
+    static func limitOnEntering(_ label: String, limit: UInt64, memory: UInt64, peak: UInt64, fits: Bool) -> Termination? {
+        guard !fits else { return nil }
         return jetsam("used \(memory.mebibytes) on entering the \(label), over its \(label) memory limit of \(limit.mebibytes) (peak \(peak.mebibytes))")
     }
 
