@@ -79,9 +79,10 @@ package struct ReceivedFrame {
 /// The non-blocking receiving side of a control channel: reads what is there, up to a budget,
 /// and hands out complete frames with the descriptors that came with them.
 ///
-/// Descriptors are the scarce resource a hostile peer can exhaust, so none is kept beyond
-/// `descriptorAllowance`: one more and every descriptor held is closed at once and reading
-/// stops with `.tooManyDescriptors`.
+/// Descriptors are the scarce resource a hostile peer can exhaust: reading stops at each read
+/// that brings one, so its frame is judged before more arrive, and no more than
+/// `descriptorAllowance` are held for an incomplete frame: one more and every descriptor held
+/// is closed at once and reading ends with `.tooManyDescriptors`.
 package struct FrameReceiver {
     /// Why reading stopped for good.
     package enum End: Error, Equatable {
@@ -99,7 +100,8 @@ package struct FrameReceiver {
     private var received = 0
     private var frameStart = 0
     private var descriptors: [(offset: Int, fd: Int32)] = []
-    /// How many descriptors may be held, waiting for their frame to complete.
+    /// How many descriptors may be held while their frame is incomplete. Complete frames are
+    /// handed out with theirs, for the reader to judge.
     package var descriptorAllowance = 0
     /// Scratch space reused for every read.
     private var buffer = [UInt8](repeating: 0, count: 64 * 1024)
@@ -126,10 +128,6 @@ package struct FrameReceiver {
             // A read ends right after the message (sendmsg) that carried descriptors, so they
             // belong with its last byte.
             for fd in descriptorBuffer.prefix(Int(count)) { descriptors.append((received + max(got, 1) - 1, fd)) }
-            if descriptors.count > descriptorAllowance {
-                end = .tooManyDescriptors(descriptors.count)
-                break
-            }
             switch got {
             case 1...:
                 buffer.withUnsafeBytes { decoder.append(UnsafeRawBufferPointer(rebasing: $0[0..<got])) }
@@ -143,24 +141,24 @@ package struct FrameReceiver {
                 if error != EAGAIN && error != EWOULDBLOCK { end = .closed }
                 break reading
             }
+            // Descriptors are judged with their frame before any more is read, so a peer can
+            // never make the reader hold more than its allowance.
+            if count > 0 { break }
         }
         var frames: [ReceivedFrame] = []
-        let refused: Bool
-        if case .tooManyDescriptors = end { refused = true } else { refused = false }
-        if !refused {
-            do {
-                while let body = try decoder.next() {
-                    let frameEnd = frameStart + Framing.headerLength + body.count
-                    let carried = descriptors.filter { $0.offset < frameEnd }.map(\.fd)
-                    descriptors.removeAll { $0.offset < frameEnd }
-                    frameStart = frameEnd
-                    frames.append(ReceivedFrame(body: body, descriptors: carried))
-                }
-                if end == .closed, decoder.pendingByteCount > 0 { end = .framing(.closedMidFrame(decoder.pendingByteCount)) }
-            } catch {
-                end = .framing(error)
+        do {
+            while let body = try decoder.next() {
+                let frameEnd = frameStart + Framing.headerLength + body.count
+                let carried = descriptors.filter { $0.offset < frameEnd }.map(\.fd)
+                descriptors.removeAll { $0.offset < frameEnd }
+                frameStart = frameEnd
+                frames.append(ReceivedFrame(body: body, descriptors: carried))
             }
+            if end == .closed, decoder.pendingByteCount > 0 { end = .framing(.closedMidFrame(decoder.pendingByteCount)) }
+        } catch {
+            end = .framing(error)
         }
+        if end == nil, descriptors.count > descriptorAllowance { end = .tooManyDescriptors(descriptors.count) }
         if let end {
             closeDescriptors()
             // Frames that arrived before the end are still the peer's last words: they are

@@ -94,68 +94,36 @@ struct CommandSession {
     private func printTasks() {
         let requests = supervisor.pendingTaskRequests()
         if printer.json {
-            for request in requests {
-                var object: [String: Any] = [
-                    "event": "task", "name": request.app, "identifier": request.identifier, "kind": request.kind,
-                    "requiresExternalPower": request.requiresExternalPower,
-                    "requiresNetworkConnectivity": request.requiresNetworkConnectivity,
-                    "time": HostEvent.isoFormatter.string(from: Date()),
-                ]
-                if let date = request.earliestBeginDate { object["earliestBeginDate"] = HostEvent.isoFormatter.string(from: date) }
-                if let waiting = request.waitingFor { object["waitingFor"] = waiting }
-                let data = (try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys])) ?? Data()
-                printer.write(String(decoding: data, as: UTF8.self))
-            }
+            requests.forEach { printer.write(HostEvent.jsonLine($0)) }
             return
         }
         guard !requests.isEmpty else {
             printer.write("no pending task requests")
             return
         }
-        var lines = [["APP", "IDENTIFIER", "KIND", "EARLIEST", "REQUIRES", "WAITING FOR"]]
+        var rows = [["APP", "IDENTIFIER", "KIND", "EARLIEST", "REQUIRES", "WAITING FOR"]]
         for request in requests {
             let requires = [request.requiresExternalPower ? "power" : nil, request.requiresNetworkConnectivity ? "network" : nil].compactMap { $0 }
-            lines.append([
+            rows.append([
                 request.app, request.identifier, request.kind,
                 request.earliestBeginDate.map { HostEvent.isoFormatter.string(from: $0) } ?? "-",
                 requires.isEmpty ? "-" : requires.joined(separator: ","), request.waitingFor ?? "nothing (runs when the app is in the background)",
             ])
         }
-        printTable(lines)
-    }
-
-    /// Prints rows in columns as wide as their widest cell.
-    private func printTable(_ lines: [[String]]) {
-        let widths = (0..<lines[0].count).map { column in lines.map { $0[column].count }.max() ?? 0 }
-        for line in lines {
-            printer.write(zip(line, widths).map { $0.padding(toLength: $1, withPad: " ", startingAt: 0) }.joined(separator: "  "))
-        }
+        tableLines(rows).forEach(printer.write)
     }
 
     private func printStatus() {
         let apps = supervisor.status()
         if printer.json {
-            for app in apps {
-                var object: [String: Any] = [
-                    "event": "ps", "app": app.identifier, "name": app.name, "state": app.state.rawValue,
-                    "timeInState": app.timeInState.seconds, "openBackgroundTasks": app.openBackgroundTasks,
-                    "cpuForeground": app.cpuForeground.seconds, "cpuBackground": app.cpuBackground.seconds,
-                    "violations": app.violations, "time": HostEvent.isoFormatter.string(from: Date()),
-                    "memory": Int(app.memory), "peakMemory": Int(app.peakMemory), "backgroundWakeups": app.backgroundWakeups,
-                ]
-                if let pid = app.pid { object["pid"] = Int(pid) }
-                if let left = app.backgroundTimeRemaining { object["backgroundTimeRemaining"] = left.seconds }
-                if let snapshot = app.snapshot { object["snapshot"] = snapshot }
-                let data = (try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys])) ?? Data()
-                printer.write(String(decoding: data, as: UTF8.self))
-            }
+            apps.forEach { printer.write(HostEvent.jsonLine($0)) }
             return
         }
         func seconds(_ duration: Duration) -> String { String(format: "%.2f s", duration.seconds) }
         func mebibytes(_ bytes: UInt64) -> String { String(format: "%.1f MiB", Double(bytes) / 1_048_576) }
-        var lines = [["NAME", "PID", "STATE", "IN STATE", "CPU FG", "CPU BG", "MEMORY", "PEAK", "TASKS", "BG LEFT", "WAKE-UPS", "VIOLATIONS", "SNAPSHOT"]]
+        var rows = [["NAME", "PID", "STATE", "IN STATE", "CPU FG", "CPU BG", "MEMORY", "PEAK", "TASKS", "BG LEFT", "WAKE-UPS", "VIOLATIONS", "SNAPSHOT"]]
         for app in apps {
-            lines.append([
+            rows.append([
                 app.name, app.pid.map(String.init) ?? "-", app.state.rawValue, seconds(app.timeInState),
                 seconds(app.cpuForeground), seconds(app.cpuBackground), mebibytes(app.memory), mebibytes(app.peakMemory),
                 String(app.openBackgroundTasks), app.backgroundTimeRemaining.map(seconds) ?? "-",
@@ -163,6 +131,6 @@ struct CommandSession {
                 app.snapshot.map { $0.replacingOccurrences(of: "\n", with: " ⏎ ").debugDescription } ?? "-",
             ])
         }
-        printTable(lines)
+        tableLines(rows).forEach(printer.write)
     }
 }

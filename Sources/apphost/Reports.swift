@@ -18,10 +18,11 @@ struct Reports: ParsableCommand {
         guard let report else {
             if files.isEmpty { print("no reports in \(store.directory.path)") }
             for file in files {
-                guard let data = try? Data(contentsOf: file),
-                      let object = try? JSONSerialization.jsonObject(with: data) as? [String: Any]
-                else { continue }
-                let fields = ["time", "name", "pid", "namespace", "code", "reason"].map { object[$0].map { "\($0)" } ?? "-" }
+                guard let contents = try? store.read(file) else { continue }
+                let fields = [
+                    HostEvent.isoFormatter.string(from: contents.time), contents.name, String(contents.pid), contents.namespace,
+                    contents.code ?? "-", contents.reason,
+                ]
                 print(fields.joined(separator: "  ") + "  " + file.lastPathComponent)
             }
             return

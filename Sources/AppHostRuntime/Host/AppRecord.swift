@@ -1,44 +1,11 @@
 #if canImport(Glibc)
 import Glibc
 #endif
-public import Foundation
+import Foundation
 import Dispatch
 import AppHostProtocol
 import AppHostSandbox
 import CAppHostShims
-
-/// What `ps` shows of one app.
-public struct AppStatus: Sendable {
-    public var name: String
-    public var identifier: String
-    public var pid: Int32?
-    public var state: AppState
-    public var timeInState: Duration
-    public var openBackgroundTasks: Int
-    public var backgroundTimeRemaining: Duration?
-    public var cpuForeground: Duration
-    public var cpuBackground: Duration
-    /// System calls the sandbox refused.
-    public var violations: Int
-    /// Resident anonymous memory now (the last measurement, once the app has ended), in bytes.
-    public var memory: UInt64
-    /// The most memory measured in this run, in bytes.
-    public var peakMemory: UInt64
-    /// Launches into the background and resumptions there, since the host started.
-    public var backgroundWakeups: Int
-    public var snapshot: String?
-}
-
-/// A system call the sandbox refused, for events, `ps` and reports.
-public struct SandboxViolation: Sendable {
-    public var time: Date
-    /// "socket(AF_INET)", "ptrace", …
-    public var call: String
-    /// The app's state when it made the call.
-    public var state: AppState
-    /// Whether the call was a dangerous one, which ended the app.
-    public var fatal: Bool
-}
 
 // The classes below are touched only on the supervisor's queue, hence @unchecked Sendable.
 

@@ -1,14 +1,18 @@
 public import Foundation
 
 /// One line of the host's event stream: a life-cycle event of one app, or a notice of the host's.
-public struct HostEvent: Sendable {
+///
+/// Codable as the `--json` lines are: `time` (ISO 8601 with milliseconds), `app`, `name`,
+/// `pid`, `event`, `state`, `detail`, `elapsedMs`, and for `terminated` the termination's
+/// `kind`, `namespace`, `code` and `reason` and the `report`'s path. Absent fields are omitted.
+public struct HostEvent: Sendable, Equatable, Codable {
     public var time: Date
     /// The app's bundle identifier; nil for the host's own notices.
     public var app: String?
     /// The app's CFBundleName.
     public var name: String?
     public var pid: Int32?
-    public var event: String
+    public var event: EventName
     public var state: AppState?
     public var detail: String?
     /// How long the step took: a callback from sent to acknowledged; `suspended` from the freeze
@@ -19,46 +23,77 @@ public struct HostEvent: Sendable {
     /// For `terminated`: the report's path.
     public var report: String?
 
-    /// The human-readable line: `12:00:01.234  Notes[4242]  didBecomeActive  active`.
-    public var humanLine: String {
-        let who = name.map { "\($0)[\(pid.map(String.init) ?? "-")]" } ?? "apphost"
-        var line = "\(HostEvent.clockFormatter.string(from: time))  \(who)  \(event)"
-        if let state, event != "terminated" { line += "  → \(state.rawValue)" }
-        if let elapsed { line += String(format: "  (%.3f ms)", elapsed.seconds * 1000) }
-        if let termination {
-            line += ": \(termination.namespace)"
-            if let code = termination.formattedCode {
-                line += " \(code)"
-            } else if termination.namespace == .jetsam || termination.namespace == .resource {
-                line += " \(termination.kind)"
-            }
-            line += ", \(termination.reason)"
-        } else if let detail, !detail.isEmpty {
-            line += "  \(detail.replacingOccurrences(of: "\n", with: " ⏎ "))"
-        }
-        if let report { line += " (report: \(report))" }
-        return line
+    public init(
+        time: Date, app: String? = nil, name: String? = nil, pid: Int32? = nil, event: EventName, state: AppState? = nil,
+        detail: String? = nil, elapsed: Duration? = nil, termination: Termination? = nil, report: String? = nil
+    ) {
+        self.time = time
+        self.app = app
+        self.name = name
+        self.pid = pid
+        self.event = event
+        self.state = state
+        self.detail = detail
+        self.elapsed = elapsed
+        self.termination = termination
+        self.report = report
     }
 
-    /// The JSON line: time, app, name, pid, event, state, and detail, kind, namespace, code,
-    /// reason and report where they apply.
-    public var jsonLine: String {
-        var object: [String: Any] = ["time": HostEvent.isoFormatter.string(from: time), "event": event]
-        if let app { object["app"] = app }
-        if let name { object["name"] = name }
-        if let pid { object["pid"] = Int(pid) }
-        if let state { object["state"] = state.rawValue }
-        if let detail { object["detail"] = detail }
-        if let elapsed { object["elapsedMs"] = (elapsed.seconds * 1_000_000).rounded() / 1000 }
-        if let termination {
-            object["kind"] = termination.kind.rawValue
-            object["namespace"] = termination.namespace.rawValue
-            if let code = termination.formattedCode { object["code"] = code }
-            object["reason"] = termination.reason
+    private enum CodingKeys: String, CodingKey {
+        case time, app, name, pid, event, state, detail, elapsedMs, kind, namespace, code, reason, report
+    }
+
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        let stamp = try container.decode(String.self, forKey: .time)
+        guard let time = HostEvent.isoFormatter.date(from: stamp) else {
+            throw DecodingError.dataCorruptedError(forKey: .time, in: container, debugDescription: "not an ISO 8601 time: \(stamp)")
         }
-        if let report { object["report"] = report }
-        let data = (try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys, .withoutEscapingSlashes])) ?? Data()
-        return String(decoding: data, as: UTF8.self)
+        self.time = time
+        app = try container.decodeIfPresent(String.self, forKey: .app)
+        name = try container.decodeIfPresent(String.self, forKey: .name)
+        pid = try container.decodeIfPresent(Int32.self, forKey: .pid)
+        event = try container.decode(EventName.self, forKey: .event)
+        state = try container.decodeIfPresent(AppState.self, forKey: .state)
+        detail = try container.decodeIfPresent(String.self, forKey: .detail)
+        elapsed = try container.decodeIfPresent(Double.self, forKey: .elapsedMs).map { .seconds(double: $0 / 1000) }
+        if let kind = try container.decodeIfPresent(String.self, forKey: .kind) {
+            termination = Termination(
+                kind: .init(rawValue: kind),
+                namespace: .init(rawValue: try container.decode(String.self, forKey: .namespace)),
+                code: try container.decodeIfPresent(String.self, forKey: .code).flatMap(Termination.parseCode),
+                reason: try container.decode(String.self, forKey: .reason))
+        }
+        report = try container.decodeIfPresent(String.self, forKey: .report)
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(HostEvent.isoFormatter.string(from: time), forKey: .time)
+        try container.encodeIfPresent(app, forKey: .app)
+        try container.encodeIfPresent(name, forKey: .name)
+        try container.encodeIfPresent(pid, forKey: .pid)
+        try container.encode(event, forKey: .event)
+        try container.encodeIfPresent(state, forKey: .state)
+        try container.encodeIfPresent(detail, forKey: .detail)
+        try container.encodeIfPresent(elapsed.map { ($0.seconds * 1_000_000).rounded() / 1000 }, forKey: .elapsedMs)
+        if let termination {
+            try container.encode(termination.kind.rawValue, forKey: .kind)
+            try container.encode(termination.namespace.rawValue, forKey: .namespace)
+            try container.encodeIfPresent(termination.formattedCode, forKey: .code)
+            try container.encode(termination.reason, forKey: .reason)
+        }
+        try container.encodeIfPresent(report, forKey: .report)
+    }
+
+    /// The JSON line of `--json` (keys sorted, one line).
+    public var jsonLine: String { HostEvent.jsonLine(self) }
+
+    /// One value as a JSON line, keys sorted: events, `ps` and `tasks` listings alike.
+    public static func jsonLine(_ value: some Encodable) -> String {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        return String(decoding: (try? encoder.encode(value)) ?? Data(), as: UTF8.self)
     }
 
     /// ISO 8601 with milliseconds, as every time in events and reports.
@@ -67,11 +102,11 @@ public struct HostEvent: Sendable {
         formatter.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
         return formatter
     }()
+}
 
-    static let clockFormatter: DateFormatter = {
-        let formatter = DateFormatter()
-        formatter.dateFormat = "HH:mm:ss.SSS"
-        formatter.locale = Locale(identifier: "en_US_POSIX")
-        return formatter
-    }()
+extension Termination {
+    /// The number behind a formatted code: "0xdead10cc" or "11".
+    static func parseCode(_ text: String) -> UInt64? {
+        text.hasPrefix("0x") ? UInt64(text.dropFirst(2), radix: 16) : UInt64(text)
+    }
 }

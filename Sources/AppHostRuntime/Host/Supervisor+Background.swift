@@ -8,19 +8,6 @@ import AppHostProtocol
 // decides when and whether.
 
 /// One pending BGTaskScheduler request, for `tasks`.
-public struct PendingTaskRequest: Sendable {
-    public var app: String
-    public var identifier: String
-    /// "refresh" or "processing".
-    public var kind: String
-    public var earliestBeginDate: Date?
-    public var requiresExternalPower: Bool
-    public var requiresNetworkConnectivity: Bool
-    /// Why it does not run now ("due at …", "needs external power", "the app was force quit"),
-    /// or nil when it runs at the next opportunity.
-    public var waitingFor: String?
-}
-
 extension Supervisor {
     // MARK: Commands
 
@@ -33,7 +20,7 @@ extension Supervisor {
                 throw SupervisorError("background app refresh is off on this host (--no-background-app-refresh): iOS would not fetch", code: .refused)
             }
             try refuseUnreachable(record, pushOnly: false)
-            return announce(record, command: "fetch", "performFetch", deliver(BackgroundEvent(kind: .fetch), reason: "backgroundFetch", to: record))
+            return announce(record, command: .fetch, "performFetch", deliver(BackgroundEvent(kind: .fetch), reason: "backgroundFetch", to: record))
         }
     }
 
@@ -67,7 +54,7 @@ extension Supervisor {
                 requiresExternalPower: pending?.requiresExternalPower ?? false,
                 requiresNetworkConnectivity: pending?.requiresNetworkConnectivity ?? false)
             let how = deliver(event, reason: "backgroundTask", to: record)
-            return announce(record, command: "runTask", "\(event.label)\(pending == nil ? "" : " (its pending request, run early)")", how)
+            return announce(record, command: .runTask, "\(event.label)\(pending == nil ? "" : " (its pending request, run early)")", how)
         }
     }
 
@@ -92,7 +79,7 @@ extension Supervisor {
             if grants > 0 { parts.append("the background time of \(grants) background task\(grants == 1 ? "" : "s")") }
             handle(record, run, .expireWork(ids: Array(tasks.keys), reason: "expired on demand"))
             if grants > 0 { handle(record, run, .expireBackgroundTime) }
-            return announce(record, command: "expire", "expired \(parts.joined(separator: ", "))", nil)
+            return announce(record, command: .expire, "expired \(parts.joined(separator: ", "))", nil)
         }
     }
 
@@ -112,7 +99,7 @@ extension Supervisor {
             try refuseUnreachable(record, pushOnly: true)
             let compact = try JSONSerialization.data(withJSONObject: notification, options: [.sortedKeys])
             let event = BackgroundEvent(kind: .remoteNotification, payload: String(decoding: compact, as: UTF8.self))
-            return announce(record, command: "push", "didReceiveRemoteNotification from \(source)", deliver(event, reason: "remoteNotification", to: record))
+            return announce(record, command: .push, "didReceiveRemoteNotification from \(source)", deliver(event, reason: "remoteNotification", to: record))
         }
     }
 
@@ -145,7 +132,7 @@ extension Supervisor {
             let now = HostEvent.isoFormatter.string(from: Date(timeIntervalSince1970: schedulerNow))
             let line = "scheduler clock moved \(duration.formatted) on, to \(now); "
                 + (started.isEmpty ? "nothing became due" : "started \(started.joined(separator: ", "))")
-            publish(HostEvent(time: Date(), event: "advance", detail: line), run: nil)
+            publish(HostEvent(time: Date(), event: .advance, detail: line), run: nil)
             return line
         }
     }
@@ -223,7 +210,7 @@ extension Supervisor {
             for request in tasks {
                 if let run = record.run, run.machine.isAlive, launchFinished(run), !run.registeredTasks.contains(request.identifier) {
                     publish(HostEvent(
-                        time: Date(), app: id, name: record.bundle.name, pid: run.process?.pid, event: "warning",
+                        time: Date(), app: id, name: record.bundle.name, pid: run.process?.pid, event: .warning,
                         detail: "dropped the due request \(request.identifier): the app registered no launch handler for it"), run: run)
                     continue
                 }
@@ -233,7 +220,7 @@ extension Supervisor {
             }
             for event in events {
                 let how = deliver(event, reason: event.kind == .fetch ? "backgroundFetch" : "backgroundTask", to: record)
-                announce(record, command: "scheduler", "due: \(event.label)", how)
+                announce(record, command: .scheduler, "due: \(event.label)", how)
                 started.append("\(record.bundle.name) \(event.label)")
             }
         }
@@ -265,7 +252,7 @@ extension Supervisor {
         do {
             try scheduleStore.save(schedule)
         } catch {
-            publish(HostEvent(time: Date(), event: "warning", detail: "cannot save the scheduler's store: \(error)"), run: nil)
+            publish(HostEvent(time: Date(), event: .warning, detail: "cannot save the scheduler's store: \(error)"), run: nil)
         }
     }
 
@@ -322,7 +309,7 @@ extension Supervisor {
 
     /// Publishes what a command or the scheduler did, as an event of the app, and returns the line.
     @discardableResult
-    func announce(_ record: AppRecord, command: String, _ what: String, _ how: String?) -> String {
+    func announce(_ record: AppRecord, command: EventName, _ what: String, _ how: String?) -> String {
         let line = "\(record.bundle.name): \(what)\(how.map { "; \($0)" } ?? "")"
         publish(HostEvent(
             time: Date(), app: record.bundle.identifier, name: record.bundle.name, pid: record.run?.process?.pid,
@@ -374,7 +361,7 @@ extension Supervisor {
         }
         let started = runDueWork()
         let full = line + (started.isEmpty ? "" : "; started \(started.joined(separator: ", "))")
-        publish(HostEvent(time: Date(), event: "conditions", detail: full), run: nil)
+        publish(HostEvent(time: Date(), event: .conditions, detail: full), run: nil)
         return full
     }
 
@@ -423,13 +410,13 @@ extension Supervisor {
                 return
             }
             if schedule != before { saveSchedule() }
-            handle(record, run, .info("taskSubmitted", describe(request)))
+            handle(record, run, .info(.taskSubmitted, describe(request)))
             queueSchedulerPass()
 
         case .cancelTask(let identifier):
             let removed = schedule.cancel(identifier, for: bundle.identifier)
             if !removed.isEmpty { saveSchedule() }
-            handle(record, run, .info("taskCancelled", removed.isEmpty ? "no pending request \(identifier ?? "")" : removed.joined(separator: ", ")))
+            handle(record, run, .info(.taskCancelled, removed.isEmpty ? "no pending request \(identifier ?? "")" : removed.joined(separator: ", ")))
 
         case .fetchInterval(let interval):
             guard bundle.backgroundModes.contains(.fetch) else {
@@ -440,7 +427,7 @@ extension Supervisor {
             schedule.setFetchInterval(interval, for: bundle.identifier, now: schedulerNow, floor: configuration.policy.minimumBackgroundFetchInterval.seconds)
             saveSchedule()
             let floor = configuration.policy.minimumBackgroundFetchInterval
-            handle(record, run, .info("fetchInterval", interval.map {
+            handle(record, run, .info(.fetchInterval, interval.map {
                 "at least \(Duration.seconds(double: max($0, floor.seconds)).formatted) between fetches"
             } ?? "never"))
             queueSchedulerPass()

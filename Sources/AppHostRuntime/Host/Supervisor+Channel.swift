@@ -38,7 +38,7 @@ extension Supervisor {
             case .framing(let error):
                 violate(record, run, "it sent a \(error)")
             case .tooManyDescriptors(let count):
-                violate(record, run, "it passed \(count) descriptors on its control socket; only sandboxed carries one, the seccomp listener")
+                violate(record, run, "it passed \(count) descriptor\(count == 1 ? "" : "s") on its control socket outside a message; only sandboxed carries one, the seccomp listener")
             }
             return
         }
@@ -136,7 +136,7 @@ extension Supervisor {
         notes.append("uid \(uid)")
         publish(HostEvent(
             time: Date(), app: record.bundle.identifier, name: record.bundle.name, pid: process.pid,
-            event: "sandboxed", state: currentState(of: record), detail: notes.joined(separator: ", "), elapsed: took), run: run)
+            event: .sandboxed, state: currentState(of: record), detail: notes.joined(separator: ", "), elapsed: took), run: run)
     }
 
     /// Answers every refused call waiting in the app's seccomp listener: EPERM and a violation,
@@ -153,7 +153,7 @@ extension Supervisor {
             if run.violations.count > 32 { run.violations.removeFirst() }
             publish(HostEvent(
                 time: violation.time, app: record.bundle.identifier, name: record.bundle.name, pid: process.pid,
-                event: "violation", state: state,
+                event: .violation, state: state,
                 detail: fatal ? "\(call.description) is forbidden: killed by SIGSYS" : "\(call.description) refused (EPERM)"), run: run)
             if fatal {
                 handle(record, run, .enforce(Termination(

@@ -120,7 +120,7 @@ extension Supervisor {
         if let memoryGroup { watchMemory(record, run, memoryGroup) }
         if environment.memoryGroup != nil && memoryGroup == nil {
             publish(HostEvent(
-                time: Date(), app: bundle.identifier, name: bundle.name, pid: process.pid, event: "warning",
+                time: Date(), app: bundle.identifier, name: bundle.name, pid: process.pid, event: .warning,
                 detail: "no memory cgroup for this process: its memory limits are enforced by sampling"), run: run)
         }
         if let group = cgroup, (try? group.add(pid: process.pid)) == nil {

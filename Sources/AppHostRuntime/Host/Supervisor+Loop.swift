@@ -116,7 +116,7 @@ extension Supervisor {
     func emit(_ event: LifecycleEvent, _ record: AppRecord, _ run: AppRun) {
         // Measured first, so that the bookkeeping below is not counted in the step.
         var elapsed: Duration?
-        if WireCallback(rawValue: event.name) != nil || event.name == "suspended" || event.name == "resumed",
+        if event.name.isCallback || event.name == .suspended || event.name == .resumed,
            let started = run.stepStartedAt {
             elapsed = started.duration(to: clock.now)
         }
@@ -128,7 +128,7 @@ extension Supervisor {
             stateChanged(record, run, from: previous)
             queueSchedulerPass()
         }
-        if event.name == "snapshot" { run.snapshot = event.detail }
+        if event.name == .snapshot { run.snapshot = event.detail }
         publish(HostEvent(
             time: Date(), app: record.bundle.identifier, name: record.bundle.name, pid: run.process?.pid,
             event: event.name, state: event.state, detail: event.detail, elapsed: elapsed), run: run)
@@ -188,14 +188,14 @@ extension Supervisor {
                 violationCount: run.violationCount, violations: run.violations,
                 lastEvents: run.events)).path
         } catch {
-            publish(HostEvent(time: Date(), event: "warning", detail: "cannot write the report of \(record.bundle.name): \(error)"), run: nil)
+            publish(HostEvent(time: Date(), event: .warning, detail: "cannot write the report of \(record.bundle.name): \(error)"), run: nil)
         }
         run.lastState = .terminated
         if termination.kind == .forceQuit || termination.kind == .userTerminated { userForceQuit(record) }
         updateSampler()
         pressureVictimEnded(record)
         publish(HostEvent(
-            time: Date(), app: record.bundle.identifier, name: record.bundle.name, pid: pid, event: "terminated",
+            time: Date(), app: record.bundle.identifier, name: record.bundle.name, pid: pid, event: .terminated,
             state: .terminated, termination: termination, report: reportPath), run: run)
         resolveWaiters(for: record)
         resumeShutdownIfDone()

@@ -161,7 +161,7 @@ extension Supervisor {
         }
         let warned = running.isEmpty ? "no app is running to warn" : "memory warning to \(running.map(\.bundle.name).joined(separator: ", "))"
         publish(HostEvent(
-            time: Date(), event: "memoryPressure",
+            time: Date(), event: .memoryPressure,
             detail: "\(cause): the apps use \(usage.mebibytes) (budget \(memoryBudget.mebibytes)); \(warned); "
                 + "apps are ended in \(grace.formatted) unless usage falls to \(target.mebibytes)"), run: nil)
         for record in running {
@@ -190,7 +190,7 @@ extension Supervisor {
             handle(record, run, .enforce(termination))
         case .over(let line):
             pressure = nil
-            publish(HostEvent(time: Date(), event: "memoryPressure", detail: line), run: nil)
+            publish(HostEvent(time: Date(), event: .memoryPressure, detail: line), run: nil)
         }
     }
 

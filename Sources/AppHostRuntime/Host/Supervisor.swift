@@ -124,7 +124,7 @@ public final class Supervisor: @unchecked Sendable {
         let (loaded, storeWarning) = scheduleStore.load()
         schedule = loaded
         if let storeWarning {
-            let warning = HostEvent(time: Date(), event: "warning", detail: storeWarning)
+            let warning = HostEvent(time: Date(), event: .warning, detail: storeWarning)
             queue.async { observer(warning) }
         }
         if geteuid() == 0 && policy.perAppUsers {
@@ -145,11 +145,11 @@ public final class Supervisor: @unchecked Sendable {
         let backgroundNote = "power \(configuration.power.rawValue), network \(configuration.network.rawValue), "
             + "background app refresh \(configuration.backgroundAppRefresh ? "on" : "off"), \(pending) pending task request\(pending == 1 ? "" : "s")"
         let started = HostEvent(
-            time: Date(), event: "started",
+            time: Date(), event: .started,
             detail: "suspension: \(suspensionNote); sandbox: \(sandboxNote); memory: \(memoryNote); background: \(backgroundNote)")
         queue.async { observer(started) }
         for path in policy.sharedResources where access(path, F_OK) != 0 {
-            let warning = HostEvent(time: Date(), event: "warning", detail: "the shared resource \(path) does not exist (yet); it is checked at each suspension")
+            let warning = HostEvent(time: Date(), event: .warning, detail: "the shared resource \(path) does not exist (yet); it is checked at each suspension")
             queue.async { observer(warning) }
         }
         sampler.setEventHandler { [weak self] in self?.sample() }

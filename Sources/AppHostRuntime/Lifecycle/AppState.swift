@@ -65,12 +65,12 @@ package struct BackgroundEvent: Sendable, Equatable {
 /// One line of an app's life: a callback that returned, a state it entered, a task it began.
 public struct LifecycleEvent: Sendable, Equatable {
     /// Stable names, listed in README.md: `launching`, `loaded`, `willFinishLaunching`, …
-    public var name: String
+    public var name: EventName
     /// The app's state after the event.
     public var state: AppState
     public var detail: String?
 
-    public init(name: String, state: AppState, detail: String? = nil) {
+    public init(name: EventName, state: AppState, detail: String? = nil) {
         self.name = name
         self.state = state
         self.detail = detail

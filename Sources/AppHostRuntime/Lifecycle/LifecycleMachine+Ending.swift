@@ -33,7 +33,7 @@ extension LifecycleMachine {
                 guard !openTasks.isEmpty, !expirationSent else { break }
                 expirationSent = true
                 let ids = openTasks.keys.sorted()
-                actions.append(event("expiration", detail: ids.map(taskLabel).joined(separator: ", ")))
+                actions.append(event(.expiration, detail: ids.map(taskLabel).joined(separator: ", ")))
                 actions.append(.expire(taskIDs: ids, remaining: policy.expirationWarning.seconds))
             case .backgroundEnd:
                 guard !openTasks.isEmpty else { break }
@@ -116,7 +116,7 @@ extension LifecycleMachine {
         }
     }
 
-    func event(_ name: String, detail: String? = nil) -> Action {
+    func event(_ name: EventName, detail: String? = nil) -> Action {
         .event(LifecycleEvent(name: name, state: state, detail: detail))
     }
 

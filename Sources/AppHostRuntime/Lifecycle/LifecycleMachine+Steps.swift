@@ -78,7 +78,7 @@ extension LifecycleMachine {
         item.expiredBecause = reason
         work[id] = item
         deadlines[.work(id)] = now + policy.expirationGrace
-        return [event("taskExpired", detail: "\(item.event.taskIdentifier ?? "?"): \(reason)"), .expireWork(id)]
+        return [event(.taskExpired, detail: "\(item.event.taskIdentifier ?? "?"): \(reason)"), .expireWork(id)]
     }
 
     mutating func acknowledged(_ flight: InFlight, returned: Bool?, snapshot: String?, now: HostInstant) -> [Action] {
@@ -90,7 +90,7 @@ extension LifecycleMachine {
                     reason: "\(flight.callback.delegateMethodName) returned false"))
             }
             if flight.callback == .willFinishLaunching {
-                return [event("willFinishLaunching")] + send(.didFinishLaunching, state: launchState, now: now)
+                return [event(.willFinishLaunching)] + send(.didFinishLaunching, state: launchState, now: now)
             }
             phase = .launched
             if launchKind == .background || placement != .foreground { launchDeadline = nil }
@@ -103,16 +103,16 @@ extension LifecycleMachine {
             phase = .background
             needsSnapshot = true
         case .willTerminate:
-            guard case .terminated(let request) = placement else { return [event("willTerminate")] }
-            return [event("willTerminate")] + kill(request)
+            guard case .terminated(let request) = placement else { return [event(.willTerminate)] }
+            return [event(.willTerminate)] + kill(request)
         case .didReceiveMemoryWarning:
             break
         case .snapshot:
-            return [event("snapshot", detail: snapshot ?? "")]
+            return [event(.snapshot, detail: snapshot ?? "")]
         case .performFetch, .didReceiveRemoteNotification, .launchTask:
             break
         }
-        return [event(flight.callback.rawValue, detail: flight.detail)]
+        return [event(EventName(flight.callback), detail: flight.detail)]
     }
 
     // MARK: Moving towards the placement
@@ -137,7 +137,7 @@ extension LifecycleMachine {
             return send(.didBecomeActive, state: .active, now: now)
         case (.launched, .interrupted) where launchKind == .foreground:
             phase = .inactive
-            return [event("interrupted")]
+            return [event(.interrupted)]
         case (.launched, .foreground), (.launched, .interrupted), (.background, .foreground), (.background, .interrupted),
              (.resumedInBackground, .foreground), (.resumedInBackground, .interrupted):
             endBackgroundTime()
@@ -173,7 +173,7 @@ extension LifecycleMachine {
             return [.freeze]
         case (.suspended, .foreground), (.suspended, .interrupted):
             phase = .background
-            return [.thaw, event("resumed")] + reconcile(now: now)
+            return [.thaw, event(.resumed)] + reconcile(now: now)
         default:
             return []
         }

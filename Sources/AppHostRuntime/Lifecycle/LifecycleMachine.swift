@@ -17,7 +17,7 @@ package struct LifecycleMachine: Sendable {
         case taskEnded(id: UInt64)
         case warning(String)
         /// Something the app did that the host records as an event of its own (`taskSubmitted`…).
-        case info(String, String?)
+        case info(EventName, String?)
         /// Every thread of the app is verified stopped.
         case suspensionVerified
         case exited(ProcessExit)
@@ -237,13 +237,13 @@ package struct LifecycleMachine: Sendable {
             phase = .starting
             launchDeadline = now + policy.launchTimeout
             deadlines[.launch] = launchDeadline
-            actions += [.spawn(reason: reason), event("launching", detail: reason)]
+            actions += [.spawn(reason: reason), event(.launching, detail: reason)]
 
         case .ready:
             guard phase == .starting else { return protocolViolation("the app said it was ready twice", now: now) }
             deadlines[.launch] = nil
             phase = .launching
-            actions.append(event("loaded"))
+            actions.append(event(.loaded))
             actions += send(.willFinishLaunching, state: launchState, now: now)
 
         case .launchFailed(let reason):
@@ -260,7 +260,7 @@ package struct LifecycleMachine: Sendable {
         case .taskBegan(let id, let name):
             guard isLive else { return [] }
             openTasks[id] = name ?? ""
-            actions.append(event("backgroundTaskBegan", detail: taskLabel(id)))
+            actions.append(event(.backgroundTaskBegan, detail: taskLabel(id)))
             if openTasks.count > policy.maximumBackgroundTasks {
                 actions += kill(Termination(
                     kind: .tooManyBackgroundTasks, namespace: .runningBoard,
@@ -272,10 +272,10 @@ package struct LifecycleMachine: Sendable {
             guard isLive, openTasks[id] != nil else { return [] }
             let label = taskLabel(id)
             openTasks[id] = nil
-            actions.append(event("backgroundTaskEnded", detail: label))
+            actions.append(event(.backgroundTaskEnded, detail: label))
 
         case .warning(let text):
-            actions.append(event("warning", detail: text))
+            actions.append(event(.warning, detail: text))
 
         case .info(let name, let detail):
             actions.append(event(name, detail: detail))
@@ -284,11 +284,11 @@ package struct LifecycleMachine: Sendable {
             guard phase == .suspending else { return [] }
             deadlines[.suspendVerification] = nil
             phase = .suspended
-            actions.append(event("suspended"))
+            actions.append(event(.suspended))
             if let next = pendingEvents.first {
                 // An event arrived while the app was being suspended.
                 phase = .resumedInBackground
-                actions += [.thaw, event("resumed", detail: "in the background for a \(next.label)")]
+                actions += [.thaw, event(.resumed, detail: "in the background for a \(next.label)")]
             }
 
         case .exited(let exit):
@@ -372,7 +372,7 @@ package struct LifecycleMachine: Sendable {
             if phase == .notRunning { return handle(.launch(.background, reason: "background"), now: now) }
             guard phase == .suspended, placement == .background else { return [] }
             phase = .resumedInBackground
-            actions += [.thaw, event("resumed", detail: "in the background")]
+            actions += [.thaw, event(.resumed, detail: "in the background")]
 
         case .deliver(let backgroundEvent, let reason):
             if phase == .notRunning {
@@ -383,7 +383,7 @@ package struct LifecycleMachine: Sendable {
             pendingEvents.append(backgroundEvent)
             if phase == .suspended {
                 phase = .resumedInBackground
-                actions += [.thaw, event("resumed", detail: "in the background for a \(backgroundEvent.label)")]
+                actions += [.thaw, event(.resumed, detail: "in the background for a \(backgroundEvent.label)")]
             }
 
         case .workCompleted(let id, let result):
@@ -391,10 +391,10 @@ package struct LifecycleMachine: Sendable {
             deadlines[.work(id)] = nil
             needsSnapshot = true
             switch done.event.kind {
-            case .fetch: actions.append(event("fetchCompleted", detail: result))
-            case .remoteNotification: actions.append(event("notificationCompleted", detail: result))
+            case .fetch: actions.append(event(.fetchCompleted, detail: result))
+            case .remoteNotification: actions.append(event(.notificationCompleted, detail: result))
             case .appRefresh, .processing:
-                actions.append(event("taskCompleted", detail: "\(done.event.taskIdentifier ?? "?") \(result)"))
+                actions.append(event(.taskCompleted, detail: "\(done.event.taskIdentifier ?? "?") \(result)"))
             }
 
         case .expireWork(let ids, let reason):
@@ -408,7 +408,7 @@ package struct LifecycleMachine: Sendable {
             deadlines[.backgroundWarning] = nil
             deadlines[.backgroundEnd] = now + policy.expirationGrace
             let ids = openTasks.keys.sorted()
-            actions.append(event("expiration", detail: ids.map(taskLabel).joined(separator: ", ")))
+            actions.append(event(.expiration, detail: ids.map(taskLabel).joined(separator: ", ")))
             actions.append(.expire(taskIDs: ids, remaining: 0))
 
         case .conditionsChanged(let externalPower, let network):

@@ -1,0 +1,93 @@
+public import Foundation
+
+/// What `ps` shows of one app. Encodable as `ps --json` prints it: one object per app, with
+/// `event` "ps", the time, durations in seconds and sizes in bytes.
+public struct AppStatus: Sendable, Equatable, Encodable {
+    public var name: String
+    public var identifier: String
+    public var pid: Int32?
+    public var state: AppState
+    public var timeInState: Duration
+    public var openBackgroundTasks: Int
+    public var backgroundTimeRemaining: Duration?
+    public var cpuForeground: Duration
+    public var cpuBackground: Duration
+    /// System calls the sandbox refused.
+    public var violations: Int
+    /// Resident anonymous memory now (the last measurement, once the app has ended), in bytes.
+    public var memory: UInt64
+    /// The most memory measured in this run, in bytes.
+    public var peakMemory: UInt64
+    /// Launches into the background and resumptions there, since the host started.
+    public var backgroundWakeups: Int
+    public var snapshot: String?
+
+    private enum CodingKeys: String, CodingKey {
+        case event, time, app, name, pid, state, timeInState, openBackgroundTasks, backgroundTimeRemaining
+        case cpuForeground, cpuBackground, violations, memory, peakMemory, backgroundWakeups, snapshot
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(EventName.ps, forKey: .event)
+        try container.encode(HostEvent.isoFormatter.string(from: Date()), forKey: .time)
+        try container.encode(identifier, forKey: .app)
+        try container.encode(name, forKey: .name)
+        try container.encodeIfPresent(pid, forKey: .pid)
+        try container.encode(state, forKey: .state)
+        try container.encode(timeInState.seconds, forKey: .timeInState)
+        try container.encode(openBackgroundTasks, forKey: .openBackgroundTasks)
+        try container.encodeIfPresent(backgroundTimeRemaining?.seconds, forKey: .backgroundTimeRemaining)
+        try container.encode(cpuForeground.seconds, forKey: .cpuForeground)
+        try container.encode(cpuBackground.seconds, forKey: .cpuBackground)
+        try container.encode(violations, forKey: .violations)
+        try container.encode(memory, forKey: .memory)
+        try container.encode(peakMemory, forKey: .peakMemory)
+        try container.encode(backgroundWakeups, forKey: .backgroundWakeups)
+        try container.encodeIfPresent(snapshot, forKey: .snapshot)
+    }
+}
+
+/// A pending BGTaskScheduler request, as `tasks` lists it. Encodable as `tasks --json` prints it:
+/// one object per request, with `event` "task".
+public struct PendingTaskRequest: Sendable, Equatable, Encodable {
+    /// The app's name.
+    public var app: String
+    public var identifier: String
+    /// "refresh" or "processing".
+    public var kind: String
+    public var earliestBeginDate: Date?
+    public var requiresExternalPower: Bool
+    public var requiresNetworkConnectivity: Bool
+    /// Why it does not run now ("due at …", "needs external power", "the app was force quit"),
+    /// or nil when it runs at the next opportunity.
+    public var waitingFor: String?
+
+    private enum CodingKeys: String, CodingKey {
+        case event, time, name, identifier, kind, earliestBeginDate, requiresExternalPower, requiresNetworkConnectivity, waitingFor
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(EventName.task, forKey: .event)
+        try container.encode(HostEvent.isoFormatter.string(from: Date()), forKey: .time)
+        try container.encode(app, forKey: .name)
+        try container.encode(identifier, forKey: .identifier)
+        try container.encode(kind, forKey: .kind)
+        try container.encodeIfPresent(earliestBeginDate.map(HostEvent.isoFormatter.string(from:)), forKey: .earliestBeginDate)
+        try container.encode(requiresExternalPower, forKey: .requiresExternalPower)
+        try container.encode(requiresNetworkConnectivity, forKey: .requiresNetworkConnectivity)
+        try container.encodeIfPresent(waitingFor, forKey: .waitingFor)
+    }
+}
+
+/// A system call the sandbox refused, for events, `ps` and reports.
+public struct SandboxViolation: Sendable, Equatable {
+    public var time: Date
+    /// "socket(AF_INET)", "ptrace", …
+    public var call: String
+    /// The app's state when it made the call.
+    public var state: AppState
+    /// Whether the call was a dangerous one, which ended the app.
+    public var fatal: Bool
+}

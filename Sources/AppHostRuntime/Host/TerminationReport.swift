@@ -1,0 +1,138 @@
+public import Foundation
+
+/// One termination report (LIFECYCLE.md, "Termination reports"): the file the host writes for
+/// every app process that ends, and what `apphost reports` reads. Codable as the file is.
+public struct TerminationReport: Codable, Sendable, Equatable {
+    public var app: String
+    public var name: String
+    /// The bundle's path.
+    public var bundle: String
+    public var pid: Int32
+    public var time: Date
+    public var launchedAt: Date
+    /// The state the app was in at its end (inside a callback: the state it observed there).
+    public var state: AppState
+    /// The termination: `kind`, `namespace`, `code` (hex, or a signal or status number) and
+    /// the one-line `reason`.
+    public var kind: String
+    public var namespace: String
+    public var code: String?
+    public var reason: String
+    /// Whether the app crashed or exited by itself (not ended by the host).
+    public var crash: Bool
+    /// The exit status or the signal, whichever ended the process.
+    public var exitStatus: Int32?
+    public var signal: String?
+    /// What it held: open background tasks, locks and shared resources (0xdead10cc).
+    public var held: [Held]
+    public var violationCount: Int
+    /// The latest refused system calls (at most 32).
+    public var violations: [Violation]
+    public var usage: Usage
+    /// The last life-cycle events (at most 32).
+    public var lastEvents: [Event]
+
+    public struct Held: Codable, Sendable, Equatable {
+        public struct Lock: Codable, Sendable, Equatable {
+            public var kind: String
+            public var type: String
+            public var range: String
+        }
+
+        /// An open background task, "#3 \\"upload\\"".
+        public var backgroundTask: String?
+        public var path: String?
+        public var pid: Int32?
+        public var fd: Int32?
+        public var lock: Lock?
+        /// The declared shared resource it had open.
+        public var sharedResource: String?
+    }
+
+    public struct Violation: Codable, Sendable, Equatable {
+        public var time: Date
+        public var call: String
+        public var state: AppState
+        public var fatal: Bool
+    }
+
+    public struct Usage: Codable, Sendable, Equatable {
+        public var timeInStateSeconds: Double
+        public var cpuForegroundSeconds: Double
+        public var cpuBackgroundSeconds: Double
+        public var memoryBytes: UInt64
+        public var peakMemoryBytes: UInt64
+        public var maximumResidentBytes: UInt64
+        public var openBackgroundTasks: Int
+        public var backgroundWakeups: Int
+        public var violations: Int
+        public var backgroundTimeRemainingSeconds: Double?
+    }
+
+    public struct Event: Codable, Sendable, Equatable {
+        public var time: Date
+        public var event: EventName
+        public var state: AppState?
+        public var detail: String?
+    }
+
+    init(_ contents: ReportStore.Contents) {
+        app = contents.bundle.identifier
+        name = contents.bundle.name
+        bundle = contents.bundle.url.path
+        pid = contents.pid
+        time = contents.time
+        launchedAt = contents.launchedAt
+        state = contents.finalState
+        kind = contents.termination.kind.rawValue
+        namespace = contents.termination.namespace.rawValue
+        code = contents.termination.formattedCode
+        reason = contents.termination.reason
+        crash = contents.termination.isCrash
+        switch contents.exit.status {
+        case .exited(let status): exitStatus = status
+        case .signaled(let number, _): signal = signalName(number)
+        }
+        held = contents.openBackgroundTasks.map { Held(backgroundTask: $0) } + contents.held.map { held in
+            var entry = Held(path: held.path, pid: held.pid, fd: held.fd)
+            switch held.what {
+            case .lock(let lock): entry.lock = Held.Lock(kind: lock.kind, type: lock.type, range: lock.range)
+            case .sharedResource(let declared): entry.sharedResource = declared
+            }
+            return entry
+        }
+        violationCount = contents.violationCount
+        violations = contents.violations.map { Violation(time: $0.time, call: $0.call, state: $0.state, fatal: $0.fatal) }
+        usage = Usage(
+            timeInStateSeconds: contents.timeInState.seconds, cpuForegroundSeconds: contents.cpuForeground.seconds,
+            cpuBackgroundSeconds: contents.cpuBackground.seconds, memoryBytes: contents.memory, peakMemoryBytes: contents.peakMemory,
+            maximumResidentBytes: contents.exit.maximumResidentBytes, openBackgroundTasks: contents.openBackgroundTasks.count,
+            backgroundWakeups: contents.backgroundWakeups, violations: contents.violationCount,
+            backgroundTimeRemainingSeconds: contents.backgroundTimeRemaining?.seconds)
+        lastEvents = contents.lastEvents.map { Event(time: $0.time, event: $0.event, state: $0.state, detail: $0.detail) }
+    }
+
+    /// The report as its file holds it: pretty-printed, keys sorted, ISO 8601 times.
+    public func encoded() throws -> Data {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
+        encoder.dateEncodingStrategy = .custom { date, encoder in
+            var container = encoder.singleValueContainer()
+            try container.encode(HostEvent.isoFormatter.string(from: date))
+        }
+        return try encoder.encode(self)
+    }
+
+    public static func decoded(from data: Data) throws -> TerminationReport {
+        let decoder = JSONDecoder()
+        decoder.dateDecodingStrategy = .custom { decoder in
+            let container = try decoder.singleValueContainer()
+            let text = try container.decode(String.self)
+            guard let date = HostEvent.isoFormatter.date(from: text) else {
+                throw DecodingError.dataCorruptedError(in: container, debugDescription: "not an ISO 8601 time: \(text)")
+            }
+            return date
+        }
+        return try decoder.decode(TerminationReport.self, from: data)
+    }
+}

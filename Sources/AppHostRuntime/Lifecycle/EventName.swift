@@ -1,0 +1,65 @@
+import AppHostProtocol
+
+/// The name of an event in the host's stream (`launching`, `didBecomeActive`, `terminated`…),
+/// as README.md lists them. An open set: new names may be added, so match the static members.
+public struct EventName: RawRepresentable, Hashable, Sendable, Codable, CustomStringConvertible {
+    public var rawValue: String
+    public init(rawValue: String) { self.rawValue = rawValue }
+
+    public init(from decoder: any Decoder) throws {
+        rawValue = try decoder.singleValueContainer().decode(String.self)
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.singleValueContainer()
+        try container.encode(rawValue)
+    }
+
+    public var description: String { rawValue }
+
+    /// A delegate callback that returned: `didBecomeActive`, `didEnterBackground`…
+    init(_ callback: WireCallback) { rawValue = callback.rawValue }
+
+    /// Whether the event is a callback's return (timed from the request to the acknowledgement).
+    var isCallback: Bool { WireCallback(rawValue: rawValue) != nil }
+
+    // The life cycle.
+    public static let launching = EventName(rawValue: "launching")
+    public static let loaded = EventName(rawValue: "loaded")
+    public static let willFinishLaunching = EventName(rawValue: "willFinishLaunching")
+    public static let willTerminate = EventName(rawValue: "willTerminate")
+    public static let interrupted = EventName(rawValue: "interrupted")
+    public static let snapshot = EventName(rawValue: "snapshot")
+    public static let suspended = EventName(rawValue: "suspended")
+    public static let resumed = EventName(rawValue: "resumed")
+    public static let terminated = EventName(rawValue: "terminated")
+    // Background time and work.
+    public static let backgroundTaskBegan = EventName(rawValue: "backgroundTaskBegan")
+    public static let backgroundTaskEnded = EventName(rawValue: "backgroundTaskEnded")
+    public static let expiration = EventName(rawValue: "expiration")
+    public static let taskExpired = EventName(rawValue: "taskExpired")
+    public static let fetchCompleted = EventName(rawValue: "fetchCompleted")
+    public static let notificationCompleted = EventName(rawValue: "notificationCompleted")
+    public static let taskCompleted = EventName(rawValue: "taskCompleted")
+    public static let taskSubmitted = EventName(rawValue: "taskSubmitted")
+    public static let taskCancelled = EventName(rawValue: "taskCancelled")
+    public static let fetchInterval = EventName(rawValue: "fetchInterval")
+    // Triggers: what a command or the scheduler did.
+    public static let fetch = EventName(rawValue: "fetch")
+    public static let runTask = EventName(rawValue: "runTask")
+    public static let expire = EventName(rawValue: "expire")
+    public static let push = EventName(rawValue: "push")
+    public static let scheduler = EventName(rawValue: "scheduler")
+    public static let conditions = EventName(rawValue: "conditions")
+    public static let advance = EventName(rawValue: "advance")
+    // The sandbox and resources.
+    public static let sandboxed = EventName(rawValue: "sandboxed")
+    public static let violation = EventName(rawValue: "violation")
+    public static let memoryPressure = EventName(rawValue: "memoryPressure")
+    // The host.
+    public static let started = EventName(rawValue: "started")
+    public static let warning = EventName(rawValue: "warning")
+    // Listings (`ps`, `tasks` with --json).
+    public static let ps = EventName(rawValue: "ps")
+    public static let task = EventName(rawValue: "task")
+}
