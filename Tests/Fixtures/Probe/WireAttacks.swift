@@ -13,6 +13,7 @@ import ProbeSyscalls
 //               "hello"                    a `hello` carrying the host's pid
 //               "sandboxedAsRoot"          a second `sandboxed` frame, no descriptor, uid 0
 //   flood       "lines"                    16-byte lines on stdout, as fast as a thread can write
+//                                          (64 KiB of them per write)
 //               "noNewline"                the same bytes with no newline at all
 //   longLine    N                          one line of N bytes (N-1 letters and "\n"), then "long line done"
 //
@@ -77,14 +78,16 @@ extension AppDelegate {
     }
 
     /// A background thread that writes to stdout as fast as it can, forever: 16-byte lines, or
-    /// the same bytes with no newline.
+    /// the same bytes with no newline. Written 4,096 lines (64 KiB) per write, so that the app
+    /// writes faster than the host can read and forward line by line.
     private func startFlood(newlines: Bool) {
         record("flood \(newlines ? "lines" : "noNewline")")
         Thread.detachNewThread {
             let line = Array((newlines ? "flooding stdout\n" : "flooding stdout ").utf8)
             precondition(line.count == 16)
+            let chunk = Array([[UInt8]](repeating: line, count: 4096).joined())
             while true {
-                _ = line.withUnsafeBytes { write(1, $0.baseAddress, $0.count) }
+                _ = chunk.withUnsafeBytes { write(1, $0.baseAddress, $0.count) }
             }
         }
     }
