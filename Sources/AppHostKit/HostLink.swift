@@ -7,13 +7,13 @@ import AppHostProtocol
 /// The app process's end of the control socket. Sends are safe from any thread.
 final class HostLink: Sendable {
     private struct State {
-        var socket: FrameSocket?
+        var socket: ControlChannel?
         var configuration: WireConfiguration?
     }
 
     private let state = Mutex(State())
 
-    func start(socket: FrameSocket, configuration: WireConfiguration) {
+    func start(socket: ControlChannel, configuration: WireConfiguration) {
         state.withLock {
             $0.socket = socket
             $0.configuration = configuration

@@ -31,7 +31,7 @@ public func _apphostPluginMain(_ arguments: UnsafeRawPointer) -> Int32 {
     // before a kill is not lost in a buffer.
     apphost_line_buffer_stdout()
     let controlFD = arguments.control_fd
-    hostLink.start(socket: FrameSocket(fd: controlFD), configuration: configuration)
+    hostLink.start(socket: ControlChannel(fd: controlFD), configuration: configuration)
     MainActor.assumeIsolated {
         AppMain.start(configuration: configuration, controlFD: controlFD)
     }
@@ -47,11 +47,9 @@ public func _apphostPluginMain(_ arguments: UnsafeRawPointer) -> Int32 {
 /// The app process's main loop: reads the host's messages on the main queue and runs them.
 @MainActor
 enum AppMain {
-    private static var decoder = FrameDecoder()
+    private static var receiver: FrameReceiver?
     private static var readSource: (any DispatchSourceRead)?
     private static var launchOptions: [Application.LaunchOptionsKey: Any] = [:]
-    /// Reused for every read of the control socket: one arrives per callback.
-    private static var buffer = [UInt8](repeating: 0, count: 64 * 1024)
 
     static func start(configuration: WireConfiguration, controlFD: Int32) {
         let application = Application.shared
@@ -88,21 +86,14 @@ enum AppMain {
     }
 
     private static func readAvailable(fd: Int32) {
-        while true {
-            let count = buffer.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, Int32(MSG_DONTWAIT)) }
-            if count > 0 {
-                buffer.withUnsafeBytes { decoder.append(UnsafeRawBufferPointer(rebasing: $0[0..<count])) }
-                continue
-            }
-            if count == 0 { _exit(0) }  // the host closed the connection: it is ending this app
-            if errno == EINTR { continue }
-            if errno == EAGAIN || errno == EWOULDBLOCK { break }
-            _exit(0)
-        }
+        var channel = receiver ?? FrameReceiver(channel: ControlChannel(fd: fd))
+        defer { receiver = channel }
         do {
-            while let body = try decoder.next() {
-                handle(try WireCoding.decode(HostMessage.self, from: body))
+            for frame in try channel.receive(budget: .max) {
+                handle(try WireCoding.decode(HostMessage.self, from: frame.body))
             }
+        } catch FrameReceiver.End.closed {
+            _exit(0)  // the host closed the connection: it is ending this app
         } catch {
             writeStandardError("AppHostKit: unreadable message from the host: \(error)\n")
             _exit(70)

@@ -42,10 +42,14 @@ package func closeIgnoringErrors(_ fd: Int32) {
 /// Writes text to standard error with one write(2): safe from any thread, and unbuffered, so
 /// nothing is lost when the process ends right after.
 package func writeStandardError(_ text: String) {
-    var bytes = Array(text.utf8)
+    writeStandardError(Array(text.utf8))
+}
+
+/// Writes bytes to standard error, retrying EINTR and short writes; dropped if it fails.
+package func writeStandardError(_ bytes: [UInt8]) {
     var offset = 0
     while offset < bytes.count {
-        let written = bytes.withUnsafeMutableBytes { Glibc.write(2, $0.baseAddress! + offset, $0.count - offset) }
+        let written = bytes.withUnsafeBytes { Glibc.write(2, $0.baseAddress! + offset, $0.count - offset) }
         if written < 0 && Glibc.errno == EINTR { continue }
         if written <= 0 { return }
         offset += written

@@ -28,7 +28,7 @@ public enum AppProcessRunner {
            getppid() != expected {
             _exit(0)
         }
-        let socket = FrameSocket(fd: controlFD)
+        let socket = ControlChannel(fd: controlFD)
         try? socket.send(body: WireCoding.encode(AppMessage.hello(protocolVersion: wireProtocolVersion, pid: getpid())))
 
         let configuration: WireConfiguration
@@ -61,7 +61,7 @@ public enum AppProcessRunner {
 
     /// Confines this process as the configuration says, then tells the supervisor, handing it
     /// the seccomp listener; the app keeps no copy of it (it could answer its own refusals).
-    static func confine(_ configuration: WireConfiguration, socket: FrameSocket) {
+    static func confine(_ configuration: WireConfiguration, socket: ControlChannel) {
         var plan = Confinement.Plan(parentPID: getppid())
         plan.capabilities = configuration.capabilities ?? []
         plan.openFiles = configuration.openFileLimit ?? 1024
@@ -106,7 +106,7 @@ public enum AppProcessRunner {
 
     /// Loads the plugin and returns its entry point, or reports why it cannot be used. The plugin
     /// is never unloaded: unmapping a Swift image leaves the runtime pointing at freed metadata.
-    static func loadPlugin(_ configuration: WireConfiguration, socket: FrameSocket) -> apphost_plugin_main_function {
+    static func loadPlugin(_ configuration: WireConfiguration, socket: ControlChannel) -> apphost_plugin_main_function {
         let plugin = "\(configuration.bundleName).app/\((configuration.pluginPath as NSString).lastPathComponent)"
         guard let handle = dlopen(configuration.pluginPath, RTLD_NOW | RTLD_LOCAL) else {
             let reason = dlerror().map { String(cString: $0) } ?? "unknown error"
@@ -146,7 +146,7 @@ public enum AppProcessRunner {
     }
 
     /// Tells the supervisor why the app cannot start, and ends the app process.
-    static func fail(_ socket: FrameSocket, _ reason: String) -> Never {
+    static func fail(_ socket: ControlChannel, _ reason: String) -> Never {
         try? socket.send(body: WireCoding.encode(AppMessage.launchFailed(reason: reason)))
         _exit(78)
     }

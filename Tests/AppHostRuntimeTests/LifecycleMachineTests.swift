@@ -16,6 +16,10 @@ struct SimulatedHost {
     var workExpirations: [UInt64] = []
     var finished: Termination?
     var kills = 0
+    /// SIGKILLs sent again because the process outlived its kill.
+    var escalations = 0
+    /// False: the process outlives every kill (stuck in the kernel) until the test says it ended.
+    var processDies = true
     var frozen = false
     /// The app does not return from these callbacks.
     var hangIn: Set<WireCallback> = []
@@ -56,7 +60,10 @@ struct SimulatedHost {
                     frozen = false
                 case .kill:
                     kills += 1
-                    queue.append(.exited(ProcessExit(status: .signaled(9, coreDumped: false))))
+                    if processDies { queue.append(.exited(ProcessExit(status: .signaled(9, coreDumped: false)))) }
+                case .escalateKill:
+                    escalations += 1
+                    if processDies { queue.append(.exited(ProcessExit(status: .signaled(9, coreDumped: false)))) }
                 case .event(let event):
                     events.append(event.name)
                 case .finished(let termination, _):
@@ -378,7 +385,7 @@ struct SimulatedHost {
                     case .finished:
                         finished += 1
                         exited = true
-                    case .thaw, .expire, .expireWork, .event: break
+                    case .thaw, .expire, .expireWork, .event, .escalateKill: break
                     }
                 }
                 #expect(killed <= 1 && finished <= 1)

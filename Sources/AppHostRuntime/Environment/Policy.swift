@@ -50,6 +50,10 @@ public struct Policy: Sendable, Equatable {
     public var perAppUsers = true
     public var appUserRange: ClosedRange<UInt32> = 2_000_000_000...2_000_099_999
 
+    /// An app whose threads are not all stopped this long after the host began suspending it
+    /// is ended (the freeze could not be verified).
+    public var suspendTimeout: Duration = .seconds(2)
+
     /// Memory an app may use while in the foreground (launching, inactive, active), in bytes.
     public var foregroundMemoryLimit: UInt64 = 1024 << 20
     /// Memory an app may use in the background and suspended, in bytes. An app over it when it

@@ -15,9 +15,7 @@ import AppHostProtocol
 extension Supervisor {
     /// The app's processes: the members of its groups (children included), else the app itself.
     func processes(of run: AppRun) -> [pid_t] {
-        if let members = run.pidsGroup?.processes, !members.isEmpty { return members }
-        if let members = run.memoryGroup?.group.processes, !members.isEmpty { return members }
-        return run.process.map { [$0.pid] } ?? []
+        run.process?.processes ?? []
     }
 
     /// Measures the app's memory now.
@@ -70,9 +68,9 @@ extension Supervisor {
 
     /// Holds the app to `limit`: ends it if it already uses more, else sets its memory cgroup.
     private func applyMemoryLimit(_ record: AppRecord, _ run: AppRun, limit: UInt64, label: String) {
-        guard run.machine.isAlive, run.machine.phase != .terminating, run.process != nil else { return }
+        guard run.machine.isLive, run.process != nil else { return }
         recordUsage(run)
-        let fits = run.memory <= limit && (run.memoryGroup?.setLimit(limit) ?? true)
+        let fits = run.memory <= limit && (run.process?.memoryGroup?.setLimit(limit) ?? true)
         guard !fits else { return }
         handle(record, run, .enforce(Termination(
             kind: .perProcessLimit, namespace: .jetsam, code: nil,
@@ -87,7 +85,7 @@ extension Supervisor {
         source.setEventHandler { [weak self, weak record, weak run] in
             var count: UInt64 = 0
             _ = read(group.oomEvents, &count, 8)
-            guard let self, let record, let run, run.machine.isAlive, run.machine.phase != .terminating, group.isUnderOOM else { return }
+            guard let self, let record, let run, run.machine.isLive, group.isUnderOOM else { return }
             recordUsage(run)
             let label = [.active, .inactive, .launching].contains(run.machine.state) && run.machine.isInForeground ? "foreground" : "background"
             handle(record, run, .enforce(Termination(
@@ -96,13 +94,13 @@ extension Supervisor {
         }
         source.setCancelHandler { closeIgnoringErrors(group.oomEvents) }
         source.activate()
-        run.memorySource = source
+        run.process?.memorySource = source
     }
 
     /// Runs the sampler while some app runs; stops it when every app is suspended or gone.
     func updateSampler() {
         let needed = apps.contains { record in
-            guard let run = record.run, run.machine.isAlive, run.machine.phase != .terminating else { return false }
+            guard let run = record.run, run.machine.isLive else { return false }
             return run.machine.state != .suspended
         }
         guard needed != samplerRunning else { return }
@@ -122,11 +120,11 @@ extension Supervisor {
         let policy = configuration.policy
         var total: UInt64 = 0
         for record in apps {
-            guard let run = record.run, run.machine.isAlive, run.machine.phase != .terminating, run.process != nil else { continue }
+            guard let run = record.run, run.machine.isLive, run.process != nil else { continue }
             let state = run.machine.state
             if state != .suspended { recordUsage(run) }
             total += run.memory
-            if run.memoryGroup == nil, state != .suspended {
+            if run.process?.memoryGroup == nil, state != .suspended {
                 let background = state == .background || (state == .launching && !run.machine.isInForeground)
                 let limit = background ? policy.backgroundMemoryLimit : policy.foregroundMemoryLimit
                 if run.memory > limit {
@@ -147,7 +145,7 @@ extension Supervisor {
     func measureMemory() -> UInt64 {
         var total: UInt64 = 0
         for record in apps {
-            guard let run = record.run, run.machine.isAlive, run.machine.phase != .terminating else { continue }
+            guard let run = record.run, run.machine.isLive else { continue }
             if run.machine.state != .suspended { recordUsage(run) }
             total += run.memory
         }
@@ -165,7 +163,7 @@ extension Supervisor {
         }
         pressure = MemoryPressure(target: target, cause: cause)
         let running = apps.filter { record in
-            guard let run = record.run, run.machine.isAlive, run.machine.phase != .terminating else { return false }
+            guard let run = record.run, run.machine.isLive else { return false }
             return run.machine.state != .suspended && run.machine.phase != .starting
         }
         let grace = configuration.policy.memoryWarningGrace
@@ -187,7 +185,7 @@ extension Supervisor {
         guard var episode = pressure, episode.awaiting == nil else { return }
         let usage = measureMemory()
         let candidates = apps.compactMap { record -> (record: AppRecord, run: AppRun, rank: Int, since: HostInstant)? in
-            guard let run = record.run, run.machine.isAlive, run.machine.phase != .terminating else { return nil }
+            guard let run = record.run, run.machine.isLive else { return nil }
             switch run.machine.state {
             case .suspended: return (record, run, 0, run.lastRunning)
             case .background: return (record, run, 1, run.stateSince)

@@ -86,6 +86,9 @@ public struct Termination: Sendable, Equatable {
         public static let backgroundTask = Kind(rawValue: "bg-task")
         /// A BGTaskScheduler launch handler registered twice, or after launching finished.
         public static let taskRegistration = Kind(rawValue: "bg-task-registration")
+        /// The host could not verify that every thread of the app stopped within the policy's
+        /// `suspendTimeout`, so it could not be suspended.
+        public static let suspensionFailed = Kind(rawValue: "suspension-failed")
 
         public var description: String { rawValue }
     }

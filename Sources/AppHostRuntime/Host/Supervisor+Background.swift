@@ -77,7 +77,7 @@ extension Supervisor {
     public func expire(_ name: String, identifier: String?) throws -> String {
         try queue.sync {
             let record = try app(named: name)
-            guard let run = record.run, run.machine.isAlive, run.machine.phase != .terminating else {
+            guard let run = record.run, run.machine.isLive else {
                 throw SupervisorError("\(record.bundle.name) is not running")
             }
             let tasks = run.machine.work.filter { _, item in
@@ -242,7 +242,7 @@ extension Supervisor {
         return started
     }
 
-    private func armSchedulerTimer(now: Double, conditions: BackgroundSchedule.Conditions) {
+    func armSchedulerTimer(now: Double, conditions: BackgroundSchedule.Conditions) {
         let names = apps.map(\.bundle.identifier)
         guard let next = schedule.nextDate(after: now, apps: names, conditions: conditions, refreshAvailable: configuration.backgroundAppRefresh)
         else {
@@ -255,10 +255,10 @@ extension Supervisor {
 
     /// Whether the scheduler may wake the app now: not force quit, not in the foreground, not
     /// launching to it nor being terminated.
-    private func mayWakeForSchedule(_ record: AppRecord) -> Bool {
+    func mayWakeForSchedule(_ record: AppRecord) -> Bool {
         guard schedule.apps[record.bundle.identifier]?.forceQuit != true else { return false }
         guard let run = record.run, run.machine.isAlive else { return !isShuttingDown }
-        return !run.machine.isInForeground && run.machine.phase != .terminating
+        return !run.machine.isInForeground && !run.machine.isEnding
     }
 
     func saveSchedule() {
@@ -299,7 +299,7 @@ extension Supervisor {
 
     /// Hands the event to the app, launching it into the background or resuming it there as
     /// needed; returns how, for the announcement.
-    private func deliver(_ event: BackgroundEvent, reason: String, to record: AppRecord) -> String {
+    func deliver(_ event: BackgroundEvent, reason: String, to record: AppRecord) -> String {
         guard let run = record.run, run.machine.isAlive else {
             start(record, kind: .background, reason: reason, event: event)
             return "launching it into the background (launch reason \(reason))"
@@ -322,7 +322,7 @@ extension Supervisor {
 
     /// Publishes what a command or the scheduler did, as an event of the app, and returns the line.
     @discardableResult
-    private func announce(_ record: AppRecord, command: String, _ what: String, _ how: String?) -> String {
+    func announce(_ record: AppRecord, command: String, _ what: String, _ how: String?) -> String {
         let line = "\(record.bundle.name): \(what)\(how.map { "; \($0)" } ?? "")"
         publish(HostEvent(
             time: Date(), app: record.bundle.identifier, name: record.bundle.name, pid: record.run?.process?.pid,
@@ -330,7 +330,7 @@ extension Supervisor {
         return line
     }
 
-    private func require(_ mode: BackgroundMode, of record: AppRecord, for what: String) throws {
+    func require(_ mode: BackgroundMode, of record: AppRecord, for what: String) throws {
         guard record.bundle.backgroundModes.contains(mode) else {
             throw SupervisorError(
                 "\(record.bundle.name) has no \(mode.rawValue) in Info.plist UIBackgroundModes: iOS would not wake it for \(what)")
@@ -339,7 +339,7 @@ extension Supervisor {
 
     /// Refuses an event iOS would not deliver now: to a force-quit app, to an app being
     /// terminated, or (except a notification) to the foreground app.
-    private func refuseUnreachable(_ record: AppRecord, pushOnly: Bool) throws {
+    func refuseUnreachable(_ record: AppRecord, pushOnly: Bool) throws {
         let name = record.bundle.name
         if schedule.apps[record.bundle.identifier]?.forceQuit == true {
             throw SupervisorError(
@@ -349,7 +349,7 @@ extension Supervisor {
             if isShuttingDown { throw SupervisorError("the host is shutting down") }
             return
         }
-        if run.machine.phase == .terminating || run.machine.phase == .terminated {
+        if run.machine.isEnding || run.machine.phase == .terminated {
             throw SupervisorError("\(name) is being terminated")
         }
         if !pushOnly && run.machine.isInForeground {
@@ -357,7 +357,7 @@ extension Supervisor {
         }
     }
 
-    private func launchFinished(_ run: AppRun) -> Bool {
+    func launchFinished(_ run: AppRun) -> Bool {
         switch run.machine.phase {
         case .notRunning, .starting, .launching: false
         default: true
@@ -366,7 +366,7 @@ extension Supervisor {
 
     /// Ends processing tasks whose conditions no longer hold, starts what became due, and returns
     /// the line to print.
-    private func conditionsChanged(_ line: String) -> String {
+    func conditionsChanged(_ line: String) -> String {
         for record in apps {
             if let run = record.run, run.machine.isAlive {
                 handle(record, run, .conditionsChanged(externalPower: power == .plugged, network: network == .online))
@@ -457,7 +457,7 @@ extension Supervisor {
         }
     }
 
-    private func describe(_ request: WireTaskRequest) -> String {
+    func describe(_ request: WireTaskRequest) -> String {
         var parts = [request.kind == .appRefresh ? "BGAppRefreshTaskRequest \(request.identifier)" : "BGProcessingTaskRequest \(request.identifier)"]
         if let date = request.earliestBeginDate {
             parts.append("earliest \(HostEvent.isoFormatter.string(from: Date(timeIntervalSince1970: date)))")

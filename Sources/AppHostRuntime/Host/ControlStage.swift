@@ -1,0 +1,71 @@
+import AppHostProtocol
+
+/// Where an app process is in its conversation with the host. Each message from the app is
+/// accepted only in the stages where it means something (`ControlStage.accepts`); anything else
+/// is a protocol violation that ends the app, never trusted input.
+enum ControlStage: Equatable {
+    /// Spawned: the runner's `hello` comes first.
+    case awaitingHello
+    /// The runner has the configuration and confines itself; `sandboxed` (the only message that
+    /// may carry a descriptor, the seccomp listener) comes next.
+    case confining
+    /// Confined: the runner loads the plugin; the SDK says `ready`.
+    case loading
+    /// The delegate exists; callbacks run.
+    case running
+
+    /// What the app is doing in this stage, for a violation's reason.
+    var activity: String {
+        switch self {
+        case .awaitingHello: "before its hello"
+        case .confining: "while being confined"
+        case .loading: "while its plugin was loading"
+        case .running: "while running"
+        }
+    }
+
+    /// The control protocol's table: the stages in which the host accepts each message.
+    static func accepting(_ message: AppMessage) -> Set<ControlStage> {
+        switch message {
+        case .hello: [.awaitingHello]
+        case .sandboxed: [.confining]
+        case .ready: [.loading]
+        // The runner fails before the plugin runs; the SDK before the delegate exists.
+        case .launchFailed: [.confining, .loading]
+        case .warning: [.loading, .running]
+        case .ack, .taskBegan, .taskEnded, .fetchInterval, .workCompleted, .registerTask, .submitTask, .cancelTask:
+            [.running]
+        }
+    }
+
+    /// The stage after `message` was accepted in this one.
+    func after(_ message: AppMessage) -> ControlStage {
+        switch message {
+        case .hello: .confining
+        case .sandboxed: .loading
+        case .ready: .running
+        default: self
+        }
+    }
+}
+
+extension AppMessage {
+    /// The message's name on the wire, for violations and logs.
+    var name: String {
+        switch self {
+        case .hello: "hello"
+        case .sandboxed: "sandboxed"
+        case .ready: "ready"
+        case .launchFailed: "launchFailed"
+        case .ack: "ack"
+        case .taskBegan: "taskBegan"
+        case .taskEnded: "taskEnded"
+        case .warning: "warning"
+        case .fetchInterval: "fetchInterval"
+        case .workCompleted: "workCompleted"
+        case .registerTask: "registerTask"
+        case .submitTask: "submitTask"
+        case .cancelTask: "cancelTask"
+        }
+    }
+}

@@ -1,0 +1,89 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import AppHostProtocol
+
+/// Copies an app's standard output and error to the host's standard error, line by line, as
+/// `Name[pid]: line`, in bounded memory and linear time whatever the app writes.
+///
+/// A flood cannot starve the host: each turn reads at most `budget` bytes, and the event source
+/// fires again for the rest after the host's other work. A line longer than `maximumLineLength`
+/// is forwarded in pieces, each marked as cut, so the buffer never grows past that.
+final class OutputForwarder {
+    static let maximumLineLength = 16 * 1024
+    /// Bytes read per turn: about a millisecond of work, so commands wait at most that long.
+    static let budget = 64 * 1024
+    static let cutMarker = " [line cut at \(maximumLineLength) bytes]"
+
+    let fd: Int32
+    private let prefix: [UInt8]
+    private let forward: Bool
+    /// The unfinished line (at most `maximumLineLength` bytes).
+    private var line: [UInt8] = []
+    private var buffer = [UInt8](repeating: 0, count: 16 * 1024)
+
+    /// `fd`: the non-blocking read end of the app's output pipe. With `forward` false, output is
+    /// read and dropped (so the app never blocks on a full pipe).
+    init(fd: Int32, name: String, pid: pid_t, forward: Bool) {
+        self.fd = fd
+        prefix = Array("\(name)[\(pid)]: ".utf8)
+        self.forward = forward
+        line.reserveCapacity(Self.maximumLineLength)
+    }
+
+    /// Reads up to a budget and forwards every complete line. Returns false once the pipe has
+    /// ended (all of the app's processes closed it); the unfinished line is forwarded then.
+    func drain() -> Bool {
+        var read = 0
+        while read < Self.budget {
+            let count = buffer.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress, $0.count) }
+            if count > 0 {
+                read += count
+                take(buffer[0..<count])
+                continue
+            }
+            if count < 0 && errno == EINTR { continue }
+            if count < 0 && (errno == EAGAIN || errno == EWOULDBLOCK) { return true }
+            flush()
+            return false
+        }
+        return true
+    }
+
+    /// Forwards what is left of an unfinished line.
+    func flush() {
+        if !line.isEmpty { emit(cut: false) }
+    }
+
+    private func take(_ bytes: ArraySlice<UInt8>) {
+        var rest = bytes[...]
+        while let newline = rest.firstIndex(of: UInt8(ascii: "\n")) {
+            append(rest[rest.startIndex..<newline])
+            emit(cut: false)
+            rest = rest[(newline + 1)...]
+        }
+        append(rest)
+    }
+
+    /// Adds to the unfinished line, forwarding full pieces as they fill.
+    private func append(_ bytes: ArraySlice<UInt8>) {
+        var rest = bytes
+        while line.count + rest.count > Self.maximumLineLength {
+            let room = Self.maximumLineLength - line.count
+            line.append(contentsOf: rest.prefix(room))
+            rest = rest.dropFirst(room)
+            emit(cut: true)
+        }
+        line.append(contentsOf: rest)
+    }
+
+    private func emit(cut: Bool) {
+        defer { line.removeAll(keepingCapacity: true) }
+        guard forward else { return }
+        var text = prefix
+        text.append(contentsOf: line)
+        if cut { text.append(contentsOf: Self.cutMarker.utf8) }
+        text.append(UInt8(ascii: "\n"))
+        writeStandardError(text)
+    }
+}

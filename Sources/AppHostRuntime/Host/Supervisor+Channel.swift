@@ -1,0 +1,173 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import Foundation
+import Dispatch
+import AppHostProtocol
+import AppHostSandbox
+
+/// The control channel (reading, framing, decoding and acting, each its own step) and the
+/// seccomp listener it hands over.
+extension Supervisor {
+    /// Bytes of control messages read per turn: a chatty app cannot hold up other apps.
+    static let controlBudget = 256 * 1024
+
+    func send(_ message: HostMessage, _ record: AppRecord, _ run: AppRun) {
+        guard let process = run.process, process.controlSource != nil else { return }
+        do {
+            try process.channel.send(body: WireCoding.encode(message), nonBlocking: true)
+        } catch where error.errno == EAGAIN || error.errno == EWOULDBLOCK {
+            violate(record, run, "it stopped reading its control socket")
+        } catch {
+            // EPIPE and the like: the process is ending; its exit will be observed.
+        }
+    }
+
+    /// Reads what the app sent (a budget at a time) and acts on each message in order.
+    func readControl(_ record: AppRecord, _ run: AppRun) {
+        guard let process = run.process, process.controlSource != nil else { return }
+        let frames: [ReceivedFrame]
+        do {
+            frames = try process.receiver.receive(budget: Self.controlBudget)
+        } catch {
+            switch error {
+            case .closed:
+                process.closeChannel()
+                handle(record, run, .controlClosed)
+            case .framing(let error):
+                violate(record, run, "it sent a \(error)")
+            case .tooManyDescriptors(let count):
+                violate(record, run, "it passed \(count) descriptors on its control socket; only sandboxed carries one, the seccomp listener")
+            }
+            return
+        }
+        for frame in frames {
+            guard process.controlSource != nil else {
+                frame.descriptors.forEach(closeIgnoringErrors)
+                continue
+            }
+            accept(frame, record, run, process)
+        }
+    }
+
+    /// Decodes one frame and checks it against the protocol's table before acting on it.
+    private func accept(_ frame: ReceivedFrame, _ record: AppRecord, _ run: AppRun, _ process: AppProcess) {
+        var descriptors = frame.descriptors
+        defer { descriptors.forEach(closeIgnoringErrors) }
+        let message: AppMessage
+        do {
+            message = try WireCoding.decode(AppMessage.self, from: frame.body)
+        } catch {
+            let preview = String(decoding: frame.body.prefix(40), as: UTF8.self)
+            violate(record, run, "it sent a frame that is not a message (\(frame.body.count) bytes: \(preview.debugDescription))")
+            return
+        }
+        guard ControlStage.accepting(message).contains(process.stage) else {
+            violate(record, run, "it sent \(message.name) \(process.stage.activity)")
+            return
+        }
+        var listener: Int32?
+        if case .sandboxed(true, _, _, _) = message, descriptors.count == 1 {
+            listener = descriptors.removeFirst()
+        } else if !descriptors.isEmpty {
+            violate(record, run, "it passed \(descriptors.count) descriptor\(descriptors.count == 1 ? "" : "s") with \(message.name), which carries none")
+            return
+        }
+        process.stage = process.stage.after(message)
+        receive(message, listener: listener, record, run, process)
+    }
+
+    private func receive(_ message: AppMessage, listener: Int32?, _ record: AppRecord, _ run: AppRun, _ process: AppProcess) {
+        switch message {
+        case .hello(let version, let pid):
+            if version != wireProtocolVersion {
+                violate(record, run, "it speaks control protocol \(version); this host speaks \(wireProtocolVersion)")
+            } else if pid != process.pid {
+                violate(record, run, "it sent hello with pid \(pid), but its pid is \(process.pid)")
+            }
+        case .ready(let version):
+            if version != wireProtocolVersion {
+                violate(record, run, "its SDK speaks control protocol \(version); this host speaks \(wireProtocolVersion)")
+            } else {
+                handle(record, run, .ready)
+            }
+        case .sandboxed(_, let landlockABI, let uid, let seconds):
+            process.receiver.descriptorAllowance = 0
+            sandboxed(record, run, process, listener: listener, landlockABI: landlockABI, uid: uid, took: .seconds(double: seconds))
+        case .launchFailed(let reason): handle(record, run, .launchFailed(reason))
+        case .ack(let id, let returned, let snapshot): handle(record, run, .acknowledged(id: id, returned: returned, snapshot: snapshot))
+        case .taskBegan(let id, let name): handle(record, run, .taskBegan(id: id, name: name))
+        case .taskEnded(let id): handle(record, run, .taskEnded(id: id))
+        case .warning(let text): handle(record, run, .warning(text))
+        case .fetchInterval, .workCompleted, .registerTask, .submitTask, .cancelTask:
+            receiveBackgroundMessage(message, record, run)
+        }
+    }
+
+    /// Ends the app for breaking the control protocol; nothing more it sends is read.
+    func violate(_ record: AppRecord, _ run: AppRun, _ what: String) {
+        run.process?.closeChannel()
+        handle(record, run, .protocolViolation(what))
+    }
+
+    // MARK: The sandbox
+
+    /// The runner confined the app: take its seccomp listener and say how it is confined.
+    private func sandboxed(
+        _ record: AppRecord, _ run: AppRun, _ process: AppProcess, listener: Int32?, landlockABI: Int32, uid: UInt32, took: Duration
+    ) {
+        var notes: [String] = []
+        if let listener, let syscalls = SyscallListener(fd: listener) {
+            process.listener = syscalls
+            let source = DispatchSource.makeReadSource(fileDescriptor: syscalls.fd, queue: queue)
+            source.setEventHandler { [weak self, weak record, weak run] in
+                guard let self, let record, let run else { return }
+                drainRefusals(record, run)
+            }
+            source.activate()
+            process.listenerSource = source
+            notes.append("seccomp")
+        } else {
+            if let listener { closeIgnoringErrors(listener) }
+            notes.append("seccomp, degraded: refusals are not reported (no user notification)")
+        }
+        notes.append(landlockABI > 0 ? "Landlock ABI \(landlockABI)" : "no Landlock, degraded: files limited only by permissions")
+        notes.append("uid \(uid)")
+        publish(HostEvent(
+            time: Date(), app: record.bundle.identifier, name: record.bundle.name, pid: process.pid,
+            event: "sandboxed", state: currentState(of: record), detail: notes.joined(separator: ", "), elapsed: took), run: run)
+    }
+
+    /// Answers every refused call waiting in the app's seccomp listener: EPERM and a violation,
+    /// or, for a dangerous call, the end of the app by SIGSYS (the call is never answered, so it
+    /// never runs).
+    private func drainRefusals(_ record: AppRecord, _ run: AppRun) {
+        guard let process = run.process, let listener = process.listener else { return }
+        while let call = listener.next() {
+            let state = currentState(of: record)
+            let fatal = call.isDangerous
+            run.violationCount += 1
+            let violation = SandboxViolation(time: Date(), call: call.description, state: state, fatal: fatal)
+            run.violations.append(violation)
+            if run.violations.count > 32 { run.violations.removeFirst() }
+            publish(HostEvent(
+                time: violation.time, app: record.bundle.identifier, name: record.bundle.name, pid: process.pid,
+                event: "violation", state: state,
+                detail: fatal ? "\(call.description) is forbidden: killed by SIGSYS" : "\(call.description) refused (EPERM)"), run: run)
+            if fatal {
+                handle(record, run, .enforce(Termination(
+                    kind: .forbiddenSyscall, namespace: .sandbox, code: UInt64(SIGSYS),
+                    reason: "made the forbidden system call \(call.description) while \(state.rawValue); killed by SIGSYS")))
+                return
+            }
+            if let limit = configuration.policy.maximumViolations, run.violationCount >= limit {
+                // Left unanswered: the call that reaches the limit never returns.
+                handle(record, run, .enforce(Termination(
+                    kind: .sandboxViolations, namespace: .sandbox, code: nil,
+                    reason: "made \(run.violationCount) refused system calls (the policy allows \(limit)); the last: \(call.description)")))
+                return
+            }
+            listener.refuse(call)
+        }
+    }
+}

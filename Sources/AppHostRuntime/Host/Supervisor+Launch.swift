@@ -1,0 +1,199 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import Foundation
+import Dispatch
+import AppHostProtocol
+import AppHostSandbox
+import CAppHostShims
+
+extension Supervisor {
+    // MARK: Running an app
+
+    func app(named name: String) throws -> AppRecord {
+        let lowered = name.lowercased()
+        if let record = apps.first(where: {
+            $0.bundle.name.lowercased() == lowered || $0.bundle.identifier.lowercased() == lowered
+                || $0.bundle.url.lastPathComponent.lowercased() == lowered
+        }) {
+            return record
+        }
+        let known = apps.map(\.bundle.name).joined(separator: ", ")
+        throw SupervisorError("no app named \(name); installed: \(known.isEmpty ? "none" : known)")
+    }
+
+    func currentState(of record: AppRecord) -> AppState {
+        record.run?.machine.state ?? .notRunning
+    }
+
+    func sendForegroundAppAway(except keep: AppRecord?) {
+        for record in apps where record !== keep {
+            if let run = record.run, run.machine.isAlive, run.machine.isInForeground {
+                handle(record, run, .moveToBackground)
+            }
+        }
+    }
+
+    /// Launches the app; with `event`, into the background for it.
+    func start(_ record: AppRecord, kind: LaunchKind, reason: String, event: BackgroundEvent? = nil) {
+        guard !isShuttingDown else { return }
+        if kind == .background { record.backgroundWakeups += 1 }
+        let run = AppRun(machine: LifecycleMachine(policy: configuration.policy), now: clock.now, queue: queue)
+        record.run = run
+        run.timer.setEventHandler { [weak self, weak record, weak run] in
+            guard let self, let record, let run else { return }
+            handle(record, run, .tick)
+        }
+        run.timer.activate()
+        handle(record, run, event.map { .deliver($0, reason: reason) } ?? .launch(kind, reason: reason))
+    }
+
+    func spawn(_ record: AppRecord, _ run: AppRun, reason: String) {
+        let bundle = record.bundle
+        let policy = configuration.policy
+        var sandbox = WireSandbox(entitlements: bundle.entitlements.sorted(), writablePaths: [])
+        let container: URL
+        do {
+            var owner: (uid: UInt32, gid: UInt32)?
+            if var table = users {
+                defer { users = table }
+                let uid = try table.uid(forApp: bundle.identifier)
+                owner = (uid, uid)
+                sandbox.uid = uid
+                sandbox.gid = uid
+                sandbox.groups = try bundle.appGroups.map { try table.gid(forGroup: $0) }
+            }
+            container = try Containers.prepare(for: bundle, in: configuration.stateDirectory, owner: owner)
+            var groupContainers: [String: String] = [:]
+            for (index, group) in bundle.appGroups.enumerated() {
+                groupContainers[group] = try Containers.prepareGroup(group, in: configuration.stateDirectory, gid: sandbox.groups?[index]).path
+            }
+            sandbox.writablePaths = [container.path] + bundle.appGroups.compactMap { groupContainers[$0] }
+            sandbox.groupContainers = groupContainers
+        } catch {
+            failToSpawn(record, run, "cannot prepare the app's container: \(error)")
+            return
+        }
+        groupCounter += 1
+        let groupName = "\(bundle.name)-\(groupCounter)"
+        var cgroup = try? cgroups?.makeGroup(named: groupName)
+        var pidsGroup = pids?.makePidsGroup(named: groupName, limit: policy.processLimit)
+        if pidsGroup == nil && sandbox.uid != nil { sandbox.processLimit = UInt64(policy.processLimit) }
+        var memoryGroup = memory.flatMap { memory in
+            MemoryGroup.make(
+                in: memory, named: groupName,
+                limit: run.machine.isInForeground ? policy.foregroundMemoryLimit : policy.backgroundMemoryLimit)
+        }
+        let executable = configuration.executable
+        let environment = Containers.environment(container: container, parent: getpid())
+        let result = spawner.run { () -> Result<SpawnedProcess, SystemCallError> in
+            Result { () throws(SystemCallError) in
+                try AppProcessSpawner.spawn(executable: executable, arguments: [appProcessArgument], environment: environment)
+            }
+        }
+        let spawned: SpawnedProcess
+        switch result {
+        case .success(let value): spawned = value
+        case .failure(let error):
+            memoryGroup?.remove()
+            memoryGroup.map { closeIgnoringErrors($0.oomEvents) }
+            pidsGroup?.remove()
+            cgroup?.remove()
+            failToSpawn(record, run, "cannot start the app process: \(error)")
+            return
+        }
+        let process = AppProcess(
+            spawned, output: OutputForwarder(fd: spawned.output, name: bundle.name, pid: spawned.pid, forward: configuration.forwardAppOutput))
+        run.process = process
+        if let group = pidsGroup, !group.add(pid: process.pid) {
+            group.remove()
+            pidsGroup = nil
+        }
+        process.pidsGroup = pidsGroup
+        if let group = memoryGroup, !group.group.add(pid: process.pid) {
+            group.remove()
+            closeIgnoringErrors(group.oomEvents)
+            memoryGroup = nil
+        }
+        process.memoryGroup = memoryGroup
+        if let memoryGroup { watchMemory(record, run, memoryGroup) }
+        if memory != nil && memoryGroup == nil {
+            publish(HostEvent(
+                time: Date(), app: bundle.identifier, name: bundle.name, pid: process.pid, event: "warning",
+                detail: "no memory cgroup for this process: its memory limits are enforced by sampling"), run: run)
+        }
+        if let group = cgroup {
+            // Before the configuration is sent: the runner waits for it, so no app code runs
+            // outside the group.
+            do {
+                try group.add(pid: process.pid)
+                process.watch = watcher?.watch(group.eventsPath) { [weak self, weak record, weak run] in
+                    guard let self, let record, let run, run.machine.phase == .suspending, group.isFrozen else { return }
+                    frozen(record, run)
+                }
+            } catch {
+                group.remove()
+                cgroup = nil
+            }
+        }
+        process.cgroup = cgroup
+        watchProcess(record, run, process)
+        // Compiled while the app process starts up (about a millisecond, in parallel with it).
+        do {
+            let entitlements = Set(bundle.entitlements.compactMap(SyscallProfile.Entitlement.init(rawValue:)))
+            let program = try Seccomp.compile(SyscallProfile(entitlements: entitlements, ownPID: process.pid))
+            sandbox.filter = Data(program.instructions)
+            sandbox.filterNotifies = program.notifies
+        } catch {
+            handle(record, run, .launchFailed("cannot compile the app's seccomp filter: \(error)"))
+            return
+        }
+        sandbox.readablePaths = Self.libraryDirectories
+        var configurationMessage = WireConfiguration(
+            bundleIdentifier: bundle.identifier, bundleName: bundle.name, bundlePath: bundle.url.path,
+            pluginPath: bundle.pluginURL.path, delegateClassName: bundle.delegateClassName,
+            containerPath: container.path, launchReason: reason, capabilities: bundle.capabilities,
+            openFileLimit: UInt64(policy.openFileLimit), sandbox: sandbox)
+        configurationMessage.launchPayload = run.machine.pendingEvents.first { $0.kind == .remoteNotification }?.payload
+        configurationMessage.backgroundTasks = backgroundTasksConfiguration(for: bundle)
+        send(.configure(configurationMessage), record, run)
+    }
+
+    func failToSpawn(_ record: AppRecord, _ run: AppRun, _ reason: String) {
+        handle(record, run, .launchFailed(reason))
+        handle(record, run, .exited(ProcessExit(status: .exited(127))))
+    }
+
+    func watchProcess(_ record: AppRecord, _ run: AppRun, _ process: AppProcess) {
+        let control = DispatchSource.makeReadSource(fileDescriptor: process.channel.fd, queue: queue)
+        control.setEventHandler { [weak self, weak record, weak run] in
+            guard let self, let record, let run else { return }
+            readControl(record, run)
+        }
+        let controlFD = process.channel.fd
+        control.setCancelHandler { closeIgnoringErrors(controlFD) }
+        control.activate()
+        process.controlSource = control
+
+        let exit = DispatchSource.makeReadSource(fileDescriptor: process.pidfd, queue: queue)
+        exit.setEventHandler { [weak self, weak record, weak run] in
+            guard let self, let record, let run else { return }
+            reap(record, run)
+        }
+        let pidfd = process.pidfd
+        exit.setCancelHandler { closeIgnoringErrors(pidfd) }
+        exit.activate()
+        process.exitSource = exit
+
+        let output = DispatchSource.makeReadSource(fileDescriptor: process.output.fd, queue: queue)
+        output.setEventHandler { [weak process] in
+            guard let process, !process.output.drain() else { return }
+            process.outputSource?.cancel()
+            process.outputSource = nil
+        }
+        let outputFD = process.output.fd
+        output.setCancelHandler { closeIgnoringErrors(outputFD) }
+        output.activate()
+        process.outputSource = output
+    }
+}

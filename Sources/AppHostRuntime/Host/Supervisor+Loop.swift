@@ -1,0 +1,245 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import Foundation
+import Dispatch
+import AppHostProtocol
+import AppHostSandbox
+import CAppHostShims
+
+extension Supervisor {
+    // MARK: The loop
+
+    /// The one way into an app's life-cycle machine. Inputs are taken one at a time, in order:
+    /// an input that arrives while another's actions are being performed (an effect that
+    /// observed something) waits in the queue, so the machine is never re-entered and never
+    /// acts on decisions computed before its last change.
+    func handle(_ record: AppRecord, _ run: AppRun, _ input: LifecycleMachine.Input) {
+        inputs.append((record, run, input))
+        guard !isDraining else { return }
+        isDraining = true
+        defer { isDraining = false }
+        while !inputs.isEmpty {
+            let (record, run, input) = inputs.removeFirst()
+            let actions = run.machine.handle(input, now: clock.now)
+            for action in actions { perform(action, record, run) }
+            if let deadline = run.machine.nextDeadline {
+                let delay = max(0, clock.now.duration(to: deadline).nanoseconds)
+                run.timer.schedule(deadline: .now() + .nanoseconds(Int(delay)), leeway: .microseconds(100))
+            } else {
+                run.timer.schedule(deadline: .distantFuture)
+            }
+        }
+    }
+
+    func perform(_ action: LifecycleMachine.Action, _ record: AppRecord, _ run: AppRun) {
+        switch action {
+        case .spawn(let reason):
+            spawn(record, run, reason: reason)
+        case .send(let request):
+            run.stepStartedAt = clock.now
+            send(.callback(request), record, run)
+        case .expire(let taskIDs, let remaining):
+            send(.expire(taskIDs: taskIDs, remaining: remaining), record, run)
+        case .expireWork(let work):
+            send(.expireWork(work), record, run)
+        case .freeze:
+            freeze(record, run)
+        case .thaw:
+            thaw(run)
+        case .kill(let termination):
+            // The figures of the report, as they stand when the host decides.
+            recordUsage(run)
+            run.backgroundTimeRemainingAtEnd = run.machine.backgroundTimeRemaining(at: clock.now)
+            guard let process = run.process else { break }
+            // Nothing it sends after this counts.
+            process.closeChannel()
+            if termination.kind == .forbiddenSyscall {
+                // It cannot handle SIGSYS (its filter refuses the handler), so it dies of it
+                // unless every thread blocks it; the machine escalates to SIGKILL if not.
+                process.signal(SIGSYS)
+            } else {
+                killAll(process)
+            }
+        case .escalateKill:
+            if let process = run.process { killAll(process) }
+        case .event(let event):
+            emit(event, record, run)
+        case .finished(let termination, let exit):
+            finish(record, run, termination: termination, exit: exit)
+        }
+    }
+
+    /// SIGKILL to every process of the app: the whole group at once where there is one.
+    func killAll(_ process: AppProcess) {
+        if let cgroup = process.cgroup, cgroup.killAll() { return }
+        process.signal(SIGKILL)
+        // Children made with the spawn entitlement go with it.
+        for pid in process.processes where pid != process.pid { Glibc.kill(pid, SIGKILL) }
+    }
+
+    // MARK: Suspension
+
+    func freeze(_ record: AppRecord, _ run: AppRun) {
+        guard let process = run.process else { return }
+        run.stepStartedAt = clock.now
+        if let cgroup = process.cgroup, process.watch != nil, (try? cgroup.freeze()) != nil {
+            // Verified by the inotify watch on cgroup.events, or at once if already frozen.
+            if cgroup.awaitFrozen(within: .milliseconds(2)) {
+                queue.async { [self] in frozen(record, run) }
+            }
+            return
+        }
+        process.signal(SIGSTOP)
+        verifyStopped(record, run, process, attempt: 0)
+    }
+
+    /// Every thread is stopped. Before the app counts as suspended, what it holds is checked: it
+    /// can no longer take or release anything, so the check sees exactly what it would keep.
+    /// 0xdead10cc if it holds something shared (DESIGN.md, Shared resources).
+    func frozen(_ record: AppRecord, _ run: AppRun) {
+        guard run.machine.phase == .suspending, !endIfHoldingSharedResources(record, run) else { return }
+        handle(record, run, .suspensionVerified)
+    }
+
+    /// SIGSTOP takes effect thread by thread; confirm every thread has stopped before reporting.
+    /// It checks until the machine stops waiting: its suspend deadline ends an app that never
+    /// stops.
+    func verifyStopped(_ record: AppRecord, _ run: AppRun, _ process: AppProcess, attempt: Int) {
+        guard run.machine.phase == .suspending, run.process === process else { return }
+        if allThreadsStopped(pid: process.pid) {
+            frozen(record, run)
+        } else {
+            queue.asyncAfter(deadline: .now() + .microseconds(attempt < 100 ? 20 : 500)) { [self] in
+                verifyStopped(record, run, process, attempt: attempt + 1)
+            }
+        }
+    }
+
+    func thaw(_ run: AppRun) {
+        guard let process = run.process else { return }
+        run.stepStartedAt = clock.now
+        if let cgroup = process.cgroup, process.watch != nil {
+            try? cgroup.thaw()
+        } else {
+            process.signal(SIGCONT)
+        }
+    }
+
+    // MARK: Events, the end, reports
+
+    func emit(_ event: LifecycleEvent, _ record: AppRecord, _ run: AppRun) {
+        // Measured first, so that the bookkeeping below is not counted in the step.
+        var elapsed: Duration?
+        if WireCallback(rawValue: event.name) != nil || event.name == "suspended" || event.name == "resumed",
+           let started = run.stepStartedAt {
+            elapsed = started.duration(to: clock.now)
+        }
+        if event.state != run.lastState {
+            account(run, until: AppProcessSpawner.cpuTime(pid: run.process?.pid ?? 0))
+            let previous = run.lastState
+            run.lastState = event.state
+            run.stateSince = clock.now
+            stateChanged(record, run, from: previous)
+            queueSchedulerPass()
+        }
+        if event.name == "snapshot" { run.snapshot = event.detail }
+        publish(HostEvent(
+            time: Date(), app: record.bundle.identifier, name: record.bundle.name, pid: run.process?.pid,
+            event: event.name, state: event.state, detail: event.detail, elapsed: elapsed), run: run)
+        resolveWaiters(for: record)
+    }
+
+    /// Adds the CPU time used since the last sample to the state the app was in.
+    func account(_ run: AppRun, until total: Duration?) {
+        guard let total else { return }
+        let used = max(.zero, total - run.cpuSampled)
+        run.cpuSampled = total
+        switch run.lastState {
+        case .background, .suspended: run.cpuBackground += used
+        default: run.cpuForeground += used
+        }
+    }
+
+    func reap(_ record: AppRecord, _ run: AppRun) {
+        guard let process = run.process else { return }
+        var status = apphost_child_status()
+        guard apphost_waitid_pidfd(process.pidfd, WEXITED | WNOHANG, &status) == 0, status.code != 0 else { return }
+        let exit = ProcessExit(
+            status: status.code == CLD_EXITED ? .exited(status.status) : .signaled(status.status, coreDumped: status.code == CLD_DUMPED),
+            userTime: .microseconds(status.user_usec), systemTime: .microseconds(status.system_usec),
+            maximumResidentBytes: UInt64(max(0, status.max_rss_kib)) * 1024)
+        account(run, until: exit.userTime + exit.systemTime)
+        if !run.machine.isEnding {
+            run.backgroundTimeRemainingAtEnd = run.machine.backgroundTimeRemaining(at: clock.now)
+        }
+        // The pidfd and the socket are separate event sources: read what the app sent before it
+        // ended (a launch failure's reason, a last acknowledgement) before handling its end.
+        if process.controlSource != nil { readControl(record, run) }
+        handle(record, run, .exited(exit))
+    }
+
+    func finish(_ record: AppRecord, _ run: AppRun, termination: Termination, exit: ProcessExit) {
+        if let process = run.process {
+            // What it wrote last, up to a budget, then the unfinished line.
+            if process.outputSource != nil { _ = process.output.drain() }
+            process.output.flush()
+            process.close(watcher: watcher)
+        }
+        run.timer.cancel()
+
+        let pid = run.process?.pid ?? 0
+        var reportPath: String?
+        do {
+            reportPath = try reports.write(ReportStore.Contents(
+                bundle: record.bundle, pid: pid, time: Date(), launchedAt: run.launchedAt,
+                finalState: run.machine.finalState, termination: termination, exit: exit,
+                timeInState: run.stateSince.duration(to: clock.now),
+                cpuForeground: run.cpuForeground, cpuBackground: run.cpuBackground,
+                memory: run.memory, peakMemory: run.peakMemory, backgroundWakeups: record.backgroundWakeups,
+                openBackgroundTasks: run.machine.openTasks.sorted { $0.key < $1.key }.map { "#\($0.key) \($0.value)" },
+                backgroundTimeRemaining: run.backgroundTimeRemainingAtEnd,
+                held: run.held,
+                violationCount: run.violationCount, violations: run.violations,
+                lastEvents: run.events)).path
+        } catch {
+            publish(HostEvent(time: Date(), event: "warning", detail: "cannot write the report of \(record.bundle.name): \(error)"), run: nil)
+        }
+        run.lastState = .terminated
+        if termination.kind == .forceQuit || termination.kind == .userTerminated { userForceQuit(record) }
+        updateSampler()
+        if pressure?.awaiting === record { pressureVictimEnded() }
+        publish(HostEvent(
+            time: Date(), app: record.bundle.identifier, name: record.bundle.name, pid: pid, event: "terminated",
+            state: .terminated, termination: termination, report: reportPath), run: run)
+        resolveWaiters(for: record)
+        resumeShutdownIfDone()
+    }
+
+    func publish(_ event: HostEvent, run: AppRun?) {
+        if let run {
+            run.events.append(event)
+            if run.events.count > 32 { run.events.removeFirst(run.events.count - 32) }
+        }
+        observer(event)
+    }
+
+    func resolveWaiters(for record: AppRecord) {
+        let state = currentState(of: record)
+        waiters.removeAll { waiter in
+            guard waiter.record === record, waiter.state == state else { return false }
+            waiter.continuation.resume(returning: true)
+            return true
+        }
+    }
+
+    func resumeShutdownIfDone() {
+        guard !shutdownContinuations.isEmpty, !apps.contains(where: { $0.run?.machine.isAlive == true }) else { return }
+        let continuations = shutdownContinuations
+        shutdownContinuations = []
+        cgroups?.remove()
+        pids?.remove()
+        memory?.remove()
+        continuations.forEach { $0.resume() }
+    }
+}

@@ -1,0 +1,79 @@
+package import AppHostProtocol
+
+/// An app's state as the person running the host sees it: in events, `wait APP STATE` and `ps`.
+public enum AppState: String, Sendable, CaseIterable, Codable {
+    case notRunning = "not-running"
+    case launching
+    case inactive
+    case active
+    case background
+    case suspended
+    case terminated
+}
+
+/// How an app is launched: to the foreground (sequence 1) or directly into the background (5).
+public enum LaunchKind: Sendable, Equatable {
+    case foreground
+    case background
+}
+
+/// A background event for an app: a fetch, a remote notification, or a BGTaskScheduler task
+/// (LIFECYCLE.md, sequences 5 and 6).
+package struct BackgroundEvent: Sendable, Equatable {
+    package var kind: WireBackgroundEvent.Kind
+    /// A task's identifier.
+    package var taskIdentifier: String?
+    /// A remote notification's payload (JSON).
+    package var payload: String?
+    /// A processing task's conditions: it ends early when one stops holding.
+    package var requiresExternalPower = false
+    package var requiresNetworkConnectivity = false
+
+    package init(
+        kind: WireBackgroundEvent.Kind, taskIdentifier: String? = nil, payload: String? = nil,
+        requiresExternalPower: Bool = false, requiresNetworkConnectivity: Bool = false
+    ) {
+        self.kind = kind
+        self.taskIdentifier = taskIdentifier
+        self.payload = payload
+        self.requiresExternalPower = requiresExternalPower
+        self.requiresNetworkConnectivity = requiresNetworkConnectivity
+    }
+
+    /// "background fetch", "remote notification", "BGAppRefreshTask com.example.refresh".
+    package var label: String {
+        switch kind {
+        case .fetch: "background fetch"
+        case .remoteNotification: "remote notification"
+        case .appRefresh: "BGAppRefreshTask \(taskIdentifier ?? "?")"
+        case .processing: "BGProcessingTask \(taskIdentifier ?? "?")"
+        }
+    }
+
+    var isTask: Bool { kind == .appRefresh || kind == .processing }
+
+    /// The callback that delivers it.
+    var callback: WireCallback {
+        switch kind {
+        case .fetch: .performFetch
+        case .remoteNotification: .didReceiveRemoteNotification
+        case .appRefresh, .processing: .launchTask
+        }
+    }
+}
+
+/// One line of an app's life: a callback that returned, a state it entered, a task it began.
+public struct LifecycleEvent: Sendable, Equatable {
+    /// Stable names, listed in README.md: `launching`, `loaded`, `willFinishLaunching`, …
+    public var name: String
+    /// The app's state after the event.
+    public var state: AppState
+    public var detail: String?
+
+    public init(name: String, state: AppState, detail: String? = nil) {
+        self.name = name
+        self.state = state
+        self.detail = detail
+    }
+}
+

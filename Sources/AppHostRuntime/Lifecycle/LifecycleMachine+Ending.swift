@@ -1,0 +1,127 @@
+import AppHostProtocol
+
+extension LifecycleMachine {
+    // MARK: Time
+
+    mutating func fireDeadlines(now: HostInstant) -> [Action] {
+        var actions: [Action] = []
+        for (timer, deadline) in deadlines.sorted(by: { $0.value < $1.value }) where deadline <= now {
+            guard deadlines[timer] != nil else { continue }
+            deadlines[timer] = nil
+            switch timer {
+            case .killEscalation:
+                guard isEnding else { break }
+                deadlines[.killEscalation] = now + Self.killRetry
+                actions.append(.escalateKill)
+            case .suspendVerification:
+                guard phase == .suspending else { break }
+                actions += kill(Termination(
+                    kind: .suspensionFailed, namespace: .host, code: nil,
+                    reason: "could not be suspended: not every thread had stopped \(policy.suspendTimeout.formatted) after the host began to suspend it"))
+            case .controlClosed:
+                actions += protocolViolation("it closed its control socket", now: now)
+            case .launch:
+                actions += kill(.watchdog(
+                    "did not finish launching within \(policy.launchTimeout.formatted): the plugin had not loaded"))
+            case .callback:
+                guard let flight = inFlight else { break }
+                let reason = flight.isLaunch
+                    ? "did not finish launching within \(policy.launchTimeout.formatted): \(flight.callback.delegateMethodName) had not returned"
+                    : "did not return from \(flight.callback.delegateMethodName) within \(flight.budget.formatted)"
+                actions += kill(.watchdog(reason))
+            case .backgroundWarning:
+                guard !openTasks.isEmpty, !expirationSent else { break }
+                expirationSent = true
+                let ids = openTasks.keys.sorted()
+                actions.append(event("expiration", detail: ids.map(taskLabel).joined(separator: ", ")))
+                actions.append(.expire(taskIDs: ids, remaining: policy.expirationWarning.seconds))
+            case .backgroundEnd:
+                guard !openTasks.isEmpty else { break }
+                let tasks = openTasks.keys.sorted().map(taskLabel).joined(separator: ", ")
+                actions += kill(Termination(
+                    kind: .backgroundTime, namespace: .runningBoard, code: TerminationCode.backgroundTimeExhausted.rawValue,
+                    reason: "background task \(tasks) still open \(policy.expirationGrace.formatted) after its background time (\(policy.backgroundTime.formatted)) ran out"))
+            case .interruption:
+                if placement == .interrupted { placement = .foreground }
+            case .work(let id):
+                guard let item = work[id] else { break }
+                let budget = budget(of: item.event.kind)
+                switch (item.event.isTask, item.expiredBecause) {
+                case (true, nil):
+                    actions += expire(work: id, because: "its \(budget.formatted) ran out", now: now)
+                case (true, let reason?):
+                    actions += kill(Termination(
+                        kind: .backgroundTask, namespace: .runningBoard, code: TerminationCode.backgroundWorkOverrun.rawValue,
+                        reason: "\(item.event.label) did not call setTaskCompleted(success:) within \(policy.expirationGrace.formatted) of its expiration (\(reason))"))
+                case (false, _):
+                    actions += kill(Termination(
+                        kind: item.event.kind == .fetch ? .backgroundFetch : .remoteNotification, namespace: .runningBoard,
+                        code: TerminationCode.backgroundWorkOverrun.rawValue,
+                        reason: "did not call the completion handler of \(item.event.callback.delegateMethodName) within \(budget.formatted)"))
+                }
+            }
+        }
+        return actions
+    }
+
+    // MARK: Ending
+
+    mutating func kill(_ termination: Termination) -> [Action] {
+        guard isLive else { return [] }
+        finalState = observedStateForReport
+        phase = .terminating(termination)
+        inFlight = nil
+        deadlines.removeAll()
+        deadlines[.killEscalation] = now + (termination.kind == .forbiddenSyscall ? Self.signalEscalation : Self.killRetry)
+        return [.kill(termination)]
+    }
+
+    /// How a requested termination ends an app that cannot run `applicationWillTerminate`.
+    func endWithoutCallback(_ request: Termination, while situation: String) -> Termination {
+        let forceQuit = request.kind == .userTerminated
+        return Termination(
+            kind: forceQuit ? .forceQuit : request.kind, namespace: request.namespace, code: nil,
+            reason: forceQuit
+                ? "force quit by the user while \(situation) (no callback)"
+                : "the host shut down; the \(situation == "suspended" ? "suspended app" : "app, \(situation),") was ended without a callback")
+    }
+
+    mutating func protocolViolation(_ what: String, now: HostInstant) -> [Action] {
+        kill(Termination(kind: .protocolViolation, namespace: .host, code: nil, reason: "broke the control protocol: \(what)"))
+    }
+
+    /// The app's process ended without the host deciding it: a crash or an exit.
+    func unexpectedEnd(_ exit: ProcessExit) -> Termination {
+        let during = inFlight.map { " in \($0.callback.delegateMethodName)" } ?? " while \(state.rawValue)"
+        if phase == .starting {
+            return Termination(
+                kind: .launchFailed, namespace: .host, code: nil,
+                reason: "the app process \(exit.description) before its plugin loaded")
+        }
+        switch exit.status {
+        case .signaled(let signal, _):
+            return Termination(kind: .crash, namespace: .signal, code: UInt64(signal), reason: "crashed (\(signalName(signal)))\(during)")
+        case .exited(let status):
+            return Termination(kind: .exit, namespace: .exit, code: UInt64(UInt32(bitPattern: status)), reason: "exited with status \(status)\(during)")
+        }
+    }
+
+    /// The state for a report: the one the running callback observes, else the current one.
+    var observedStateForReport: AppState {
+        guard let flight = inFlight, phase != .starting else { return state }
+        switch flight.state {
+        case .active: return .active
+        case .inactive: return .inactive
+        case .background: return .background
+        }
+    }
+
+    func event(_ name: String, detail: String? = nil) -> Action {
+        .event(LifecycleEvent(name: name, state: state, detail: detail))
+    }
+
+    func taskLabel(_ id: UInt64) -> String {
+        let name = openTasks[id] ?? ""
+        return name.isEmpty ? "#\(id)" : "#\(id) \"\(name)\""
+    }
+}

@@ -1,0 +1,189 @@
+package import AppHostProtocol
+
+extension LifecycleMachine {
+    // MARK: Callbacks
+
+    /// The state the app observes while it launches.
+    var launchState: WireApplicationState { launchKind == .foreground ? .inactive : .background }
+
+    /// The state the app observes now, for callbacks that do not change it.
+    var observedState: WireApplicationState {
+        switch phase {
+        case .active: .active
+        case .background, .suspending, .suspended, .resumedInBackground: .background
+        case .launching, .starting: launchState
+        case .launched: launchState
+        default: .inactive
+        }
+    }
+
+    mutating func send(
+        _ callback: WireCallback, state: WireApplicationState, after: WireApplicationState? = nil,
+        remaining: Duration? = nil, event backgroundEvent: WireBackgroundEvent? = nil, detail: String? = nil,
+        now: HostInstant
+    ) -> [Action] {
+        let isLaunch: Bool
+        let budget: Duration
+        switch callback {
+        case .willFinishLaunching, .didFinishLaunching:
+            isLaunch = true
+        case .didBecomeActive:
+            isLaunch = launchDeadline != nil
+        default:
+            isLaunch = false
+        }
+        switch callback {
+        case .didEnterBackground: budget = policy.didEnterBackgroundTimeout
+        case .willTerminate: budget = policy.willTerminateTimeout
+        default: budget = policy.callbackTimeout
+        }
+        let id = nextCallbackID
+        nextCallbackID += 1
+        inFlight = InFlight(
+            id: id, callback: callback, state: state, budget: isLaunch ? policy.launchTimeout : budget, isLaunch: isLaunch,
+            detail: detail)
+        if isLaunch, let launchDeadline {
+            deadlines[.callback] = launchDeadline
+        } else {
+            deadlines[.callback] = now + budget
+        }
+        return [.send(WireCallbackRequest(
+            id: id, callback: callback, state: state, stateAfter: after, backgroundTimeRemaining: remaining?.seconds,
+            event: backgroundEvent))]
+    }
+
+    /// Sends a background event's callback; its work starts now, with its budget.
+    mutating func deliver(_ backgroundEvent: BackgroundEvent, state: WireApplicationState, now: HostInstant) -> [Action] {
+        let id = nextWorkID
+        nextWorkID += 1
+        work[id] = Work(event: backgroundEvent)
+        deadlines[.work(id)] = now + budget(of: backgroundEvent.kind)
+        let wire = WireBackgroundEvent(
+            work: id, kind: backgroundEvent.kind, taskIdentifier: backgroundEvent.taskIdentifier, payload: backgroundEvent.payload)
+        return send(backgroundEvent.callback, state: state, event: wire, detail: backgroundEvent.taskIdentifier, now: now)
+    }
+
+    /// The time a piece of background work has to complete.
+    func budget(of kind: WireBackgroundEvent.Kind) -> Duration {
+        switch kind {
+        case .fetch, .remoteNotification: policy.backgroundFetchTime
+        case .appRefresh: policy.appRefreshTaskTime
+        case .processing: policy.processingTaskTime
+        }
+    }
+
+    /// Ends a running task early: its expiration handler runs, and the grace period starts.
+    mutating func expire(work id: UInt64, because reason: String, now: HostInstant) -> [Action] {
+        guard var item = work[id], item.event.isTask, item.expiredBecause == nil else { return [] }
+        item.expiredBecause = reason
+        work[id] = item
+        deadlines[.work(id)] = now + policy.expirationGrace
+        return [event("taskExpired", detail: "\(item.event.taskIdentifier ?? "?"): \(reason)"), .expireWork(id)]
+    }
+
+    mutating func acknowledged(_ flight: InFlight, returned: Bool?, snapshot: String?, now: HostInstant) -> [Action] {
+        switch flight.callback {
+        case .willFinishLaunching, .didFinishLaunching:
+            if returned == false {
+                return kill(Termination(
+                    kind: .launchFailed, namespace: .host, code: nil,
+                    reason: "\(flight.callback.delegateMethodName) returned false"))
+            }
+            if flight.callback == .willFinishLaunching {
+                return [event("willFinishLaunching")] + send(.didFinishLaunching, state: launchState, now: now)
+            }
+            phase = .launched
+            if launchKind == .background || placement != .foreground { launchDeadline = nil }
+        case .didBecomeActive:
+            phase = .active
+            launchDeadline = nil
+        case .willResignActive, .willEnterForeground:
+            phase = .inactive
+        case .didEnterBackground:
+            phase = .background
+            needsSnapshot = true
+        case .willTerminate:
+            guard case .terminated(let request) = placement else { return [event("willTerminate")] }
+            return [event("willTerminate")] + kill(request)
+        case .didReceiveMemoryWarning:
+            break
+        case .snapshot:
+            return [event("snapshot", detail: snapshot ?? "")]
+        case .performFetch, .didReceiveRemoteNotification, .launchTask:
+            break
+        }
+        return [event(flight.callback.rawValue, detail: flight.detail)]
+    }
+
+    // MARK: Moving towards the placement
+
+    /// When no callback is running, starts the next step towards where the host wants the app.
+    mutating func reconcile(now: HostInstant) -> [Action] {
+        guard inFlight == nil else { return [] }
+        switch phase {
+        case .notRunning, .starting, .launching, .suspending, .terminating, .terminated: return []
+        default: break
+        }
+        if case .terminated(let request) = placement {
+            guard phase != .suspended else { return kill(endWithoutCallback(request, while: "suspended")) }
+            return send(.willTerminate, state: observedState, now: now)
+        }
+        if pendingMemoryWarning && phase != .suspended {
+            pendingMemoryWarning = false
+            return send(.didReceiveMemoryWarning, state: observedState, now: now)
+        }
+        switch (phase, placement) {
+        case (.launched, .foreground) where launchKind == .foreground:
+            return send(.didBecomeActive, state: .active, now: now)
+        case (.launched, .interrupted) where launchKind == .foreground:
+            phase = .inactive
+            return [event("interrupted")]
+        case (.launched, .foreground), (.launched, .interrupted), (.background, .foreground), (.background, .interrupted),
+             (.resumedInBackground, .foreground), (.resumedInBackground, .interrupted):
+            endBackgroundTime()
+            return send(.willEnterForeground, state: .background, after: .inactive, now: now)
+        case (.launched, .background), (.inactive, .background), (.resumedInBackground, .background):
+            backgroundEnteredAt = now
+            backgroundTimeEndedEarly = nil
+            expirationSent = false
+            deadlines[.backgroundWarning] = now + (policy.backgroundTime - policy.expirationWarning)
+            deadlines[.backgroundEnd] = now + policy.backgroundTime + policy.expirationGrace
+            return send(.didEnterBackground, state: .background, remaining: policy.backgroundTime, now: now)
+        case (.inactive, .foreground):
+            return send(.didBecomeActive, state: .active, now: now)
+        case (.active, .foreground):
+            // A remote notification reaches the foreground app; other events wait for the background.
+            guard let index = pendingEvents.firstIndex(where: { $0.kind == .remoteNotification }) else { return [] }
+            return deliver(pendingEvents.remove(at: index), state: .active, now: now)
+        case (.active, .interrupted), (.active, .background):
+            return send(.willResignActive, state: .active, after: .inactive, now: now)
+        case (.background, .background):
+            if !pendingEvents.isEmpty {
+                return deliver(pendingEvents.removeFirst(), state: .background, now: now)
+            }
+            // With background work under way, the snapshot waits for it: it shows its result.
+            if needsSnapshot && work.isEmpty {
+                needsSnapshot = false
+                return send(.snapshot, state: .background, now: now)
+            }
+            guard openTasks.isEmpty, work.isEmpty else { return [] }
+            endBackgroundTime()
+            phase = .suspending
+            deadlines[.suspendVerification] = now + policy.suspendTimeout
+            return [.freeze]
+        case (.suspended, .foreground), (.suspended, .interrupted):
+            phase = .background
+            return [.thaw, event("resumed")] + reconcile(now: now)
+        default:
+            return []
+        }
+    }
+
+    mutating func endBackgroundTime() {
+        backgroundEnteredAt = nil
+        backgroundTimeEndedEarly = nil
+        deadlines[.backgroundWarning] = nil
+        deadlines[.backgroundEnd] = nil
+    }
+
+}

@@ -1,0 +1,435 @@
+package import AppHostProtocol
+
+/// The life cycle of one app, as a pure state machine (LIFECYCLE.md).
+///
+/// It takes inputs — commands, the app's messages, the process's end, the passing of time — and
+/// returns the actions the caller must perform (send a callback, freeze, kill, write a report).
+/// It never reads a clock: every input carries `now`, and `nextDeadline` says when the caller
+/// must next deliver `.tick`. So every rule is testable with a virtual clock, in microseconds.
+package struct LifecycleMachine: Sendable {
+    package enum Input: Sendable, Equatable {
+        case launch(LaunchKind, reason: String)
+        /// The plugin is loaded and its delegate exists.
+        case ready
+        case launchFailed(String)
+        case acknowledged(id: UInt64, returned: Bool?, snapshot: String?)
+        case taskBegan(id: UInt64, name: String?)
+        case taskEnded(id: UInt64)
+        case warning(String)
+        /// Something the app did that the host records as an event of its own (`taskSubmitted`…).
+        case info(String, String?)
+        /// Every thread of the app is verified stopped.
+        case suspensionVerified
+        case exited(ProcessExit)
+        case protocolViolation(String)
+        /// The app closed its end of the control socket (or it failed): unless the process ends
+        /// within a short grace, it is a protocol violation.
+        case controlClosed
+        /// Time passed: deadlines at or before `now` fire.
+        case tick
+        case moveToForeground
+        case moveToBackground
+        case interrupt(Duration?)
+        case endInterruption
+        case terminate(byUser: Bool)
+        /// Resume a suspended app into the background (sequence 6); the seam where background
+        /// events (fetch, push, tasks) will be delivered.
+        case wakeInBackground
+        /// Deliver a background event: launch the app into the background for it (sequence 5,
+        /// with `reason` in the launch options), resume it there if suspended (sequence 6), or
+        /// hand it over where it runs (a remote notification reaches a foreground app too).
+        case deliver(BackgroundEvent, reason: String)
+        /// The app called a completion handler or `setTaskCompleted(success:)`.
+        case workCompleted(id: UInt64, result: String)
+        /// End running BGTaskScheduler tasks early (`expire APP [ID]`): their expiration
+        /// handlers run now and the grace period starts. Nil: every running task.
+        case expireWork(ids: [UInt64]?, reason: String)
+        /// The background time of `beginBackgroundTask` grants ends now (`expire APP`).
+        case expireBackgroundTime
+        /// The host's simulated power or network changed: processing tasks needing what is gone end.
+        case conditionsChanged(externalPower: Bool, network: Bool)
+        /// Kill now, without a callback: the host was told to stop at once (a second Ctrl-C).
+        case abort
+        case memoryWarning
+        /// A host rule ends the app now, without a callback: a forbidden system call, too many
+        /// sandbox violations.
+        case enforce(Termination)
+    }
+
+    package enum Action: Sendable, Equatable {
+        case spawn(reason: String)
+        case send(WireCallbackRequest)
+        case expire(taskIDs: [UInt64], remaining: Double)
+        /// Run this BGTaskScheduler task's expiration handler.
+        case expireWork(UInt64)
+        case freeze
+        case thaw
+        /// End the process now, without a callback: SIGSYS for a forbidden system call, else
+        /// SIGKILL to every process of the app.
+        case kill(Termination)
+        /// The process outlived its kill: SIGKILL to every process of the app, thawing it first.
+        case escalateKill
+        case event(LifecycleEvent)
+        /// The process is gone; write the report.
+        case finished(Termination, ProcessExit)
+    }
+
+    package enum Phase: Sendable, Equatable {
+        case notRunning
+        /// Spawned; the plugin is not loaded yet.
+        case starting
+        /// `willFinishLaunching` or `didFinishLaunching` running.
+        case launching
+        /// `didFinishLaunching` returned; not yet active nor in the background.
+        case launched
+        /// Resumed from suspension into the background; `didEnterBackground` not yet sent.
+        case resumedInBackground
+        case inactive
+        case active
+        case background
+        /// Freeze requested, not yet verified.
+        case suspending
+        case suspended
+        /// Killed for this reason; waiting for the process to end.
+        case terminating(Termination)
+        case terminated
+    }
+
+    /// Where the host wants the app.
+    enum Placement: Equatable {
+        case foreground
+        case interrupted
+        case background
+        /// Asked to end (`terminate`, host shutdown): `applicationWillTerminate` first if it runs.
+        case terminated(Termination)
+    }
+
+    enum Timer: Hashable {
+        case launch
+        case callback
+        case backgroundWarning
+        case backgroundEnd
+        case interruption
+        /// A piece of background work's budget, or the grace after its expiration.
+        case work(UInt64)
+        /// The freeze began; every thread must be verified stopped by then.
+        case suspendVerification
+        /// The app closed its control socket; a dying process ends within this grace.
+        case controlClosed
+        /// The kill was sent; if the process has not ended by then, it is killed again.
+        case killEscalation
+    }
+
+    /// A forbidden system call is answered with SIGSYS, which the app cannot handle; SIGKILL
+    /// follows if it is still alive this long after.
+    static let signalEscalation: Duration = .milliseconds(100)
+    /// After SIGKILL, how long until the host kills again (a thawed group, a re-sent signal).
+    static let killRetry: Duration = .seconds(1)
+    /// A dying process closes its socket just before it ends; one that lives on without it past
+    /// this grace can no longer be driven.
+    static let controlCloseGrace: Duration = .milliseconds(500)
+
+    /// Background work under way: an event delivered whose completion has not come.
+    package struct Work: Sendable, Equatable {
+        package var event: BackgroundEvent
+        /// Why the host ended it early, once it has.
+        package var expiredBecause: String?
+    }
+
+    struct InFlight {
+        var id: UInt64
+        var callback: WireCallback
+        /// What the app observes while it runs.
+        var state: WireApplicationState
+        var budget: Duration
+        var isLaunch: Bool
+        var detail: String?
+    }
+
+    package let policy: Policy
+    package internal(set) var phase: Phase = .notRunning
+    /// Open background tasks, by identifier, with their names.
+    package internal(set) var openTasks: [UInt64: String] = [:]
+    /// When the app last entered the background, while its background time runs.
+    package internal(set) var backgroundEnteredAt: HostInstant?
+    /// The state the app was in when the host decided to end it (or it ended): inside a callback,
+    /// the state the app observed there.
+    package internal(set) var finalState: AppState = .notRunning
+
+    var placement: Placement = .foreground
+    var launchKind: LaunchKind = .foreground
+    var inFlight: InFlight?
+    var nextCallbackID: UInt64 = 1
+    var deadlines: [Timer: HostInstant] = [:]
+    /// Spawn plus the launch budget, until the launch is over; bounds every launch callback.
+    var launchDeadline: HostInstant?
+    var needsSnapshot = false
+    var pendingMemoryWarning = false
+    /// Background events waiting for the app to be ready for them.
+    package internal(set) var pendingEvents: [BackgroundEvent] = []
+    /// Background work under way, by number.
+    package internal(set) var work: [UInt64: Work] = [:]
+    var nextWorkID: UInt64 = 1
+    var expirationSent = false
+    /// When `expire APP` ended the background time before its budget.
+    var backgroundTimeEndedEarly: HostInstant?
+    /// The time of the input being handled: every deadline armed while handling it counts from it.
+    var now = HostInstant(nanoseconds: 0)
+
+    package init(policy: Policy) {
+        self.policy = policy
+    }
+
+    /// The app's state as users see it.
+    package var state: AppState {
+        switch phase {
+        case .notRunning: .notRunning
+        case .starting, .launching: .launching
+        case .launched: launchKind == .foreground ? .inactive : .background
+        case .inactive: .inactive
+        case .active: .active
+        case .background, .suspending, .resumedInBackground: .background
+        case .suspended: .suspended
+        case .terminating: finalState
+        case .terminated: .terminated
+        }
+    }
+
+    /// Whether the app's process exists (from spawn until its end is observed).
+    package var isAlive: Bool { phase != .notRunning && phase != .terminated }
+
+    /// Whether the host has decided to end the app and waits for its process to go.
+    package var isEnding: Bool {
+        if case .terminating = phase { return true }
+        return false
+    }
+
+    /// Whether the app's process exists and the host has not decided to end it: the apps that
+    /// rules apply to and commands reach.
+    package var isLive: Bool { isAlive && !isEnding }
+
+    /// Whether the app is in the foreground, or on its way there.
+    package var isInForeground: Bool { placement == .foreground || placement == .interrupted }
+
+    /// Whether the host asked the app to end (`terminate`, shutdown).
+    var isTerminationRequested: Bool {
+        if case .terminated = placement { return true }
+        return false
+    }
+
+    /// When the caller must next deliver `.tick`.
+    package var nextDeadline: HostInstant? { deadlines.values.min() }
+
+    /// The background time left, while the app is in the background with its time running.
+    package func backgroundTimeRemaining(at now: HostInstant) -> Duration? {
+        guard let entered = backgroundEnteredAt else { return nil }
+        return max(.zero, now.duration(to: backgroundTimeEndedEarly ?? entered + policy.backgroundTime))
+    }
+
+    package mutating func handle(_ input: Input, now: HostInstant) -> [Action] {
+        self.now = now
+        var actions: [Action] = []
+        switch input {
+        case .launch(let kind, let reason):
+            guard phase == .notRunning else { return [] }
+            launchKind = kind
+            placement = kind == .foreground ? .foreground : .background
+            phase = .starting
+            launchDeadline = now + policy.launchTimeout
+            deadlines[.launch] = launchDeadline
+            actions += [.spawn(reason: reason), event("launching", detail: reason)]
+
+        case .ready:
+            guard phase == .starting else { return protocolViolation("the app said it was ready twice", now: now) }
+            deadlines[.launch] = nil
+            phase = .launching
+            actions.append(event("loaded"))
+            actions += send(.willFinishLaunching, state: launchState, now: now)
+
+        case .launchFailed(let reason):
+            actions += kill(Termination(kind: .launchFailed, namespace: .host, code: nil, reason: reason))
+
+        case .acknowledged(let id, let returned, let snapshot):
+            guard let flight = inFlight, flight.id == id else {
+                return protocolViolation("it acknowledged callback \(id), which was not running", now: now)
+            }
+            inFlight = nil
+            deadlines[.callback] = nil
+            actions += acknowledged(flight, returned: returned, snapshot: snapshot, now: now)
+
+        case .taskBegan(let id, let name):
+            guard isLive else { return [] }
+            openTasks[id] = name ?? ""
+            actions.append(event("backgroundTaskBegan", detail: taskLabel(id)))
+            if openTasks.count > policy.maximumBackgroundTasks {
+                actions += kill(Termination(
+                    kind: .tooManyBackgroundTasks, namespace: .runningBoard,
+                    code: TerminationCode.tooManyBackgroundTasks.rawValue,
+                    reason: "opened \(openTasks.count) background tasks at once; the limit is \(policy.maximumBackgroundTasks)"))
+            }
+
+        case .taskEnded(let id):
+            guard isLive, openTasks[id] != nil else { return [] }
+            let label = taskLabel(id)
+            openTasks[id] = nil
+            actions.append(event("backgroundTaskEnded", detail: label))
+
+        case .warning(let text):
+            actions.append(event("warning", detail: text))
+
+        case .info(let name, let detail):
+            actions.append(event(name, detail: detail))
+
+        case .suspensionVerified:
+            guard phase == .suspending else { return [] }
+            deadlines[.suspendVerification] = nil
+            phase = .suspended
+            actions.append(event("suspended"))
+            if let next = pendingEvents.first {
+                // An event arrived while the app was being suspended.
+                phase = .resumedInBackground
+                actions += [.thaw, event("resumed", detail: "in the background for a \(next.label)")]
+            }
+
+        case .exited(let exit):
+            guard isAlive else { return [] }
+            let termination: Termination
+            if case .terminating(let decided) = phase {
+                termination = decided
+            } else {
+                finalState = observedStateForReport
+                termination = unexpectedEnd(exit)
+            }
+            phase = .terminated
+            inFlight = nil
+            deadlines.removeAll()
+            backgroundEnteredAt = nil
+            return [.finished(termination, exit)]
+
+        case .protocolViolation(let what):
+            return protocolViolation(what, now: now)
+
+        case .controlClosed:
+            guard isLive else { return [] }
+            deadlines[.controlClosed] = now + Self.controlCloseGrace
+
+        case .enforce(let termination):
+            return kill(termination)
+
+        case .tick:
+            actions += fireDeadlines(now: now)
+
+        case .moveToForeground:
+            if phase == .notRunning { return handle(.launch(.foreground, reason: "user"), now: now) }
+            guard !isTerminationRequested else { return [] }
+            placement = .foreground
+            deadlines[.interruption] = nil
+            // A processing task ends at once when the user opens the app; it is not held to it.
+            for (id, item) in work.sorted(by: { $0.key < $1.key }) where item.event.kind == .processing {
+                actions += expire(work: id, because: "the user opened the app", now: now)
+                work[id] = nil
+                deadlines[.work(id)] = nil
+            }
+
+        case .moveToBackground:
+            guard !isTerminationRequested, isAlive else { return [] }
+            placement = .background
+            deadlines[.interruption] = nil
+
+        case .interrupt(let duration):
+            guard isAlive, isInForeground else { return [] }
+            placement = .interrupted
+            deadlines[.interruption] = duration.map { now + $0 }
+
+        case .endInterruption:
+            guard placement == .interrupted else { return [] }
+            placement = .foreground
+            deadlines[.interruption] = nil
+
+        case .terminate(let byUser):
+            guard isLive, !isTerminationRequested else { return [] }
+            let request = byUser
+                ? Termination(
+                    kind: .userTerminated, namespace: .user, code: nil,
+                    reason: "terminated by the user; applicationWillTerminate(_:) returned")
+                : Termination(
+                    kind: .hostShutdown, namespace: .host, code: nil,
+                    reason: "the host shut down; applicationWillTerminate(_:) returned")
+            placement = .terminated(request)
+            switch phase {
+            case .starting:
+                actions += kill(Termination(
+                    kind: request.kind, namespace: request.namespace, code: nil,
+                    reason: byUser ? "terminated by the user before it finished loading" : "the host shut down before the app finished loading"))
+            case .suspending:
+                // Its threads are stopping or stopped: like a suspended app, it gets no callback.
+                actions += kill(endWithoutCallback(request, while: "being suspended"))
+            default:
+                break
+            }
+
+        case .wakeInBackground:
+            if phase == .notRunning { return handle(.launch(.background, reason: "background"), now: now) }
+            guard phase == .suspended, placement == .background else { return [] }
+            phase = .resumedInBackground
+            actions += [.thaw, event("resumed", detail: "in the background")]
+
+        case .deliver(let backgroundEvent, let reason):
+            if phase == .notRunning {
+                pendingEvents = [backgroundEvent]
+                return handle(.launch(.background, reason: reason), now: now)
+            }
+            guard isLive, !isTerminationRequested else { return [] }
+            pendingEvents.append(backgroundEvent)
+            if phase == .suspended {
+                phase = .resumedInBackground
+                actions += [.thaw, event("resumed", detail: "in the background for a \(backgroundEvent.label)")]
+            }
+
+        case .workCompleted(let id, let result):
+            guard isLive, let done = work.removeValue(forKey: id) else { return [] }
+            deadlines[.work(id)] = nil
+            needsSnapshot = true
+            switch done.event.kind {
+            case .fetch: actions.append(event("fetchCompleted", detail: result))
+            case .remoteNotification: actions.append(event("notificationCompleted", detail: result))
+            case .appRefresh, .processing:
+                actions.append(event("taskCompleted", detail: "\(done.event.taskIdentifier ?? "?") \(result)"))
+            }
+
+        case .expireWork(let ids, let reason):
+            let targets = (ids ?? Array(work.keys)).sorted().filter { work[$0]?.event.isTask == true && work[$0]?.expiredBecause == nil }
+            for id in targets { actions += expire(work: id, because: reason, now: now) }
+
+        case .expireBackgroundTime:
+            guard backgroundEnteredAt != nil, !openTasks.isEmpty, !isEnding else { return [] }
+            backgroundTimeEndedEarly = now
+            expirationSent = true
+            deadlines[.backgroundWarning] = nil
+            deadlines[.backgroundEnd] = now + policy.expirationGrace
+            let ids = openTasks.keys.sorted()
+            actions.append(event("expiration", detail: ids.map(taskLabel).joined(separator: ", ")))
+            actions.append(.expire(taskIDs: ids, remaining: 0))
+
+        case .conditionsChanged(let externalPower, let network):
+            for (id, item) in work.sorted(by: { $0.key < $1.key }) where item.event.kind == .processing && item.expiredBecause == nil {
+                if item.event.requiresExternalPower && !externalPower {
+                    actions += expire(work: id, because: "external power was lost", now: now)
+                } else if item.event.requiresNetworkConnectivity && !network {
+                    actions += expire(work: id, because: "the network went offline", now: now)
+                }
+            }
+
+        case .abort:
+            return kill(Termination(
+                kind: .hostShutdown, namespace: .host, code: nil,
+                reason: "the host was told to stop at once; killed without a callback"))
+
+        case .memoryWarning:
+            guard isAlive, phase != .suspended, phase != .suspending, phase != .starting else { return [] }
+            pendingMemoryWarning = true
+        }
+        actions += reconcile(now: now)
+        return actions
+    }
+}
