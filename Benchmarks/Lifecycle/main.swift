@@ -8,6 +8,7 @@
 //   getppid under the app's seccomp filter              vs  the same loop unconfined
 //   the confinement step (caps, user, Landlock, seccomp)    as a share of the launch
 //   launch of a confined trivial app                    vs  bwrap and firejail running /bin/true
+//   ps answered while another app floods its stdout     vs  ps answered with that app idle
 //
 // Run: scripts/benchmark (builds in release, bundles Hello, runs this). The machine is shared and
 // noisy: compare the ratios within one run, not absolute numbers across runs.
@@ -163,39 +164,6 @@ func pipeRoundTrips(runs: Int) -> Sample {
 }
 
 // MARK: apphost
-
-/// Collects the supervisor's events and lets the benchmark wait for one.
-final class EventLog: @unchecked Sendable {
-    private let condition = NSCondition()
-    private var events: [(event: HostEvent, at: UInt64)] = []
-
-    func record(_ event: HostEvent) {
-        let at = now()
-        condition.lock()
-        events.append((event, at))
-        condition.broadcast()
-        condition.unlock()
-    }
-
-    /// Waits for the next `name` event after index `after`; returns it with its arrival time.
-    func next(_ name: String, after index: inout Int) -> (event: HostEvent, at: UInt64) {
-        condition.lock()
-        defer { condition.unlock() }
-        while true {
-            if let found = events[index...].firstIndex(where: { $0.event.event == name }) {
-                index = found + 1
-                return events[found]
-            }
-            guard condition.wait(until: Date().addingTimeInterval(30)) else { fatalError("no \(name) event within 30 s") }
-        }
-    }
-
-    var count: Int {
-        condition.lock()
-        defer { condition.unlock() }
-        return events.count
-    }
-}
 
 func benchmarkApphost(mechanism: SuspensionMechanism, bundle: AppBundle, executable: String, runs: Int)
     -> (launch: Sample, loaded: Sample, confinement: Sample, suspend: Sample, resume: Sample, callback: Sample)
@@ -404,6 +372,9 @@ if FileManager.default.fileExists(atPath: probe.appendingPathComponent("Info.pli
     let locks = benchmarkSharedResourceCheck(executable: executable, probe: probe, runs: runs)
     print(row(locks.check, against: locks.checkBaseline))
     print(row(locks.suspend, against: locks.suspendBaseline))
+    let status = benchmarkStatusUnderFlood(executable: executable, probe: probe, runs: runs)
+    print(row(status.flood, against: status.idle))
+    if let note = status.note { print(note) }
 } else {
-    print("0xdead10cc check: \(probe.path) is missing; scripts/benchmark bundles it")
+    print("0xdead10cc check and ps under an output flood: \(probe.path) is missing; scripts/benchmark bundles it")
 }

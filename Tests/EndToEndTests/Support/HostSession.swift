@@ -161,9 +161,17 @@ final class HostSession: @unchecked Sendable {
     private var errorText = ""
     private var outputClosed = false
     private let exited = DispatchSemaphore(value: 0)
+    /// With a limit, `standardError` keeps only about the last this many bytes (an app that floods
+    /// its output must not fill the test process).
+    private let standardErrorLimit: Int?
 
-    init(_ bundles: [URL], scratch: Scratch, arguments: [String] = [], environment: [String: String] = [:]) throws {
+    /// `keepStandardErrorKiB`: keep only the last N KiB of the host's standard error, not all of it.
+    init(
+        _ bundles: [URL], scratch: Scratch, arguments: [String] = [], environment: [String: String] = [:],
+        keepStandardErrorKiB: Int? = nil
+    ) throws {
         try Paths.requireBuilt(Paths.apphost)
+        standardErrorLimit = keepStandardErrorKiB.map { $0 * 1024 }
         process.executableURL = Paths.apphost
         if !environment.isEmpty {
             process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
@@ -275,16 +283,16 @@ final class HostSession: @unchecked Sendable {
             let chunk = handle.availableData
             if chunk.isEmpty { break }
             pending.append(chunk)
+            if !isOutput {
+                appendStandardError(&pending)
+                continue
+            }
             while let newline = pending.firstIndex(of: UInt8(ascii: "\n")) {
                 let line = pending[pending.startIndex..<newline]
                 pending.removeSubrange(pending.startIndex...newline)
                 condition.lock()
-                if isOutput {
-                    if let object = try? JSONSerialization.jsonObject(with: line) as? [String: Any] {
-                        events.append(Event(fields: object))
-                    }
-                } else {
-                    errorText += String(decoding: line, as: UTF8.self) + "\n"
+                if let object = try? JSONSerialization.jsonObject(with: line) as? [String: Any] {
+                    events.append(Event(fields: object))
                 }
                 condition.broadcast()
                 condition.unlock()
@@ -296,6 +304,27 @@ final class HostSession: @unchecked Sendable {
             condition.broadcast()
             condition.unlock()
         }
+    }
+}
+
+extension HostSession {
+    /// Moves the complete lines of `pending` to `errorText` in one step (a flood of short lines
+    /// must not cost a lock round per line, or the host would block writing to us), keeping
+    /// only the last `standardErrorLimit` bytes when there is a limit.
+    fileprivate func appendStandardError(_ pending: inout Data) {
+        if let limit = standardErrorLimit, pending.count > limit {
+            pending.removeFirst(pending.count - limit)  // a line that never ends: its tail only
+        }
+        guard let newline = pending.lastIndex(of: UInt8(ascii: "\n")) else { return }
+        let text = String(decoding: pending[pending.startIndex...newline], as: UTF8.self)
+        pending.removeSubrange(pending.startIndex...newline)
+        condition.lock()
+        errorText += text
+        if let limit = standardErrorLimit, errorText.utf8.count > 2 * limit {
+            errorText = String(decoding: Array(errorText.utf8.suffix(limit)), as: UTF8.self)
+        }
+        condition.broadcast()
+        condition.unlock()
     }
 }
 

@@ -101,6 +101,7 @@ final class AppDelegate: ApplicationDelegate {
         if let probes = behavior["sandboxProbes"] as? [String] { runSandboxProbes(probes, behavior: behavior) }
         if let threads = behavior["busyThreads"] as? Int { startBusyThreads(threads) }
         if let wire = behavior["wire"] as? String { writeToControlSocket(wire) }
+        runWireAttacks(behavior)
         if behavior["closeControlSocket"] as? Bool == true { close(3) }
         Window(content: behavior["windowContent"] as? String ?? "Probe").makeKeyAndVisible()
         return behavior["didFinishLaunchingReturns"] as? Bool ?? true

@@ -4,6 +4,7 @@
 // Raw system calls the Probe fixture tries against its sandbox. Each returns 0 (or a count) on
 // success and -errno on failure, so the probe can record exactly what the kernel answered.
 
+#include <stddef.h>
 #include <stdint.h>
 
 int probe_socket(int family, int type);
@@ -33,5 +34,11 @@ int probe_lock(int fd, int kind, int exclusive);
 int probe_unlock(int fd, int kind);
 /// socket(AF_UNIX) connected to `path`; returns the fd or -errno.
 int probe_connect_unix(const char *path);
+
+/// sendmsg(MSG_NOSIGNAL) of `length` bytes with `fd` attached (SCM_RIGHTS) to the first byte:
+/// how the Probe slips descriptors of its own to the host. Returns the bytes sent or -errno.
+long probe_send_with_fd(int socket, const void *bytes, size_t length, int fd);
+/// eventfd(initial, EFD_CLOEXEC): the descriptor or -errno.
+int probe_eventfd(unsigned int initial);
 
 #endif

@@ -1,0 +1,186 @@
+import Foundation
+import Testing
+
+/// Attacks of a hostile app on its control channel (fd 3) and its output pipe, each against a
+/// real host and real app processes: the Probe fixture sends them (Tests/Fixtures/Probe/
+/// WireAttacks.swift). The host must end the attacker with a report and stay sound: its other
+/// apps keep working, its descriptors, memory and CPU stay bounded, its commands are answered.
+@Suite(.serialized, .timeLimit(.minutes(1)))
+struct ControlChannelTests {
+    // MARK: Forged confinement and identity
+
+    /// Hole: a second `sandboxed` frame carrying a descriptor of the app's own (an eventfd) was
+    /// taken as the app's seccomp listener; the host then polled a listener that was always
+    /// readable and never yielded a call, spinning on the queue that also reports refusals.
+    @Test func aSecondSandboxedMessageWithADescriptorEndsTheApp() throws {
+        let scratch = try Scratch()
+        let host = try HostSession(
+            [try scratch.bundle("Forger", behavior: ["wireAttack": "sandboxedWithDescriptor"]),
+             try scratch.bundle("Offline", behavior: ["sandboxProbes": ["socket-inet"]])],
+            scratch: scratch)
+        // The checks after this one hold on their own, so a missing end does not stop the test.
+        if let end = try? host.waitFor("Forger", "terminated") {
+            #expect(end.kind == "protocol-violation")
+            #expect(end.reason?.contains("sent sandboxed") == true, "reason: \(end.reason ?? "none")")
+            _ = try Report(end)
+        }
+        // The host does not spin: less than half a second of CPU over a second of idleness.
+        let pid = host.process.processIdentifier
+        let ticksPerSecond = sysconf(Int32(_SC_CLK_TCK))
+        let before = try #require(cpuTicks(pid))
+        Thread.sleep(forTimeInterval: 1)
+        let after = try #require(cpuTicks(pid))
+        #expect(after - before < ticksPerSecond / 2, "the host used \(after - before) ticks (of \(ticksPerSecond) per second) while idle")
+        // Refusals of another app go on being reported.
+        host.send("open Offline")
+        try host.waitFor("Offline", "didBecomeActive")
+        #expect(scratch.recorded("Offline").filter { $0.hasPrefix("probe ") } == ["probe socket-inet: EPERM"])
+        if SyscallFilterTests.hasNotification {
+            let violation = try host.waitFor("Offline violation") { $0.name == "Offline" && $0.event == "violation" }
+            #expect(violation.detail == "socket(AF_INET) refused (EPERM)")
+        }
+        host.closeInput()
+        #expect(try host.waitForExit() == 0)
+    }
+
+    /// Holes: (hello) a `hello` sent after launch, naming the host's own pid, was accepted
+    /// silently; (sandboxedAsRoot) a second `sandboxed` frame without a descriptor claiming
+    /// uid 0 was published as how the app is confined ("uid 0").
+    @Test(arguments: [("hello", "sent hello"), ("sandboxedAsRoot", "sent sandboxed")])
+    func aForgedMessageEndsTheAppAndChangesNothing(attack: String, reason: String) throws {
+        let scratch = try Scratch()
+        let host = try HostSession([try scratch.bundle("Liar", behavior: ["wireAttack": attack])], scratch: scratch)
+        let end = try host.waitFor("Liar", "terminated")
+        #expect(end.kind == "protocol-violation")
+        #expect(end.reason?.contains(reason) == true, "reason: \(end.reason ?? "none")")
+        _ = try Report(end)
+        // Only the genuine `sandboxed` event, published at launch, with the genuine uid.
+        let sandboxed = host.allEvents.filter { $0.name == "Liar" && $0.event == "sandboxed" }
+        #expect(sandboxed.count == 1, "sandboxed events: \(sandboxed)")
+        #expect(sandboxed.first?.detail?.hasSuffix("uid \(try genuineUID("Liar", scratch: scratch))") == true,
+                "detail: \(sandboxed.first?.detail ?? "none")")
+        host.closeInput()
+        #expect(try host.waitForExit() == 0)
+    }
+
+    /// The uid the app really runs as: its own user from the host's allocations on a root host
+    /// (apps run as per-app users from 2000000000 on), else the user running the tests.
+    private func genuineUID(_ name: String, scratch: Scratch) throws -> UInt32 {
+        guard getuid() == 0 else { return getuid() }
+        let data = try Data(contentsOf: scratch.stateDirectory.appendingPathComponent("app-users.json"))
+        let table = try #require(try JSONSerialization.jsonObject(with: data) as? [String: Any])
+        let uid = try #require((table["apps"] as? [String: Any])?["test.\(name.lowercased())"] as? Int)
+        #expect(uid >= 2_000_000_000)
+        return UInt32(uid)
+    }
+
+    // MARK: Descriptors
+
+    /// Hole: descriptors attached (SCM_RIGHTS) to the bytes of ordinary frames were all kept by
+    /// the host, waiting for a `sandboxed` frame that never came, until it ran out of
+    /// descriptors and could no longer launch anything.
+    @Test func descriptorsOnEveryByteEndTheAppAndAreNotKept() throws {
+        let scratch = try Scratch()
+        let host = try HostSession(
+            [try scratch.bundle("Steady"), try scratch.bundle("Smuggler", behavior: ["wireAttack": "descriptorPerByte"]),
+             try scratch.bundle("Later")],
+            scratch: scratch)
+        try host.waitFor("Steady", "didBecomeActive")
+        let pid = host.process.processIdentifier
+        let baseline = try #require(openDescriptors(pid))
+        host.send("open Smuggler")
+        if let end = try? host.waitFor("Smuggler", "terminated", timeout: 20) {
+            #expect(end.kind == "protocol-violation")
+            #expect(end.reason?.contains("descriptor") == true, "reason: \(end.reason ?? "none")")
+            _ = try Report(end)
+        }
+        // The app's end closes what it sent (the host's own sources close asynchronously).
+        waitUntil(timeout: 2) { (openDescriptors(pid) ?? .max) <= baseline + 5 }
+        let count = try #require(openDescriptors(pid))
+        #expect(count <= baseline + 5, "the host holds \(count) descriptors, \(baseline) before the app was opened")
+        host.send("open Later")
+        try host.waitFor("Later", "didBecomeActive")
+        host.closeInput()
+        #expect(try host.waitForExit() == 0)
+    }
+
+    // MARK: Output
+
+    /// Hole: the host read an app's output until the pipe was empty, which a flooding app never
+    /// lets happen, so it answered nothing else; and it kept a line without a newline whole, so
+    /// an app that never printed one grew the host's memory without bound.
+    @Test(arguments: ["lines", "noNewline"])
+    func anOutputFloodLeavesTheHostResponsive(flood: String) throws {
+        let scratch = try Scratch()
+        let host = try HostSession(
+            [try scratch.bundle("Flooder", behavior: ["flood": flood]), try scratch.bundle("Steady")],
+            scratch: scratch, keepStandardErrorKiB: 64)
+        try host.waitFor("Flooder", "didBecomeActive")
+        let floodStarted = Date()
+        let pid = host.process.processIdentifier
+        for round in 1...5 {
+            let asked = Date()
+            host.send("ps")
+            try host.waitFor("ps #\(round) of Flooder", occurrence: round, timeout: 5) { $0.event == "ps" && $0.name == "Flooder" }
+            let took = Date().timeIntervalSince(asked)
+            #expect(took < 1, "ps #\(round) was answered after \(String(format: "%.3f", took)) s")
+        }
+        if flood == "noNewline" {
+            // Measured while the app still floods (opening another app would suspend it).
+            Thread.sleep(until: floodStarted.addingTimeInterval(3))
+            let resident = try #require(residentBytes(pid))
+            #expect(resident < 150 << 20, "the host's VmRSS is \(resident >> 20) MiB after 3 s of flood")
+        }
+        host.send("open Steady")
+        try host.waitFor("Steady", "didBecomeActive")
+        host.closeInput()
+        #expect(try host.waitForExit(timeout: 10) == 0)
+    }
+
+    /// Hole: a line of any length was kept whole until its newline came. The host cuts it into
+    /// pieces of at most 16384 bytes, each cut piece marked as such; nothing is lost.
+    @Test func aLongLineIsForwardedInMarkedPieces() throws {
+        let scratch = try Scratch()
+        let length = 40_000  // with its newline
+        let host = try HostSession(
+            [try scratch.bundle("Talker", behavior: ["longLine": length])], scratch: scratch, keepStandardErrorKiB: 256)
+        let pid = try #require(try host.waitFor("Talker", "didBecomeActive").pid)
+        let prefix = "Talker[\(pid)]: "
+        try host.waitForStandardError(containing: prefix + "long line done")
+        let marker = " [line cut at 16384 bytes]"
+        let pieces = host.standardError.split(separator: "\n").filter { $0.hasPrefix(prefix) && !$0.hasSuffix("long line done") }
+            .map { String($0.dropFirst(prefix.count)) }
+        let payloads = pieces.map { $0.hasSuffix(marker) ? String($0.dropLast(marker.count)) : $0 }
+        let letters = Array("abcdefghijklmnopqrstuvwxyz")
+        let line = String((0..<(length - 1)).map { letters[$0 % letters.count] })
+        #expect(payloads.joined() == line, "pieces of \(payloads.map(\.utf8.count)) bytes")
+        #expect(payloads.allSatisfy { $0.utf8.count <= 16384 }, "pieces of \(payloads.map(\.utf8.count)) bytes")
+        #expect(pieces.count >= 3)
+        #expect(pieces.dropLast().allSatisfy { $0.hasSuffix(marker) }, "every cut piece ends with the marker")
+        #expect(pieces.last?.hasSuffix(marker) == false, "the line's end is not a cut")
+        host.closeInput()
+        #expect(try host.waitForExit(timeout: 10) == 0)
+    }
+}
+
+// MARK: The host process, from /proc
+
+/// How many descriptors a process holds: the entries of /proc/PID/fd.
+private func openDescriptors(_ pid: Int32) -> Int? {
+    (try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/fd"))?.count
+}
+
+/// A process's resident memory in bytes: VmRSS of /proc/PID/status.
+private func residentBytes(_ pid: Int32) -> Int? {
+    guard let status = try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8),
+          let line = status.split(separator: "\n").first(where: { $0.hasPrefix("VmRSS:") }),
+          let kibibytes = line.split(separator: " ").dropFirst().first.flatMap({ Int($0) })
+    else { return nil }
+    return kibibytes * 1024
+}
+
+/// Polls `condition` every 20 ms until it holds or `timeout` passes.
+private func waitUntil(timeout: Double, _ condition: () -> Bool) {
+    let deadline = Date().addingTimeInterval(timeout)
+    while !condition(), Date() < deadline { Thread.sleep(forTimeInterval: 0.02) }
+}
