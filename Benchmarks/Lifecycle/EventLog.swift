@@ -19,7 +19,7 @@ final class EventLog: @unchecked Sendable {
         condition.lock()
         defer { condition.unlock() }
         while true {
-            if let found = events[index...].firstIndex(where: { $0.event.event == name }) {
+            if let found = events[index...].firstIndex(where: { $0.event.event.rawValue == name }) {
                 index = found + 1
                 return events[found]
             }

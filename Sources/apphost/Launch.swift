@@ -335,9 +335,9 @@ final class FirstLaunch: Sendable {
     func observe(_ event: HostEvent) {
         guard event.app == identifier else { return }
         switch event.event {
-        case "didBecomeActive", "didEnterBackground":
+        case .didBecomeActive, .didEnterBackground:
             decide()
-        case "terminated":
+        case .terminated:
             guard let termination = event.termination, termination.kind == .launchFailed else {
                 decide()
                 return

@@ -65,7 +65,7 @@ struct SimulatedHost {
                     escalations += 1
                     if processDies { queue.append(.exited(ProcessExit(status: .signaled(9, coreDumped: false)))) }
                 case .event(let event):
-                    events.append(event.name)
+                    events.append(event.name.rawValue)
                 case .finished(let termination, _):
                     finished = termination
                 }

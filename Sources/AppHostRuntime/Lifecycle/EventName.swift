@@ -23,11 +23,21 @@ public struct EventName: RawRepresentable, Hashable, Sendable, Codable, CustomSt
     /// Whether the event is a callback's return (timed from the request to the acknowledgement).
     var isCallback: Bool { WireCallback(rawValue: rawValue) != nil }
 
-    // The life cycle.
     public static let launching = EventName(rawValue: "launching")
     public static let loaded = EventName(rawValue: "loaded")
+    // Delegate callbacks that returned (the names of WireCallback).
     public static let willFinishLaunching = EventName(rawValue: "willFinishLaunching")
+    public static let didFinishLaunching = EventName(rawValue: "didFinishLaunching")
+    public static let didBecomeActive = EventName(rawValue: "didBecomeActive")
+    public static let willResignActive = EventName(rawValue: "willResignActive")
+    public static let didEnterBackground = EventName(rawValue: "didEnterBackground")
+    public static let willEnterForeground = EventName(rawValue: "willEnterForeground")
     public static let willTerminate = EventName(rawValue: "willTerminate")
+    public static let didReceiveMemoryWarning = EventName(rawValue: "didReceiveMemoryWarning")
+    public static let performFetch = EventName(rawValue: "performFetch")
+    public static let didReceiveRemoteNotification = EventName(rawValue: "didReceiveRemoteNotification")
+    public static let launchTask = EventName(rawValue: "launchTask")
+    // The life cycle.
     public static let interrupted = EventName(rawValue: "interrupted")
     public static let snapshot = EventName(rawValue: "snapshot")
     public static let suspended = EventName(rawValue: "suspended")
