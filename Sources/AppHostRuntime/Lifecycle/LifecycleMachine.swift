@@ -1,4 +1,4 @@
-package import AppHostProtocol
+import AppHostProtocol
 
 /// The life cycle of one app, as a pure state machine (LIFECYCLE.md).
 ///
@@ -7,73 +7,6 @@ package import AppHostProtocol
 /// It never reads a clock: every input carries `now`, and `nextDeadline` says when the caller
 /// must next deliver `.tick`. So every rule is testable with a virtual clock, in microseconds.
 package struct LifecycleMachine: Sendable {
-    package enum Input: Sendable, Equatable {
-        case launch(LaunchKind, reason: String)
-        /// The plugin is loaded and its delegate exists.
-        case ready
-        case launchFailed(String)
-        case acknowledged(id: UInt64, returned: Bool?, snapshot: String?)
-        case taskBegan(id: UInt64, name: String?)
-        case taskEnded(id: UInt64)
-        case warning(String)
-        /// Something the app did that the host records as an event of its own (`taskSubmitted`…).
-        case info(EventName, String?)
-        /// Every thread of the app is verified stopped.
-        case suspensionVerified
-        case exited(ProcessExit)
-        case protocolViolation(String)
-        /// The app closed its end of the control socket (or it failed): unless the process ends
-        /// within a short grace, it is a protocol violation.
-        case controlClosed
-        /// Time passed: deadlines at or before `now` fire.
-        case tick
-        case moveToForeground
-        case moveToBackground
-        case interrupt(Duration?)
-        case endInterruption
-        case terminate(byUser: Bool)
-        /// Resume a suspended app into the background (sequence 6); the seam where background
-        /// events (fetch, push, tasks) will be delivered.
-        case wakeInBackground
-        /// Deliver a background event: launch the app into the background for it (sequence 5,
-        /// with `reason` in the launch options), resume it there if suspended (sequence 6), or
-        /// hand it over where it runs (a remote notification reaches a foreground app too).
-        case deliver(BackgroundEvent, reason: String)
-        /// The app called a completion handler or `setTaskCompleted(success:)`.
-        case workCompleted(id: UInt64, result: String)
-        /// End running BGTaskScheduler tasks early (`expire APP [ID]`): their expiration
-        /// handlers run now and the grace period starts. Nil: every running task.
-        case expireWork(ids: [UInt64]?, reason: String)
-        /// The background time of `beginBackgroundTask` grants ends now (`expire APP`).
-        case expireBackgroundTime
-        /// The host's simulated power or network changed: processing tasks needing what is gone end.
-        case conditionsChanged(externalPower: Bool, network: Bool)
-        /// Kill now, without a callback: the host was told to stop at once (a second Ctrl-C).
-        case abort
-        case memoryWarning
-        /// A host rule ends the app now, without a callback: a forbidden system call, too many
-        /// sandbox violations.
-        case enforce(Termination)
-    }
-
-    package enum Action: Sendable, Equatable {
-        case spawn(reason: String)
-        case send(WireCallbackRequest)
-        case expire(taskIDs: [UInt64], remaining: Double)
-        /// Run this BGTaskScheduler task's expiration handler.
-        case expireWork(UInt64)
-        case freeze
-        case thaw
-        /// End the process now, without a callback: SIGSYS for a forbidden system call, else
-        /// SIGKILL to every process of the app.
-        case kill(Termination)
-        /// The process outlived its kill: SIGKILL to every process of the app, thawing it first.
-        case escalateKill
-        case event(LifecycleEvent)
-        /// The process is gone; write the report.
-        case finished(Termination, ProcessExit)
-    }
-
     package enum Phase: Sendable, Equatable {
         case notRunning
         /// Spawned; the plugin is not loaded yet.

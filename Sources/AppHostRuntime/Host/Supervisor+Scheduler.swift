@@ -1,0 +1,207 @@
+import Foundation
+import Dispatch
+import AppHostProtocol
+
+// Background execution (LIFECYCLE.md, sequences 5 and 6 and the BGTaskScheduler rules): the
+// scheduler that runs due requests and fetches, the app's BGTaskScheduler messages, and the
+// commands that trigger each mode on demand. The life-cycle machine delivers the events; this
+// decides when and whether.
+
+/// The BGTaskScheduler side of the host: the scheduler pass over the persisted requests, and
+/// what apps say about their tasks and fetch intervals.
+extension Supervisor {
+    // MARK: The scheduler
+
+    /// The scheduler's clock: the wall clock, moved on by `advance`.
+    var schedulerNow: Double { Date().timeIntervalSince1970 + schedule.clockOffset }
+
+    /// Runs the scheduler once the current work on the queue is done (after a state change, an
+    /// installation): an app that leaves the foreground may have requests waiting for it.
+    func queueSchedulerPass() {
+        guard !schedulerPassQueued else { return }
+        schedulerPassQueued = true
+        queue.async { [weak self] in
+            guard let self else { return }
+            schedulerPassQueued = false
+            runDueWork()
+        }
+    }
+
+    /// Starts every due fetch and request whose conditions hold, for apps that may be woken now,
+    /// and sets the timer for the next date something becomes due. Returns what it started.
+    @discardableResult
+    func runDueWork() -> [String] {
+        let now = schedulerNow
+        let conditions = BackgroundSchedule.Conditions(power: power, network: network)
+        let floor = configuration.policy.minimumBackgroundFetchInterval.seconds
+        var started: [String] = []
+        var changed = false
+        for record in apps where mayWakeForSchedule(record) {
+            let id = record.bundle.identifier
+            let before = schedule.apps[id]
+            let running = record.run.map { run in
+                Set((run.machine.work.values.map(\.event) + run.machine.pendingEvents).compactMap(\.taskIdentifier))
+            } ?? []
+            let (fetch, tasks) = schedule.takeDue(
+                for: id, now: now, conditions: conditions, refreshAvailable: configuration.backgroundAppRefresh, fetchFloor: floor,
+                running: running)
+            changed = changed || schedule.apps[id] != before
+            var events: [BackgroundEvent] = []
+            if fetch && record.bundle.backgroundModes.contains(.fetch) { events.append(BackgroundEvent(kind: .fetch)) }
+            for request in tasks {
+                if let run = record.run, run.machine.isAlive, launchFinished(run), !run.registeredTasks.contains(request.identifier) {
+                    publish(HostEvent(
+                        time: Date(), app: id, name: record.bundle.name, pid: run.process?.pid, event: .warning,
+                        detail: "dropped the due request \(request.identifier): the app registered no launch handler for it"), run: run)
+                    continue
+                }
+                events.append(BackgroundEvent(
+                    kind: request.kind == .appRefresh ? .appRefresh : .processing, taskIdentifier: request.identifier,
+                    requiresExternalPower: request.requiresExternalPower, requiresNetworkConnectivity: request.requiresNetworkConnectivity))
+            }
+            for event in events {
+                let how = deliver(event, reason: event.kind == .fetch ? "backgroundFetch" : "backgroundTask", to: record)
+                announce(record, command: .scheduler, "due: \(event.label)", how)
+                started.append("\(record.bundle.name) \(event.label)")
+            }
+        }
+        if changed { saveSchedule() }
+        armSchedulerTimer(now: now, conditions: conditions)
+        return started
+    }
+
+    func armSchedulerTimer(now: Double, conditions: BackgroundSchedule.Conditions) {
+        let names = apps.map(\.bundle.identifier)
+        guard let next = schedule.nextDate(after: now, apps: names, conditions: conditions, refreshAvailable: configuration.backgroundAppRefresh)
+        else {
+            schedulerTimer.schedule(deadline: .distantFuture)
+            return
+        }
+        let delay = max(0, next - now)
+        schedulerTimer.schedule(wallDeadline: .now() + delay, leeway: .milliseconds(10))
+    }
+
+    /// Whether the scheduler may wake the app now: not force quit, not in the foreground, not
+    /// launching to it nor being terminated.
+    func mayWakeForSchedule(_ record: AppRecord) -> Bool {
+        guard schedule.apps[record.bundle.identifier]?.forceQuit != true else { return false }
+        guard let run = record.run, run.machine.isAlive else { return !isShuttingDown }
+        return !run.machine.isInForeground && !run.machine.isEnding
+    }
+
+    func saveSchedule() {
+        do {
+            try scheduleStore.save(schedule)
+        } catch {
+            publish(HostEvent(time: Date(), event: .warning, detail: "cannot save the scheduler's store: \(error)"), run: nil)
+        }
+    }
+
+    /// The user opened the app: it may be woken in the background again.
+    func userOpened(_ record: AppRecord) {
+        guard schedule.apps[record.bundle.identifier]?.forceQuit == true else { return }
+        schedule.setForceQuit(false, for: record.bundle.identifier)
+        saveSchedule()
+    }
+
+    /// The user terminated the app: no background launch until they open it again (iOS's rule).
+    func userForceQuit(_ record: AppRecord) {
+        schedule.setForceQuit(true, for: record.bundle.identifier)
+        saveSchedule()
+    }
+
+    func backgroundTasksConfiguration(for bundle: AppBundle) -> WireBackgroundTasks {
+        WireBackgroundTasks(
+            modes: bundle.backgroundModes.map(\.rawValue).sorted(), permittedIdentifiers: bundle.permittedTaskIdentifiers,
+            pending: (schedule.apps[bundle.identifier]?.requests ?? []).map { request in
+                var onAppClock = request
+                onAppClock.earliestBeginDate = request.earliestBeginDate.map { $0 - schedule.clockOffset }
+                return onAppClock
+            },
+            maximumPendingRefresh: configuration.policy.maximumPendingRefreshRequests,
+            maximumPendingProcessing: configuration.policy.maximumPendingProcessingRequests,
+            available: configuration.backgroundAppRefresh)
+    }
+
+    // MARK: The app's messages
+
+    func receiveBackgroundMessage(_ message: AppMessage, _ record: AppRecord, _ run: AppRun) {
+        let bundle = record.bundle
+        switch message {
+        case .workCompleted(let id, let result):
+            handle(record, run, .workCompleted(id: id, result: result))
+
+        case .registerTask(let identifier):
+            switch ResourceRules.register(
+                identifier, registered: run.registeredTasks, launchFinished: launchFinished(run), permitted: bundle.permittedTaskIdentifiers) {
+            case .accepted: run.registeredTasks.insert(identifier)
+            case .ignored(let warning): handle(record, run, .warning(warning))
+            case .terminated(let termination): handle(record, run, .enforce(termination))
+            }
+
+        case .submitTask(var request):
+            // The app's dates are on its wall clock; keep their distance from now on the
+            // scheduler's clock, which `advance` may have moved on.
+            request.earliestBeginDate = request.earliestBeginDate.map { $0 + schedule.clockOffset }
+            let mode: BackgroundMode = request.kind == .appRefresh ? .fetch : .processing
+            let before = schedule
+            let refusal: String?
+            if !bundle.permittedTaskIdentifiers.contains(request.identifier) {
+                refusal = "\(request.identifier) is not permitted (notPermitted)"
+            } else if !bundle.backgroundModes.contains(mode) {
+                refusal = "the request needs \(mode.rawValue) in UIBackgroundModes (notPermitted)"
+            } else if !configuration.backgroundAppRefresh {
+                refusal = "background app refresh is off (unavailable)"
+            } else {
+                do {
+                    try schedule.submit(
+                        request, for: bundle.identifier,
+                        maximumRefresh: configuration.policy.maximumPendingRefreshRequests,
+                        maximumProcessing: configuration.policy.maximumPendingProcessingRequests)
+                    refusal = nil
+                } catch {
+                    refusal = "too many pending requests (tooManyPendingTaskRequests)"
+                }
+            }
+            if let refusal {
+                handle(record, run, .warning("the host refused the task request \(request.identifier): \(refusal)"))
+                return
+            }
+            if schedule != before { saveSchedule() }
+            handle(record, run, .info(.taskSubmitted, describe(request)))
+            queueSchedulerPass()
+
+        case .cancelTask(let identifier):
+            let removed = schedule.cancel(identifier, for: bundle.identifier)
+            if !removed.isEmpty { saveSchedule() }
+            handle(record, run, .info(.taskCancelled, removed.isEmpty ? "no pending request \(identifier ?? "")" : removed.joined(separator: ", ")))
+
+        case .fetchInterval(let interval):
+            guard bundle.backgroundModes.contains(.fetch) else {
+                handle(record, run, .warning(
+                    "setMinimumBackgroundFetchInterval(_:) called, but Info.plist UIBackgroundModes has no fetch: the app gets no background fetch"))
+                return
+            }
+            schedule.setFetchInterval(interval, for: bundle.identifier, now: schedulerNow, floor: configuration.policy.minimumBackgroundFetchInterval.seconds)
+            saveSchedule()
+            let floor = configuration.policy.minimumBackgroundFetchInterval
+            handle(record, run, .info(.fetchInterval, interval.map {
+                "at least \(Duration.seconds(double: max($0, floor.seconds)).formatted) between fetches"
+            } ?? "never"))
+            queueSchedulerPass()
+
+        default:
+            break
+        }
+    }
+
+    func describe(_ request: WireTaskRequest) -> String {
+        var parts = [request.kind == .appRefresh ? "BGAppRefreshTaskRequest \(request.identifier)" : "BGProcessingTaskRequest \(request.identifier)"]
+        if let date = request.earliestBeginDate {
+            parts.append("earliest \(HostEvent.isoFormatter.string(from: Date(timeIntervalSince1970: date)))")
+        }
+        if request.requiresExternalPower { parts.append("requires external power") }
+        if request.requiresNetworkConnectivity { parts.append("requires network") }
+        return parts.joined(separator: ", ")
+    }
+}
