@@ -53,7 +53,8 @@ enum MemoryFootprint {
 /// One app process's group in the cgroup v1 memory controller. The kernel's OOM killer is
 /// disabled in it: at its limit the app's allocations wait and the kernel signals `oomEvents`,
 /// so the host (not the kernel, which might pick a child) ends the app and writes the report.
-final class MemoryGroup {
+/// Touched only on the supervisor's queue (hence `@unchecked Sendable`).
+final class MemoryGroup: @unchecked Sendable {
     let group: Cgroup
     /// An eventfd the kernel signals when the group is out of memory.
     let oomEvents: Int32
@@ -109,9 +110,16 @@ final class MemoryGroup {
         group.read("memory.oom_control").split(separator: "\n").contains("under_oom 1")
     }
 
-    /// Closes the descriptors and removes the group (killing anything left in it).
+    /// Closes its control file and removes the group (killing anything left in it). The OOM
+    /// eventfd belongs to the source that watches it.
     func remove() {
         close(oomControl)
         group.remove()
+    }
+
+    /// Removes a group nothing watches yet, closing its eventfd too.
+    func discard() {
+        remove()
+        close(oomEvents)
     }
 }

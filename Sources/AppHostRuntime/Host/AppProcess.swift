@@ -1,11 +1,11 @@
-import AppHostSystem
-import CAppHostShims
 #if canImport(Glibc)
 import Glibc
 #endif
 import Dispatch
 import AppHostProtocol
 import AppHostSandbox
+import AppHostSystem
+import CAppHostShims
 
 /// One app process and everything the host holds for it: its pidfd, its control channel, its
 /// output pipe, its cgroups, its seccomp listener and the event sources watching them.
@@ -14,36 +14,77 @@ import AppHostSandbox
 /// removes a group of an app process. Touched only on the supervisor's queue (hence
 /// `@unchecked Sendable`, for the event handlers that capture it).
 final class AppProcess: @unchecked Sendable {
+    /// The groups an app process is put in, where the host has the hierarchies.
+    struct Groups {
+        /// Its cgroup v2 group, which the freezer freezes.
+        var freezer: Cgroup?
+        /// Its cgroup v1 pids group (the process limit).
+        var pids: Cgroup?
+        /// Its cgroup v1 memory group (the memory limits).
+        var memory: MemoryGroup?
+
+        /// Removes groups that never held the process.
+        func discard() {
+            freezer?.remove()
+            pids?.remove()
+            memory?.discard()
+        }
+    }
+
     let pid: pid_t
     /// Readable when the process ends (pidfd_open); signals go through it, never by pid.
     let pidfd: Int32
-    let channel: ControlChannel
-    var receiver: FrameReceiver
+    private let channel: ControlChannel
+    private var receiver: FrameReceiver
     /// Where the process is in its conversation with the host (see `ControlStage`).
-    var stage = ControlStage.awaitingHello
-    let output: OutputForwarder
-    /// Its cgroup v2 group (the freezer's), and its v1 pids group.
-    var cgroup: Cgroup?
-    var pidsGroup: Cgroup?
-    var memoryGroup: MemoryGroup?
+    private(set) var stage = ControlStage.awaitingHello
+    private let output: OutputForwarder
+    private let groups: Groups
     /// The seccomp listener, once the runner has handed it over.
-    var listener: SyscallListener?
-    var controlSource: (any DispatchSourceRead)?
-    var exitSource: (any DispatchSourceRead)?
-    var outputSource: (any DispatchSourceRead)?
-    var listenerSource: (any DispatchSourceRead)?
-    var memorySource: (any DispatchSourceRead)?
+    private(set) var listener: SyscallListener?
+    private var controlSource: (any DispatchSourceRead)?
+    private var exitSource: (any DispatchSourceRead)?
+    private var outputSource: (any DispatchSourceRead)?
+    private var listenerSource: (any DispatchSourceRead)?
+    private var memorySource: (any DispatchSourceRead)?
     private(set) var isClosed = false
 
-    init(_ spawned: SpawnedProcess, output: OutputForwarder) {
+    /// Takes the spawned process and puts it in `groups` (a group it cannot join is dropped).
+    /// It must be in them before the configuration is sent: the runner waits for it, so no app
+    /// code runs outside them.
+    init(_ spawned: SpawnedProcess, groups: Groups, name: String, forwardOutput: Bool) {
         pid = spawned.pid
         pidfd = spawned.pidfd
         channel = ControlChannel(fd: spawned.control)
         receiver = FrameReceiver(channel: channel)
         // Until the runner reports its sandbox, the one message that carries a descriptor (the
-        // seccomp listener) may still come; after it, none.
+        // seccomp listener) may still come.
         receiver.descriptorAllowance = 1
-        self.output = output
+        output = OutputForwarder(fd: spawned.output, name: name, pid: spawned.pid, forward: forwardOutput)
+        var joined = groups
+        if let group = groups.freezer, (try? group.add(pid: spawned.pid)) == nil {
+            group.remove()
+            joined.freezer = nil
+        }
+        if let group = groups.pids, (try? group.add(pid: spawned.pid)) == nil {
+            group.remove()
+            joined.pids = nil
+        }
+        if let group = groups.memory, (try? group.group.add(pid: spawned.pid)) == nil {
+            group.discard()
+            joined.memory = nil
+        }
+        self.groups = joined
+    }
+
+    var cgroup: Cgroup? { groups.freezer }
+    var memoryGroup: MemoryGroup? { groups.memory }
+
+    /// Every process of the app: its group's members (children included), else itself.
+    var processes: [pid_t] {
+        if let members = groups.pids?.processes, !members.isEmpty { return members }
+        if let members = groups.memory?.group.processes, !members.isEmpty { return members }
+        return [pid]
     }
 
     /// Sends a signal through the pidfd (never to a pid that may have been reused).
@@ -51,11 +92,72 @@ final class AppProcess: @unchecked Sendable {
         _ = apphost_pidfd_send_signal(pidfd, number)
     }
 
-    /// Every process of the app: its group's members (children included), else itself.
-    var processes: [pid_t] {
-        if let members = pidsGroup?.processes, !members.isEmpty { return members }
-        if let members = memoryGroup?.group.processes, !members.isEmpty { return members }
-        return [pid]
+    /// SIGKILL to every process of the app: the whole group at once where there is one (frozen
+    /// v2 members and stopped processes die of it too).
+    func killAll() {
+        if let cgroup = groups.freezer, cgroup.killAll() { return }
+        signal(SIGKILL)
+        // Children made with the spawn entitlement go with it.
+        for member in processes where member != pid { kill(member, SIGKILL) }
+    }
+
+    // MARK: Watching
+
+    /// Starts watching the process: `control` when its control socket is readable, `exit` when
+    /// it has ended, `memory` when its memory group runs out. Its output is forwarded by itself.
+    func start(
+        on queue: DispatchQueue, control: @escaping @Sendable () -> Void, exit: @escaping @Sendable () -> Void,
+        memory: @escaping @Sendable () -> Void
+    ) {
+        controlSource = watch(channel.fd, on: queue, handler: control)
+        exitSource = watch(pidfd, on: queue, handler: exit)
+        outputSource = watch(output.fd, on: queue) { [weak self] in
+            guard let self, !output.drain() else { return }
+            outputSource?.cancel()
+            outputSource = nil
+        }
+        if let group = groups.memory {
+            memorySource = watch(group.oomEvents, on: queue) {
+                var count: UInt64 = 0
+                _ = read(group.oomEvents, &count, 8)
+                if group.isUnderOOM { memory() }
+            }
+        }
+    }
+
+    /// A read source whose cancel handler closes `fd`: the descriptor lives exactly as long as
+    /// its source.
+    private func watch(_ fd: Int32, on queue: DispatchQueue, handler: @escaping @Sendable () -> Void) -> any DispatchSourceRead {
+        let source = DispatchSource.makeReadSource(fileDescriptor: fd, queue: queue)
+        source.setEventHandler(handler: handler)
+        source.setCancelHandler { closeIgnoringErrors(fd) }
+        source.activate()
+        return source
+    }
+
+    // MARK: The control channel
+
+    /// Whether the host still reads the control channel.
+    var isReadingControl: Bool { controlSource != nil }
+
+    /// Sends a message without blocking; a full socket throws EAGAIN.
+    func send(_ message: HostMessage) throws(SystemError) {
+        try channel.send(body: WireCoding.encode(message), nonBlocking: true)
+    }
+
+    /// The complete frames available, up to `budget` bytes.
+    func receive(budget: Int) throws(FrameReceiver.End) -> [ReceivedFrame] {
+        try receiver.receive(budget: budget)
+    }
+
+    /// Judges `message` against the protocol's table: nil if it is accepted now (and the stage
+    /// moves on), else what is wrong with it.
+    func accept(_ message: AppMessage) -> String? {
+        guard ControlStage.accepting(message).contains(stage) else { return "it sent \(message.name) \(stage.activity)" }
+        stage = stage.after(message)
+        // After the sandbox is reported, no message carries a descriptor.
+        if stage != .confining { receiver.descriptorAllowance = 0 }
+        return nil
     }
 
     /// Stops reading the control channel (it ended, or the app broke the protocol); closes it.
@@ -65,30 +167,40 @@ final class AppProcess: @unchecked Sendable {
         controlSource = nil
     }
 
-    /// Stops and closes the seccomp listener.
-    func closeListener() {
-        listenerSource?.cancel()
-        listenerSource = nil
-        listener = nil
+    // MARK: The seccomp listener
+
+    /// Takes the runner's seccomp listener; `refusals` runs when refused calls wait in it.
+    func adopt(_ listener: SyscallListener, on queue: DispatchQueue, refusals: @escaping @Sendable () -> Void) {
+        self.listener = listener
+        let source = DispatchSource.makeReadSource(fileDescriptor: listener.fd, queue: queue)
+        source.setEventHandler(handler: refusals)
+        // The listener closes its descriptor when it goes, after its source.
+        source.setCancelHandler { withExtendedLifetime(listener) {} }
+        source.activate()
+        listenerSource = source
     }
 
-    /// The whole teardown, once the process has ended: every source cancelled (their cancel
-    /// handlers close the descriptors), every group emptied and removed. Idempotent.
+    // MARK: The end
+
+    /// The whole teardown, once the process has ended: what it wrote last is forwarded, every
+    /// source cancelled (their cancel handlers close the descriptors), every group emptied and
+    /// removed. Idempotent.
     func close() {
         guard !isClosed else { return }
         isClosed = true
+        if outputSource != nil { _ = output.drain() }
+        output.flush()
         closeChannel()
-        exitSource?.cancel()
+        for source in [exitSource, outputSource, listenerSource, memorySource] { source?.cancel() }
         exitSource = nil
-        outputSource?.cancel()
         outputSource = nil
-        closeListener()
-        memorySource?.cancel()
+        listenerSource = nil
         memorySource = nil
-        memoryGroup?.remove()
+        listener = nil
+        groups.memory?.remove()
         // Children of the app (with the spawn entitlement) do not outlive it.
-        _ = cgroup?.killAll()
-        pidsGroup?.remove()
-        cgroup?.remove()
+        _ = groups.freezer?.killAll()
+        groups.pids?.remove()
+        groups.freezer?.remove()
     }
 }

@@ -14,9 +14,9 @@ extension Supervisor {
     static let controlBudget = 256 * 1024
 
     func send(_ message: HostMessage, _ record: AppRecord, _ run: AppRun) {
-        guard let process = run.process, process.controlSource != nil else { return }
+        guard let process = run.process, process.isReadingControl else { return }
         do {
-            try process.channel.send(body: WireCoding.encode(message), nonBlocking: true)
+            try process.send(message)
         } catch where error.errno == EAGAIN || error.errno == EWOULDBLOCK {
             violate(record, run, "it stopped reading its control socket")
         } catch {
@@ -26,10 +26,10 @@ extension Supervisor {
 
     /// Reads what the app sent (a budget at a time) and acts on each message in order.
     func readControl(_ record: AppRecord, _ run: AppRun) {
-        guard let process = run.process, process.controlSource != nil else { return }
+        guard let process = run.process, process.isReadingControl else { return }
         let frames: [ReceivedFrame]
         do {
-            frames = try process.receiver.receive(budget: Self.controlBudget)
+            frames = try process.receive(budget: Self.controlBudget)
         } catch {
             switch error {
             case .closed:
@@ -43,7 +43,7 @@ extension Supervisor {
             return
         }
         for frame in frames {
-            guard process.controlSource != nil else {
+            guard process.isReadingControl else {
                 frame.descriptors.forEach(closeIgnoringErrors)
                 continue
             }
@@ -63,8 +63,8 @@ extension Supervisor {
             violate(record, run, "it sent a frame that is not a message (\(frame.body.count) bytes: \(preview.debugDescription))")
             return
         }
-        guard ControlStage.accepting(message).contains(process.stage) else {
-            violate(record, run, "it sent \(message.name) \(process.stage.activity)")
+        if let violation = process.accept(message) {
+            violate(record, run, violation)
             return
         }
         var listener: Int32?
@@ -74,7 +74,6 @@ extension Supervisor {
             violate(record, run, "it passed \(descriptors.count) descriptor\(descriptors.count == 1 ? "" : "s") with \(message.name), which carries none")
             return
         }
-        process.stage = process.stage.after(message)
         receive(message, listener: listener, record, run, process)
     }
 
@@ -93,7 +92,6 @@ extension Supervisor {
                 handle(record, run, .ready)
             }
         case .sandboxed(_, let landlockABI, let uid, let seconds):
-            process.receiver.descriptorAllowance = 0
             sandboxed(record, run, process, listener: listener, landlockABI: landlockABI, uid: uid, took: .seconds(double: seconds))
         case .launchFailed(let reason): handle(record, run, .launchFailed(reason))
         case .ack(let id, let returned, let snapshot): handle(record, run, .acknowledged(id: id, returned: returned, snapshot: snapshot))
@@ -119,14 +117,10 @@ extension Supervisor {
     ) {
         var notes: [String] = []
         if let listener, let syscalls = SyscallListener(fd: listener) {
-            process.listener = syscalls
-            let source = DispatchSource.makeReadSource(fileDescriptor: syscalls.fd, queue: queue)
-            source.setEventHandler { [weak self, weak record, weak run] in
+            process.adopt(syscalls, on: queue) { [weak self, weak record, weak run] in
                 guard let self, let record, let run else { return }
                 drainRefusals(record, run)
             }
-            source.activate()
-            process.listenerSource = source
             notes.append("seccomp")
         } else {
             if let listener { closeIgnoringErrors(listener) }

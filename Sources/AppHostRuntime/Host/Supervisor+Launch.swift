@@ -77,14 +77,15 @@ extension Supervisor {
         }
         groupCounter += 1
         let groupName = "\(bundle.name)-\(groupCounter)"
-        var cgroup = try? environment.freezerGroup?.makeChild(named: groupName)
-        var pidsGroup = environment.pidsGroup.flatMap { try? $0.makePidsGroup(named: groupName, limit: policy.processLimit) }
-        if pidsGroup == nil && sandbox.uid != nil { sandbox.processLimit = UInt64(policy.processLimit) }
-        var memoryGroup = environment.memoryGroup.flatMap { memory in
-            MemoryGroup.make(
-                in: memory, named: groupName,
-                limit: run.machine.isInForeground ? policy.foregroundMemoryLimit : policy.backgroundMemoryLimit)
-        }
+        let groups = AppProcess.Groups(
+            freezer: try? environment.freezerGroup?.makeChild(named: groupName),
+            pids: environment.pidsGroup.flatMap { try? $0.makePidsGroup(named: groupName, limit: policy.processLimit) },
+            memory: environment.memoryGroup.flatMap { memory in
+                MemoryGroup.make(
+                    in: memory, named: groupName,
+                    limit: run.machine.isInForeground ? policy.foregroundMemoryLimit : policy.backgroundMemoryLimit)
+            })
+        if groups.pids == nil && sandbox.uid != nil { sandbox.processLimit = UInt64(policy.processLimit) }
         let executable = configuration.executable
         let processEnvironment = Containers.environment(container: container, parent: getpid())
         let result = spawner.run { () -> Result<SpawnedProcess, SystemError> in
@@ -96,41 +97,27 @@ extension Supervisor {
         switch result {
         case .success(let value): spawned = value
         case .failure(let error):
-            memoryGroup?.remove()
-            memoryGroup.map { closeIgnoringErrors($0.oomEvents) }
-            pidsGroup?.remove()
-            cgroup?.remove()
+            groups.discard()
             failToSpawn(record, run, "cannot start the app process: \(error)")
             return
         }
-        let process = AppProcess(
-            spawned, output: OutputForwarder(fd: spawned.output, name: bundle.name, pid: spawned.pid, forward: configuration.forwardAppOutput))
+        let process = AppProcess(spawned, groups: groups, name: bundle.name, forwardOutput: configuration.forwardAppOutput)
         run.process = process
-        if let group = pidsGroup, (try? group.add(pid: process.pid)) == nil {
-            group.remove()
-            pidsGroup = nil
-        }
-        process.pidsGroup = pidsGroup
-        if let group = memoryGroup, (try? group.group.add(pid: process.pid)) == nil {
-            group.remove()
-            closeIgnoringErrors(group.oomEvents)
-            memoryGroup = nil
-        }
-        process.memoryGroup = memoryGroup
-        if let memoryGroup { watchMemory(record, run, memoryGroup) }
-        if environment.memoryGroup != nil && memoryGroup == nil {
+        if environment.memoryGroup != nil && process.memoryGroup == nil {
             publish(HostEvent(
                 time: Date(), app: bundle.identifier, name: bundle.name, pid: process.pid, event: .warning,
                 detail: "no memory cgroup for this process: its memory limits are enforced by sampling"), run: run)
         }
-        if let group = cgroup, (try? group.add(pid: process.pid)) == nil {
-            // Before the configuration is sent: the runner waits for it, so no app code runs
-            // outside the group.
-            group.remove()
-            cgroup = nil
-        }
-        process.cgroup = cgroup
-        watchProcess(record, run, process)
+        process.start(on: queue, control: { [weak self, weak record, weak run] in
+            guard let self, let record, let run else { return }
+            readControl(record, run)
+        }, exit: { [weak self, weak record, weak run] in
+            guard let self, let record, let run else { return }
+            reap(record, run)
+        }, memory: { [weak self, weak record, weak run] in
+            guard let self, let record, let run else { return }
+            memoryGroupFull(record, run)
+        })
         // Compiled while the app process starts up (about a millisecond, in parallel with it).
         do {
             let entitlements = Set(bundle.entitlements.compactMap(SyscallProfile.Entitlement.init(rawValue:)))
@@ -155,38 +142,5 @@ extension Supervisor {
     func failToSpawn(_ record: AppRecord, _ run: AppRun, _ reason: String) {
         handle(record, run, .launchFailed(reason))
         handle(record, run, .exited(ProcessExit(status: .exited(127))))
-    }
-
-    func watchProcess(_ record: AppRecord, _ run: AppRun, _ process: AppProcess) {
-        let control = DispatchSource.makeReadSource(fileDescriptor: process.channel.fd, queue: queue)
-        control.setEventHandler { [weak self, weak record, weak run] in
-            guard let self, let record, let run else { return }
-            readControl(record, run)
-        }
-        let controlFD = process.channel.fd
-        control.setCancelHandler { closeIgnoringErrors(controlFD) }
-        control.activate()
-        process.controlSource = control
-
-        let exit = DispatchSource.makeReadSource(fileDescriptor: process.pidfd, queue: queue)
-        exit.setEventHandler { [weak self, weak record, weak run] in
-            guard let self, let record, let run else { return }
-            reap(record, run)
-        }
-        let pidfd = process.pidfd
-        exit.setCancelHandler { closeIgnoringErrors(pidfd) }
-        exit.activate()
-        process.exitSource = exit
-
-        let output = DispatchSource.makeReadSource(fileDescriptor: process.output.fd, queue: queue)
-        output.setEventHandler { [weak process] in
-            guard let process, !process.output.drain() else { return }
-            process.outputSource?.cancel()
-            process.outputSource = nil
-        }
-        let outputFD = process.output.fd
-        output.setCancelHandler { closeIgnoringErrors(outputFD) }
-        output.activate()
-        process.outputSource = output
     }
 }

@@ -60,23 +60,15 @@ extension Supervisor {
                 // unless every thread blocks it; the machine escalates to SIGKILL if not.
                 process.signal(SIGSYS)
             } else {
-                killAll(process)
+                process.killAll()
             }
         case .escalateKill:
-            if let process = run.process { killAll(process) }
+            run.process?.killAll()
         case .event(let event):
             emit(event, record, run)
         case .finished(let termination, let exit):
             finish(record, run, termination: termination, exit: exit)
         }
-    }
-
-    /// SIGKILL to every process of the app: the whole group at once where there is one.
-    func killAll(_ process: AppProcess) {
-        if let cgroup = process.cgroup, cgroup.killAll() { return }
-        process.signal(SIGKILL)
-        // Children made with the spawn entitlement go with it.
-        for pid in process.processes where pid != process.pid { Glibc.kill(pid, SIGKILL) }
     }
 
     // MARK: Suspension
@@ -160,17 +152,12 @@ extension Supervisor {
         }
         // The pidfd and the socket are separate event sources: read what the app sent before it
         // ended (a launch failure's reason, a last acknowledgement) before handling its end.
-        if process.controlSource != nil { readControl(record, run) }
+        if process.isReadingControl { readControl(record, run) }
         handle(record, run, .exited(exit))
     }
 
     func finish(_ record: AppRecord, _ run: AppRun, termination: Termination, exit: ProcessExit) {
-        if let process = run.process {
-            // What it wrote last, up to a budget, then the unfinished line.
-            if process.outputSource != nil { _ = process.output.drain() }
-            process.output.flush()
-            process.close()
-        }
+        run.process?.close()
         run.timer.cancel()
 
         let pid = run.process?.pid ?? 0

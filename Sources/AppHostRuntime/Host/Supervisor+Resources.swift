@@ -73,21 +73,12 @@ extension Supervisor {
 
     // MARK: Memory limits
 
-    /// Ends the app the moment its memory cgroup runs out (the kernel stops it there).
-    func watchMemory(_ record: AppRecord, _ run: AppRun, _ group: MemoryGroup) {
-        let source = DispatchSource.makeReadSource(fileDescriptor: group.oomEvents, queue: queue)
-        source.setEventHandler { [weak self, weak record, weak run] in
-            var count: UInt64 = 0
-            _ = read(group.oomEvents, &count, 8)
-            guard let self, let record, let run, run.machine.isLive, group.isUnderOOM else { return }
-            recordUsage(run)
-            let limit = ResourceRules.memoryLimit(state: run.machine.state, inForeground: run.machine.isInForeground, policy: configuration.policy)
-            handle(record, run, .enforce(ResourceRules.limitByCgroup(
-                limit: (group.limit, limit.label), memory: run.memory, peak: run.peakMemory)))
-        }
-        source.setCancelHandler { closeIgnoringErrors(group.oomEvents) }
-        source.activate()
-        run.process?.memorySource = source
+    /// The app's memory cgroup ran out (the kernel stops it there): end it now.
+    func memoryGroupFull(_ record: AppRecord, _ run: AppRun) {
+        guard run.machine.isLive, let group = run.process?.memoryGroup else { return }
+        recordUsage(run)
+        let limit = ResourceRules.memoryLimit(state: run.machine.state, inForeground: run.machine.isInForeground, policy: configuration.policy)
+        handle(record, run, .enforce(ResourceRules.limitByCgroup(limit: (group.limit, limit.label), memory: run.memory, peak: run.peakMemory)))
     }
 
     /// Runs the sampler while some app runs; stops it when every app is suspended or gone.
