@@ -25,8 +25,8 @@ final class AppRun: @unchecked Sendable {
     /// The app's process and all the host holds for it, once spawned.
     var process: AppProcess?
     /// The app's memory at the last measurement, and the most measured.
-    var memory: UInt64 = 0
-    var peakMemory: UInt64 = 0
+    private(set) var memory: UInt64 = 0
+    private(set) var peakMemory: UInt64 = 0
     /// When the app last stopped running (was suspended): the order of memory-pressure kills.
     var lastRunning: HostInstant
     /// CPU time samples while in the background, within the policy's window.
@@ -34,11 +34,11 @@ final class AppRun: @unchecked Sendable {
     /// What it held when it would have been suspended (0xdead10cc).
     var held: [HeldResource] = []
     var backgroundTimeRemainingAtEnd: Duration?
-    var violationCount = 0
+    private(set) var violationCount = 0
     /// BGTaskScheduler identifiers the app registered a launch handler for in this run.
     var registeredTasks: Set<String> = []
     /// The latest violations (at most 32).
-    var violations: [SandboxViolation] = []
+    private(set) var violations: [SandboxViolation] = []
     let timer: any DispatchSourceTimer
     let launchedAt = Date()
     var lastState: AppState = .notRunning
@@ -46,16 +46,56 @@ final class AppRun: @unchecked Sendable {
     var snapshot: String?
     /// When the running callback was sent, or the last freeze or thaw began.
     var stepStartedAt: HostInstant?
-    var events: [HostEvent] = []
-    var cpuForeground: Duration = .zero
-    var cpuBackground: Duration = .zero
-    var cpuSampled: Duration = .zero
+    /// The latest events (at most 32), for the report.
+    private(set) var events: [HostEvent] = []
+    /// CPU time by the state it was used in, and the total at the last account.
+    private(set) var cpuForeground: Duration = .zero
+    private(set) var cpuBackground: Duration = .zero
+    private(set) var cpuSampled: Duration = .zero
+
+    /// How many of the latest events and violations a run keeps.
+    static let historyLength = 32
 
     init(machine: LifecycleMachine, now: HostInstant, queue: DispatchQueue) {
         self.machine = machine
         timer = DispatchSource.makeTimerSource(queue: queue)
         stateSince = now
         lastRunning = now
+    }
+
+    /// A memory measurement.
+    func measured(memory bytes: UInt64) {
+        memory = bytes
+        peakMemory = max(peakMemory, bytes)
+    }
+
+    /// Adds the CPU time used since the last account to the state the app was in.
+    func account(cpuTotal total: Duration) {
+        let used = max(.zero, total - cpuSampled)
+        cpuSampled = total
+        switch lastState {
+        case .background, .suspended: cpuBackground += used
+        default: cpuForeground += used
+        }
+    }
+
+    /// CPU time so far by state, counting what was used since the last account (at `total`)
+    /// towards the current state.
+    func cpu(upTo total: Duration?) -> (foreground: Duration, background: Duration) {
+        let recent = total.map { max(.zero, $0 - cpuSampled) } ?? .zero
+        return lastState == .background || lastState == .suspended
+            ? (cpuForeground, cpuBackground + recent) : (cpuForeground + recent, cpuBackground)
+    }
+
+    func remember(_ event: HostEvent) {
+        events.append(event)
+        if events.count > Self.historyLength { events.removeFirst(events.count - Self.historyLength) }
+    }
+
+    func record(_ violation: SandboxViolation) {
+        violationCount += 1
+        violations.append(violation)
+        if violations.count > Self.historyLength { violations.removeFirst() }
     }
 }
 

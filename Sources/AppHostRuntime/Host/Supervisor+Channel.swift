@@ -141,10 +141,8 @@ extension Supervisor {
         while let call = listener.next() {
             let state = currentState(of: record)
             let fatal = call.isDangerous
-            run.violationCount += 1
             let violation = SandboxViolation(time: Date(), call: call.description, state: state, fatal: fatal)
-            run.violations.append(violation)
-            if run.violations.count > 32 { run.violations.removeFirst() }
+            run.record(violation)
             publish(HostEvent(
                 time: violation.time, app: record.bundle.identifier, name: record.bundle.name, pid: process.pid,
                 event: .violation, state: state,

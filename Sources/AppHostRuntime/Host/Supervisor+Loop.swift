@@ -129,13 +129,7 @@ extension Supervisor {
 
     /// Adds the CPU time used since the last sample to the state the app was in.
     func account(_ run: AppRun, until total: Duration?) {
-        guard let total else { return }
-        let used = max(.zero, total - run.cpuSampled)
-        run.cpuSampled = total
-        switch run.lastState {
-        case .background, .suspended: run.cpuBackground += used
-        default: run.cpuForeground += used
-        }
+        if let total { run.account(cpuTotal: total) }
     }
 
     func reap(_ record: AppRecord, _ run: AppRun) {
@@ -190,8 +184,7 @@ extension Supervisor {
 
     func publish(_ event: HostEvent, run: AppRun?) {
         if let run {
-            run.events.append(event)
-            if run.events.count > 32 { run.events.removeFirst(run.events.count - 32) }
+            run.remember(event)
         }
         observer(event)
     }

@@ -22,8 +22,7 @@ extension Supervisor {
     /// Measures the app's memory now.
     func recordUsage(_ run: AppRun) {
         guard run.machine.isAlive else { return }
-        run.memory = MemoryFootprint.of(processes(of: run))
-        run.peakMemory = max(run.peakMemory, run.memory)
+        run.measured(memory: MemoryFootprint.of(processes(of: run)))
     }
 
     // MARK: Shared resources (0xdead10cc)

@@ -89,11 +89,18 @@ extension Supervisor {
         return !run.machine.isInForeground && !run.machine.isEnding
     }
 
+    /// Saves the store once the current turn of the loop is done: however many messages one
+    /// turn brings (a hostile app may send thousands), it is written and synced once.
     func saveSchedule() {
-        do {
-            try scheduleStore.save(schedule)
-        } catch {
-            publish(HostEvent(time: Date(), event: .warning, detail: "cannot save the scheduler's store: \(error)"), run: nil)
+        guard !isSchedulePending else { return }
+        isSchedulePending = true
+        queue.async { [self] in
+            isSchedulePending = false
+            do {
+                try scheduleStore.save(schedule)
+            } catch {
+                publish(HostEvent(time: Date(), event: .warning, detail: "cannot save the scheduler's store: \(error)"), run: nil)
+            }
         }
     }
 

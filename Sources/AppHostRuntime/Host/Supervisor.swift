@@ -78,6 +78,8 @@ public final class Supervisor: @unchecked Sendable {
     var power: PowerState
     var network: NetworkState
     var schedulerPassQueued = false
+    /// A save of the scheduler's store is queued.
+    var isSchedulePending = false
     /// Per-app uids and gids; nil on a non-root host (apps run as the host's user).
     var users: AppUsers?
     let reports: ReportStore
@@ -323,12 +325,7 @@ public final class Supervisor: @unchecked Sendable {
             return apps.map { record in
                 let run = record.run
                 // CPU time since the last state change counts towards the current state.
-                var cpuForeground = run?.cpuForeground ?? .zero
-                var cpuBackground = run?.cpuBackground ?? .zero
-                if let run, let pid = run.process?.pid, run.machine.isAlive, let total = ProcFS.cpuTime(pid: pid) {
-                    let recent = max(.zero, total - run.cpuSampled)
-                    if run.lastState == .background || run.lastState == .suspended { cpuBackground += recent } else { cpuForeground += recent }
-                }
+                let cpu = run.map { run in run.cpu(upTo: run.machine.isAlive ? run.process.flatMap { ProcFS.cpuTime(pid: $0.pid) } : nil) }
                 let footprint = run.flatMap { $0.machine.isAlive ? MemoryFootprint.of(processes(of: $0)) : nil }
                 return AppStatus(
                     name: record.bundle.name, identifier: record.bundle.identifier,
@@ -336,7 +333,7 @@ public final class Supervisor: @unchecked Sendable {
                     timeInState: run.map { $0.stateSince.duration(to: now) } ?? .zero,
                     openBackgroundTasks: run?.machine.openTasks.count ?? 0,
                     backgroundTimeRemaining: run?.machine.backgroundTimeRemaining(at: now),
-                    cpuForeground: cpuForeground, cpuBackground: cpuBackground,
+                    cpuForeground: cpu?.foreground ?? .zero, cpuBackground: cpu?.background ?? .zero,
                     violations: run?.violationCount ?? 0,
                     memory: footprint ?? run?.memory ?? 0,
                     peakMemory: max(run?.peakMemory ?? 0, footprint ?? 0),
