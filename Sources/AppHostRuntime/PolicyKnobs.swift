@@ -11,12 +11,12 @@ public import Foundation
 // an @Option for each flag to parse and to list it in --help, so it would not remove a single
 // declaration; its command-line provider reads `--key a b` as an array, swallowing the bundles
 // that follow a repeatable flag, and spells flags from keys (backgroundCPULimit) differently from
-// the existing ones (--background-cpu-limit); its JSON provider neither reports unknown keys nor
-// says which key is wrong and what it wants, and reads asynchronously. Its cost would have been
-// bearable: with it (and swift-system and swift-collections, which it pulls in) a clean
-// `swift build --build-tests` took 116 s instead of 97 s on 2 shared cores, +19 s. But it would
-// have replaced nothing, so the table is plain Swift: kinds read values and say what they
-// expect, written once.
+// the existing ones (--background-cpu-limit, --allow-capability); with its JSON provider (read
+// asynchronously) we would still check for unknown keys, MiB, ranges and paths, and word the
+// errors, ourselves. Its cost would have been bearable: with it (and swift-system and
+// swift-collections, which it pulls in) a clean `swift build --build-tests` took 116 s instead of
+// 97 s on 2 shared cores, +19 s (one build each). But it would have replaced nothing, so the
+// table is plain Swift: kinds read values and say what they expect, written once.
 
 /// One budget or switch of `Policy`: how a policy file and `apphost launch` set it, and how it
 /// is documented.
