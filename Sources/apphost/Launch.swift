@@ -32,48 +32,8 @@ struct Launch: AsyncParsableCommand {
     @Option(help: ArgumentHelp("A JSON policy file of budgets (see README.md, Policy); flags override it.", valueName: "file"))
     var policy: String?
 
-    @Option(help: ArgumentHelp("Launch budget, seconds (default 20).", valueName: "s")) var launchTimeout: Double?
-    @Option(help: ArgumentHelp("Budget of other delegate callbacks, seconds (default 10).", valueName: "s")) var callbackTimeout: Double?
-    @Option(help: ArgumentHelp("applicationDidEnterBackground budget, seconds (default 5).", valueName: "s")) var didEnterBackgroundTimeout: Double?
-    @Option(help: ArgumentHelp("applicationWillTerminate budget, seconds (default 5).", valueName: "s")) var willTerminateTimeout: Double?
-    @Option(help: ArgumentHelp("Background time per app, seconds (default 30).", valueName: "s")) var backgroundTime: Double?
-    @Option(help: ArgumentHelp("Expiration handlers run this long before the background time ends, seconds (default 5).", valueName: "s")) var expirationWarning: Double?
-    @Option(help: ArgumentHelp("Grace after the background time ends before 0x2182bad2, seconds (default 5).", valueName: "s")) var expirationGrace: Double?
-    @Option(help: ArgumentHelp("Most open background tasks per app before 0xbada5e47 (default 1000).", valueName: "n")) var maximumBackgroundTasks: Int?
+    @OptionGroup(title: "Policy knobs") var knobs: PolicyOptions
 
-    @Option(name: .customLong("allow-capability"), help: ArgumentHelp("A capability apps may ask for in Info.plist (AppHostCapabilities); repeatable.", valueName: "CAP_NAME"))
-    var allowedCapabilities: [String] = []
-    @Option(help: ArgumentHelp("RLIMIT_NOFILE of each app process (default 1024).", valueName: "n")) var openFileLimit: Int?
-    @Option(help: ArgumentHelp("Processes and threads per app, pids cgroup or RLIMIT_NPROC (default 512).", valueName: "n")) var processLimit: Int?
-    @Option(help: ArgumentHelp("Terminate an app after this many refused system calls (default: never; each is reported).", valueName: "n"))
-    var maximumViolations: Int?
-    @Option(help: ArgumentHelp("On a root host, the uids and gids given to apps and app groups (default 2000000000-2000099999).", valueName: "first-last"))
-    var appUserRange: String?
-    @Flag(help: "On a root host, run apps as root instead of each under its own user (still confined otherwise).")
-    var noAppUsers = false
-
-    @Option(help: ArgumentHelp("Memory an app may use in the foreground, MiB (default 1024).", valueName: "MiB")) var foregroundMemoryLimit: Double?
-    @Option(help: ArgumentHelp("Memory an app may use in the background, MiB (default 256).", valueName: "MiB")) var backgroundMemoryLimit: Double?
-    @Option(help: ArgumentHelp("Memory all apps together may use before memory pressure, MiB (default: 3/4 of the host's).", valueName: "MiB"))
-    var memoryBudget: Double?
-    @Option(help: ArgumentHelp("Time after a memory warning before apps are ended to free memory, seconds (default 2).", valueName: "s"))
-    var memoryWarningGrace: Double?
-    @Option(help: ArgumentHelp("How often running apps' memory and background CPU are measured, seconds (default 0.25).", valueName: "s"))
-    var resourceSampleInterval: Double?
-    @Option(help: ArgumentHelp("CPU an app may use in the background, percent of a core over --background-cpu-window (default 80).", valueName: "percent"))
-    var backgroundCpuLimit: Double?
-    @Option(help: ArgumentHelp("The window of --background-cpu-limit, seconds (default 60).", valueName: "s")) var backgroundCpuWindow: Double?
-    @Option(name: .customLong("shared-resource"), help: ArgumentHelp("A shared system resource (device, database file, Unix socket); an app that has it open when it would be suspended is ended with 0xdead10cc. Repeatable.", valueName: "path"))
-    var sharedResources: [String] = []
-
-    @Option(help: ArgumentHelp("A background fetch or background notification's time to call its completion handler, seconds (default 30).", valueName: "s"))
-    var backgroundFetchTime: Double?
-    @Option(help: ArgumentHelp("A BGAppRefreshTask's time before its expiration, seconds (default 30).", valueName: "s"))
-    var appRefreshTaskTime: Double?
-    @Option(help: ArgumentHelp("A BGProcessingTask's time before its expiration, seconds (default 300).", valueName: "s"))
-    var processingTaskTime: Double?
-    @Option(help: ArgumentHelp("The least time between two background fetches of an app, seconds (default 900).", valueName: "s"))
-    var minimumBackgroundFetchInterval: Double?
     @Option(help: "The simulated power source at start: plugged or battery (the power command changes it).")
     var power: PowerChoice = .plugged
     @Option(help: "The simulated network at start: online or offline (the network command changes it).")
@@ -157,77 +117,15 @@ struct Launch: AsyncParsableCommand {
         }
     }
 
+    /// The defaults, then the --policy file over them, then the flags over that.
     private func resolvedPolicy() -> Policy {
-        var policy = Policy()
-        if let file = self.policy {
-            do { policy = try Policy.load(contentsOf: URL(fileURLWithPath: file)) } catch { fail(error.description) }
+        do {
+            var policy = Policy()
+            if let file = self.policy { policy = try Policy.load(contentsOf: URL(fileURLWithPath: file)) }
+            return try policy.applying(commandLine: knobs.values)
+        } catch {
+            fail(error.description)
         }
-        let overrides: [(Double?, WritableKeyPath<Policy, Duration>, String)] = [
-            (launchTimeout, \.launchTimeout, "--launch-timeout"),
-            (callbackTimeout, \.callbackTimeout, "--callback-timeout"),
-            (didEnterBackgroundTimeout, \.didEnterBackgroundTimeout, "--did-enter-background-timeout"),
-            (willTerminateTimeout, \.willTerminateTimeout, "--will-terminate-timeout"),
-            (backgroundTime, \.backgroundTime, "--background-time"),
-            (expirationWarning, \.expirationWarning, "--expiration-warning"),
-            (expirationGrace, \.expirationGrace, "--expiration-grace"),
-            (memoryWarningGrace, \.memoryWarningGrace, "--memory-warning-grace"),
-            (resourceSampleInterval, \.resourceSampleInterval, "--resource-sample-interval"),
-            (backgroundCpuWindow, \.backgroundCPUWindow, "--background-cpu-window"),
-            (backgroundFetchTime, \.backgroundFetchTime, "--background-fetch-time"),
-            (appRefreshTaskTime, \.appRefreshTaskTime, "--app-refresh-task-time"),
-            (processingTaskTime, \.processingTaskTime, "--processing-task-time"),
-            (minimumBackgroundFetchInterval, \.minimumBackgroundFetchInterval, "--minimum-background-fetch-interval"),
-        ]
-        for (value, path, flag) in overrides {
-            guard let value else { continue }
-            guard value > 0, value.isFinite else { fail("\(flag) must be a positive number of seconds") }
-            policy[keyPath: path] = .seconds(double: value)
-        }
-        if let maximumBackgroundTasks {
-            guard maximumBackgroundTasks > 0 else { fail("--maximum-background-tasks must be positive") }
-            policy.maximumBackgroundTasks = maximumBackgroundTasks
-        }
-        policy.allowedCapabilities += allowedCapabilities
-        if let openFileLimit {
-            guard openFileLimit > 0 else { fail("--open-file-limit must be positive") }
-            policy.openFileLimit = openFileLimit
-        }
-        for (value, path, flag) in [(processLimit, \Policy.processLimit, "--process-limit")] {
-            guard let value else { continue }
-            guard value > 0 else { fail("\(flag) must be positive") }
-            policy[keyPath: path] = value
-        }
-        if let maximumViolations {
-            guard maximumViolations > 0 else { fail("--maximum-violations must be positive") }
-            policy.maximumViolations = maximumViolations
-        }
-        if let appUserRange {
-            guard let range = Policy.userRange(appUserRange) else { fail("--app-user-range must be FIRST-LAST, e.g. 2000000000-2000099999") }
-            policy.appUserRange = range
-        }
-        if noAppUsers { policy.perAppUsers = false }
-        let sizes: [(Double?, WritableKeyPath<Policy, UInt64>, String)] = [
-            (foregroundMemoryLimit, \.foregroundMemoryLimit, "--foreground-memory-limit"),
-            (backgroundMemoryLimit, \.backgroundMemoryLimit, "--background-memory-limit"),
-        ]
-        for (value, path, flag) in sizes {
-            guard let value else { continue }
-            guard value > 0, value.isFinite else { fail("\(flag) must be a positive number of MiB") }
-            policy[keyPath: path] = UInt64(value * 1_048_576)
-        }
-        // A foreground limit below the default background one lowers the background one too.
-        if backgroundMemoryLimit == nil { policy.backgroundMemoryLimit = min(policy.backgroundMemoryLimit, policy.foregroundMemoryLimit) }
-        if let memoryBudget {
-            guard memoryBudget > 0, memoryBudget.isFinite else { fail("--memory-budget must be a positive number of MiB") }
-            policy.memoryBudget = UInt64(memoryBudget * 1_048_576)
-        }
-        if let backgroundCpuLimit {
-            guard backgroundCpuLimit > 0, backgroundCpuLimit.isFinite else { fail("--background-cpu-limit must be a positive percentage of a core") }
-            policy.backgroundCPULimit = backgroundCpuLimit
-        }
-        policy.sharedResources += sharedResources.map { URL(fileURLWithPath: $0).standardizedFileURL.path }
-        do { try policy.validate() } catch { fail(error.description) }
-        return policy
     }
 
     /// This binary, re-executed as each app process.

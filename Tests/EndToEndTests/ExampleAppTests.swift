@@ -138,6 +138,22 @@ struct CommandLineTests {
         }
     }
 
+    /// README.md's Policy table is checked against `Policy.knobs` (PolicyKnobTests); here every
+    /// flag it names is in `launch --help` and reads its value through its knob.
+    @Test func launchHelpListsEveryPolicyFlagOfTheReadme() throws {
+        let readme = try String(contentsOf: Paths.packageRoot.appendingPathComponent("README.md"), encoding: .utf8)
+        let section = try #require(readme.components(separatedBy: "\n## Policy").dropFirst().first?.components(separatedBy: "\n## ").first)
+        let flags = section.split(separator: "\n").filter { $0.hasPrefix("| ") }.compactMap { row in
+            row.split(separator: "|").dropFirst(2).first?.split(separator: "`").dropFirst().first?.split(separator: " ").first
+        }
+        #expect(flags.count > 25 && flags.contains("--suspend-timeout"))
+        let help = try runApphost(["launch", "--help"]).output
+        for flag in flags { #expect(help.contains(flag), "launch --help lists \(flag)") }
+        let result = try runApphost(["launch", "--suspend-timeout", "0", "Any.app"])
+        #expect(result.status == 1)
+        #expect(result.error == "apphost: --suspend-timeout must be a positive number of seconds\n")
+    }
+
     @Test func aPolicyFileSetsTheBudgets() throws {
         let scratch = try Scratch()
         let policy = scratch.url.appendingPathComponent("policy.json")

@@ -1,11 +1,13 @@
-public import Foundation
+import Foundation
 import AppHostSandbox
 
 /// Every budget of LIFECYCLE.md's time-limit table, with the spec's defaults. Set from the
 /// command line (`apphost launch --background-time 3 …`) or a policy file (`--policy FILE`).
+/// `Policy.knobs` (PolicyKnobs.swift) lists every property with its file key, flag and unit;
+/// a property without a knob can be set by neither.
 ///
 /// A policy file is a JSON object whose keys are the property names below and whose values are
-/// seconds (or a count, for `maximumBackgroundTasks`); keys left out keep their defaults:
+/// seconds, MiB, counts… as `Policy.knobs` says; keys left out keep their defaults:
 ///
 ///     { "backgroundTime": 10, "expirationWarning": 2, "didEnterBackgroundTimeout": 1 }
 public struct Policy: Sendable, Equatable {
@@ -17,6 +19,9 @@ public struct Policy: Sendable, Equatable {
     public var didEnterBackgroundTimeout: Duration = .seconds(5)
     /// `applicationWillTerminate`.
     public var willTerminateTimeout: Duration = .seconds(5)
+    /// An app whose threads are not all stopped this long after the host began suspending it is
+    /// ended (the freeze could not be verified). Nothing reads it yet.
+    public var suspendTimeout: Duration = .seconds(2)
     /// All of an app's background tasks together, from entering the background.
     public var backgroundTime: Duration = .seconds(30)
     /// Expiration handlers run this long before the background time ends.
@@ -78,118 +83,11 @@ public struct Policy: Sendable, Equatable {
 
     public init() {}
 
-    /// The keys of a policy file, each with its setter.
-    nonisolated(unsafe) static let fileKeys: [String: WritableKeyPath<Policy, Duration>] = [
-        "launchTimeout": \.launchTimeout,
-        "callbackTimeout": \.callbackTimeout,
-        "didEnterBackgroundTimeout": \.didEnterBackgroundTimeout,
-        "willTerminateTimeout": \.willTerminateTimeout,
-        "backgroundTime": \.backgroundTime,
-        "expirationWarning": \.expirationWarning,
-        "expirationGrace": \.expirationGrace,
-        "memoryWarningGrace": \.memoryWarningGrace,
-        "resourceSampleInterval": \.resourceSampleInterval,
-        "backgroundCPUWindow": \.backgroundCPUWindow,
-        "backgroundFetchTime": \.backgroundFetchTime,
-        "appRefreshTaskTime": \.appRefreshTaskTime,
-        "processingTaskTime": \.processingTaskTime,
-        "minimumBackgroundFetchInterval": \.minimumBackgroundFetchInterval,
-    ]
-
-    /// The keys of a policy file given in MiB.
-    nonisolated(unsafe) static let mebibyteKeys: [String: WritableKeyPath<Policy, UInt64>] = [
-        "foregroundMemoryLimit": \.foregroundMemoryLimit,
-        "backgroundMemoryLimit": \.backgroundMemoryLimit,
-    ]
-
-    /// The count keys of a policy file.
-    nonisolated(unsafe) static let countKeys: [String: WritableKeyPath<Policy, Int>] = [
-        "maximumBackgroundTasks": \.maximumBackgroundTasks,
-        "openFileLimit": \.openFileLimit,
-        "processLimit": \.processLimit,
-        "maximumPendingRefreshRequests": \.maximumPendingRefreshRequests,
-        "maximumPendingProcessingRequests": \.maximumPendingProcessingRequests,
-    ]
-
     /// "FIRST-LAST" as a range of ids, nil if malformed or empty.
     public static func userRange(_ text: String) -> ClosedRange<UInt32>? {
         let parts = text.split(separator: "-")
         guard parts.count == 2, let first = UInt32(parts[0]), let last = UInt32(parts[1]), first > 0, first <= last else { return nil }
         return first...last
-    }
-
-    /// Reads a policy file over the defaults. Unknown keys and non-positive numbers are errors,
-    /// so a typo never silently leaves a default in force.
-    public static func load(contentsOf url: URL, over base: Policy = Policy()) throws(PolicyError) -> Policy {
-        let data: Data
-        do { data = try Data(contentsOf: url) } catch {
-            throw PolicyError("\(url.path): cannot be read: \(error.localizedDescription)")
-        }
-        guard let object = try? JSONSerialization.jsonObject(with: data), let values = object as? [String: Any] else {
-            throw PolicyError("\(url.path): not a JSON object; see README.md, \"Policy\"")
-        }
-        var policy = base
-        for (key, value) in values.sorted(by: { $0.key < $1.key }) {
-            if key == "allowedCapabilities" {
-                guard let names = value as? [String] else {
-                    throw PolicyError("\(url.path): allowedCapabilities must be an array of names such as CAP_NET_BIND_SERVICE")
-                }
-                policy.allowedCapabilities = names
-                continue
-            }
-            if key == "appUserRange" {
-                guard let text = value as? String, let range = Self.userRange(text) else {
-                    throw PolicyError("\(url.path): appUserRange must be a string FIRST-LAST, e.g. \"2000000000-2000099999\"")
-                }
-                policy.appUserRange = range
-                continue
-            }
-            if key == "perAppUsers" {
-                guard let flag = value as? Bool else { throw PolicyError("\(url.path): perAppUsers must be true or false") }
-                policy.perAppUsers = flag
-                continue
-            }
-            if key == "sharedResources" {
-                guard let paths = value as? [String], paths.allSatisfy({ $0.hasPrefix("/") }) else {
-                    throw PolicyError("\(url.path): sharedResources must be an array of absolute paths")
-                }
-                policy.sharedResources = paths
-                continue
-            }
-            guard let number = value as? NSNumber, !(value is Bool) else {
-                throw PolicyError("\(url.path): \(key) must be a number")
-            }
-            if let path = Self.countKeys[key] {
-                guard number.intValue > 0 else { throw PolicyError("\(url.path): \(key) must be positive") }
-                policy[keyPath: path] = number.intValue
-            } else if key == "maximumViolations" {
-                guard number.intValue > 0 else { throw PolicyError("\(url.path): \(key) must be positive") }
-                policy.maximumViolations = number.intValue
-            } else if let path = mebibyteKeys[key] {
-                guard number.doubleValue > 0 else { throw PolicyError("\(url.path): \(key) must be a positive number of MiB") }
-                policy[keyPath: path] = UInt64(number.doubleValue * 1_048_576)
-            } else if key == "memoryBudget" {
-                guard number.doubleValue > 0 else { throw PolicyError("\(url.path): \(key) must be a positive number of MiB") }
-                policy.memoryBudget = UInt64(number.doubleValue * 1_048_576)
-            } else if key == "backgroundCPULimit" {
-                guard number.doubleValue > 0 else { throw PolicyError("\(url.path): \(key) must be a positive percentage of a core") }
-                policy.backgroundCPULimit = number.doubleValue
-            } else if let path = fileKeys[key] {
-                guard number.doubleValue > 0 else { throw PolicyError("\(url.path): \(key) must be positive seconds") }
-                policy[keyPath: path] = .seconds(double: number.doubleValue)
-            } else {
-                let known = (Array(fileKeys.keys) + Array(countKeys.keys) + Array(mebibyteKeys.keys)
-                    + ["allowedCapabilities", "maximumViolations", "perAppUsers", "appUserRange", "memoryBudget", "backgroundCPULimit", "sharedResources"])
-                    .sorted().joined(separator: ", ")
-                throw PolicyError("\(url.path): unknown key \(key); known keys: \(known)")
-            }
-        }
-        // A foreground limit below the default background one lowers the background one too.
-        if values["backgroundMemoryLimit"] == nil {
-            policy.backgroundMemoryLimit = min(policy.backgroundMemoryLimit, policy.foregroundMemoryLimit)
-        }
-        try policy.validate()
-        return policy
     }
 
     /// Checks that the budgets fit together.

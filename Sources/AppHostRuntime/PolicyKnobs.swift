@@ -1,0 +1,297 @@
+public import Foundation
+
+// One table states every knob of `Policy` once: its policy-file key, its `apphost launch` flag,
+// its kind (the unit, how a value is read and what makes it valid), a one-line help and the key
+// path it sets; the default is read from `Policy()`. `Policy.load(contentsOf:)`, the command
+// line (Sources/apphost/PolicyOptions.swift), `apphost launch --help` and README.md's "Policy"
+// table all come from it.
+//
+// Why our own table and not apple/swift-configuration (1.4.0, a JSON file provider and a
+// command-line provider layered over defaults): it cannot drive ArgumentParser, which still needs
+// an @Option for each flag to parse and to list it in --help, so it would not remove a single
+// declaration; its command-line provider reads `--key a b` as an array, swallowing the bundles
+// that follow a repeatable flag, and spells flags from keys (backgroundCPULimit) differently from
+// the existing ones (--background-cpu-limit, --allow-capability); with its JSON provider (read
+// asynchronously) we would still check for unknown keys, MiB, ranges and paths, and word the
+// errors, ourselves. Its cost would have been bearable: with it (and swift-system and
+// swift-collections, which it pulls in) a clean `swift build --build-tests` took 116 s instead of
+// 97 s on 2 shared cores, +19 s (one build each). But it would have replaced nothing, so the
+// table is plain Swift: kinds read values and say what they expect, written once.
+
+/// One budget or switch of `Policy`: how a policy file and `apphost launch` set it, and how it
+/// is documented.
+public struct PolicyKnob {
+    /// The key in a policy file, which is also the property's name: `backgroundTime`.
+    public let key: String
+    /// The long flag of `apphost launch`, without its dashes: `background-time`.
+    public let flag: String
+    /// What the value is, and the property it sets.
+    public let kind: Kind
+    /// One line for `apphost launch --help` and README.md, without the default.
+    public let help: String
+    /// How the default reads when the property's default is nil ("never").
+    let unsetDefault: String?
+
+    init(_ key: String, _ flag: String, _ kind: Kind, _ help: String, unset: String? = nil) {
+        self.key = key
+        self.flag = flag
+        self.kind = kind
+        self.help = help
+        self.unsetDefault = unset
+    }
+
+    /// What a knob holds. Each kind reads its value from a policy file's JSON or from the command
+    /// line's words, checks it, and says what it expects when it is wrong.
+    public enum Kind {
+        /// Positive seconds, fractions allowed.
+        case seconds(WritableKeyPath<Policy, Duration>)
+        /// A positive whole number.
+        case count(WritableKeyPath<Policy, Int>)
+        /// A positive whole number, or nil when not set.
+        case optionalCount(WritableKeyPath<Policy, Int?>)
+        /// A positive number of MiB, stored in bytes.
+        case mebibytes(WritableKeyPath<Policy, UInt64>)
+        /// A positive number of MiB stored in bytes, or nil when not set.
+        case optionalMebibytes(WritableKeyPath<Policy, UInt64?>)
+        /// A positive percentage of one CPU core.
+        case percentOfCore(WritableKeyPath<Policy, Double>)
+        /// On or off: true or false in a file, `--flag` and `--no-flag` on the command line.
+        case toggle(WritableKeyPath<Policy, Bool>)
+        /// Capability names such as CAP_NET_BIND_SERVICE; a repeatable flag adds to the file's.
+        case capabilityNames(WritableKeyPath<Policy, [String]>)
+        /// Absolute paths; a repeatable flag adds to the file's, made absolute against the
+        /// working directory.
+        case absolutePaths(WritableKeyPath<Policy, [String]>)
+        /// A range of uids and gids, "FIRST-LAST".
+        case userRange(WritableKeyPath<Policy, ClosedRange<UInt32>>)
+    }
+}
+
+extension Policy {
+    /// Every knob, in the order `--help` and README.md list them.
+    nonisolated(unsafe) public static let knobs: [PolicyKnob] = [
+        .init("launchTimeout", "launch-timeout", .seconds(\.launchTimeout),
+              "Launch budget: willFinishLaunching, didFinishLaunching and the first didBecomeActive, from spawn"),
+        .init("callbackTimeout", "callback-timeout", .seconds(\.callbackTimeout),
+              "Budget of any other delegate callback on the main thread"),
+        .init("didEnterBackgroundTimeout", "did-enter-background-timeout", .seconds(\.didEnterBackgroundTimeout),
+              "applicationDidEnterBackground budget"),
+        .init("willTerminateTimeout", "will-terminate-timeout", .seconds(\.willTerminateTimeout),
+              "applicationWillTerminate budget"),
+        .init("suspendTimeout", "suspend-timeout", .seconds(\.suspendTimeout),
+              "An app whose threads are not all stopped this long after the host began suspending it is ended (the freeze could not be verified)"),
+        .init("backgroundTime", "background-time", .seconds(\.backgroundTime),
+              "Background time per app, all its background tasks together"),
+        .init("expirationWarning", "expiration-warning", .seconds(\.expirationWarning),
+              "Expiration handlers run this long before the background time ends"),
+        .init("expirationGrace", "expiration-grace", .seconds(\.expirationGrace),
+              "Grace after the background time ends before 0x2182bad2"),
+        .init("maximumBackgroundTasks", "maximum-background-tasks", .count(\.maximumBackgroundTasks),
+              "Most open background tasks per app before 0xbada5e47"),
+        .init("allowedCapabilities", "allow-capability", .capabilityNames(\.allowedCapabilities),
+              "A capability apps may ask for in Info.plist (AppHostCapabilities)"),
+        .init("openFileLimit", "open-file-limit", .count(\.openFileLimit),
+              "Open files per app process (RLIMIT_NOFILE)"),
+        .init("processLimit", "process-limit", .count(\.processLimit),
+              "Processes and threads per app (pids cgroup, else RLIMIT_NPROC)"),
+        .init("maximumViolations", "maximum-violations", .optionalCount(\.maximumViolations),
+              "Refused system calls an app may make before it is terminated", unset: "never; each is reported"),
+        .init("perAppUsers", "app-users", .toggle(\.perAppUsers),
+              "On a root host, run each app under its own user (off: as root, still confined otherwise)"),
+        .init("appUserRange", "app-user-range", .userRange(\.appUserRange),
+              "On a root host, the uids and gids given to apps and app groups"),
+        .init("foregroundMemoryLimit", "foreground-memory-limit", .mebibytes(\.foregroundMemoryLimit),
+              "Memory an app may use in the foreground"),
+        .init("backgroundMemoryLimit", "background-memory-limit", .mebibytes(\.backgroundMemoryLimit),
+              "Memory an app may use in the background and suspended (at most the foreground limit)"),
+        .init("memoryBudget", "memory-budget", .optionalMebibytes(\.memoryBudget),
+              "Memory all apps together may use before memory pressure",
+              unset: "3/4 of the host's: its memory cgroup's limit, else the machine's"),
+        .init("memoryWarningGrace", "memory-warning-grace", .seconds(\.memoryWarningGrace),
+              "Time after a memory warning before apps are ended to free memory"),
+        .init("resourceSampleInterval", "resource-sample-interval", .seconds(\.resourceSampleInterval),
+              "How often running apps' memory and background CPU are measured"),
+        .init("backgroundCPULimit", "background-cpu-limit", .percentOfCore(\.backgroundCPULimit),
+              "CPU an app may use in the background, averaged over --background-cpu-window"),
+        .init("backgroundCPUWindow", "background-cpu-window", .seconds(\.backgroundCPUWindow),
+              "The window of --background-cpu-limit"),
+        .init("sharedResources", "shared-resource", .absolutePaths(\.sharedResources),
+              "A shared system resource (device, database file, Unix socket): an app that has it open when it would be suspended is ended with 0xdead10cc"),
+        .init("backgroundFetchTime", "background-fetch-time", .seconds(\.backgroundFetchTime),
+              "A background fetch's or background notification's time to call its completion handler"),
+        .init("appRefreshTaskTime", "app-refresh-task-time", .seconds(\.appRefreshTaskTime),
+              "A BGAppRefreshTask's time before its expiration"),
+        .init("processingTaskTime", "processing-task-time", .seconds(\.processingTaskTime),
+              "A BGProcessingTask's time before its expiration"),
+        .init("minimumBackgroundFetchInterval", "minimum-background-fetch-interval", .seconds(\.minimumBackgroundFetchInterval),
+              "The least time between two background fetches of an app"),
+        .init("maximumPendingRefreshRequests", "maximum-pending-refresh-requests", .count(\.maximumPendingRefreshRequests),
+              "Pending BGAppRefreshTaskRequests per app"),
+        .init("maximumPendingProcessingRequests", "maximum-pending-processing-requests", .count(\.maximumPendingProcessingRequests),
+              "Pending BGProcessingTaskRequests per app"),
+    ]
+
+    /// The knob of a policy-file key; a key missing from `knobs` is a programming error.
+    public static func knob(_ key: String) -> PolicyKnob {
+        guard let knob = knobs.first(where: { $0.key == key }) else { preconditionFailure("Policy.knobs has no knob \(key)") }
+        return knob
+    }
+
+    /// Reads a policy file over the defaults. Unknown keys and values of the wrong kind are
+    /// errors, so a typo never silently leaves a default in force.
+    public static func load(contentsOf url: URL, over base: Policy = Policy()) throws(PolicyError) -> Policy {
+        let data: Data
+        do { data = try Data(contentsOf: url) } catch {
+            throw PolicyError("\(url.path): cannot be read: \(error.localizedDescription)")
+        }
+        guard let object = try? JSONSerialization.jsonObject(with: data), let values = object as? [String: Any] else {
+            throw PolicyError("\(url.path): not a JSON object; see README.md, \"Policy\"")
+        }
+        var policy = base
+        for (key, value) in values.sorted(by: { $0.key < $1.key }) {
+            guard let knob = knobs.first(where: { $0.key == key }) else {
+                let known = knobs.map(\.key).sorted().joined(separator: ", ")
+                throw PolicyError("\(url.path): unknown key \(key); known keys: \(known)")
+            }
+            guard knob.kind.set(.file(value), in: &policy) else {
+                throw PolicyError("\(url.path): \(key) must be \(knob.kind.expectation)")
+            }
+        }
+        policy.lowerBackgroundMemoryLimit(unlessSet: values.keys.contains("backgroundMemoryLimit"))
+        try policy.validate()
+        return policy
+    }
+
+    /// This policy with the knobs given on the command line set: each knob's key with the
+    /// words given for its flag (none: not given; a toggle's are "true" or "false").
+    public func applying(commandLine values: [(key: String, words: [String])]) throws(PolicyError) -> Policy {
+        var policy = self
+        var given: Set<String> = []
+        for (key, words) in values where !words.isEmpty {
+            let knob = Self.knob(key)
+            guard knob.kind.set(.commandLine(words), in: &policy) else {
+                throw PolicyError("--\(knob.flag) must be \(knob.kind.expectation)")
+            }
+            given.insert(key)
+        }
+        policy.lowerBackgroundMemoryLimit(unlessSet: given.contains("backgroundMemoryLimit"))
+        try policy.validate()
+        return policy
+    }
+
+    /// A foreground limit below the default background one lowers the background one too.
+    private mutating func lowerBackgroundMemoryLimit(unlessSet backgroundLimitSet: Bool) {
+        if !backgroundLimitSet { backgroundMemoryLimit = min(backgroundMemoryLimit, foregroundMemoryLimit) }
+    }
+}
+
+extension PolicyKnob.Kind {
+    /// A value as it came: a policy file's JSON value, or the words given for a flag (several
+    /// for a repeated flag).
+    enum Given {
+        case file(Any)
+        case commandLine([String])
+    }
+
+    /// What a valid value is, to end "KEY must be …".
+    public var expectation: String {
+        switch self {
+        case .seconds: "a positive number of seconds"
+        case .count, .optionalCount: "a positive whole number"
+        case .mebibytes, .optionalMebibytes: "a positive number of MiB"
+        case .percentOfCore: "a positive percentage of a core"
+        case .toggle: "true or false"
+        case .capabilityNames: "an array of capability names such as CAP_NET_BIND_SERVICE"
+        case .absolutePaths: "an array of absolute paths"
+        case .userRange: "a range FIRST-LAST of ids above 0, e.g. \"2000000000-2000099999\""
+        }
+    }
+
+    /// Sets the value in `policy`; false, leaving `policy` as it was, if the value is not one
+    /// this kind takes. Repeated flags of a list add to the list; a file's list replaces it.
+    func set(_ given: Given, in policy: inout Policy) -> Bool {
+        switch self {
+        case .seconds(let path):
+            guard let value = given.positiveNumber else { return false }
+            policy[keyPath: path] = .seconds(double: value)
+        case .count(let path):
+            guard let value = given.positiveCount else { return false }
+            policy[keyPath: path] = value
+        case .optionalCount(let path):
+            guard let value = given.positiveCount else { return false }
+            policy[keyPath: path] = value
+        case .mebibytes(let path):
+            guard let value = given.positiveNumber else { return false }
+            policy[keyPath: path] = UInt64(value * 1_048_576)
+        case .optionalMebibytes(let path):
+            guard let value = given.positiveNumber else { return false }
+            policy[keyPath: path] = UInt64(value * 1_048_576)
+        case .percentOfCore(let path):
+            guard let value = given.positiveNumber else { return false }
+            policy[keyPath: path] = value
+        case .toggle(let path):
+            switch given {
+            case .file(let value):
+                guard let flag = value as? Bool else { return false }
+                policy[keyPath: path] = flag
+            case .commandLine(let words):
+                guard let last = words.last, let flag = Bool(last) else { return false }
+                policy[keyPath: path] = flag
+            }
+        case .capabilityNames(let path):
+            switch given {
+            case .file(let value):
+                guard let names = value as? [String] else { return false }
+                policy[keyPath: path] = names
+            case .commandLine(let names):
+                policy[keyPath: path] += names
+            }
+        case .absolutePaths(let path):
+            switch given {
+            case .file(let value):
+                guard let paths = value as? [String], paths.allSatisfy({ $0.hasPrefix("/") }) else { return false }
+                policy[keyPath: path] = paths
+            case .commandLine(let paths):
+                policy[keyPath: path] += paths.map { URL(fileURLWithPath: $0).standardizedFileURL.path }
+            }
+        case .userRange(let path):
+            let text: String?
+            switch given {
+            case .file(let value): text = value as? String
+            case .commandLine(let words): text = words.last
+            }
+            guard let text, let range = Policy.userRange(text) else { return false }
+            policy[keyPath: path] = range
+        }
+        return true
+    }
+}
+
+extension PolicyKnob.Kind.Given {
+    /// A positive, finite number: a JSON number (not a Boolean), or the last word given.
+    var positiveNumber: Double? {
+        let value: Double?
+        switch self {
+        case .file(let json):
+            value = (json is Bool) ? nil : (json as? NSNumber)?.doubleValue
+        case .commandLine(let words):
+            value = words.last.flatMap(Double.init)
+        }
+        guard let value, value > 0, value.isFinite else { return nil }
+        return value
+    }
+
+    /// A positive whole number: a JSON number (its whole part, as policy files always read), or
+    /// the last word given.
+    var positiveCount: Int? {
+        let value: Int?
+        switch self {
+        case .file(let json):
+            value = (json is Bool) ? nil : (json as? NSNumber)?.intValue
+        case .commandLine(let words):
+            value = words.last.flatMap { Int($0) }
+        }
+        guard let value, value > 0 else { return nil }
+        return value
+    }
+}
