@@ -20,7 +20,7 @@ public struct Policy: Sendable, Equatable {
     /// `applicationWillTerminate`.
     public var willTerminateTimeout: Duration = .seconds(5)
     /// An app whose threads are not all stopped this long after the host began suspending it is
-    /// ended (the freeze could not be verified). Nothing reads it yet.
+    /// ended (`suspension-failed`): the freeze could not be verified.
     public var suspendTimeout: Duration = .seconds(2)
     /// All of an app's background tasks together, from entering the background.
     public var backgroundTime: Duration = .seconds(30)
@@ -54,10 +54,6 @@ public struct Policy: Sendable, Equatable {
     /// On a root host, run each app under its own uid/gid from this range.
     public var perAppUsers = true
     public var appUserRange: ClosedRange<UInt32> = 2_000_000_000...2_000_099_999
-
-    /// An app whose threads are not all stopped this long after the host began suspending it
-    /// is ended (the freeze could not be verified).
-    public var suspendTimeout: Duration = .seconds(2)
 
     /// Memory an app may use while in the foreground (launching, inactive, active), in bytes.
     public var foregroundMemoryLimit: UInt64 = 1024 << 20
