@@ -88,15 +88,19 @@ enum AppMain {
 
     private static func readAvailable(fd: Int32) {
         var channel = receiver ?? FrameReceiver(channel: ControlChannel(fd: fd))
-        defer { receiver = channel }
+        let batch = channel.receive(budget: .max)
+        receiver = channel
         do {
-            for frame in try channel.receive(budget: .max) {
-                handle(try WireCoding.decode(HostMessage.self, from: frame.body))
-            }
-        } catch FrameReceiver.End.closed {
-            _exit(0)  // the host closed the connection: it is ending this app
+            for frame in batch.frames { handle(try WireCoding.decode(HostMessage.self, from: frame.body)) }
         } catch {
             writeStandardError("AppHostKit: unreadable message from the host: \(error)\n")
+            _exit(70)
+        }
+        switch batch.end {
+        case nil: break
+        case .closed: _exit(0)  // the host closed the connection: it is ending this app
+        case let end?:
+            writeStandardError("AppHostKit: unreadable message from the host: \(end)\n")
             _exit(70)
         }
     }

@@ -94,12 +94,19 @@ package struct FrameReceiver {
         case tooManyDescriptors(Int)
     }
 
+    /// What one call gave: frames in order, then, if reading has stopped for good, why.
+    package struct Batch {
+        package var frames: [ReceivedFrame] = []
+        package var end: End?
+    }
+
     private let channel: ControlChannel
     private var decoder = FrameDecoder()
     /// Stream offsets: of all bytes received, and of the next frame's first byte.
     private var received = 0
     private var frameStart = 0
     private var descriptors: [(offset: Int, fd: Int32)] = []
+    private var end: End?
     /// How many descriptors may be held while their frame is incomplete. Complete frames are
     /// handed out with theirs, for the reader to judge.
     package var descriptorAllowance = 0
@@ -109,68 +116,68 @@ package struct FrameReceiver {
 
     package init(channel: ControlChannel) { self.channel = channel }
 
-    /// Reads up to `budget` bytes of what is available and returns the complete frames; throws
-    /// when the stream has ended (frames before the end are returned first, on the next call).
-    /// Fewer frames than sent may come back: the rest arrive on a later call.
-    package mutating func receive(budget: Int) throws(End) -> [ReceivedFrame] {
-        if let pendingEnd { throw pendingEnd }
-        var end: End?
+    /// Whether complete frames are already buffered: the reader must call again even if the
+    /// socket has nothing new (it stopped at `maximumFrames`).
+    package var hasBufferedFrames: Bool { decoder.hasCompleteFrame }
+
+    /// Reads up to `budget` bytes of what is available and returns at most `maximumFrames`
+    /// complete frames, and the end of the stream once it has come (again on every later call).
+    package mutating func receive(budget: Int, maximumFrames: Int = .max) -> Batch {
+        var batch = Batch()
         var read = 0
-        reading: while read < budget {
+        reading: while end == nil && read < budget && !decoder.hasCompleteFrame {
             var count: Int32 = 0
-            let got = buffer.withUnsafeMutableBytes { bytes in
-                descriptorBuffer.withUnsafeMutableBufferPointer { fds in
-                    apphost_receive_with_fds(
-                        channel.fd, bytes.baseAddress, min(bytes.count, budget - read), fds.baseAddress, Int32(fds.count), &count)
+            let got: Int
+            do {
+                got = try valueOrErrno("recvmsg") {
+                    buffer.withUnsafeMutableBytes { bytes in
+                        descriptorBuffer.withUnsafeMutableBufferPointer { fds in
+                            apphost_receive_with_fds(
+                                channel.fd, bytes.baseAddress, min(bytes.count, budget - read), fds.baseAddress, Int32(fds.count), &count)
+                        }
+                    }
                 }
+            } catch where error.errno == EAGAIN || error.errno == EWOULDBLOCK {
+                break reading
+            } catch {
+                end = .closed
+                break reading
             }
-            let error = errno
             // A read ends right after the message (sendmsg) that carried descriptors, so they
             // belong with its last byte.
             for fd in descriptorBuffer.prefix(Int(count)) { descriptors.append((received + max(got, 1) - 1, fd)) }
-            switch got {
-            case 1...:
-                buffer.withUnsafeBytes { decoder.append(UnsafeRawBufferPointer(rebasing: $0[0..<got])) }
-                received += got
-                read += got
-            case 0:
+            guard got > 0 else {
                 end = .closed
-                break reading
-            default:
-                if error == EINTR { continue }
-                if error != EAGAIN && error != EWOULDBLOCK { end = .closed }
-                break reading
+                break
             }
+            buffer.withUnsafeBytes { decoder.append(UnsafeRawBufferPointer(rebasing: $0[0..<got])) }
+            received += got
+            read += got
             // Descriptors are judged with their frame before any more is read, so a peer can
             // never make the reader hold more than its allowance.
             if count > 0 { break }
         }
-        var frames: [ReceivedFrame] = []
         do {
-            while let body = try decoder.next() {
+            while end == nil || end == .closed, batch.frames.count < maximumFrames, let body = try decoder.next() {
                 let frameEnd = frameStart + Framing.headerLength + body.count
                 let carried = descriptors.filter { $0.offset < frameEnd }.map(\.fd)
                 descriptors.removeAll { $0.offset < frameEnd }
                 frameStart = frameEnd
-                frames.append(ReceivedFrame(body: body, descriptors: carried))
+                batch.frames.append(ReceivedFrame(body: body, descriptors: carried))
             }
-            if end == .closed, decoder.pendingByteCount > 0 { end = .framing(.closedMidFrame(decoder.pendingByteCount)) }
+            if end == .closed, !decoder.hasCompleteFrame, decoder.pendingByteCount > 0 {
+                end = .framing(.closedMidFrame(decoder.pendingByteCount))
+            }
         } catch {
             end = .framing(error)
         }
         if end == nil, descriptors.count > descriptorAllowance { end = .tooManyDescriptors(descriptors.count) }
-        if let end {
-            closeDescriptors()
-            // Frames that arrived before the end are still the peer's last words: they are
-            // returned now, the end on the next call.
-            if frames.isEmpty { throw end }
-            pendingEnd = end
-        }
-        return frames
+        // At the end, frames still buffered are the peer's last words only if the stream simply
+        // closed; after a violation nothing more is read.
+        if end != nil && end != .closed { closeDescriptors() }
+        batch.end = decoder.hasCompleteFrame && end == .closed ? nil : end
+        return batch
     }
-
-    /// An end found while frames were still to be handed out; thrown by the next call.
-    private var pendingEnd: End?
 
     /// Closes every descriptor held for an unfinished frame.
     package mutating func closeDescriptors() {

@@ -73,6 +73,15 @@ package struct FrameDecoder {
         return body
     }
 
+    /// Whether a whole frame (or an oversize header, which `next` throws for) is buffered.
+    package var hasCompleteFrame: Bool {
+        let available = buffer.count - start
+        guard available >= Framing.headerLength else { return false }
+        var length: UInt64 = 0
+        for index in 0..<Framing.headerLength { length |= UInt64(buffer[start + index]) << (8 * UInt64(index)) }
+        return length > UInt64(Framing.maximumBodyLength) || available >= Framing.headerLength + Int(length)
+    }
+
     /// Bytes of an unfinished frame; non-zero at end of stream means the peer closed mid-frame.
     package var pendingByteCount: Int { buffer.count - start }
 }

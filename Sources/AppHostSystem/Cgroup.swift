@@ -49,17 +49,28 @@ package struct Cgroup: Equatable, Sendable {
     /// the kernel or the hierarchy has no such file.
     package func killAll() -> Bool { (try? write("cgroup.kill", "1")) != nil }
 
-    /// Kills whatever is left in the group, then removes it. A group still holding a process
-    /// (one stuck in the kernel) stays; the host's next start sweeps it.
-    package func remove() {
-        for _ in 0..<50 {
-            if killAll() { break }
-            let left = processes
-            if left.isEmpty { break }
-            for pid in left { kill(pid, SIGKILL) }
-            usleep(1000)
+    /// Kills whatever is left in the group and removes it, without waiting. False while the
+    /// kernel still holds it (a killed process that has not finished exiting): try again later.
+    @discardableResult
+    package func remove() -> Bool {
+        if !killAll() {
+            for pid in processes { kill(pid, SIGKILL) }
         }
-        for _ in 0..<50 where rmdir(path) != 0 && errno == EBUSY { usleep(1000) }
+        do {
+            try valueOrErrno("rmdir \(path)") { rmdir(path) }
+            return true
+        } catch {
+            return error.errno == ENOENT
+        }
+    }
+
+    /// Removes the group, waiting up to `limit` for what was in it to exit: for start and
+    /// shutdown, when nothing else waits on the host. A group still held after that (a process
+    /// stuck in the kernel) stays; the next host to start sweeps it.
+    package func removeWaiting(upTo limit: Duration = .milliseconds(100)) {
+        let clock = ContinuousClock()
+        let deadline = clock.now + limit
+        while !remove() && clock.now < deadline { usleep(1000) }
     }
 
     /// This host instance's group in `hierarchy`: `apphost-INSTANCE-PID` under the host's own
@@ -74,10 +85,10 @@ package struct Cgroup: Equatable, Sendable {
             throw CgroupUnavailable(reason: "\(base)/cgroup.procs is not writable")
         }
         for entry in directoryEntries(base) where entry.hasPrefix("apphost-") {
-            guard let pid = entry.split(separator: "-").last.flatMap({ pid_t($0) }), kill(pid, 0) != 0, errno == ESRCH else { continue }
+            guard let pid = entry.split(separator: "-").last.flatMap({ pid_t($0) }), !processExists(pid) else { continue }
             let stale = Cgroup(path: "\(base)/\(entry)")
-            for child in directoryEntries(stale.path) where !child.contains(".") { Cgroup(path: "\(stale.path)/\(child)").remove() }
-            stale.remove()
+            for child in directoryEntries(stale.path) where !child.contains(".") { Cgroup(path: "\(stale.path)/\(child)").removeWaiting() }
+            stale.removeWaiting()
         }
         do {
             return try host.makeChild(named: "apphost-\(name)-\(getpid())")

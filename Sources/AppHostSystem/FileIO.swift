@@ -13,9 +13,9 @@ package enum ReadOutcome: Equatable {
 }
 
 /// Reads once into `buffer`, retrying EINTR.
-package func readSome(_ fd: Int32, into buffer: inout [UInt8], limit: Int = .max) -> ReadOutcome {
+package func readSome(_ fd: Int32, into buffer: inout [UInt8]) -> ReadOutcome {
     while true {
-        let count = buffer.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress, min($0.count, limit)) }
+        let count = buffer.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress, $0.count) }
         if count > 0 { return .bytes(count) }
         if count == 0 { return .end }
         switch Glibc.errno {

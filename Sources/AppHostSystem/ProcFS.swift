@@ -42,3 +42,13 @@ package func directoryEntries(_ path: String) -> [String] {
     }
     return names
 }
+
+/// Whether a process with this pid exists (kill with signal 0; EPERM means it does).
+package func processExists(_ pid: pid_t) -> Bool {
+    do {
+        try valueOrErrno("kill(\(pid), 0)") { kill(pid, 0) }
+        return true
+    } catch {
+        return error.errno != ESRCH
+    }
+}

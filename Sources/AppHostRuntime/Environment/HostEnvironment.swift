@@ -81,9 +81,9 @@ final class HostEnvironment {
 
     /// Removes the instance's groups (apps are gone by then).
     func remove() {
-        freezerGroup?.remove()
-        pidsGroup?.remove()
-        memoryGroup?.remove()
+        freezerGroup?.removeWaiting()
+        pidsGroup?.removeWaiting()
+        memoryGroup?.removeWaiting()
     }
 }
 

@@ -113,9 +113,12 @@ final class MemoryGroup: @unchecked Sendable {
     /// Closes its control file and removes the group (killing anything left in it). The OOM
     /// eventfd belongs to the source that watches it.
     func remove() {
-        close(oomControl)
+        closeControl()
         group.remove()
     }
+
+    /// Closes the control file the OOM events are registered on.
+    func closeControl() { close(oomControl) }
 
     /// Removes a group nothing watches yet, closing its eventfd too.
     func discard() {

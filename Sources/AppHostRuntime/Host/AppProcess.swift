@@ -48,6 +48,8 @@ final class AppProcess: @unchecked Sendable {
     private var listenerSource: (any DispatchSourceRead)?
     private var memorySource: (any DispatchSourceRead)?
     private(set) var isClosed = false
+    /// The host's queue, once watching started: removals that must wait are retried there.
+    private var queue: DispatchQueue?
 
     /// Takes the spawned process and puts it in `groups` (a group it cannot join is dropped).
     /// It must be in them before the configuration is sent: the runner waits for it, so no app
@@ -87,14 +89,17 @@ final class AppProcess: @unchecked Sendable {
         return [pid]
     }
 
-    /// Sends a signal through the pidfd (never to a pid that may have been reused).
+    /// Sends a signal through the pidfd (never to a pid that may have been reused); nothing
+    /// once the handle is closed.
     func signal(_ number: Int32) {
+        guard !isClosed else { return }
         _ = apphost_pidfd_send_signal(pidfd, number)
     }
 
     /// SIGKILL to every process of the app: the whole group at once where there is one (frozen
     /// v2 members and stopped processes die of it too).
     func killAll() {
+        guard !isClosed else { return }
         if let cgroup = groups.freezer, cgroup.killAll() { return }
         signal(SIGKILL)
         // Children made with the spawn entitlement go with it.
@@ -109,6 +114,7 @@ final class AppProcess: @unchecked Sendable {
         on queue: DispatchQueue, control: @escaping @Sendable () -> Void, exit: @escaping @Sendable () -> Void,
         memory: @escaping @Sendable () -> Void
     ) {
+        self.queue = queue
         controlSource = watch(channel.fd, on: queue, handler: control)
         exitSource = watch(pidfd, on: queue, handler: exit)
         outputSource = watch(output.fd, on: queue) { [weak self] in
@@ -145,10 +151,14 @@ final class AppProcess: @unchecked Sendable {
         try channel.send(body: WireCoding.encode(message), nonBlocking: true)
     }
 
-    /// The complete frames available, up to `budget` bytes.
-    func receive(budget: Int) throws(FrameReceiver.End) -> [ReceivedFrame] {
-        try receiver.receive(budget: budget)
+    /// The complete frames available (reading at most `budget` bytes, taking at most
+    /// `maximumFrames`), and the end of the stream if it has come.
+    func receive(budget: Int, maximumFrames: Int) -> FrameReceiver.Batch {
+        receiver.receive(budget: budget, maximumFrames: maximumFrames)
     }
+
+    /// Whether frames already read wait to be taken (the socket may have nothing new).
+    var hasBufferedFrames: Bool { receiver.hasBufferedFrames }
 
     /// Judges `message` against the protocol's table: nil if it is accepted now (and the stage
     /// moves on), else what is wrong with it.
@@ -182,14 +192,15 @@ final class AppProcess: @unchecked Sendable {
 
     // MARK: The end
 
-    /// The whole teardown, once the process has ended: what it wrote last is forwarded, every
-    /// source cancelled (their cancel handlers close the descriptors), every group emptied and
-    /// removed. Idempotent.
+    deinit { close() }
+
+    /// The whole teardown, once the process has ended: the rest of its output (up to a budget)
+    /// forwarded, every source cancelled (their cancel handlers close the descriptors), every
+    /// group emptied and removed. Idempotent.
     func close() {
         guard !isClosed else { return }
         isClosed = true
-        if outputSource != nil { _ = output.drain() }
-        output.flush()
+        if outputSource == nil || output.drain() { output.flush() }
         closeChannel()
         for source in [exitSource, outputSource, listenerSource, memorySource] { source?.cancel() }
         exitSource = nil
@@ -197,10 +208,22 @@ final class AppProcess: @unchecked Sendable {
         listenerSource = nil
         memorySource = nil
         listener = nil
-        groups.memory?.remove()
-        // Children of the app (with the spawn entitlement) do not outlive it.
-        _ = groups.freezer?.killAll()
-        groups.pids?.remove()
-        groups.freezer?.remove()
+        groups.memory?.closeControl()
+        // Children of the app (with the spawn entitlement) do not outlive it; a group whose
+        // killed members have not finished exiting is removed a little later, off this turn.
+        for group in [groups.memory?.group, groups.pids, groups.freezer].compactMap({ $0 }) where !group.remove() {
+            queue.map { group.remove(retryingOn: $0) }
+        }
+    }
+}
+
+extension Cgroup {
+    /// Removes the group, trying again on `queue` every 10 ms, for up to a second, while the
+    /// kernel still holds it.
+    func remove(retryingOn queue: DispatchQueue, attempts: Int = 100) {
+        guard attempts > 0 else { return }
+        queue.asyncAfter(deadline: .now() + .milliseconds(10)) {
+            if !remove() { remove(retryingOn: queue, attempts: attempts - 1) }
+        }
     }
 }

@@ -2,7 +2,6 @@
 import Glibc
 #endif
 import AppHostSystem
-import AppHostSystem
 
 /// Copies an app's standard output and error to the host's standard error, line by line, as
 /// `Name[pid]: line`, in bounded memory and linear time whatever the app writes.

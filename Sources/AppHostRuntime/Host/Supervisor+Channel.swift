@@ -7,11 +7,16 @@ import AppHostProtocol
 import AppHostSystem
 import AppHostSandbox
 
-/// The control channel (reading, framing, decoding and acting, each its own step) and the
-/// seccomp listener it hands over.
+/// The control channel's handler: FrameReceiver (AppHostProtocol) reads and frames; here each
+/// frame is decoded, judged against the protocol's table (ControlStage, through AppProcess) and
+/// acted on. Also the seccomp listener the channel hands over.
 extension Supervisor {
-    /// Bytes of control messages read per turn: a chatty app cannot hold up other apps.
-    static let controlBudget = 256 * 1024
+    /// Bytes and messages of one app taken per turn: a chatty app cannot hold up other apps.
+    static let controlBudget = 64 * 1024
+    static let controlFrameBudget = 128
+    /// Text an app sends (warnings, launch failures, snapshots) is cut to this many bytes.
+    static let textLimit = 4096
+    static let refusalBudget = 64
 
     func send(_ message: HostMessage, _ record: AppRecord, _ run: AppRun) {
         guard let process = run.process, process.isReadingControl else { return }
@@ -24,30 +29,30 @@ extension Supervisor {
         }
     }
 
-    /// Reads what the app sent (a budget at a time) and acts on each message in order.
+    /// Reads what the app sent (a budget at a time) and acts on each message in order, then on
+    /// the end of the stream if it came.
     func readControl(_ record: AppRecord, _ run: AppRun) {
         guard let process = run.process, process.isReadingControl else { return }
-        let frames: [ReceivedFrame]
-        do {
-            frames = try process.receive(budget: Self.controlBudget)
-        } catch {
-            switch error {
-            case .closed:
-                process.closeChannel()
-                handle(record, run, .controlClosed)
-            case .framing(let error):
-                violate(record, run, "it sent a \(error)")
-            case .tooManyDescriptors(let count):
-                violate(record, run, "it passed \(count) descriptor\(count == 1 ? "" : "s") on its control socket outside a message; only sandboxed carries one, the seccomp listener")
-            }
-            return
-        }
-        for frame in frames {
+        let batch = process.receive(budget: Self.controlBudget, maximumFrames: Self.controlFrameBudget)
+        for frame in batch.frames {
             guard process.isReadingControl else {
                 frame.descriptors.forEach(closeIgnoringErrors)
                 continue
             }
             accept(frame, record, run, process)
+        }
+        guard process.isReadingControl else { return }
+        switch batch.end {
+        case nil:
+            // Frames read but not yet taken: the socket may stay quiet, so come back for them.
+            if process.hasBufferedFrames { queue.async { [weak self] in self?.readControl(record, run) } }
+        case .closed:
+            process.closeChannel()
+            handle(record, run, .controlClosed)
+        case .framing(let error):
+            violate(record, run, "it sent a \(error)")
+        case .tooManyDescriptors(let count):
+            violate(record, run, "it passed \(count) descriptor\(count == 1 ? "" : "s") on its control socket outside a message; only sandboxed carries one, the seccomp listener")
         }
     }
 
@@ -68,10 +73,11 @@ extension Supervisor {
             return
         }
         var listener: Int32?
-        if case .sandboxed(true, _, _, _) = message, descriptors.count == 1 {
-            listener = descriptors.removeFirst()
+        if case .sandboxed(true, _, _, _) = message, descriptors.count <= 1 {
+            listener = descriptors.popLast()
         } else if !descriptors.isEmpty {
-            violate(record, run, "it passed \(descriptors.count) descriptor\(descriptors.count == 1 ? "" : "s") with \(message.name), which carries none")
+            let carries = if case .sandboxed = message { "at most one" } else { "none" }
+            violate(record, run, "it passed \(descriptors.count) descriptor\(descriptors.count == 1 ? "" : "s") with \(message.name), which carries \(carries)")
             return
         }
         receive(message, listener: listener, record, run, process)
@@ -93,11 +99,12 @@ extension Supervisor {
             }
         case .sandboxed(_, let landlockABI, let uid, let seconds):
             sandboxed(record, run, process, listener: listener, landlockABI: landlockABI, uid: uid, took: .seconds(double: seconds))
-        case .launchFailed(let reason): handle(record, run, .launchFailed(reason))
-        case .ack(let id, let returned, let snapshot): handle(record, run, .acknowledged(id: id, returned: returned, snapshot: snapshot))
+        case .launchFailed(let reason): handle(record, run, .launchFailed(reason.cut(to: Self.textLimit)))
+        case .ack(let id, let returned, let snapshot):
+            handle(record, run, .acknowledged(id: id, returned: returned, snapshot: snapshot?.cut(to: Self.textLimit)))
         case .taskBegan(let id, let name): handle(record, run, .taskBegan(id: id, name: name))
         case .taskEnded(let id): handle(record, run, .taskEnded(id: id))
-        case .warning(let text): handle(record, run, .warning(text))
+        case .warning(let text): handle(record, run, .warning(text.cut(to: Self.textLimit)))
         case .fetchInterval, .workCompleted, .registerTask, .submitTask, .cancelTask:
             receiveBackgroundMessage(message, record, run)
         }
@@ -123,7 +130,7 @@ extension Supervisor {
             }
             notes.append("seccomp")
         } else {
-            if let listener { closeIgnoringErrors(listener) }
+            // A listener that could not be taken is closed by SyscallListener's initializer.
             notes.append("seccomp, degraded: refusals are not reported (no user notification)")
         }
         notes.append(landlockABI > 0 ? "Landlock ABI \(landlockABI)" : "no Landlock, degraded: files limited only by permissions")
@@ -138,7 +145,10 @@ extension Supervisor {
     /// never runs).
     private func drainRefusals(_ record: AppRecord, _ run: AppRun) {
         guard let process = run.process, let listener = process.listener else { return }
-        while let call = listener.next() {
+        // A budget per turn: threads that keep making refused calls cannot hold up other apps
+        // (the listener stays readable, so the rest is answered on the next turn).
+        for _ in 0..<Self.refusalBudget {
+            guard let call = listener.next() else { return }
             let state = currentState(of: record)
             let fatal = call.isDangerous
             let violation = SandboxViolation(time: Date(), call: call.description, state: state, fatal: fatal)
@@ -162,5 +172,13 @@ extension Supervisor {
             }
             listener.refuse(call)
         }
+    }
+}
+
+extension String {
+    /// At most `limit` bytes of UTF-8, marked where cut.
+    func cut(to limit: Int) -> String {
+        guard utf8.count > limit else { return self }
+        return String(decoding: utf8.prefix(limit), as: UTF8.self) + " [cut at \(limit) bytes]"
     }
 }

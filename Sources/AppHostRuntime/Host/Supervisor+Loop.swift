@@ -151,7 +151,10 @@ extension Supervisor {
     }
 
     func finish(_ record: AppRecord, _ run: AppRun, termination: Termination, exit: ProcessExit) {
-        run.process?.close()
+        if let process = run.process {
+            suspender(for: process).forget(process)
+            process.close()
+        }
         run.timer.cancel()
 
         let pid = run.process?.pid ?? 0

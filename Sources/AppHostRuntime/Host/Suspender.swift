@@ -22,12 +22,15 @@ protocol Suspender: AnyObject, Sendable {
     /// for this freeze (it stops waiting when the app ends or the machine gives up).
     func freeze(_ process: AppProcess, isWanted: @escaping @Sendable () -> Bool, verified: @escaping @Sendable () -> Void)
     func thaw(_ process: AppProcess)
+    /// The process ended: drop whatever the suspender kept for it.
+    func forget(_ process: AppProcess)
 }
 
 /// The cgroup v2 freezer: every thread and child at once, confirmed by `cgroup.events`.
 final class CgroupFreezer: Suspender, @unchecked Sendable {
     private let watcher: CgroupEventWatcher
     private let queue: DispatchQueue
+    private let fallback: SignalStopper
     /// The inotify watch of each group being frozen, by path.
     private var watches: [String: Int32] = [:]
 
@@ -35,27 +38,50 @@ final class CgroupFreezer: Suspender, @unchecked Sendable {
         guard let watcher = CgroupEventWatcher(queue: queue) else { return nil }
         self.watcher = watcher
         self.queue = queue
+        fallback = SignalStopper(queue: queue)
     }
 
     func freeze(_ process: AppProcess, isWanted: @escaping @Sendable () -> Bool, verified: @escaping @Sendable () -> Void) {
-        guard let group = process.cgroup, (try? group.write("cgroup.freeze", "1")) != nil else { return }
+        guard let group = process.cgroup, (try? group.write("cgroup.freeze", "1")) != nil else {
+            // The group refuses to freeze: stop the threads by signal instead.
+            fallback.freeze(process, isWanted: isWanted, verified: verified)
+            return
+        }
         // Freezing takes about 0.1 ms, but the kernel rate-limits cgroup.events notifications to
         // one per 10 ms: a short bounded check confirms the common case at once.
         if group.awaitFrozen(within: .milliseconds(2)) {
             queue.async { if isWanted() { verified() } }
             return
         }
-        watches[group.path] = watcher.watch(group.path + "/cgroup.events") { [weak self] in
+        guard let watch = watcher.watch(group.path + "/cgroup.events", handler: { [weak self] in
             guard group.isFrozen else { return }
             self?.unwatch(group)
             if isWanted() { verified() }
+        }) else {
+            poll(group, isWanted: isWanted, verified: verified)
+            return
         }
+        watches[group.path] = watch
+    }
+
+    /// Checks `frozen 1` every millisecond, where inotify cannot watch the group.
+    private func poll(_ group: Cgroup, isWanted: @escaping @Sendable () -> Bool, verified: @escaping @Sendable () -> Void) {
+        queue.asyncAfter(deadline: .now() + .milliseconds(1)) { [weak self] in
+            guard isWanted() else { return }
+            if group.isFrozen { verified() } else { self?.poll(group, isWanted: isWanted, verified: verified) }
+        }
+    }
+
+    func forget(_ process: AppProcess) {
+        if let group = process.cgroup { unwatch(group) }
     }
 
     func thaw(_ process: AppProcess) {
         guard let group = process.cgroup else { return }
         unwatch(group)
         try? group.write("cgroup.freeze", "0")
+        // Continues it too if the freeze fell back to SIGSTOP (harmless otherwise).
+        fallback.thaw(process)
     }
 
     private func unwatch(_ group: Cgroup) {
@@ -76,6 +102,8 @@ final class SignalStopper: Suspender, @unchecked Sendable {
     }
 
     func thaw(_ process: AppProcess) { process.signal(SIGCONT) }
+
+    func forget(_ process: AppProcess) {}
 
     private func check(_ process: AppProcess, attempt: Int, isWanted: @escaping @Sendable () -> Bool, verified: @escaping @Sendable () -> Void) {
         guard isWanted(), !process.isClosed else { return }

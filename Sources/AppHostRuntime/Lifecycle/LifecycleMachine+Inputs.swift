@@ -62,7 +62,8 @@ extension LifecycleMachine {
         /// End the process now, without a callback: SIGSYS for a forbidden system call, else
         /// SIGKILL to every process of the app.
         case kill(Termination)
-        /// The process outlived its kill: SIGKILL to every process of the app, thawing it first.
+        /// The process outlived its kill: SIGKILL to every process of the app again (frozen and
+        /// stopped processes die of it too).
         case escalateKill
         case event(LifecycleEvent)
         /// The process is gone; write the report.

@@ -173,6 +173,8 @@ package struct LifecycleMachine: Sendable {
             actions += [.spawn(reason: reason), event(.launching, detail: reason)]
 
         case .ready:
+            // The host's message table accepts `ready` once; the machine holds its own invariant
+            // too, whoever feeds it (the simulated hosts of the tests included).
             guard phase == .starting else { return protocolViolation("the app said it was ready twice", now: now) }
             deadlines[.launch] = nil
             phase = .launching
