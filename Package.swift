@@ -129,7 +129,7 @@ let package = Package(
 
         .testTarget(
             name: "AppHostRuntimeTests",
-            dependencies: ["AppHostRuntime", "AppHostProtocol", "AppHostSystem"],
+            dependencies: ["AppHostRuntime", "AppHostProtocol", "AppHostSystem", "CAppHostShims"],
             swiftSettings: strictSettings
         ),
         .testTarget(
