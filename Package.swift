@@ -133,6 +133,11 @@ let package = Package(
             swiftSettings: strictSettings
         ),
         .testTarget(
+            name: "CommandLineTests",
+            dependencies: ["apphost", "AppHostRuntime"],
+            swiftSettings: strictSettings
+        ),
+        .testTarget(
             name: "EndToEndTests",
             dependencies: ["CAppHostShims"],
             swiftSettings: strictSettings

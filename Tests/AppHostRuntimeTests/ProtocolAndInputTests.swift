@@ -42,51 +42,6 @@ import Testing
     }
 }
 
-@Suite struct HostCommandTests {
-    @Test func everyCommandParses() throws {
-        #expect(try HostCommand.parse("home") == .home)
-        #expect(try HostCommand.parse("  open Notes  ") == .open("Notes"))
-        #expect(try HostCommand.parse("interrupt Notes 2.5") == .interrupt("Notes", .milliseconds(2500)))
-        #expect(try HostCommand.parse("interrupt Notes") == .interrupt("Notes", nil))
-        #expect(try HostCommand.parse("terminate com.example.notes") == .terminate("com.example.notes"))
-        #expect(try HostCommand.parse("wake Notes") == .wake("Notes"))
-        #expect(try HostCommand.parse("sleep 0.5") == .sleep(.milliseconds(500)))
-        #expect(try HostCommand.parse("wait Notes suspended") == .wait("Notes", .suspended, timeout: .seconds(30)))
-        #expect(try HostCommand.parse("wait Notes active 3") == .wait("Notes", .active, timeout: .seconds(3)))
-        #expect(try HostCommand.parse("memory-warning") == .memoryWarning(nil))
-        #expect(try HostCommand.parse("memory-pressure") == .memoryPressure(nil))
-        #expect(try HostCommand.parse("memory-pressure 1.5") == .memoryPressure(1_572_864))
-        #expect(try HostCommand.parse("ps") == .ps)
-        #expect(try HostCommand.parse("fetch Weather") == .fetch("Weather"))
-        #expect(try HostCommand.parse("run-task Weather com.example.refresh") == .runTask("Weather", identifier: "com.example.refresh"))
-        #expect(try HostCommand.parse("expire Weather") == .expire("Weather", identifier: nil))
-        #expect(try HostCommand.parse("push Weather alert.json") == .push("Weather", file: "alert.json"))
-        #expect(try HostCommand.parse("power battery") == .power(.battery))
-        #expect(try HostCommand.parse("network offline") == .network(.offline))
-        #expect(try HostCommand.parse("advance 86400") == .advance(.seconds(86400)))
-        #expect(try HostCommand.parse("tasks") == .tasks)
-        #expect(try HostCommand.parse("quit") == .quit)
-        #expect(try HostCommand.parse("") == nil)
-        #expect(try HostCommand.parse("# a comment") == nil)
-    }
-
-    @Test func mistakesSayWhatIsWrong() {
-        #expect(throws: CommandError("usage: open APP")) { try HostCommand.parse("open") }
-        #expect(throws: CommandError("SECONDS must be a number of seconds, not soon")) { try HostCommand.parse("sleep soon") }
-        #expect(throws: CommandError("STATE must be one of inactive, active, background, suspended, terminated; not asleep")) {
-            try HostCommand.parse("wait Notes asleep")
-        }
-        #expect(throws: CommandError("MIB must be a number of MiB the apps must fit in, not lots")) { try HostCommand.parse("memory-pressure lots") }
-        #expect(throws: CommandError("power must be plugged or battery, not mains")) { try HostCommand.parse("power mains") }
-        #expect(throws: CommandError("network must be online or offline, not wifi")) { try HostCommand.parse("network wifi") }
-        #expect(throws: CommandError("usage: run-task APP IDENTIFIER")) { try HostCommand.parse("run-task Weather") }
-        #expect(throws: CommandError("SECONDS must be a number of seconds, not tomorrow")) { try HostCommand.parse("advance tomorrow") }
-        #expect(throws: CommandError("unknown command launch; commands: home, open, interrupt, wake, terminate, memory-warning, memory-pressure, fetch, run-task, expire, push, power, network, advance, tasks, sleep, wait, ps, quit")) {
-            try HostCommand.parse("launch Notes")
-        }
-    }
-}
-
 @Suite struct PolicyTests {
     private func write(_ text: String) throws -> URL {
         let url = FileManager.default.temporaryDirectory.appendingPathComponent("policy-\(UUID().uuidString).json")

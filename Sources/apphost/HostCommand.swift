@@ -1,6 +1,8 @@
+import AppHostRuntime
+
 /// One line of the command language that `apphost launch` reads from `--script FILE` and then
 /// from standard input. README.md lists the commands.
-public enum HostCommand: Sendable, Equatable {
+enum HostCommand: Sendable, Equatable {
     /// Send the foreground app to the background.
     case home
     /// Bring an app to the foreground, launching it if needed.
@@ -42,10 +44,10 @@ public enum HostCommand: Sendable, Equatable {
     case quit
 
     /// `wait` gives up after this long unless told otherwise.
-    public static let defaultWaitTimeout: Duration = .seconds(30)
+    static let defaultWaitTimeout: Duration = .seconds(30)
 
     /// Parses one line; nil for a blank line or a `#` comment.
-    public static func parse(_ line: String) throws(CommandError) -> HostCommand? {
+    static func parse(_ line: String) throws(CommandError) -> HostCommand? {
         let words = line.split(whereSeparator: \.isWhitespace).map(String.init)
         guard let verb = words.first, !verb.hasPrefix("#") else { return nil }
         let arguments = Array(words.dropFirst())
@@ -137,7 +139,7 @@ public enum HostCommand: Sendable, Equatable {
 }
 
 /// A command line that cannot be parsed, or a command that cannot be carried out.
-public struct CommandError: Error, CustomStringConvertible, Equatable {
-    public var description: String
-    public init(_ description: String) { self.description = description }
+struct CommandError: Error, CustomStringConvertible, Equatable {
+    var description: String
+    init(_ description: String) { self.description = description }
 }
