@@ -87,9 +87,9 @@ enum AppMain {
     }
 
     private static func readAvailable(fd: Int32) {
-        var channel = receiver ?? FrameReceiver(channel: ControlChannel(fd: fd))
-        let batch = channel.receive(budget: .max)
-        receiver = channel
+        if receiver == nil { receiver = FrameReceiver(channel: ControlChannel(fd: fd)) }
+        // Mutated in place: a copy would copy its read buffer on every callback.
+        guard let batch = receiver?.receive(budget: .max) else { return }
         do {
             for frame in batch.frames { handle(try WireCoding.decode(HostMessage.self, from: frame.body)) }
         } catch {
