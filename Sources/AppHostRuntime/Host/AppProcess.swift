@@ -200,7 +200,7 @@ final class AppProcess: @unchecked Sendable {
     func close() {
         guard !isClosed else { return }
         isClosed = true
-        if outputSource == nil || output.drain() { output.flush() }
+        if outputSource != nil { output.finish() }
         closeChannel()
         for source in [exitSource, outputSource, listenerSource, memorySource] { source?.cancel() }
         exitSource = nil

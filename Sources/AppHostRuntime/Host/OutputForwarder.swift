@@ -50,6 +50,15 @@ final class OutputForwarder {
         return true
     }
 
+    /// At the app's end: what is left in the pipe (a pipe holds 64 KiB unless the app enlarged
+    /// it; at most 1 MiB is read), then the unfinished line.
+    func finish() {
+        for _ in 0..<16 {
+            if !drain() { return }  // the end of the pipe: drain flushed
+        }
+        flush()
+    }
+
     /// Forwards what is left of an unfinished line.
     func flush() {
         if !line.isEmpty { emit(cut: false) }
