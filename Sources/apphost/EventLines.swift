@@ -4,7 +4,7 @@ import Foundation
 extension HostEvent {
     /// The human-readable line: `12:00:01.234  Notes[4242]  didBecomeActive  → active`.
     var humanLine: String {
-        let who = name.map { "\($0)[\(pid.map(String.init) ?? "-")]" } ?? "apphost"
+        let who = name.map { "\(TerminalText.escaping($0))[\(pid.map(String.init) ?? "-")]" } ?? "apphost"
         var line = "\(HostEvent.clockFormatter.string(from: time))  \(who)  \(event)"
         if let state, event != .terminated { line += "  → \(state.rawValue)" }
         if let elapsed { line += String(format: "  (%.3f ms)", elapsed.seconds * 1000) }
@@ -15,9 +15,9 @@ extension HostEvent {
             } else if termination.namespace == .jetsam || termination.namespace == .resource {
                 line += " \(termination.kind)"
             }
-            line += ", \(termination.reason)"
+            line += ", \(TerminalText.escaping(termination.reason))"
         } else if let detail, !detail.isEmpty {
-            line += "  \(detail.replacingOccurrences(of: "\n", with: " ⏎ "))"
+            line += "  \(TerminalText.escaping(detail.replacingOccurrences(of: "\n", with: " ⏎ ")))"
         }
         if let report { line += " (report: \(report))" }
         return line

@@ -23,7 +23,7 @@ struct Reports: ParsableCommand {
                     HostEvent.isoFormatter.string(from: contents.time), contents.name, String(contents.pid), contents.namespace,
                     contents.code ?? "-", contents.reason,
                 ]
-                print(fields.joined(separator: "  ") + "  " + file.lastPathComponent)
+                print(TerminalText.escaping(fields.joined(separator: "  ") + "  " + file.lastPathComponent))
             }
             return
         }

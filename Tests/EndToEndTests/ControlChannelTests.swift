@@ -184,3 +184,23 @@ private func waitUntil(timeout: Double, _ condition: () -> Bool) {
     let deadline = Date().addingTimeInterval(timeout)
     while !condition(), Date() < deadline { Thread.sleep(forTimeInterval: 0.02) }
 }
+
+/// Hole (issue 12, item 8): raw control characters from an app's output and from its warning
+/// text reached the terminal of the person running the host: a carriage return and an escape
+/// sequence can rewrite what the host said. They are shown escaped; tabs are kept.
+@Suite(.timeLimit(.minutes(1)))
+struct TerminalEscapeTests {
+    @Test func controlCharactersFromAnAppReachTheTerminalEscaped() throws {
+        let scratch = try Scratch()
+        let bundle = try scratch.bundle("Escaper", behavior: ["terminalEscapes": true])
+        let script = scratch.url.appendingPathComponent("script.apphost")
+        try "wait Escaper active\nquit\n".write(to: script, atomically: true, encoding: .utf8)
+        let result = try runApphost(["launch", "--state-dir", scratch.stateDirectory.path, "--script", script.path, bundle.path])
+        #expect(result.status == 0, "stderr: \(result.error)")
+        let everything = result.output + result.error
+        #expect(!everything.unicodeScalars.contains { $0.value == 0x1B || $0.value == 0x07 || $0.value == 0x0D },
+                "no raw escape, bell or carriage return reaches the terminal")
+        #expect(result.error.contains(#"]: before\r\e[2Kafter\x07"# + "\tend"), "stderr: \(result.error)")
+        #expect(result.output.contains(#"title \e]0;pwned\x07 done"#), "stdout: \(result.output)")
+    }
+}

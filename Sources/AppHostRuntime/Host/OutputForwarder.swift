@@ -4,7 +4,8 @@ import Glibc
 import AppHostSystem
 
 /// Copies an app's standard output and error to the host's standard error, line by line, as
-/// `Name[pid]: line`, in bounded memory and linear time whatever the app writes.
+/// `Name[pid]: line`, in bounded memory and linear time whatever the app writes, its control
+/// characters escaped (TerminalText).
 ///
 /// A flood cannot starve the host: each turn reads at most `budget` bytes, and the event source
 /// fires again for the rest after the host's other work. A line longer than `maximumLineLength`
@@ -26,7 +27,7 @@ final class OutputForwarder {
     /// read and dropped (so the app never blocks on a full pipe).
     init(fd: Int32, name: String, pid: pid_t, forward: Bool) {
         self.fd = fd
-        prefix = Array("\(name)[\(pid)]: ".utf8)
+        prefix = TerminalText.escaping(Array("\(name)[\(pid)]: ".utf8))
         self.forward = forward
         line.reserveCapacity(Self.maximumLineLength)
     }
@@ -90,7 +91,7 @@ final class OutputForwarder {
         defer { line.removeAll(keepingCapacity: true) }
         guard forward else { return }
         var text = prefix
-        text.append(contentsOf: line)
+        text.append(contentsOf: TerminalText.escaping(line))
         if cut { text.append(contentsOf: Self.cutMarker.utf8) }
         text.append(UInt8(ascii: "\n"))
         writeStandardError(text)

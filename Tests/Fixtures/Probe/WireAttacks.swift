@@ -16,6 +16,8 @@ import ProbeSyscalls
 //                                          (64 KiB of them per write)
 //               "noNewline"                the same bytes with no newline at all
 //   longLine    N                          one line of N bytes (N-1 letters and "\n"), then "long line done"
+//   terminalEscapes true                   a line on stdout and a `warning` message full of control
+//                                          characters (carriage return, escape sequences, bell)
 //
 // Each is sent from didFinishLaunching, where no SDK frame can interleave with it (the SDK
 // answers the callback only once it returns); what was sent is recorded in lifecycle.log.
@@ -25,6 +27,14 @@ extension AppDelegate {
         if let attack = behavior["wireAttack"] as? String { attackControlSocket(attack) }
         if let flood = behavior["flood"] as? String { startFlood(newlines: flood != "noNewline") }
         if let length = behavior["longLine"] as? Int { printLongLine(length) }
+        if behavior["terminalEscapes"] as? Bool == true { sendTerminalEscapes() }
+    }
+
+    /// Text that would rewrite the host's terminal if it reached it raw.
+    private func sendTerminalEscapes() {
+        let line = Array("before\r\u{1B}[2Kafter\u{07}\tend\n".utf8)
+        _ = line.withUnsafeBytes { write(1, $0.baseAddress, $0.count) }
+        sendWhole(AppMessage.warning("title \u{1B}]0;pwned\u{07} done"), "terminalEscapes")
     }
 
     private func attackControlSocket(_ attack: String) {
