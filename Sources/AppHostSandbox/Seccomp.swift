@@ -34,6 +34,12 @@ package enum Seccomp {
             throw SystemError("seccomp_init", errno: ENOMEM)
         }
         defer { seccomp_release(context) }
+        // A system call of another ABI — `int 0x80` (i386) or x32 — is not the native ABI the
+        // rules speak of. libseccomp's default for it kills only the calling thread, silently;
+        // here it goes to the supervisor like any refusal (which ends the app and names the
+        // ABI), or, without a listener, kills the whole app.
+        try negativeErrno("seccomp_attr_set(SCMP_FLTATR_ACT_BADARCH)", seccomp_attr_set(
+            context, SCMP_FLTATR_ACT_BADARCH, notify ? apphost_scmp_act_notify() : apphost_scmp_act_kill_process()))
         for rule in profile.rules {
             let number = seccomp_syscall_resolve_name(rule.syscall)
             guard number != __NR_SCMP_ERROR else { continue }  // not on this architecture
@@ -95,6 +101,19 @@ package enum Seccomp {
         try negativeErrno("seccomp_rule_add(\(name))", seccomp_rule_add_array(context, action, number, UInt32(comparisons.count), comparisons))
     }
 
+    /// The x32 ABI's system call numbers on x86_64 carry this bit (__X32_SYSCALL_BIT).
+    static let x32Bit: Int32 = 0x4000_0000
+
+    /// The ABI of a call the kernel reported, when it is not this architecture's native one:
+    /// an i386 call (`int 0x80`) on x86_64, or an x32 call.
+    static func foreignABI(arch: UInt32, number: Int32) -> String? {
+        if arch != seccomp_arch_native() {
+            return arch == apphost_scmp_arch_x86() ? "int 0x80 (i386)" : "another ABI (audit arch 0x\(String(arch, radix: 16)))"
+        }
+        if arch == apphost_scmp_arch_x86_64(), number & x32Bit != 0 { return "x32" }
+        return nil
+    }
+
     /// The name of a syscall number on this architecture, e.g. "socket" for 41.
     package static func name(of number: Int32) -> String {
         guard let name = seccomp_syscall_resolve_num_arch(UInt32(SCMP_ARCH_NATIVE), number) else { return "syscall \(number)" }
@@ -112,9 +131,14 @@ package final class SyscallListener {
         package var id: UInt64
         package var name: String
         package var arguments: [UInt64]
-        /// "socket(AF_INET)", "ioctl(0x5412)", …
-        package var description: String { SyscallProfile.describe(name, arguments: arguments) }
-        package var isDangerous: Bool { SyscallProfile.isDangerous(name, arguments: arguments) }
+        /// The ABI it was made through, when not the native one: "int 0x80 (i386)", "x32".
+        package var foreignABI: String?
+        /// "socket(AF_INET)", "ioctl(0x5412)", "int 0x80 (i386) system call 20", …
+        package var description: String {
+            foreignABI.map { "\($0) system call \(name)" } ?? SyscallProfile.describe(name, arguments: arguments)
+        }
+        /// A call through another ABI is dangerous whatever it is: it slips past the native rules.
+        package var isDangerous: Bool { foreignABI != nil || SyscallProfile.isDangerous(name, arguments: arguments) }
     }
 
     package let fd: Int32
@@ -152,8 +176,10 @@ package final class SyscallListener {
         guard seccomp_notify_receive(fd, request) == 0 else { return nil }
         let data = request.pointee.data
         let arguments = withUnsafeBytes(of: data.args) { Array($0.bindMemory(to: UInt64.self)) }
-        return Call(
-            id: request.pointee.id, name: Seccomp.name(of: data.nr), arguments: arguments)
+        if let abi = Seccomp.foreignABI(arch: data.arch, number: data.nr) {
+            return Call(id: request.pointee.id, name: String(data.nr & ~Seccomp.x32Bit), arguments: arguments, foreignABI: abi)
+        }
+        return Call(id: request.pointee.id, name: Seccomp.name(of: data.nr), arguments: arguments)
     }
 
     /// Answers a call with `-error` (EPERM): the app sees the call fail.

@@ -75,6 +75,9 @@ struct SyscallFilterTests {
 
     @Test(arguments: [
         ("ptrace-host", "ptrace"), ("mount", "mount"), ("unshare-user", "unshare(CLONE_NEWUSER)"), ("bpf", "bpf"),
+        // Regression (issue 12, item 6): a call through another ABI killed only the calling
+        // thread, with no violation: the app carried on.
+        ("int80-getpid", "int 0x80 (i386) system call 20"), ("x32-getpid", "x32 system call 39"),
     ])
     func aDangerousCallKillsTheAppBySIGSYS(probe name: String, call: String) throws {
         let scratch = try Scratch()

@@ -24,6 +24,9 @@ extension AppDelegate {
         case "mount": return describe(probe_mount())
         case "unshare-user": return describe(probe_unshare(0x1000_0000))
         case "bpf": return describe(probe_bpf())
+        // getpid through the i386 entry (its number 20 there) and through x32 (39 | 0x40000000).
+        case "int80-getpid": return describe(probe_int80(20))
+        case "x32-getpid": return describe(probe_x32(39))
         // TIOCSTI pushes input into a terminal; allowed, the kernel would answer ENOTTY on a pipe.
         case "ioctl-tiocsti": return describe(probe_ioctl(1, 0x5412))
         case "ioctl-tiocsti-high-bits": return describe(probe_ioctl(1, 0xFFFF_FFFF_0000_0000 | 0x5412))

@@ -139,3 +139,25 @@ long probe_send_with_fd(int socket, const void *bytes, size_t length, int fd) {
 }
 
 int probe_eventfd(unsigned int initial) { return result(eventfd(initial, EFD_CLOEXEC)); }
+
+int probe_int80(long number) {
+#if defined(__x86_64__)
+    long result;
+    // The i386 system call entry: the filter must not let it past the native (x86_64) rules.
+    __asm__ volatile("int $0x80" : "=a"(result) : "a"(number) : "memory");
+    return result < 0 ? (int)result : 0;
+#else
+    (void)number;
+    return -ENOSYS;
+#endif
+}
+
+int probe_x32(long number) {
+#if defined(__x86_64__)
+    long result = syscall(number | 0x40000000L);
+    return result < 0 ? -errno : 0;
+#else
+    (void)number;
+    return -ENOSYS;
+#endif
+}

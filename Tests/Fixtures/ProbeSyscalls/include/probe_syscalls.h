@@ -40,5 +40,8 @@ int probe_connect_unix(const char *path);
 long probe_send_with_fd(int socket, const void *bytes, size_t length, int fd);
 /// eventfd(initial, EFD_CLOEXEC): the descriptor or -errno.
 int probe_eventfd(unsigned int initial);
+/// A system call through the i386 ABI (int 0x80) and the x32 ABI, on x86_64: -ENOSYS elsewhere.
+int probe_int80(long number);
+int probe_x32(long number);
 
 #endif
