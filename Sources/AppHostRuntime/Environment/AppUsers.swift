@@ -39,7 +39,7 @@ struct AppUsers {
 
     /// Why an app user could not reach `path` (a directory on the way that others may not
     /// enter, or the file itself not readable by others), or nil if it can.
-    static func unreachableReason(_ path: String) -> String? {
+    static func unreachableReason(_ path: String, needsRead: Bool = true) -> String? {
         var components = URL(fileURLWithPath: path).standardizedFileURL.pathComponents
         var current = ""
         let target = components.removeLast()
@@ -53,8 +53,9 @@ struct AppUsers {
         }
         var info = stat()
         let file = (current == "/" ? "" : current) + "/" + target
-        if stat(file, &info) == 0, info.st_mode & S_IROTH == 0 {
-            return "\(file) is mode \(String(info.st_mode & 0o7777, radix: 8)), which app users may not read"
+        // A file must be readable; a directory on the way to a container need only be passable.
+        if stat(file, &info) == 0, info.st_mode & (needsRead ? S_IROTH : S_IXOTH) == 0 {
+            return "\(file) is mode \(String(info.st_mode & 0o7777, radix: 8)), which app users may not \(needsRead ? "read" : "enter")"
         }
         return nil
     }

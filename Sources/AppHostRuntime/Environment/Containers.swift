@@ -10,48 +10,105 @@ import AppHostSystem
 enum Containers {
     static let directories = ["Documents", "Library", "Library/Caches", "Library/Preferences", "Library/Application Support", "tmp"]
 
-    /// Creates the container (and, on a root host, gives it to the app's user: mode 0700, so
-    /// no other app can enter it).
-    static func prepare(for bundle: AppBundle, in stateDirectory: URL, owner: (uid: UInt32, gid: UInt32)?) throws -> URL {
-        let container = stateDirectory.appendingPathComponent("containers", isDirectory: true)
-            .appendingPathComponent(bundle.identifier, isDirectory: true)
-        for directory in directories {
-            try FileManager.default.createDirectory(
-                at: container.appendingPathComponent(directory, isDirectory: true), withIntermediateDirectories: true)
+    /// Creates the container, mode 0700 (no other user, and so no other app, can enter it), and
+    /// on a root host gives it to the app's user. It never follows a link: the app owns what is
+    /// inside and may have replaced a directory with a link or a file; such an entry is repaired
+    /// (a link removed, never its target; a file moved aside as `NAME.not-a-directory`) and said
+    /// in `repairs`.
+    static func prepare(
+        for bundle: AppBundle, in stateDirectory: URL, owner: (uid: UInt32, gid: UInt32)?, repairs: inout [String]
+    ) throws -> URL {
+        let containers = stateDirectory.appendingPathComponent("containers", isDirectory: true)
+        // The state directory and containers/ are the host's: app users may pass, not list.
+        try FileManager.default.createDirectory(at: containers, withIntermediateDirectories: true)
+        try valueOrErrno("chmod \(containers.path)") { chmod(containers.path, 0o711) }
+        let container = containers.appendingPathComponent(bundle.identifier, isDirectory: true)
+        let parent = try valueOrErrno("open \(containers.path)") { open(containers.path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC) }
+        defer { closeIgnoringErrors(parent) }
+        let top = try directory(bundle.identifier, in: parent, path: container.path, repairs: &repairs)
+        defer { closeIgnoringErrors(top) }
+        if let owner {
+            // A container last used under another user (per-app users switched on or off) is
+            // given back to the app's user, without following a link.
+            var info = stat()
+            try valueOrErrno("fstat \(container.path)") { fstat(top, &info) }
+            if info.st_uid != owner.uid || info.st_gid != owner.gid { try own(container.path, owner: owner) }
         }
-        try own(container, owner: owner, mode: 0o700)
+        try valueOrErrno("chmod \(container.path)") { fchmod(top, 0o700) }
+        for relative in directories {
+            var fd = try valueOrErrno("dup") { dup(top) }
+            var path = container.path
+            for name in relative.split(separator: "/").map(String.init) {
+                path += "/" + name
+                let next: Int32
+                do {
+                    next = try directory(name, in: fd, path: path, repairs: &repairs)
+                } catch {
+                    closeIgnoringErrors(fd)
+                    throw error
+                }
+                closeIgnoringErrors(fd)
+                fd = next
+                if let owner { try valueOrErrno("chown \(path)") { fchown(fd, owner.uid, owner.gid) } }
+            }
+            closeIgnoringErrors(fd)
+        }
         return container
+    }
+
+    /// Opens `name` in the directory `parent` as a directory, creating it if missing, never
+    /// following a link: a link or a file planted where it belongs is repaired first.
+    private static func directory(_ name: String, in parent: Int32, path: String, repairs: inout [String]) throws(SystemError) -> Int32 {
+        for attempt in 0..<2 {
+            do {
+                try valueOrErrno("mkdir \(path)") { mkdirat(parent, name, 0o755) }
+            } catch where error.errno == EEXIST {
+                // Already there: checked below.
+            }
+            do {
+                return try valueOrErrno("open \(path)") { openat(parent, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC) }
+            } catch where (error.errno == ELOOP || error.errno == ENOTDIR) && attempt == 0 {
+                var info = stat()
+                try valueOrErrno("lstat \(path)") { fstatat(parent, name, &info, AT_SYMLINK_NOFOLLOW) }
+                if info.st_mode & S_IFMT == S_IFLNK {
+                    try valueOrErrno("unlink \(path)") { unlinkat(parent, name, 0) }
+                    repairs.append("\(path) was a symbolic link; removed (not its target) and made a directory again")
+                } else {
+                    try valueOrErrno("rename \(path)") { renameat(parent, name, parent, name + ".not-a-directory") }
+                    repairs.append("\(path) was not a directory; moved aside to \(name).not-a-directory")
+                }
+            }
+        }
+        throw SystemError("open \(path)", errno: ENOTDIR)
     }
 
     /// An app group's shared container, `STATE/groups/GROUP-ID/`. On a root host it belongs to
     /// the group's gid with the set-group-id bit (mode 2770), so every member app can write it.
-    static func prepareGroup(_ identifier: String, in stateDirectory: URL, gid: UInt32?) throws -> URL {
-        let container = stateDirectory.appendingPathComponent("groups", isDirectory: true)
-            .appendingPathComponent(identifier, isDirectory: true)
-        try FileManager.default.createDirectory(at: container, withIntermediateDirectories: true)
+    static func prepareGroup(_ identifier: String, in stateDirectory: URL, gid: UInt32?, repairs: inout [String]) throws -> URL {
+        let groups = stateDirectory.appendingPathComponent("groups", isDirectory: true)
+        try FileManager.default.createDirectory(at: groups, withIntermediateDirectories: true)
+        try valueOrErrno("chmod \(groups.path)") { chmod(groups.path, 0o711) }
+        let container = groups.appendingPathComponent(identifier, isDirectory: true)
+        let parent = try valueOrErrno("open \(groups.path)") { open(groups.path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC) }
+        defer { closeIgnoringErrors(parent) }
+        let fd = try directory(identifier, in: parent, path: container.path, repairs: &repairs)
+        defer { closeIgnoringErrors(fd) }
         if let gid {
-            try valueOrErrno("chown \(container.path)") { chown(container.path, 0, gid) }
-            try valueOrErrno("chmod \(container.path)") { chmod(container.path, 0o2770) }
+            try valueOrErrno("chown \(container.path)") { fchown(fd, 0, gid) }
+            try valueOrErrno("chmod \(container.path)") { fchmod(fd, 0o2770) }
+        } else {
+            try valueOrErrno("chmod \(container.path)") { fchmod(fd, 0o700) }
         }
         return container
     }
 
-    /// Gives `directory` and everything in it to `owner`; the top directory gets `mode`.
-    private static func own(_ directory: URL, owner: (uid: UInt32, gid: UInt32)?, mode: mode_t) throws {
-        guard let owner else { return }
+    /// Gives everything under `path` to `owner`, never following a link (lchown, and a walk that
+    /// descends only into real directories).
+    private static func own(_ path: String, owner: (uid: UInt32, gid: UInt32)) throws {
+        try valueOrErrno("chown \(path)") { lchown(path, owner.uid, owner.gid) }
         var info = stat()
-        if stat(directory.path, &info) == 0, info.st_uid == owner.uid, info.st_gid == owner.gid {
-            try valueOrErrno("chmod \(directory.path)") { chmod(directory.path, mode) }
-            return
-        }
-        var paths = [directory.path]
-        if let enumerator = FileManager.default.enumerator(atPath: directory.path) {
-            for case let relative as String in enumerator { paths.append(directory.path + "/" + relative) }
-        }
-        for path in paths {
-            try valueOrErrno("chown \(path)") { lchown(path, owner.uid, owner.gid) }
-        }
-        try valueOrErrno("chmod \(directory.path)") { chmod(directory.path, mode) }
+        guard lstat(path, &info) == 0, info.st_mode & S_IFMT == S_IFDIR else { return }
+        for entry in directoryEntries(path) { try own(path + "/" + entry, owner: owner) }
     }
 
     /// The app process's whole environment: nothing of the host's leaks into it. HOME and the

@@ -1,4 +1,8 @@
+#if canImport(Glibc)
+import Glibc
+#endif
 public import Foundation
+import AppHostSystem
 
 /// Termination reports: one JSON file per ended app process, in the host's state directory.
 public struct ReportStore: Sendable {
@@ -33,10 +37,17 @@ public struct ReportStore: Sendable {
 
     /// Writes the report atomically (a temporary file renamed into place) and returns its path.
     func write(_ contents: Contents) throws -> URL {
-        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        // Reports are the host user's alone: a report names files, pids and what apps held.
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
         let stamp = ReportStore.fileStamp.string(from: contents.time)
         let url = directory.appendingPathComponent("\(contents.bundle.name)-\(stamp)-\(contents.pid).json")
-        try TerminationReport(contents).encoded().write(to: url, options: .atomic)
+        let bytes = [UInt8](try TerminationReport(contents).encoded())
+        // Written whole under a temporary name, then renamed: a reader never sees half a report.
+        let temporary = url.path + ".partial"
+        let fd = try valueOrErrno("open \(temporary)") { open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0o600) }
+        defer { closeIgnoringErrors(fd) }
+        try writeAll(fd, bytes, call: "write \(temporary)")
+        try valueOrErrno("rename \(temporary)") { rename(temporary, url.path) }
         return url
     }
 

@@ -64,10 +64,19 @@ extension Supervisor {
                 sandbox.gid = uid
                 sandbox.groups = try bundle.appGroups.map { try table.gid(forGroup: $0) }
             }
-            container = try Containers.prepare(for: bundle, in: configuration.stateDirectory, owner: owner)
+            var repairs: [String] = []
+            defer {
+                for repair in repairs {
+                    publish(HostEvent(
+                        time: Date(), app: bundle.identifier, name: bundle.name, event: .warning,
+                        detail: "its container was tampered with: \(repair)"), run: run)
+                }
+            }
+            container = try Containers.prepare(for: bundle, in: configuration.stateDirectory, owner: owner, repairs: &repairs)
             var groupContainers: [String: String] = [:]
             for (index, group) in bundle.appGroups.enumerated() {
-                groupContainers[group] = try Containers.prepareGroup(group, in: configuration.stateDirectory, gid: sandbox.groups?[index]).path
+                groupContainers[group] = try Containers.prepareGroup(
+                    group, in: configuration.stateDirectory, gid: sandbox.groups?[index], repairs: &repairs).path
             }
             sandbox.writablePaths = [container.path] + bundle.appGroups.compactMap { groupContainers[$0] }
             sandbox.groupContainers = groupContainers

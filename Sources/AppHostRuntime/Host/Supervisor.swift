@@ -104,9 +104,19 @@ public final class Supervisor: @unchecked Sendable {
         self.clock = clock
         self.observer = observer
         reports = ReportStore(stateDirectory: configuration.stateDirectory)
-        try FileManager.default.createDirectory(at: configuration.stateDirectory, withIntermediateDirectories: true)
+        // Created 0711: app users may pass through to their containers, not list or read.
+        try FileManager.default.createDirectory(
+            at: configuration.stateDirectory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o711])
 
         let policy = configuration.policy
+        // Every check that can refuse to start comes before anything that would need undoing
+        // (cgroups, timers): the last is setting up the environment, which undoes itself.
+        if geteuid() == 0 && policy.perAppUsers,
+           let reason = AppUsers.unreachableReason(configuration.stateDirectory.appendingPathComponent("containers").path, needsRead: false) {
+            throw SupervisorError(
+                "app users cannot reach their containers in \(configuration.stateDirectory.path): \(reason); "
+                    + "choose another --state-dir (the default for root is /var/lib/apphost/INSTANCE) or run apps as root with --no-app-users", code: .unavailable)
+        }
         stopper = SignalStopper(queue: queue)
         environment = try HostEnvironment(
             instance: configuration.instance, suspension: configuration.suspension, memory: configuration.memoryEnforcement, queue: queue)
@@ -130,11 +140,6 @@ public final class Supervisor: @unchecked Sendable {
             queue.async { observer(warning) }
         }
         if geteuid() == 0 && policy.perAppUsers {
-            if let reason = AppUsers.unreachableReason(configuration.stateDirectory.appendingPathComponent("containers").path) {
-                throw SupervisorError(
-                    "app users cannot reach their containers in \(configuration.stateDirectory.path): \(reason); "
-                        + "choose another --state-dir (the default for root is /var/lib/apphost/INSTANCE) or run apps as root with --no-app-users", code: .unavailable)
-            }
             users = AppUsers(stateDirectory: configuration.stateDirectory, range: policy.appUserRange)
         }
         sandboxNote = HostEnvironment.sandboxNote(
