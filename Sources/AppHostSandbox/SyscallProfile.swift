@@ -56,7 +56,9 @@ package struct SyscallProfile: Sendable, Equatable {
 
     /// Answered with ENOSYS, not EPERM, and not reported: glibc creates threads with clone3 and
     /// falls back to clone (whose flags a filter can read) only on ENOSYS (DESIGN.md, Known traps).
-    package static let unimplemented = ["clone3"]
+    /// openat2 likewise: its mode sits in a struct the filter cannot read, and glibc's open does
+    /// not use it (callers that do fall back to openat).
+    package static let unimplemented = ["clone3", "openat2"]
 
     /// Every allowed syscall with its argument tests.
     package var rules: [Rule] {
@@ -103,12 +105,12 @@ package struct SyscallProfile: Sendable, Equatable {
         "timer_create", "timer_settime", "timer_gettime", "timer_delete", "timer_getoverrun",
         "getitimer", "setitimer", "alarm", "times",
         // Files and directories (Landlock and the per-app user decide which ones).
-        "openat", "openat2", "open", "creat", "close", "close_range", "read", "write", "readv", "writev",
+        "close", "close_range", "read", "write", "readv", "writev",
         "pread64", "pwrite64", "preadv", "pwritev", "preadv2", "pwritev2", "lseek",
         "fstat", "stat", "lstat", "newfstatat", "statx", "statfs", "fstatfs", "access", "faccessat",
         "faccessat2", "readlink", "readlinkat", "getdents64", "getcwd", "chdir", "fchdir",
-        "mkdir", "mkdirat", "rmdir", "unlink", "unlinkat", "rename", "renameat", "renameat2",
-        "link", "linkat", "symlink", "symlinkat", "chmod", "fchmod", "fchmodat", "umask",
+        "rmdir", "unlink", "unlinkat", "rename", "renameat", "renameat2",
+        "link", "linkat", "symlink", "symlinkat", "umask",
         "truncate", "ftruncate", "fallocate", "fsync", "fdatasync", "sync_file_range", "fadvise64",
         "utimensat", "futimesat", "utimes", "utime", "copy_file_range", "sendfile", "splice", "tee",
         "flock", "fcntl", "dup", "dup2", "dup3", "pipe", "pipe2", "memfd_create",
@@ -133,9 +135,22 @@ package struct SyscallProfile: Sendable, Equatable {
         "fork", "vfork", "execve", "execveat", "wait4", "waitid", "setpgid", "setsid", "pidfd_open",
     ]
 
+    /// The set-user-id and set-group-id mode bits: no app makes such a file, whatever its user
+    /// (a set-id copy of a binary would run as the app's user, or as root for a root app).
+    static let setIDBits: UInt64 = 0o6000
+
     /// Syscalls whose arguments decide.
     static func argumentRules(ownPID: Int32) -> [Rule] {
         var rules: [Rule] = []
+        // Files and directories are created and their modes changed without set-id bits (the
+        // mode argument's index for each call). A directory's set-group-id bit is left alone:
+        // the kernel sets it itself inside a group container.
+        for (call, index) in [("open", 2), ("creat", 1), ("openat", 3), ("chmod", 1), ("fchmod", 1), ("fchmodat", 2)] {
+            rules.append(Rule(call, [.masked(UInt32(index), setIDBits, equals: 0)]))
+        }
+        for (call, index) in [("mkdir", 1), ("mkdirat", 2)] {
+            rules.append(Rule(call, [.masked(UInt32(index), 0o4000, equals: 0)]))
+        }
         // ioctl: only the terminal and descriptor queries Foundation makes, compared on the low
         // 32 bits (the kernel reads the request as an unsigned int).
         for request in ioctlRequests.values { rules.append(Rule("ioctl", [.low32(1, equals: request)])) }
@@ -227,6 +242,11 @@ package struct SyscallProfile: Sendable, Equatable {
             return "\(name)(\(set.isEmpty ? "0x" + String(first, radix: 16) : set.joined(separator: "|")))"
         case "rt_sigaction":
             return "rt_sigaction(\(first & 0xFFFF_FFFF))"
+        case "open", "creat", "openat", "chmod", "fchmod", "fchmodat", "mkdir", "mkdirat":
+            // Refused only for its mode: say which set-id bit it asked for.
+            let index = ["open": 2, "creat": 1, "openat": 3, "chmod": 1, "fchmod": 1, "fchmodat": 2, "mkdir": 1, "mkdirat": 2][name]!
+            let mode = index < arguments.count ? arguments[index] : 0
+            return "\(name)(mode 0\(String(mode & 0o7777, radix: 8)))"
         default:
             return name
         }

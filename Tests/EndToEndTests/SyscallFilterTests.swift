@@ -51,6 +51,25 @@ struct SyscallFilterTests {
         #expect(try host.waitForExit() == 0)
     }
 
+    /// Hole (issue 12, items 1 and 5): an app planted a set-user-id copy of a binary, which
+    /// another user then ran with the app's uid (or root's, for a root app). No app makes a
+    /// set-id file, in any user mode: the mode bits are refused, the call reported.
+    @Test func noAppMakesASetIDFile() throws {
+        let scratch = try Scratch()
+        let host = try probe("Planter", ["chmod-setuid", "open-setuid", "chmod-plain"], scratch: scratch)
+        try host.waitFor("Planter", "didBecomeActive")
+        #expect(outcomes("Planter", scratch: scratch) == ["probe chmod-setuid: EPERM", "probe open-setuid: EPERM", "probe chmod-plain: ok"])
+        if Self.hasNotification {
+            #expect(violations(host) == ["chmod(mode 04755) refused (EPERM) while launching", "openat(mode 04755) refused (EPERM) while launching"])
+        }
+        let documents = scratch.stateDirectory.appendingPathComponent("containers/test.planter/Documents")
+        let mode = try FileManager.default.attributesOfItem(atPath: documents.appendingPathComponent("setuid-chmod").path)[.posixPermissions] as? Int
+        #expect(mode.map { $0 & 0o6000 } == 0, "the file has no set-id bit")
+        #expect(!FileManager.default.fileExists(atPath: documents.appendingPathComponent("setuid-open").path))
+        host.closeInput()
+        #expect(try host.waitForExit() == 0)
+    }
+
     @Test func withTheNetworkEntitlementsSocketsWork() throws {
         let scratch = try Scratch()
         let host = try probe(

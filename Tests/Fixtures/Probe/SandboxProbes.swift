@@ -43,6 +43,10 @@ extension AppDelegate {
         case "read-shadow": return describe(probe_open("/etc/shadow", O_RDONLY))
         case "read-other": return describe(probe_open(behavior["otherFile"] as? String ?? "/nonexistent", O_RDONLY))
         case "write-documents": return describe(probe_open(documents + "/probe-write", O_WRONLY | O_CREAT))
+        // A set-user-id file of the app's own, made by chmod and by open's mode; a plain chmod.
+        case "chmod-setuid": return describe(probe_chmod_new(documents + "/setuid-chmod", 0o4755))
+        case "open-setuid": return describe(probe_open_mode(documents + "/setuid-open", O_WRONLY | O_CREAT, 0o4755))
+        case "chmod-plain": return describe(probe_chmod_new(documents + "/plain", 0o755))
         case "write-group":
             guard let group = FileManager.default.containerURL(forSecurityApplicationGroupIdentifier: behavior["group"] as? String ?? "") else {
                 return "no group container"

@@ -3,6 +3,7 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <netinet/in.h>
 #include <pthread.h>
 #include <sched.h>
@@ -160,4 +161,18 @@ int probe_x32(long number) {
     (void)number;
     return -ENOSYS;
 #endif
+}
+
+int probe_chmod_new(const char *path, unsigned int mode) {
+    int fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+    if (fd < 0) return -errno;
+    close(fd);
+    return chmod(path, mode) == 0 ? 0 : -errno;
+}
+
+int probe_open_mode(const char *path, int flags, unsigned int mode) {
+    int fd = open(path, flags | O_CLOEXEC, mode);
+    if (fd < 0) return -errno;
+    close(fd);
+    return 0;
 }

@@ -43,5 +43,8 @@ int probe_eventfd(unsigned int initial);
 /// A system call through the i386 ABI (int 0x80) and the x32 ABI, on x86_64: -ENOSYS elsewhere.
 int probe_int80(long number);
 int probe_x32(long number);
+/// Creates a file and chmods it to `mode`; opens with `mode`: 0 or -errno.
+int probe_chmod_new(const char *path, unsigned int mode);
+int probe_open_mode(const char *path, int flags, unsigned int mode);
 
 #endif
