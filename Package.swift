@@ -30,7 +30,7 @@ let apps = [
     appPlugin("WeatherExample", path: "Examples/Weather"),
     appPlugin("CleanupExample", path: "Examples/Cleanup"),
     // Test fixtures: real plugins that the end-to-end tests and the benchmark launch.
-    appPlugin("ProbeFixture", path: "Tests/Fixtures/Probe", dependencies: ["ProbeSyscalls", "CSQLite", "AppHostProtocol"]),
+    appPlugin("ProbeFixture", path: "Tests/Fixtures/Probe", dependencies: ["ProbeSyscalls", "CSQLite", "AppHostProtocol", "CAppHostShims"]),
 ]
 
 let package = Package(

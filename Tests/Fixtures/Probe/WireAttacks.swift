@@ -1,6 +1,7 @@
 import AppHostKit
 import AppHostProtocol
 import Foundation
+import CAppHostShims
 import ProbeSyscalls
 
 // Attacks on the host through the control socket (fd 3) and the output pipe, each the hole a
@@ -42,7 +43,7 @@ extension AppDelegate {
         case "sandboxedWithDescriptor":
             let fd = probe_eventfd(1)  // readable from the start: a listener that always has "news"
             let frame = Framing.frame(WireCoding.encode(AppMessage.sandboxed(listener: true, landlockABI: 0, uid: getuid(), seconds: 0)))
-            let sent = frame.withUnsafeBytes { probe_send_with_fd(3, $0.baseAddress, $0.count, fd) }
+            let sent = frame.withUnsafeBytes { apphost_send_with_fd(3, $0.baseAddress, $0.count, fd) }
             // The eventfd stays open: the host's copy must not become a listener that never drains.
             record("attack sandboxedWithDescriptor: eventfd \(fd), sent \(sent) of \(frame.count) bytes")
         case "descriptorPerByte":
@@ -75,7 +76,7 @@ extension AppDelegate {
                 guard fd >= 0 else { return "\(descriptors) descriptors sent, then eventfd failed (errno \(-fd))" }
                 var sent: Int
                 repeat {
-                    sent = withUnsafeBytes(of: byte) { probe_send_with_fd(3, $0.baseAddress, 1, fd) }
+                    sent = withUnsafeBytes(of: byte) { apphost_send_with_fd(3, $0.baseAddress, 1, fd) < 0 ? -Int(errno) : 1 }
                     // Too many descriptors in flight (not yet received): wait for the host to read.
                     if sent == -Int(ETOOMANYREFS) || sent == -Int(EAGAIN) { usleep(1000) }
                 } while sent == -Int(ETOOMANYREFS) || sent == -Int(EAGAIN) || sent == -Int(EINTR)

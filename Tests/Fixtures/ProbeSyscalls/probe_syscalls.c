@@ -121,24 +121,6 @@ int probe_connect_unix(const char *path) {
     return fd;
 }
 
-long probe_send_with_fd(int socket, const void *bytes, size_t length, int fd) {
-    struct iovec io = { (void *)bytes, length };
-    union { char buffer[CMSG_SPACE(sizeof(int))]; struct cmsghdr align; } control;
-    memset(&control, 0, sizeof(control));
-    struct msghdr message = { 0 };
-    message.msg_iov = &io;
-    message.msg_iovlen = 1;
-    message.msg_control = control.buffer;
-    message.msg_controllen = sizeof(control.buffer);
-    struct cmsghdr *header = CMSG_FIRSTHDR(&message);
-    header->cmsg_level = SOL_SOCKET;
-    header->cmsg_type = SCM_RIGHTS;
-    header->cmsg_len = CMSG_LEN(sizeof(int));
-    memcpy(CMSG_DATA(header), &fd, sizeof(int));
-    ssize_t sent = sendmsg(socket, &message, MSG_NOSIGNAL);
-    return sent < 0 ? -errno : (long)sent;
-}
-
 int probe_eventfd(unsigned int initial) { return result(eventfd(initial, EFD_CLOEXEC)); }
 
 int probe_int80(long number) {

@@ -35,9 +35,6 @@ int probe_unlock(int fd, int kind);
 /// socket(AF_UNIX) connected to `path`; returns the fd or -errno.
 int probe_connect_unix(const char *path);
 
-/// sendmsg(MSG_NOSIGNAL) of `length` bytes with `fd` attached (SCM_RIGHTS) to the first byte:
-/// how the Probe slips descriptors of its own to the host. Returns the bytes sent or -errno.
-long probe_send_with_fd(int socket, const void *bytes, size_t length, int fd);
 /// eventfd(initial, EFD_CLOEXEC): the descriptor or -errno.
 int probe_eventfd(unsigned int initial);
 /// A system call through the i386 ABI (int 0x80) and the x32 ABI, on x86_64: -ENOSYS elsewhere.
