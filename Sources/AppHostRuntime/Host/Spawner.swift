@@ -14,7 +14,9 @@ final class SpawnThread: @unchecked Sendable {
     private var jobs: [@Sendable () -> Void] = []
 
     init() {
-        let thread = Thread { [unowned self] in
+        // The thread never ends, so it keeps what it works on (unowned, a host that failed to
+        // start freed it under the running thread).
+        let thread = Thread { [self] in
             _ = apphost_set_thread_name("apphost-spawn")
             while true {
                 self.condition.lock()

@@ -31,8 +31,10 @@ extension Supervisor {
 
     /// Reads what the app sent (a budget at a time) and acts on each message in order, then on
     /// the end of the stream if it came.
-    func readControl(_ record: AppRecord, _ run: AppRun) {
-        guard let process = run.process, process.isReadingControl else { return }
+    /// Returns whether it took anything.
+    @discardableResult
+    func readControl(_ record: AppRecord, _ run: AppRun) -> Bool {
+        guard let process = run.process, process.isReadingControl else { return false }
         let batch = process.receive(budget: Self.controlBudget, maximumFrames: Self.controlFrameBudget)
         for frame in batch.frames {
             guard process.isReadingControl else {
@@ -41,7 +43,7 @@ extension Supervisor {
             }
             accept(frame, record, run, process)
         }
-        guard process.isReadingControl else { return }
+        guard process.isReadingControl else { return true }
         switch batch.end {
         case nil:
             // Frames read but not yet taken: the socket may stay quiet, so come back for them.
@@ -54,6 +56,7 @@ extension Supervisor {
         case .tooManyDescriptors(let count):
             violate(record, run, "it passed \(count) descriptor\(count == 1 ? "" : "s") on its control socket outside a message; only sandboxed carries one, the seccomp listener")
         }
+        return !batch.frames.isEmpty || batch.end != nil
     }
 
     /// Decodes one frame and checks it against the protocol's table before acting on it.

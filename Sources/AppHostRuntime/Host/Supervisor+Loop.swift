@@ -146,7 +146,11 @@ extension Supervisor {
         }
         // The pidfd and the socket are separate event sources: read what the app sent before it
         // ended (a launch failure's reason, a last acknowledgement) before handling its end.
-        if process.isReadingControl { readControl(record, run) }
+        // Everything it sent, not one turn's budget: the process is gone, so what is there is all
+        // there will be (at most 4 MiB is read).
+        for _ in 0..<64 where process.isReadingControl {
+            guard readControl(record, run) else { break }
+        }
         handle(record, run, .exited(exit))
     }
 

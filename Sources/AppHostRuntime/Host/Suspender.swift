@@ -42,26 +42,32 @@ final class CgroupFreezer: Suspender, @unchecked Sendable {
     }
 
     func freeze(_ process: AppProcess, isWanted: @escaping @Sendable () -> Bool, verified: @escaping @Sendable () -> Void) {
-        guard let group = process.cgroup, (try? group.write("cgroup.freeze", "1")) != nil else {
+        guard let group = process.cgroup else {
+            fallback.freeze(process, isWanted: isWanted, verified: verified)
+            return
+        }
+        // Watched before the freeze is asked for: a freeze that completes between a check and
+        // the watch would otherwise never be reported.
+        let watch = watcher.watch(group.path + "/cgroup.events") { [weak self] in
+            guard group.isFrozen else { return }
+            self?.unwatch(group)
+            if isWanted() { verified() }
+        }
+        if let watch { watches[group.path] = watch }
+        guard (try? group.write("cgroup.freeze", "1")) != nil else {
             // The group refuses to freeze: stop the threads by signal instead.
+            unwatch(group)
             fallback.freeze(process, isWanted: isWanted, verified: verified)
             return
         }
         // Freezing takes about 0.1 ms, but the kernel rate-limits cgroup.events notifications to
         // one per 10 ms: a short bounded check confirms the common case at once.
         if group.awaitFrozen(within: .milliseconds(2)) {
+            unwatch(group)
             queue.async { if isWanted() { verified() } }
-            return
-        }
-        guard let watch = watcher.watch(group.path + "/cgroup.events", handler: { [weak self] in
-            guard group.isFrozen else { return }
-            self?.unwatch(group)
-            if isWanted() { verified() }
-        }) else {
+        } else if watch == nil {
             poll(group, isWanted: isWanted, verified: verified)
-            return
         }
-        watches[group.path] = watch
     }
 
     /// Checks `frozen 1` every millisecond, where inotify cannot watch the group.
@@ -144,7 +150,7 @@ final class CgroupEventWatcher {
         guard let fd = try? valueOrErrno("inotify_init1", { inotify_init1(Int32(IN_NONBLOCK | IN_CLOEXEC)) }) else { return nil }
         self.fd = fd
         source = DispatchSource.makeReadSource(fileDescriptor: fd, queue: queue)
-        source.setEventHandler { [unowned self] in self.drain() }
+        source.setEventHandler { [weak self] in self?.drain() }
         source.setCancelHandler { closeIgnoringErrors(fd) }
         source.resume()
     }
