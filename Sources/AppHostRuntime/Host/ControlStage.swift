@@ -24,17 +24,18 @@ enum ControlStage: Equatable {
         }
     }
 
-    /// The control protocol's table: the stages in which the host accepts each message.
-    static func accepting(_ message: AppMessage) -> Set<ControlStage> {
+    /// The control protocol's table: whether the host accepts `message` in this stage. (A
+    /// switch, not a set per message: it runs for every acknowledgement on the wire.)
+    func accepts(_ message: AppMessage) -> Bool {
         switch message {
-        case .hello: [.awaitingHello]
-        case .sandboxed: [.confining]
-        case .ready: [.loading]
+        case .hello: self == .awaitingHello
+        case .sandboxed: self == .confining
+        case .ready: self == .loading
         // The runner fails before the plugin runs; the SDK before the delegate exists.
-        case .launchFailed: [.confining, .loading]
-        case .warning: [.loading, .running]
+        case .launchFailed: self == .confining || self == .loading
+        case .warning: self == .loading || self == .running
         case .ack, .taskBegan, .taskEnded, .fetchInterval, .workCompleted, .registerTask, .submitTask, .cancelTask:
-            [.running]
+            self == .running
         }
     }
 

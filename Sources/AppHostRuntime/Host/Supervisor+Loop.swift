@@ -73,15 +73,10 @@ extension Supervisor {
 
     // MARK: Suspension
 
-    /// The freezer where the app has its group, else SIGSTOP.
-    private func suspender(for process: AppProcess) -> any Suspender {
-        process.cgroup != nil ? environment.suspender : stopper
-    }
-
     private func freeze(_ record: AppRecord, _ run: AppRun) {
         guard let process = run.process else { return }
         run.stepStartedAt = clock.now
-        suspender(for: process).freeze(process, isWanted: { [weak run] in
+        environment.suspender.freeze(process, isWanted: { [weak run] in
             run?.machine.phase == .suspending && run?.process === process
         }, verified: { [weak self, weak record, weak run] in
             guard let self, let record, let run else { return }
@@ -100,7 +95,7 @@ extension Supervisor {
     private func thaw(_ run: AppRun) {
         guard let process = run.process else { return }
         run.stepStartedAt = clock.now
-        suspender(for: process).thaw(process)
+        environment.suspender.thaw(process)
     }
 
     // MARK: Events, the end, reports
@@ -156,7 +151,7 @@ extension Supervisor {
 
     func finish(_ record: AppRecord, _ run: AppRun, termination: Termination, exit: ProcessExit) {
         if let process = run.process {
-            suspender(for: process).forget(process)
+            environment.suspender.forget(process)
             process.close()
         }
         run.timer.cancel()

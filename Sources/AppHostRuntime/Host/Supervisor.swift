@@ -58,8 +58,6 @@ public final class Supervisor: @unchecked Sendable {
     static let libraryDirectories = Landlock.libraryDirectories()
     let clock: any HostClock
     let spawner = SpawnThread()
-    /// SIGSTOP, for apps without a freezer group.
-    let stopper: SignalStopper
     /// The instance's cgroups and how apps are suspended and limited here.
     let environment: HostEnvironment
     let sharedResources: SharedResourceCheck
@@ -117,7 +115,6 @@ public final class Supervisor: @unchecked Sendable {
                 "app users cannot reach their containers in \(configuration.stateDirectory.path): \(reason); "
                     + "choose another --state-dir (the default for root is /var/lib/apphost/INSTANCE) or run apps as root with --no-app-users", code: .unavailable)
         }
-        stopper = SignalStopper(queue: queue)
         environment = try HostEnvironment(
             instance: configuration.instance, suspension: configuration.suspension, memory: configuration.memoryEnforcement, queue: queue)
         suspensionMechanism = environment.suspensionMechanism

@@ -26,7 +26,8 @@ protocol Suspender: AnyObject, Sendable {
     func forget(_ process: AppProcess)
 }
 
-/// The cgroup v2 freezer: every thread and child at once, confirmed by `cgroup.events`.
+/// The cgroup v2 freezer: every thread and child at once, confirmed by `cgroup.events`. An app
+/// without a group of its own (or whose group refuses to freeze) is stopped by SIGSTOP instead.
 final class CgroupFreezer: Suspender, @unchecked Sendable {
     private let watcher: CgroupEventWatcher
     private let queue: DispatchQueue
@@ -83,9 +84,10 @@ final class CgroupFreezer: Suspender, @unchecked Sendable {
     }
 
     func thaw(_ process: AppProcess) {
-        guard let group = process.cgroup else { return }
-        unwatch(group)
-        try? group.write("cgroup.freeze", "0")
+        if let group = process.cgroup {
+            unwatch(group)
+            try? group.write("cgroup.freeze", "0")
+        }
         // Continues it too if the freeze fell back to SIGSTOP (harmless otherwise).
         fallback.thaw(process)
     }
