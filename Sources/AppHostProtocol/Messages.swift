@@ -188,6 +188,9 @@ package struct WireSandbox: Codable, Sendable, Equatable {
     package var filterNotifies: Bool?
     /// Read-only for the app besides the system directories: the host's library directories.
     package var readablePaths: [String]?
+    /// The runner is the init of a PID and a mount namespace of the app's own: it makes every
+    /// mount read-only but `writablePaths`, and forks the app process.
+    package var namespaced: Bool?
 
     package init(
         entitlements: [String], uid: UInt32? = nil, gid: UInt32? = nil, groups: [UInt32]? = nil, writablePaths: [String],

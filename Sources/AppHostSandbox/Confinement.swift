@@ -20,8 +20,12 @@ package enum Confinement {
         package var processes: UInt64?
         /// The app's own user, on a root host.
         package var user: User?
-        /// The host's pid: the parent-death signal is armed again after the user switch.
-        package var parentPID: Int32
+        /// The host's pid: the parent-death signal is armed again after the user switch (nil in
+        /// a PID namespace of the app's own, which ends with its init).
+        package var parentPID: Int32?
+        /// /proc shows only the app's PID namespace: all of it is readable, not just this
+        /// process's entry (so its children read their own /proc/self).
+        package var ownProcFS = false
         /// Landlock: the app's container and group containers (read-write), its bundle
         /// (read-only); system paths are added by the runner.
         package var fileRules: [Landlock.Rule] = []
@@ -31,7 +35,7 @@ package enum Confinement {
         /// Library directories to read (Landlock.libraryDirectories of the host).
         package var libraries: [String] = []
 
-        package init(parentPID: Int32) { self.parentPID = parentPID }
+        package init(parentPID: Int32?) { self.parentPID = parentPID }
     }
 
     package struct User: Sendable, Equatable {
@@ -70,8 +74,10 @@ package enum Confinement {
             try valueOrErrno("setresuid(\(user.uid))") { apphost_switch_user(user.uid, user.gid, user.groups.count, user.groups) }
             _ = apphost_set_keep_capabilities(0)
             // A uid change clears the parent-death signal (DESIGN.md, Known traps).
-            _ = apphost_set_parent_death_signal(SIGKILL)
-            if getppid() != plan.parentPID { _exit(0) }
+            if let parent = plan.parentPID {
+                _ = apphost_set_parent_death_signal(SIGKILL)
+                if getppid() != parent { _exit(0) }
+            }
         }
         try Capabilities.setProcess(to: kept)
         try forbidNewPrivileges()
@@ -81,7 +87,7 @@ package enum Confinement {
         // Group members may write what the app creates in a shared container.
         umask(0o007)
         let pid = getpid()
-        let landlockABI = try Landlock.restrict(to: Landlock.systemRules(pid: pid, libraries: plan.libraries) + plan.fileRules)
+        let landlockABI = try Landlock.restrict(to: Landlock.systemRules(processes: plan.ownProcFS ? "/proc" : "/proc/\(pid)", libraries: plan.libraries) + plan.fileRules)
             ? Landlock.abiVersion : 0
         let filter: Seccomp.Program
         if let compiled = plan.filter {

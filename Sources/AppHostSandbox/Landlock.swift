@@ -83,17 +83,18 @@ package enum Landlock {
         return true
     }
 
-    /// The system paths every app may read: libraries, configuration it needs from /etc, its own
-    /// /proc entry and the CPU topology Dispatch reads; device nodes it may read or write.
-    /// `libraries` are the directories of the shared objects the host has loaded (the Swift
-    /// toolchain's among them), from `libraryDirectories()`.
-    package static func systemRules(pid: Int32, libraries: [String]) -> [Rule] {
+    /// The system paths every app may read: libraries, configuration it needs from /etc,
+    /// `processes` (its own /proc entry, or a /proc of its own PID namespace) and the CPU
+    /// topology Dispatch reads; device nodes it may read or write. `libraries` are the
+    /// directories of the shared objects the host has loaded (the Swift toolchain's among
+    /// them), from `libraryDirectories()`.
+    package static func systemRules(processes: String, libraries: [String]) -> [Rule] {
         var rules = ["/usr", "/lib", "/lib64", "/bin", "/sbin"].map { Rule($0, .readOnly) }
         rules += [
             "ld.so.cache", "localtime", "timezone", "passwd", "group", "nsswitch.conf", "hosts", "host.conf",
             "resolv.conf", "gai.conf", "services", "protocols", "ssl", "ca-certificates", "os-release", "mime.types",
         ].map { Rule("/etc/" + $0, .readOnly) }
-        rules += ["/proc/\(pid)", "/proc/meminfo", "/proc/cpuinfo", "/proc/stat", "/proc/filesystems",
+        rules += [processes, "/proc/meminfo", "/proc/cpuinfo", "/proc/stat", "/proc/filesystems",
                   "/sys/devices/system/cpu", "/sys/fs/cgroup"].map { Rule($0, .readOnly) }
         rules += ["/dev/zero", "/dev/urandom", "/dev/random"].map { Rule($0, .readOnly) }
         rules.append(Rule("/dev/null", .readWrite))

@@ -23,6 +23,18 @@ package enum ProcFS {
         }
     }
 
+    /// The children of `pid`: from /proc/PID/task/PID/children, or where the kernel lacks that
+    /// file, from the parent pid of every process.
+    package static func children(of pid: pid_t) -> [pid_t] {
+        let path = "/proc/\(pid)/task/\(pid)/children"
+        if access(path, F_OK) == 0 {
+            return readSmallFile(path).split(whereSeparator: \.isWhitespace).compactMap { pid_t($0) }
+        }
+        return directoryEntries("/proc").compactMap(pid_t.init).filter { candidate in
+            statFields("/proc/\(candidate)/stat").dropFirst().first.flatMap { pid_t($0) } == pid
+        }
+    }
+
     /// The fields of a stat file after the command (which may contain spaces and parentheses).
     private static func statFields(_ path: String) -> [Substring] {
         let stat = readSmallFile(path)

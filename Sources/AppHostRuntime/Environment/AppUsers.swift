@@ -3,8 +3,9 @@ import Glibc
 #endif
 import Foundation
 
-/// Per-app users on a root host (DESIGN.md, Sandbox): each app gets its own uid and gid, and each
-/// app group its own gid, from the policy's range. Allocations are kept in
+/// App users on a root host (DESIGN.md, Sandbox): each app gets its own uid and gid, and each
+/// app group its own gid, from the policy's range; with per-app users off, every app gets one
+/// shared uid from it. No app runs as root. Allocations are kept in
 /// `STATE/app-users.json`, so an app finds its container with the same owner at every launch.
 /// Ids that /etc/passwd or /etc/group already use are skipped.
 struct AppUsers {
@@ -25,6 +26,10 @@ struct AppUsers {
 
     /// The app's uid (also its primary gid).
     mutating func uid(forApp identifier: String) throws -> UInt32 { try id(for: identifier, in: \.apps) }
+
+    /// The one uid (also gid) every app shares when per-app users are off: never root. Kept
+    /// under a name no bundle identifier can have.
+    mutating func sharedUID() throws -> UInt32 { try id(for: "*", in: \.apps) }
 
     /// The gid shared by the apps of an app group.
     mutating func gid(forGroup identifier: String) throws -> UInt32 { try id(for: identifier, in: \.groups) }

@@ -17,13 +17,18 @@ final class HostEnvironment {
     let suspender: any Suspender
     let suspensionMechanism: SuspensionMechanism
     let memoryEnforcement: MemoryEnforcement
+    /// Whether apps get a PID and a mount namespace of their own.
+    let namespaces: Namespaces.Support
     /// One line each: how apps are suspended and how their memory is held.
     let suspensionNote: String
     let memoryNote: String
 
     /// Sets up the instance's groups. Throws when the configuration insists on something the
     /// machine does not give (`--suspension cgroup`, `--memory-enforcement cgroup`).
-    init(instance: String, suspension: SuspensionMechanism?, memory: MemoryEnforcement?, queue: DispatchQueue) throws(SupervisorError) {
+    init(
+        instance: String, suspension: SuspensionMechanism?, memory: MemoryEnforcement?, namespaces wanted: Bool = true, queue: DispatchQueue
+    ) throws(SupervisorError) {
+        namespaces = wanted ? Namespaces.probe() : .unavailable("namespaces off (requested)")
         var note: String
         var freezer: (any Suspender)?
         var freezerGroup: Cgroup?
@@ -67,16 +72,31 @@ final class HostEnvironment {
             : "limits by sampling\(memory == .sampling ? " (requested)" : ", degraded: no writable cgroup v1 memory controller")"
     }
 
-    /// How apps are confined here: seccomp, Landlock, users, the process limit.
-    static func sandboxNote(users: String?, processLimit: Int, pidsCgroup: Bool) -> String {
+    /// How apps are confined here: seccomp, Landlock, namespaces, users, the process limit.
+    /// `users` is the app users' range on a root host, nil on a host that is not root.
+    func sandboxNote(users range: String?, perAppUsers: Bool, processLimit: Int) -> String {
         var parts = [Seccomp.notificationAvailable ? "seccomp (violations reported)" : "seccomp, degraded: no user notification, so refusals are not reported"]
         let landlock = Landlock.abiVersion
         parts.append(landlock > 0 ? "Landlock ABI \(landlock)" : "no Landlock, degraded: file access is limited only by permissions")
-        parts.append(users.map { "per-app users \($0)" } ?? "apps run as uid \(geteuid())\(geteuid() == 0 ? " (per-app users off)" : "")")
-        parts.append(pidsCgroup
+        parts.append(Self.namespacesNote(namespaces))
+        parts.append(range.map { perAppUsers ? "per-app users \($0)" : "one shared app user from \($0) (per-app users off)" }
+            ?? "apps run as uid \(geteuid()), the host's")
+        parts.append(pidsGroup != nil
             ? "pids cgroup (\(processLimit) tasks)"
-            : users != nil ? "RLIMIT_NPROC (\(processLimit) tasks)" : "no process limit, degraded: no pids cgroup and no per-app user")
+            : range != nil ? "RLIMIT_NPROC (\(processLimit) tasks\(perAppUsers ? "" : ", shared by every app"))" : "no process limit, degraded: no pids cgroup and no app user")
         return parts.joined(separator: ", ")
+    }
+
+    /// What the app's own namespaces guarantee, or what is lost without them.
+    static func namespacesNote(_ namespaces: Namespaces.Support) -> String {
+        switch namespaces {
+        case .available:
+            return "own PID and mount namespaces (no process outlives the host; read-only outside the app's containers)"
+        case .unavailable(let reason):
+            return "no PID or mount namespace, degraded (\(reason)): a process an app spawns can outlive a host killed with "
+                + "SIGKILL until the next host starts, and an app can change the metadata (chmod, chown, utimensat, setxattr) "
+                + "of what its user owns outside its containers"
+        }
     }
 
     /// Removes the instance's groups (apps are gone by then).

@@ -97,7 +97,7 @@ extension Policy {
         .init("maximumViolations", "maximum-violations", .optionalCount(\.maximumViolations),
               "Refused system calls an app may make before it is terminated", unset: "never; each is reported"),
         .init("perAppUsers", "app-users", .toggle(\.perAppUsers),
-              "On a root host, run each app under its own user (off: as root, still confined otherwise)"),
+              "On a root host, run each app under its own user (off: every app under one shared unprivileged user; never as root)"),
         .init("appUserRange", "app-user-range", .userRange(\.appUserRange),
               "On a root host, the uids and gids given to apps and app groups"),
         .init("foregroundMemoryLimit", "foreground-memory-limit", .mebibytes(\.foregroundMemoryLimit),

@@ -31,9 +31,21 @@ final class AppProcess: @unchecked Sendable {
         }
     }
 
-    let pid: pid_t
-    /// Readable when the process ends (pidfd_open); signals go through it, never by pid.
+    /// The process the host started: the app process itself, or, in namespaces of its own,
+    /// their init, whose end ends every process of the app.
+    let startedPID: pid_t
+    /// Readable when the started process ends (pidfd_open); the host waits on it.
     let pidfd: Int32
+    /// Whether the app runs in a PID namespace of its own, under an init.
+    let isNamespaced: Bool
+    /// The app process: the started process, or in a PID namespace the init's child, from the
+    /// moment it reports its sandbox (`findAppProcess`). /proc is read here.
+    private(set) var pid: pid_t
+    /// The app process's pidfd, where it is not the started process; signals go through one of
+    /// the two, never by pid.
+    private var appPidfd: Int32?
+    /// In a PID namespace: where the init writes how the app process ended.
+    private let exitRecord: Int32?
     private let channel: ControlChannel
     private var receiver: FrameReceiver
     /// Where the process is in its conversation with the host (see `ControlStage`).
@@ -55,8 +67,11 @@ final class AppProcess: @unchecked Sendable {
     /// It must be in them before the configuration is sent: the runner waits for it, so no app
     /// code runs outside them.
     init(_ spawned: SpawnedProcess, groups: Groups, name: String, forwardOutput: Bool) {
+        startedPID = spawned.pid
         pid = spawned.pid
         pidfd = spawned.pidfd
+        exitRecord = spawned.exitRecord
+        isNamespaced = spawned.exitRecord != nil
         channel = ControlChannel(fd: spawned.control)
         receiver = FrameReceiver(channel: channel)
         // Until the runner reports its sandbox, the one message that carries a descriptor (the
@@ -86,24 +101,52 @@ final class AppProcess: @unchecked Sendable {
     var processes: [pid_t] {
         if let members = groups.pids?.processes, !members.isEmpty { return members }
         if let members = groups.memory?.group.processes, !members.isEmpty { return members }
-        return [pid]
+        return isNamespaced ? [startedPID, pid] : [pid]
     }
 
-    /// Sends a signal through the pidfd (never to a pid that may have been reused); nothing
-    /// once the handle is closed.
+    /// The pid the app sees as its own (in its PID namespace, if it has one).
+    var pidInNamespace: pid_t { isNamespaced ? Namespaces.appPID : pid }
+    /// The pid the app's runner sees as its own when it says hello.
+    var startedPIDInNamespace: pid_t { isNamespaced ? 1 : startedPID }
+
+    /// In a PID namespace: follows the app process, the init's one child, once it has reported
+    /// its sandbox. If it has already ended, the init is followed to its end, which follows.
+    func followAppProcess() {
+        guard isNamespaced, appPidfd == nil, !isClosed, let child = ProcFS.children(of: startedPID).first else { return }
+        let fd = apphost_pidfd_open(child)
+        guard fd >= 0 else { return }
+        appPidfd = fd
+        pid = child
+        output.rename(pid: child)
+    }
+
+    /// Sends a signal to the app process through a pidfd (never to a pid that may have been
+    /// reused); nothing once the handle is closed. Before the app process is known in a PID
+    /// namespace, to the init, which takes only SIGKILL and SIGSTOP from the host.
     func signal(_ number: Int32) {
         guard !isClosed else { return }
-        _ = apphost_pidfd_send_signal(pidfd, number)
+        _ = apphost_pidfd_send_signal(appPidfd ?? pidfd, number)
     }
 
     /// SIGKILL to every process of the app: the whole group at once where there is one (frozen
-    /// v2 members and stopped processes die of it too).
+    /// v2 members and stopped processes die of it too), else the started process (in a PID
+    /// namespace its init, whose end ends them all) and the members of its groups.
     func killAll() {
         guard !isClosed else { return }
         if let cgroup = groups.freezer, cgroup.killAll() { return }
+        _ = apphost_pidfd_send_signal(pidfd, SIGKILL)
         signal(SIGKILL)
         // Children made with the spawn entitlement go with it.
-        for member in processes where member != pid { kill(member, SIGKILL) }
+        for member in processes where member != startedPID && member != pid { kill(member, SIGKILL) }
+    }
+
+    /// How the app process ended, where the init of its PID namespace wrote it (it did not if
+    /// it was killed first: then the init's own end is the app's).
+    func recordedExit() -> apphost_exit_record? {
+        guard let exitRecord else { return nil }
+        var record = apphost_exit_record()
+        let count = withUnsafeMutableBytes(of: &record) { read(exitRecord, $0.baseAddress, $0.count) }
+        return count == MemoryLayout<apphost_exit_record>.size ? record : nil
     }
 
     // MARK: Watching
@@ -208,6 +251,9 @@ final class AppProcess: @unchecked Sendable {
         listenerSource = nil
         memorySource = nil
         listener = nil
+        if let appPidfd { closeIgnoringErrors(appPidfd) }
+        appPidfd = nil
+        if let exitRecord { closeIgnoringErrors(exitRecord) }
         groups.memory?.closeControl()
         // Children of the app (with the spawn entitlement) do not outlive it; a group whose
         // killed members have not finished exiting is removed a little later, off this turn.

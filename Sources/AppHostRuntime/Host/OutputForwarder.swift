@@ -17,7 +17,8 @@ final class OutputForwarder {
     static let cutMarker = " [line cut at \(maximumLineLength) bytes]"
 
     let fd: Int32
-    private let prefix: [UInt8]
+    private var prefix: [UInt8]
+    private let name: String
     private let forward: Bool
     /// The unfinished line (at most `maximumLineLength` bytes).
     private var line: [UInt8] = []
@@ -27,9 +28,15 @@ final class OutputForwarder {
     /// read and dropped (so the app never blocks on a full pipe).
     init(fd: Int32, name: String, pid: pid_t, forward: Bool) {
         self.fd = fd
+        self.name = name
         prefix = TerminalText.escaping(Array("\(name)[\(pid)]: ".utf8))
         self.forward = forward
         line.reserveCapacity(Self.maximumLineLength)
+    }
+
+    /// Names the app process by `pid` from now on (in a PID namespace, once it is known).
+    func rename(pid: pid_t) {
+        prefix = TerminalText.escaping(Array("\(name)[\(pid)]: ".utf8))
     }
 
     /// Reads up to a budget and forwards every complete line. Returns false once the pipe has

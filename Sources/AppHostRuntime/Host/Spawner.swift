@@ -54,49 +54,39 @@ struct SpawnedProcess: Sendable {
     var control: Int32
     /// The read end of the app's stdout and stderr (non-blocking).
     var output: Int32
+    /// In namespaces of its own: the read end of the pipe on which the namespace's init writes
+    /// how the app process ended (non-blocking).
+    var exitRecord: Int32?
 }
 
 enum AppProcessSpawner {
     /// Spawns `executable arguments…` with the control socket on fd 3, stdout and stderr on a
-    /// pipe, stdin on /dev/null, no other descriptors, default signal handling, an empty signal
-    /// mask and its own process group (so the terminal's Ctrl-C reaches only the host, which ends
-    /// the apps as sequence 7 says).
-    static func spawn(executable: String, arguments: [String], environment: [String]) throws(SystemError) -> SpawnedProcess {
-        var sockets: [Int32] = [-1, -1]
-        try valueOrErrno("socketpair") { socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0, &sockets) }
-        var pipeFDs: [Int32] = [-1, -1]
-        do {
-            try valueOrErrno("pipe2") { apphost_pipe_cloexec(&pipeFDs) }
-        } catch {
-            sockets.forEach(closeIgnoringErrors)
-            throw error
+    /// pipe, stdin on /dev/null, no other descriptors (but, with `namespaces`, the init's exit
+    /// record pipe on fd 4), default signal handling, an empty signal mask and its own process
+    /// group (so the terminal's Ctrl-C reaches only the host, which ends the apps as sequence 7
+    /// says). With `namespaces` (Namespaces.Support.flags) it is the init of a PID namespace.
+    static func spawn(executable: String, arguments: [String], environment: [String], namespaces: Int32) throws(SystemError) -> SpawnedProcess {
+        var opened: [Int32] = []
+        func pair(_ name: String, _ make: (inout [Int32]) -> Int32) throws(SystemError) -> (Int32, Int32) {
+            var fds: [Int32] = [-1, -1]
+            try valueOrErrno(name) { make(&fds) }
+            opened += fds
+            return (fds[0], fds[1])
         }
-        defer {
-            closeIgnoringErrors(sockets[1])
-            closeIgnoringErrors(pipeFDs[1])
+        var keep: Set<Int32> = []
+        defer { for fd in opened where !keep.contains(fd) { closeIgnoringErrors(fd) } }
+
+        let (control, appControl) = try pair("socketpair") { socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0, &$0) }
+        let (output, appOutput) = try pair("pipe2") { apphost_pipe_cloexec(&$0) }
+        let null = try valueOrErrno("open /dev/null") { open("/dev/null", O_RDONLY | O_CLOEXEC) }
+        opened.append(null)
+        var descriptors = [null, appOutput, appOutput, appControl]
+        var exitRecord: Int32?
+        if namespaces != 0 {
+            let (read, write) = try pair("pipe2") { apphost_pipe_cloexec(&$0) }
+            descriptors.append(write)
+            exitRecord = read
         }
-
-        var actions = posix_spawn_file_actions_t()
-        posix_spawn_file_actions_init(&actions)
-        defer { posix_spawn_file_actions_destroy(&actions) }
-        posix_spawn_file_actions_adddup2(&actions, sockets[1], 3)
-        posix_spawn_file_actions_adddup2(&actions, pipeFDs[1], 1)
-        posix_spawn_file_actions_adddup2(&actions, pipeFDs[1], 2)
-        posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
-        apphost_spawn_close_from(&actions, 4)
-
-        var attributes = posix_spawnattr_t()
-        posix_spawnattr_init(&attributes)
-        defer { posix_spawnattr_destroy(&attributes) }
-        var emptyMask = sigset_t()
-        sigemptyset(&emptyMask)
-        posix_spawnattr_setsigmask(&attributes, &emptyMask)
-        var defaults = sigset_t()
-        sigemptyset(&defaults)
-        for signal in 1..<32 where signal != SIGKILL && signal != SIGSTOP { sigaddset(&defaults, Int32(signal)) }
-        posix_spawnattr_setsigdefault(&attributes, &defaults)
-        posix_spawnattr_setpgroup(&attributes, 0)
-        posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETPGROUP))
 
         let argv = ([executable] + arguments).map { strdup($0) } + [nil]
         let envp = environment.map { strdup($0) } + [nil]
@@ -104,23 +94,13 @@ enum AppProcessSpawner {
             argv.forEach { free($0) }
             envp.forEach { free($0) }
         }
-        var pid: pid_t = 0
-        let result = posix_spawn(&pid, executable, &actions, &attributes, argv, envp)
-        guard result == 0 else {
-            closeIgnoringErrors(sockets[0])
-            closeIgnoringErrors(pipeFDs[0])
-            throw SystemError("posix_spawn \(executable)", errno: result)
+        var pidfd: Int32 = -1
+        let pid = apphost_spawn(executable, argv, envp, descriptors, Int32(descriptors.count), namespaces, &pidfd)
+        guard pid > 0 else { throw SystemError("spawn \(executable)", errno: errno) }
+        for fd in [control, output] + (exitRecord.map { [$0] } ?? []) {
+            _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK)
+            keep.insert(fd)
         }
-        let pidfd = apphost_pidfd_open(pid)
-        guard pidfd >= 0 else {
-            let error = errno
-            Glibc.kill(pid, SIGKILL)
-            closeIgnoringErrors(sockets[0])
-            closeIgnoringErrors(pipeFDs[0])
-            throw SystemError("pidfd_open", errno: error)
-        }
-        _ = fcntl(sockets[0], F_SETFL, fcntl(sockets[0], F_GETFL) | O_NONBLOCK)
-        _ = fcntl(pipeFDs[0], F_SETFL, fcntl(pipeFDs[0], F_GETFL) | O_NONBLOCK)
-        return SpawnedProcess(pid: pid, pidfd: pidfd, control: sockets[0], output: pipeFDs[0])
+        return SpawnedProcess(pid: pid, pidfd: pidfd, control: control, output: output, exitRecord: exitRecord)
     }
 }

@@ -91,8 +91,8 @@ extension Supervisor {
         case .hello(let version, let pid):
             if version != wireProtocolVersion {
                 violate(record, run, "it speaks control protocol \(version); this host speaks \(wireProtocolVersion)")
-            } else if pid != process.pid {
-                violate(record, run, "it sent hello with pid \(pid), but its pid is \(process.pid)")
+            } else if pid != process.startedPIDInNamespace {
+                violate(record, run, "it sent hello with pid \(pid), but its pid is \(process.startedPIDInNamespace)")
             }
         case .ready(let version):
             if version != wireProtocolVersion {
@@ -125,6 +125,7 @@ extension Supervisor {
     private func sandboxed(
         _ record: AppRecord, _ run: AppRun, _ process: AppProcess, listener: Int32?, landlockABI: Int32, uid: UInt32, took: Duration
     ) {
+        process.followAppProcess()
         var notes: [String] = []
         if let listener, let syscalls = SyscallListener(fd: listener) {
             process.adopt(syscalls, on: queue) { [weak self, weak record, weak run] in
@@ -137,6 +138,7 @@ extension Supervisor {
             notes.append("seccomp, degraded: refusals are not reported (no user notification)")
         }
         notes.append(landlockABI > 0 ? "Landlock ABI \(landlockABI)" : "no Landlock, degraded: files limited only by permissions")
+        if process.isNamespaced { notes.append("own PID and mount namespaces") }
         notes.append("uid \(uid)")
         publish(HostEvent(
             time: Date(), app: record.bundle.identifier, name: record.bundle.name, pid: process.pid,

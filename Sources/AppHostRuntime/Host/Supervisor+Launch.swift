@@ -58,11 +58,12 @@ extension Supervisor {
             var owner: (uid: UInt32, gid: UInt32)?
             if var table = users {
                 defer { users = table }
-                let uid = try table.uid(forApp: bundle.identifier)
+                let uid = try policy.perAppUsers ? table.uid(forApp: bundle.identifier) : table.sharedUID()
                 owner = (uid, uid)
                 sandbox.uid = uid
                 sandbox.gid = uid
-                sandbox.groups = try bundle.appGroups.map { try table.gid(forGroup: $0) }
+                // With one shared user, its own gid opens every group container.
+                sandbox.groups = try policy.perAppUsers ? bundle.appGroups.map { try table.gid(forGroup: $0) } : []
             }
             var repairs: [String] = []
             defer {
@@ -76,7 +77,8 @@ extension Supervisor {
             var groupContainers: [String: String] = [:]
             for (index, group) in bundle.appGroups.enumerated() {
                 groupContainers[group] = try Containers.prepareGroup(
-                    group, in: configuration.stateDirectory, gid: sandbox.groups?[index], repairs: &repairs).path
+                    group, in: configuration.stateDirectory, gid: policy.perAppUsers ? sandbox.groups?[index] : sandbox.gid,
+                    repairs: &repairs).path
             }
             sandbox.writablePaths = [container.path] + bundle.appGroups.compactMap { groupContainers[$0] }
             sandbox.groupContainers = groupContainers
@@ -88,7 +90,10 @@ extension Supervisor {
         let groupName = "\(bundle.name)-\(groupCounter)"
         let groups = AppProcess.Groups(
             freezer: try? environment.freezerGroup?.makeChild(named: groupName),
-            pids: environment.pidsGroup.flatMap { try? $0.makePidsGroup(named: groupName, limit: policy.processLimit) },
+            // The init of the app's PID namespace is one more task, not the app's.
+            pids: environment.pidsGroup.flatMap {
+                try? $0.makePidsGroup(named: groupName, limit: policy.processLimit + (environment.namespaces.flags != 0 ? 1 : 0))
+            },
             memory: environment.memoryGroup.flatMap { memory in
                 MemoryGroup.make(
                     in: memory, named: groupName,
@@ -97,9 +102,12 @@ extension Supervisor {
         if groups.pids == nil && sandbox.uid != nil { sandbox.processLimit = UInt64(policy.processLimit) }
         let executable = configuration.executable
         let processEnvironment = Containers.environment(container: container, parent: getpid())
+        let namespaces = environment.namespaces.flags
+        sandbox.namespaced = namespaces != 0
         let result = spawner.run { () -> Result<SpawnedProcess, SystemError> in
             Result { () throws(SystemError) in
-                try AppProcessSpawner.spawn(executable: executable, arguments: [appProcessArgument], environment: processEnvironment)
+                try AppProcessSpawner.spawn(
+                    executable: executable, arguments: [appProcessArgument], environment: processEnvironment, namespaces: namespaces)
             }
         }
         let spawned: SpawnedProcess
@@ -130,7 +138,7 @@ extension Supervisor {
         // Compiled while the app process starts up (about a millisecond, in parallel with it).
         do {
             let entitlements = Set(bundle.entitlements.compactMap(SyscallProfile.Entitlement.init(rawValue:)))
-            let program = try Seccomp.compile(SyscallProfile(entitlements: entitlements, ownPID: process.pid))
+            let program = try Seccomp.compile(SyscallProfile(entitlements: entitlements, ownPID: process.pidInNamespace))
             sandbox.filter = Data(program.instructions)
             sandbox.filterNotifies = program.notifies
         } catch {

@@ -131,8 +131,13 @@ extension Supervisor {
         guard let process = run.process else { return }
         var status = apphost_child_status()
         guard apphost_waitid_pidfd(process.pidfd, WEXITED | WNOHANG, &status) == 0, status.code != 0 else { return }
+        // In a PID namespace, the init wrote how the app process ended (its own resource usage
+        // includes the app's, which it reaped).
+        let recorded = process.recordedExit()
+        let code = recorded?.code ?? Int32(status.code)
+        let value = recorded?.status ?? Int32(status.status)
         let exit = ProcessExit(
-            status: status.code == CLD_EXITED ? .exited(status.status) : .signaled(status.status, coreDumped: status.code == CLD_DUMPED),
+            status: code == CLD_EXITED ? .exited(value) : .signaled(value, coreDumped: code == CLD_DUMPED),
             userTime: .microseconds(status.user_usec), systemTime: .microseconds(status.system_usec),
             maximumResidentBytes: UInt64(max(0, status.max_rss_kib)) * 1024)
         account(run, until: exit.userTime + exit.systemTime)

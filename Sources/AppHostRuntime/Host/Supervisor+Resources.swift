@@ -23,6 +23,9 @@ extension Supervisor {
     func recordUsage(_ run: AppRun) {
         guard run.machine.isAlive else { return }
         run.measured(memory: MemoryFootprint.of(processes(of: run)))
+        // Its CPU time too: an app killed with the init of its PID namespace is never reaped by
+        // it, so the init's resource usage at exit does not include the app's.
+        account(run, until: run.process.flatMap { ProcFS.cpuTime(pid: $0.pid) })
     }
 
     // MARK: Shared resources (0xdead10cc)

@@ -35,6 +35,9 @@ public final class Supervisor: @unchecked Sendable {
         /// Background app refresh (as iOS's Settings switch): off, no fetch and no refresh task
         /// runs, and BGTaskScheduler's submit throws `unavailable`.
         public var backgroundAppRefresh = true
+        /// Each app in a PID and a mount namespace of its own, where the machine allows it
+        /// (off: as on a machine that does not; the benchmark measures what they cost).
+        public var namespaces = true
 
         public init(stateDirectory: URL, executable: String) {
             self.stateDirectory = stateDirectory
@@ -109,14 +112,15 @@ public final class Supervisor: @unchecked Sendable {
         let policy = configuration.policy
         // Every check that can refuse to start comes before anything that would need undoing
         // (cgroups, timers): the last is setting up the environment, which undoes itself.
-        if geteuid() == 0 && policy.perAppUsers,
+        if geteuid() == 0,
            let reason = AppUsers.unreachableReason(configuration.stateDirectory.appendingPathComponent("containers").path, needsRead: false) {
             throw SupervisorError(
                 "app users cannot reach their containers in \(configuration.stateDirectory.path): \(reason); "
-                    + "choose another --state-dir (the default for root is /var/lib/apphost/INSTANCE) or run apps as root with --no-app-users", code: .unavailable)
+                    + "choose another --state-dir (the default for root is /var/lib/apphost/INSTANCE)", code: .unavailable)
         }
         environment = try HostEnvironment(
-            instance: configuration.instance, suspension: configuration.suspension, memory: configuration.memoryEnforcement, queue: queue)
+            instance: configuration.instance, suspension: configuration.suspension, memory: configuration.memoryEnforcement,
+            namespaces: configuration.namespaces, queue: queue)
         suspensionMechanism = environment.suspensionMechanism
         suspensionNote = environment.suspensionNote
         memoryEnforcement = environment.memoryEnforcement
@@ -136,12 +140,12 @@ public final class Supervisor: @unchecked Sendable {
             let warning = HostEvent(time: Date(), event: .warning, detail: storeWarning)
             queue.async { observer(warning) }
         }
-        if geteuid() == 0 && policy.perAppUsers {
+        if geteuid() == 0 {
             users = AppUsers(stateDirectory: configuration.stateDirectory, range: policy.appUserRange)
         }
-        sandboxNote = HostEnvironment.sandboxNote(
+        sandboxNote = environment.sandboxNote(
             users: users != nil ? "\(policy.appUserRange.lowerBound)-\(policy.appUserRange.upperBound)" : nil,
-            processLimit: policy.processLimit, pidsCgroup: environment.pidsGroup != nil)
+            perAppUsers: policy.perAppUsers, processLimit: policy.processLimit)
         let memoryNote = environment.memoryNote
             + "\(memoryEnforcement == .sampling ? " every \(policy.resourceSampleInterval.formatted)" : "")"
             + " (\(policy.foregroundMemoryLimit.mebibytes) foreground, \(policy.backgroundMemoryLimit.mebibytes) background), budget \(memoryBudget.mebibytes)"
@@ -187,7 +191,7 @@ public final class Supervisor: @unchecked Sendable {
             if users != nil, let reason = AppUsers.unreachableReason(bundle.pluginURL.resolvingSymlinksInPath().path) {
                 throw SupervisorError(
                     "\(bundle.url.lastPathComponent) cannot be loaded by its app user: \(reason); "
-                        + "move the bundle or run apps as root with --no-app-users", code: .invalidBundle)
+                        + "move the bundle where every user can read it", code: .invalidBundle)
             }
             if let other = apps.first(where: { $0.bundle.identifier == bundle.identifier }) {
                 throw SupervisorError("\(bundle.url.lastPathComponent) and \(other.bundle.url.lastPathComponent) have the same CFBundleIdentifier \(bundle.identifier)", code: .invalidBundle)

@@ -373,3 +373,11 @@ func waitUntilGone(_ pid: Int32, timeout: Double) -> Bool {
     var entry = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
     return poll(&entry, 1, Int32(timeout * 1000)) == 1
 }
+
+extension HostSession {
+    /// Whether the host gave the app its own PID and mount namespaces (its `sandboxed` event
+    /// says so); a machine may not allow them, and then `doctor` and the event say what is lost.
+    func isNamespaced(_ name: String) throws -> Bool {
+        try waitFor(name, "sandboxed").detail?.contains("own PID and mount namespaces") == true
+    }
+}

@@ -39,6 +39,18 @@ extension AppDelegate {
             let target = (try? String(contentsOfFile: documents + "/target-pid", encoding: .utf8))
                 .flatMap { Int32($0.trimmingCharacters(in: .whitespacesAndNewlines)) } ?? 0
             return describe(probe_kill(target, SIGTERM))
+        // Metadata of files outside the container (`targets`), which Landlock does not govern:
+        // the outcome for each target, in order.
+        case "chmod-targets": return targets(behavior) { probe_chmod($0, 0o777) }
+        case "chown-targets": return targets(behavior) { probe_chown($0, getuid(), getgid()) }
+        case "touch-targets": return targets(behavior) { probe_touch($0) }
+        case "xattr-targets": return targets(behavior) { probe_setxattr($0) }
+        case "connect-socket": return describe(probe_connect_unix(behavior["socket"] as? String ?? "/nonexistent"))
+        case "spawn-orphans": return probe_spawn_orphans(behavior["orphanName"] as? String ?? "probe-orphan") > 0 ? "ok" : "failed"
+        case "child-reads-own-proc":
+            let result = probe_child_reads_own_proc()
+            return result == 0 ? "ok" : describe(-abs(result))
+        case "read-host-proc": return describe(probe_open("/proc/\(behavior["hostPID"] as? Int ?? 1)/status", O_RDONLY))
         case "write-outside": return describe(probe_open("/tmp/apphost-probe-outside", O_WRONLY | O_CREAT))
         case "read-shadow": return describe(probe_open("/etc/shadow", O_RDONLY))
         case "read-other": return describe(probe_open(behavior["otherFile"] as? String ?? "/nonexistent", O_RDONLY))
@@ -73,11 +85,15 @@ extension AppDelegate {
         return "output " + text.trimmingCharacters(in: .whitespacesAndNewlines)
     }
 
+    private func targets(_ behavior: [String: Any], _ probe: (String) -> Int32) -> String {
+        (behavior["targets"] as? [String] ?? []).map { describe(probe($0)) }.joined(separator: ",")
+    }
+
     private func describe(_ result: Int32) -> String {
         guard result < 0 else { return "ok" }
         let names: [Int32: String] = [
             EPERM: "EPERM", EACCES: "EACCES", ENOSYS: "ENOSYS", EAGAIN: "EAGAIN", ENOTTY: "ENOTTY",
-            ENOENT: "ENOENT", EINVAL: "EINVAL", ESRCH: "ESRCH",
+            ENOENT: "ENOENT", EINVAL: "EINVAL", ESRCH: "ESRCH", EROFS: "EROFS",
         ]
         return names[-result] ?? "errno \(-result)"
     }

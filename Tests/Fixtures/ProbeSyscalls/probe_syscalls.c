@@ -17,6 +17,8 @@
 #include <string.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
+#include <sys/prctl.h>
+#include <sys/xattr.h>
 #include <unistd.h>
 
 static int result(long value) { return value < 0 ? -errno : (int)value; }
@@ -157,4 +159,40 @@ int probe_open_mode(const char *path, int flags, unsigned int mode) {
     if (fd < 0) return -errno;
     close(fd);
     return 0;
+}
+
+int probe_chmod(const char *path, unsigned int mode) { return result(chmod(path, mode)); }
+
+int probe_chown(const char *path, unsigned int uid, unsigned int gid) { return result(chown(path, uid, gid)); }
+
+int probe_touch(const char *path) { return result(utimensat(AT_FDCWD, path, NULL, 0)); }
+
+int probe_setxattr(const char *path) { return result(setxattr(path, "user.apphost-probe", "x", 1, 0)); }
+
+static void sleep_named(const char *name) {
+    prctl(PR_SET_NAME, (unsigned long)name, 0, 0, 0);
+    for (;;) sleep(1000);
+}
+
+int probe_spawn_orphans(const char *name) {
+    pid_t child = fork();
+    if (child < 0) return -errno;
+    if (child == 0) {
+        setsid();
+        if (fork() == 0) sleep_named(name);
+        sleep_named(name);
+    }
+    return child;
+}
+
+int probe_child_reads_own_proc(void) {
+    pid_t child = fork();
+    if (child < 0) return -errno;
+    if (child == 0) {
+        int fd = open("/proc/self/status", O_RDONLY);
+        _exit(fd < 0 ? errno : 0);
+    }
+    int status = 0;
+    if (waitpid(child, &status, 0) < 0) return -errno;
+    return WIFEXITED(status) ? WEXITSTATUS(status) : 255;
 }

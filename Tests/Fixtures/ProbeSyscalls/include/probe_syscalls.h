@@ -44,4 +44,16 @@ int probe_x32(long number);
 int probe_chmod_new(const char *path, unsigned int mode);
 int probe_open_mode(const char *path, int flags, unsigned int mode);
 
+/// Changes of an existing file's metadata, which Landlock does not govern: 0 or -errno.
+int probe_chmod(const char *path, unsigned int mode);
+int probe_chown(const char *path, unsigned int uid, unsigned int gid);
+int probe_touch(const char *path);
+int probe_setxattr(const char *path);
+/// Forks a child that calls setsid and forks a grandchild; both name themselves `name` and
+/// sleep until killed. Returns the child's pid or -errno.
+int probe_spawn_orphans(const char *name);
+/// Forks a child that opens /proc/self/status and exits with 0 or the errno. Returns what the
+/// child exited with (0 or an errno) or -errno.
+int probe_child_reads_own_proc(void);
+
 #endif

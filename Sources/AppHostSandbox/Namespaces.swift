@@ -1,0 +1,61 @@
+#if canImport(Glibc)
+package import AppHostSystem
+import Glibc
+#endif
+import CAppHostShims
+
+/// Each app in a PID namespace and a mount namespace of its own (DESIGN.md, Sandbox).
+///
+/// The host starts the app's runner as the init (pid 1) of a new PID namespace: when it ends,
+/// however it ends (the host killed with SIGKILL included, through its parent-death signal), the
+/// kernel ends every process left in the namespace, so nothing an app spawned outlives it. The
+/// runner makes every mount of its new mount namespace read-only but the app's containers, so
+/// that no call (chmod, chown, setxattr, utimensat, which Landlock does not govern) changes a
+/// file outside them; mounts a /proc that shows only the app's processes; and forks the app
+/// process, staying behind as the namespace's init. A host that is not root makes a user
+/// namespace too, mapping its own uid to itself.
+package enum Namespaces {
+    /// What this kernel and user can give apps.
+    package enum Support: Sendable, Equatable {
+        /// `flags` for `apphost_spawn`.
+        case available(flags: Int32)
+        /// Why not, in a phrase.
+        case unavailable(String)
+
+        package var flags: Int32 {
+            if case .available(let flags) = self { return flags }
+            return 0
+        }
+    }
+
+    /// The pid of the app process in its PID namespace: the runner's first child.
+    package static let appPID: Int32 = 2
+
+    /// Tries once: makes the namespaces in a short-lived child, which mounts a /proc and makes
+    /// a mount read-only as the runner will (about a millisecond).
+    package static func probe() -> Support {
+        var flags = Int32(APPHOST_NAMESPACE_PID_AND_MOUNT)
+        if geteuid() != 0 { flags |= Int32(APPHOST_NAMESPACE_USER) }
+        var step: UnsafePointer<CChar>?
+        guard apphost_probe_namespaces(flags, &step) == 0 else {
+            let failed = step.map { String(cString: $0) } ?? "clone"
+            let user = geteuid() == 0 ? "" : " (a host that is not root needs an unprivileged user namespace)"
+            return .unavailable("cannot make a PID and mount namespace\(user): \(failed): \(String(cString: strerror(errno)))")
+        }
+        return .available(flags: flags)
+    }
+
+    /// In the runner, the init of the app's namespaces: every mount read-only except
+    /// `writable`, which stay read-write, and a /proc of this PID namespace.
+    package static func isolateFileSystem(writable: [String]) throws(SystemError) {
+        try valueOrErrno("mount propagation") { apphost_mount_stop_propagation() }
+        for path in writable {
+            try valueOrErrno("bind \(path)") { apphost_mount_bind_onto_itself(path) }
+        }
+        try valueOrErrno("read-only /") { apphost_mount_set_read_only("/", 1) }
+        for path in writable {
+            try valueOrErrno("read-write \(path)") { apphost_mount_set_read_only(path, 0) }
+        }
+        try valueOrErrno("mount /proc") { apphost_mount_proc() }
+    }
+}

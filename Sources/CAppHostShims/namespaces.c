@@ -1,0 +1,258 @@
+#define _GNU_SOURCE
+#include "apphost_namespaces.h"
+#include <errno.h>
+#include <fcntl.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+#include <linux/capability.h>
+#include <linux/mount.h>
+#include <sys/mman.h>
+#include <sys/mount.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+
+#ifndef CLONE_PIDFD
+#define CLONE_PIDFD 0x00001000
+#endif
+#ifndef SYS_close_range
+#define SYS_close_range 436
+#endif
+#ifndef SYS_mount_setattr
+#define SYS_mount_setattr 442
+#endif
+
+/// The most descriptors a spawned process is given.
+#define SPAWN_MAXIMUM_DESCRIPTORS 8
+/// The child's stack until execve: it runs a few system calls.
+#define SPAWN_STACK_SIZE (128 * 1024)
+
+/// What the parent hands the child, in the memory they share until execve.
+struct spawn_job {
+    const char *path;
+    char *const *argv;
+    char *const *envp;
+    const int *fds;
+    int count;
+    int namespaces;
+    char uid_map[32];
+    char gid_map[32];
+    /// Set by the child when it fails before execve; read by the parent once it resumes.
+    volatile int error;
+    const char *volatile step;
+};
+
+static int write_text(const char *path, const char *text) {
+    int fd = open(path, O_WRONLY | O_CLOEXEC);
+    if (fd < 0) return -1;
+    size_t length = strlen(text);
+    ssize_t written = write(fd, text, length);
+    int saved = errno;
+    close(fd);
+    errno = saved;
+    return written == (ssize_t)length ? 0 : -1;
+}
+
+/// In a new user namespace: the caller's uid and gid map to themselves, so files keep their
+/// owners and the app its uid. An unprivileged process may write only this map, and a gid map
+/// only once setgroups is denied.
+static int map_identity(struct spawn_job *job) {
+    job->step = "user namespace map";
+    if (write_text("/proc/self/setgroups", "deny") != 0) return -1;
+    if (write_text("/proc/self/gid_map", job->gid_map) != 0) return -1;
+    return write_text("/proc/self/uid_map", job->uid_map);
+}
+
+static void prepare_maps(struct spawn_job *job) {
+    snprintf(job->uid_map, sizeof job->uid_map, "%u %u 1\n", (unsigned)getuid(), (unsigned)getuid());
+    snprintf(job->gid_map, sizeof job->gid_map, "%u %u 1\n", (unsigned)getgid(), (unsigned)getgid());
+}
+
+static int clone_flags(int namespaces) {
+    int flags = CLONE_VM | CLONE_VFORK | CLONE_PIDFD | SIGCHLD;
+    if (namespaces & APPHOST_NAMESPACE_PID_AND_MOUNT) flags |= CLONE_NEWPID | CLONE_NEWNS;
+    if (namespaces & APPHOST_NAMESPACE_USER) flags |= CLONE_NEWUSER;
+    return flags;
+}
+
+static int spawn_child(void *argument) {
+    struct spawn_job *job = argument;
+    if ((job->namespaces & APPHOST_NAMESPACE_USER) && map_identity(job) != 0) goto fail;
+    // Every handler back to its default while all signals are blocked (the parent's handlers
+    // must never run here), then none blocked.
+    struct sigaction action;
+    memset(&action, 0, sizeof action);
+    action.sa_handler = SIG_DFL;
+    for (int number = 1; number < _NSIG; number++) {
+        if (number != SIGKILL && number != SIGSTOP) sigaction(number, &action, NULL);
+    }
+    job->step = "parent-death signal";
+    if (prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) != 0) goto fail;
+    job->step = "process group";
+    if (setpgid(0, 0) != 0) goto fail;
+    // Each descriptor is first copied above the targets, so that no target overwrites a
+    // source still to be placed.
+    job->step = "descriptors";
+    int moved[SPAWN_MAXIMUM_DESCRIPTORS];
+    for (int index = 0; index < job->count; index++) {
+        moved[index] = fcntl(job->fds[index], F_DUPFD_CLOEXEC, job->count);
+        if (moved[index] < 0) goto fail;
+    }
+    for (int index = 0; index < job->count; index++) {
+        if (dup2(moved[index], index) < 0) goto fail;
+    }
+    if (syscall(SYS_close_range, job->count, ~0U, 0) != 0) {
+        for (int fd = job->count; fd < 65536; fd++) close(fd);
+    }
+    sigset_t none;
+    sigemptyset(&none);
+    sigprocmask(SIG_SETMASK, &none, NULL);
+    job->step = "execve";
+    execve(job->path, job->argv, job->envp);
+fail:
+    job->error = errno;
+    _exit(127);
+}
+
+/// Runs `child` in a clone of the caller that shares its memory until it execs or exits (as
+/// vfork), with every signal blocked meanwhile. Returns the child's pid, its pidfd in `*pidfd`.
+static pid_t clone_sharing_memory(int (*child)(void *), void *job, int flags, int *pidfd) {
+    void *stack = mmap(NULL, SPAWN_STACK_SIZE, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
+    if (stack == MAP_FAILED) return -1;
+    sigset_t all, previous;
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &previous);
+    pid_t pid = clone(child, (char *)stack + SPAWN_STACK_SIZE, flags, job, pidfd);
+    int saved = errno;
+    pthread_sigmask(SIG_SETMASK, &previous, NULL);
+    munmap(stack, SPAWN_STACK_SIZE);
+    errno = saved;
+    return pid;
+}
+
+pid_t apphost_spawn(const char *path, char *const argv[], char *const envp[], const int *fds, int count,
+                    int namespaces, int *pidfd) {
+    if (count < 0 || count > SPAWN_MAXIMUM_DESCRIPTORS) {
+        errno = EINVAL;
+        return -1;
+    }
+    struct spawn_job job;
+    memset(&job, 0, sizeof job);
+    job.path = path;
+    job.argv = argv;
+    job.envp = envp;
+    job.fds = fds;
+    job.count = count;
+    job.namespaces = namespaces;
+    if (namespaces & APPHOST_NAMESPACE_USER) prepare_maps(&job);
+    int fd = -1;
+    pid_t pid = clone_sharing_memory(spawn_child, &job, clone_flags(namespaces), &fd);
+    if (pid < 0) return -1;
+    if (job.error != 0) {
+        waitpid(pid, NULL, 0);
+        close(fd);
+        errno = job.error;
+        return -1;
+    }
+    *pidfd = fd;
+    return pid;
+}
+
+static int probe_child(void *argument) {
+    struct spawn_job *job = argument;
+    if ((job->namespaces & APPHOST_NAMESPACE_USER) && map_identity(job) != 0) goto fail;
+    job->step = "mount propagation";
+    if (apphost_mount_stop_propagation() != 0) goto fail;
+    job->step = "mount /proc";
+    if (apphost_mount_proc() != 0) goto fail;
+    job->step = "mount_setattr";
+    if (apphost_mount_set_read_only("/proc", 1) != 0) goto fail;
+    _exit(0);
+fail:
+    job->error = errno;
+    _exit(1);
+}
+
+int apphost_probe_namespaces(int namespaces, const char **step) {
+    struct spawn_job job;
+    memset(&job, 0, sizeof job);
+    job.namespaces = namespaces;
+    job.step = "clone";
+    if (namespaces & APPHOST_NAMESPACE_USER) prepare_maps(&job);
+    int fd = -1;
+    pid_t pid = clone_sharing_memory(probe_child, &job, clone_flags(namespaces), &fd);
+    if (pid < 0) {
+        *step = job.step;
+        return -1;
+    }
+    waitpid(pid, NULL, 0);
+    close(fd);
+    if (job.error != 0) {
+        *step = job.step;
+        errno = job.error;
+        return -1;
+    }
+    return 0;
+}
+
+int apphost_mount_stop_propagation(void) { return mount(NULL, "/", NULL, MS_REC | MS_SLAVE, NULL); }
+
+int apphost_mount_bind_onto_itself(const char *path) { return mount(path, path, NULL, MS_BIND | MS_REC, NULL); }
+
+int apphost_mount_set_read_only(const char *path, int read_only) {
+    struct mount_attr attributes;
+    memset(&attributes, 0, sizeof attributes);
+    if (read_only) {
+        attributes.attr_set = MOUNT_ATTR_RDONLY;
+    } else {
+        attributes.attr_clr = MOUNT_ATTR_RDONLY;
+    }
+    return (int)syscall(SYS_mount_setattr, AT_FDCWD, path, AT_RECURSIVE, &attributes, sizeof attributes);
+}
+
+int apphost_mount_proc(void) { return mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL); }
+
+/// Gives up every capability (the init needs none to wait).
+static void drop_capabilities(void) {
+    struct __user_cap_header_struct header = {_LINUX_CAPABILITY_VERSION_3, 0};
+    struct __user_cap_data_struct data[2];
+    memset(data, 0, sizeof data);
+    syscall(SYS_capset, &header, data);
+}
+
+pid_t apphost_fork_under_init(int status_fd) {
+    pid_t app = fork();
+    if (app < 0) return -1;
+    if (app == 0) {
+        close(status_fd);
+        return 0;
+    }
+    // The init: nothing of the app's (its control socket, its output) stays open here.
+    if (status_fd > 0) syscall(SYS_close_range, 0, status_fd - 1, 0);
+    syscall(SYS_close_range, status_fd + 1, ~0U, 0);
+    prctl(PR_SET_NAME, (unsigned long)"apphost-init", 0, 0, 0);
+    prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
+    prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0);
+    drop_capabilities();
+    for (;;) {
+        int status = 0;
+        pid_t ended = waitpid(-1, &status, __WALL);
+        if (ended == app) {
+            struct apphost_exit_record record;
+            if (WIFEXITED(status)) {
+                record.code = CLD_EXITED;
+                record.status = WEXITSTATUS(status);
+            } else {
+                record.code = WCOREDUMP(status) ? CLD_DUMPED : CLD_KILLED;
+                record.status = WTERMSIG(status);
+            }
+            ssize_t written = write(status_fd, &record, sizeof record);
+            (void)written;
+            _exit(0);
+        }
+        if (ended < 0 && errno != EINTR) _exit(0);
+    }
+}
