@@ -367,6 +367,12 @@ for (index, mechanism) in mechanisms.enumerated() {
     print(row(result.suspend, against: rawStop))
     print(row(result.resume, against: rawContinue))
 }
+if let namespaces = benchmarkNamespaceCost(bundle: bundle, executable: executable, runs: runs) {
+    print(row(namespaces.namespaced, against: namespaces.flat))
+    print("  namespaces add \(String(format: "%.3f", namespaces.namespaced.median - namespaces.flat.median)) ms to the median launch")
+} else {
+    print("namespace cost: this machine gives apps no PID and mount namespaces (see apphost doctor)")
+}
 let probe = URL(fileURLWithPath: bundlePath).deletingLastPathComponent().appendingPathComponent("Probe.app")
 if FileManager.default.fileExists(atPath: probe.appendingPathComponent("Info.plist").path) {
     let locks = benchmarkSharedResourceCheck(executable: executable, probe: probe, runs: runs)

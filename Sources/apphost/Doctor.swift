@@ -13,5 +13,6 @@ struct Doctor: ParsableCommand {
         print(report.suspension)
         print(report.sandbox)
         print(report.memory)
+        for guarantee in report.guarantees { print(guarantee) }
     }
 }

@@ -62,9 +62,17 @@ public struct DoctorReport: Sendable {
             report.add("cgroup v1 \(controller) controller", group != nil,
                        group != nil ? "\(directory ?? "") (\(use))" : directory.map { "\($0) is not writable" } ?? "not mounted")
         }
+        let namespaces = environment?.namespaces ?? Namespaces.probe()
+        switch namespaces {
+        case .available(let flags):
+            report.add("PID and mount namespaces", true, flags & Int32(APPHOST_NAMESPACE_USER) != 0
+                ? "in an unprivileged user namespace (the host is not root)" : "made by the root host")
+        case .unavailable(let reason):
+            report.add("PID and mount namespaces", false, reason)
+        }
         environment?.remove()
         report.add("per-app users", getuid() == 0, getuid() == 0
-            ? "the host is root: each app runs under its own uid from the policy's range"
+            ? "the host is root: each app runs under its own uid from the policy's range (one shared uid with --no-app-users)"
             : "the host is not root: apps run as uid \(getuid())")
 
         let effective = statusField("CapEff") ?? "?"
@@ -81,6 +89,31 @@ public struct DoctorReport: Sendable {
         parts.append(has("per-app users") ? "per-app users" : "apps as the host's user")
         parts.append(has("cgroup v1 pids controller") ? "pids cgroup" : has("per-app users") ? "RLIMIT_NPROC" : "no process limit, degraded")
         return "sandbox: " + parts.joined(separator: ", ")
+    }
+
+    /// The sandbox's guarantees, each with what holds it here or what is lost without it.
+    public var guarantees: [String] {
+        func has(_ name: String) -> Bool { findings.first { $0.name == name }?.available == true }
+        let namespaces = has("PID and mount namespaces")
+        var lines: [String] = []
+        lines.append(namespaces
+            ? "holds: no app process outlives the host, even one killed with SIGKILL (each app is in its own PID namespace, which the kernel ends with its init)"
+            : "DEGRADED: a process an app spawns can outlive a host killed with SIGKILL, until the next host starts (no PID namespace)")
+        lines.append(getuid() == 0
+            ? "holds: no app runs as root (each under its own uid, or one shared uid with --no-app-users, from the policy's range)"
+            : "holds: no app runs as root (apps run as the host's uid \(getuid()))")
+        switch (namespaces, has("Landlock")) {
+        case (true, _):
+            lines.append("holds: no app changes a file or its metadata outside its containers (every other mount is read-only in its mount namespace)")
+        case (false, true):
+            lines.append("DEGRADED: an app can change the metadata (chmod, utimensat, setxattr) of what its user owns outside its containers (no mount namespace; Landlock holds the contents)")
+        case (false, false):
+            lines.append("DEGRADED: an app can change whatever its user owns outside its containers (no mount namespace, no Landlock)")
+        }
+        lines.append(has("Landlock")
+            ? "holds: no app reads outside its containers, its bundle and the system's libraries and configuration (Landlock)"
+            : "DEGRADED: an app reads whatever its user may read (no Landlock)")
+        return lines
     }
 
     /// How `apphost launch` would hold apps to their memory limits here.

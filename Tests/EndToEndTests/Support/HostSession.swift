@@ -375,9 +375,19 @@ func waitUntilGone(_ pid: Int32, timeout: Double) -> Bool {
 }
 
 extension HostSession {
-    /// Whether the host gave the app its own PID and mount namespaces (its `sandboxed` event
-    /// says so); a machine may not allow them, and then `doctor` and the event say what is lost.
-    func isNamespaced(_ name: String) throws -> Bool {
-        try waitFor(name, "sandboxed").detail?.contains("own PID and mount namespaces") == true
+    /// Whether this machine lets the host give each app a PID and a mount namespace (the same
+    /// probe the host makes; where it cannot, `doctor` and the events say what is lost).
+    static let machineGivesNamespaces: Bool = {
+        var step: UnsafePointer<CChar>?
+        let flags = Int32(APPHOST_NAMESPACE_PID_AND_MOUNT) | (getuid() == 0 ? 0 : Int32(APPHOST_NAMESPACE_USER))
+        return apphost_probe_namespaces(flags, &step) == 0
+    }()
+
+    /// Whether the host gave the app its own PID and mount namespaces, as its `sandboxed` event
+    /// says; the test fails if that is not what this machine allows.
+    func isNamespaced(_ name: String, sourceLocation: SourceLocation = #_sourceLocation) throws -> Bool {
+        let namespaced = try waitFor(name, "sandboxed").detail?.contains("own PID and mount namespaces") == true
+        #expect(namespaced == Self.machineGivesNamespaces, "the machine allows namespaces: \(Self.machineGivesNamespaces)", sourceLocation: sourceLocation)
+        return Self.machineGivesNamespaces
     }
 }
