@@ -66,6 +66,20 @@ static int map_identity(struct spawn_job *job) {
     return write_text("/proc/self/uid_map", job->uid_map);
 }
 
+/// In a new user namespace with the identity map, the child holds every capability there, but
+/// execve takes them from a uid other than 0: CAP_SYS_ADMIN is kept across it (inheritable and
+/// ambient) for the runner to make its mounts; the app process gives it up when it confines
+/// itself, and the init when it starts waiting.
+static int keep_mount_capability(struct spawn_job *job) {
+    job->step = "keep CAP_SYS_ADMIN";
+    struct __user_cap_header_struct header = {_LINUX_CAPABILITY_VERSION_3, 0};
+    struct __user_cap_data_struct data[2];
+    if (syscall(SYS_capget, &header, data) != 0) return -1;
+    data[CAP_SYS_ADMIN / 32].inheritable |= 1u << (CAP_SYS_ADMIN % 32);
+    if (syscall(SYS_capset, &header, data) != 0) return -1;
+    return prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_RAISE, CAP_SYS_ADMIN, 0, 0);
+}
+
 static void prepare_maps(struct spawn_job *job) {
     snprintf(job->uid_map, sizeof job->uid_map, "%u %u 1\n", (unsigned)getuid(), (unsigned)getuid());
     snprintf(job->gid_map, sizeof job->gid_map, "%u %u 1\n", (unsigned)getgid(), (unsigned)getgid());
@@ -80,7 +94,7 @@ static int clone_flags(int namespaces) {
 
 static int spawn_child(void *argument) {
     struct spawn_job *job = argument;
-    if ((job->namespaces & APPHOST_NAMESPACE_USER) && map_identity(job) != 0) goto fail;
+    if ((job->namespaces & APPHOST_NAMESPACE_USER) && (map_identity(job) != 0 || keep_mount_capability(job) != 0)) goto fail;
     // Every handler back to its default while all signals are blocked (the parent's handlers
     // must never run here), then none blocked.
     struct sigaction action;

@@ -102,6 +102,39 @@ struct IsolationTests {
         #expect(try host.waitForExit() == 0)
     }
 
+    /// Whether users other than root may make user namespaces here (a kernel switch, a limit
+    /// and, on Ubuntu, an AppArmor switch can each forbid it).
+    static let unprivilegedUserNamespaces: Bool = {
+        func value(_ path: String) -> String? { try? String(contentsOfFile: path, encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines) }
+        return value("/proc/sys/kernel/unprivileged_userns_clone") != "0" && value("/proc/sys/user/max_user_namespaces") != "0"
+            && value("/proc/sys/kernel/apparmor_restrict_unprivileged_userns") != "1"
+    }()
+
+    @Test(.enabled(if: isRoot && unprivilegedUserNamespaces, "needs root (to run a host as nobody) and unprivileged user namespaces"))
+    func aHostThatIsNotRootIsolatesAppsTheSameWay() throws {
+        let scratch = try Scratch()
+        let nobody: uid_t = 65534
+        chown(scratch.url.path, nobody, nobody)
+        let name = "orphan-nr-\(getpid() % 10_000)"
+        defer { for pid in processes(named: name) { kill(pid, SIGKILL) } }
+        let owned = scratch.url.appendingPathComponent("nobodys-file")
+        try Data("nobody's".utf8).write(to: owned)
+        chown(owned.path, nobody, nobody)
+        let app = try scratch.bundle(
+            "Spawner", behavior: ["sandboxProbes": ["chmod-targets", "spawn-orphans"], "targets": [owned.path], "orphanName": name],
+            changes: Self.spawn)
+        let host = try HostSession([app], scratch: scratch, user: nobody)
+        let sandboxed = try #require(try host.waitFor("Spawner", "sandboxed").detail)
+        #expect(sandboxed.hasSuffix("own PID and mount namespaces, uid \(nobody)"), "\(sandboxed)")
+        try host.waitFor("Spawner", "didBecomeActive")
+        // The app runs as the host's user, who owns the file: only the read-only mount stops it.
+        #expect(outcomes("Spawner", scratch: scratch) == ["probe chmod-targets: EROFS", "probe spawn-orphans: ok"])
+        try waitUntil("the child and the grandchild run") { processes(named: name).count == 2 }
+        kill(host.process.processIdentifier, SIGKILL)
+        _ = try host.waitForExit()
+        try waitUntil("the kernel ends the app's PID namespace", timeout: 5) { processes(named: name).isEmpty }
+    }
+
     /// The uid the host reported for the app in its `sandboxed` event.
     private func uid(of name: String, _ host: HostSession) throws -> UInt32 {
         let detail = try #require(try host.waitFor(name, "sandboxed").detail)

@@ -166,17 +166,24 @@ final class HostSession: @unchecked Sendable {
     private let standardErrorLimit: Int?
 
     /// `keepStandardErrorKiB`: keep only the last N KiB of the host's standard error, not all of it.
+    /// `user`: run the host as this uid and gid (by setpriv, from a root test), not as root.
     init(
         _ bundles: [URL], scratch: Scratch, arguments: [String] = [], environment: [String: String] = [:],
-        keepStandardErrorKiB: Int? = nil
+        keepStandardErrorKiB: Int? = nil, user: uid_t? = nil
     ) throws {
         try Paths.requireBuilt(Paths.apphost)
         standardErrorLimit = keepStandardErrorKiB.map { $0 * 1024 }
-        process.executableURL = Paths.apphost
         if !environment.isEmpty {
             process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
         }
-        process.arguments = ["launch", "--json", "--state-dir", scratch.stateDirectory.path] + arguments + bundles.map(\.path)
+        let launch = ["launch", "--json", "--state-dir", scratch.stateDirectory.path] + arguments + bundles.map(\.path)
+        if let user {
+            process.executableURL = URL(fileURLWithPath: "/usr/bin/setpriv")
+            process.arguments = ["--reuid=\(user)", "--regid=\(user)", "--clear-groups", Paths.apphost.path] + launch
+        } else {
+            process.executableURL = Paths.apphost
+            process.arguments = launch
+        }
         let output = Pipe()
         let errors = Pipe()
         process.standardInput = input
