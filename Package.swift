@@ -38,6 +38,8 @@ let package = Package(
     platforms: [.macOS(.v15)],
     products: [
         .executable(name: "apphost", targets: ["apphost"]),
+        // The init of each app's PID namespace; apphost finds it beside itself.
+        .executable(name: "apphost-init", targets: ["apphost-init"]),
         .library(name: "AppHostKit", targets: ["AppHostKit"]),
         .plugin(name: "BundleApp", targets: ["BundleApp"]),
         // A shared object that is not an apphost plugin, and one whose ABI record is forged:
@@ -107,6 +109,8 @@ let package = Package(
             ],
             swiftSettings: strictSettings
         ),
+        // C, and nothing but libc: one short exec per launch (Sources/apphost-init/main.c).
+        .executableTarget(name: "apphost-init", linkerSettings: [.unsafeFlags(["-static-executable", "-Xlinker", "--gc-sections", "-Xlinker", "-s"])]),
         .plugin(
             name: "BundleApp",
             capability: .command(

@@ -19,17 +19,14 @@ public enum AppProcessRunner {
     /// Environment variable naming the supervisor's pid, to detect a parent that died before
     /// the parent-death signal was armed.
     public static let parentPIDVariable = "APPHOST_PARENT_PID"
-    /// In a PID namespace of the app's own: where the init writes how the app process ended.
-    static let exitRecordFD: Int32 = 4
 
     public static func main() -> Never {
         // The supervisor spawns from a thread that lives as long as it does, so this signal
         // fires exactly when the host goes away, however it goes (SIGKILL included).
         _ = apphost_set_parent_death_signal(SIGKILL)
-        // The init of a PID namespace sees no parent (0). Its spawn armed the signal before
-        // execve; a host gone before that has closed the control socket, so the first read
-        // below ends this process.
-        if getpid() != 1, let expected = ProcessInfo.processInfo.environment[parentPIDVariable].flatMap(Int32.init),
+        // In a PID namespace of its own the parent is the namespace's init, whose end ends this
+        // process, and the host sets no APPHOST_PARENT_PID.
+        if let expected = ProcessInfo.processInfo.environment[parentPIDVariable].flatMap(Int32.init),
            getppid() != expected {
             _exit(0)
         }
@@ -47,7 +44,7 @@ public enum AppProcessRunner {
             fail(socket, "unreadable configuration from the host: \(error)")
         }
         _ = apphost_set_thread_name(String(configuration.bundleName.prefix(15)))
-        if configuration.sandbox?.namespaced == true { startUnderInit(configuration, socket: socket) }
+        if configuration.sandbox?.namespaced == true { isolateFileSystem(configuration, socket: socket) }
 
         // Confinement, before any plugin code: an app that cannot be confined does not run.
         confine(configuration, socket: socket)
@@ -65,17 +62,13 @@ public enum AppProcessRunner {
         fail(socket, "the plugin's entry point returned \(status)")
     }
 
-    /// In namespaces of the app's own: makes the file system read-only outside the app's
-    /// containers, then forks the app process, which returns here; this process stays behind
-    /// as the namespace's init and never returns.
-    static func startUnderInit(_ configuration: WireConfiguration, socket: ControlChannel) {
+    /// In namespaces of the app's own (this process is pid 2, under apphost-init): makes the
+    /// file system read-only outside the app's containers, and /proc the namespace's.
+    static func isolateFileSystem(_ configuration: WireConfiguration, socket: ControlChannel) {
         do {
             try Namespaces.isolateFileSystem(writable: configuration.sandbox?.writablePaths ?? [])
         } catch {
             fail(socket, "cannot isolate the app's file system: \(error)")
-        }
-        guard apphost_fork_under_init(exitRecordFD) == 0 else {
-            fail(socket, "cannot start the app process under its init: fork: \(String(cString: strerror(errno)))")
         }
     }
 

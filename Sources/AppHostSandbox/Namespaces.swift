@@ -6,14 +6,14 @@ import CAppHostShims
 
 /// Each app in a PID namespace and a mount namespace of its own (DESIGN.md, Sandbox).
 ///
-/// The host starts the app's runner as the init (pid 1) of a new PID namespace: when it ends,
-/// however it ends (the host killed with SIGKILL included, through its parent-death signal), the
-/// kernel ends every process left in the namespace, so nothing an app spawned outlives it. The
-/// runner makes every mount of its new mount namespace read-only but the app's containers, so
-/// that no call (chmod, chown, setxattr, utimensat, which Landlock does not govern) changes a
-/// file outside them; mounts a /proc that shows only the app's processes; and forks the app
-/// process, staying behind as the namespace's init. A host that is not root makes a user
-/// namespace too, mapping its own uid to itself.
+/// The host starts `apphost-init` as the init (pid 1) of a new PID namespace, and it starts the
+/// app's runner (pid 2): when the init ends, however it ends (the host killed with SIGKILL
+/// included, through its parent-death signal), the kernel ends every process left in the
+/// namespace, so nothing an app spawned outlives it. The runner makes every mount of its new
+/// mount namespace read-only but the app's containers, so that no call (chmod, chown, setxattr,
+/// utimensat, which Landlock does not govern) changes a file outside them, and mounts a /proc
+/// that shows only the app's processes. A host that is not root makes a user namespace too,
+/// mapping its own uid to itself.
 package enum Namespaces {
     /// What this kernel and user can give apps.
     package enum Support: Sendable, Equatable {
@@ -28,7 +28,7 @@ package enum Namespaces {
         }
     }
 
-    /// The pid of the app process in its PID namespace: the runner's first child.
+    /// The pid of the app process in its PID namespace: the init's one child.
     package static let appPID: Int32 = 2
 
     /// Tries once: makes the namespaces in a short-lived child, which mounts a /proc and makes
@@ -45,7 +45,7 @@ package enum Namespaces {
         return .available(flags: flags)
     }
 
-    /// In the runner, the init of the app's namespaces: every mount read-only except
+    /// In the runner, in the app's namespaces: every mount read-only except
     /// `writable`, which stay read-write, and a /proc of this PID namespace.
     package static func isolateFileSystem(writable: [String]) throws(SystemError) {
         try valueOrErrno("mount propagation") { apphost_mount_stop_propagation() }

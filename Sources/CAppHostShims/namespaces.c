@@ -212,7 +212,7 @@ int apphost_probe_namespaces(int namespaces, const char **step) {
     return 0;
 }
 
-int apphost_mount_stop_propagation(void) { return mount(NULL, "/", NULL, MS_REC | MS_SLAVE, NULL); }
+int apphost_mount_stop_propagation(void) { return mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL); }
 
 int apphost_mount_bind_onto_itself(const char *path) { return mount(path, path, NULL, MS_BIND | MS_REC, NULL); }
 
@@ -228,45 +228,3 @@ int apphost_mount_set_read_only(const char *path, int read_only) {
 }
 
 int apphost_mount_proc(void) { return mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL); }
-
-/// Gives up every capability (the init needs none to wait).
-static void drop_capabilities(void) {
-    struct __user_cap_header_struct header = {_LINUX_CAPABILITY_VERSION_3, 0};
-    struct __user_cap_data_struct data[2];
-    memset(data, 0, sizeof data);
-    syscall(SYS_capset, &header, data);
-}
-
-pid_t apphost_fork_under_init(int status_fd) {
-    pid_t app = fork();
-    if (app < 0) return -1;
-    if (app == 0) {
-        close(status_fd);
-        return 0;
-    }
-    // The init: nothing of the app's (its control socket, its output) stays open here.
-    if (status_fd > 0) syscall(SYS_close_range, 0, status_fd - 1, 0);
-    syscall(SYS_close_range, status_fd + 1, ~0U, 0);
-    prctl(PR_SET_NAME, (unsigned long)"apphost-init", 0, 0, 0);
-    prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
-    prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0);
-    drop_capabilities();
-    for (;;) {
-        int status = 0;
-        pid_t ended = waitpid(-1, &status, __WALL);
-        if (ended == app) {
-            struct apphost_exit_record record;
-            if (WIFEXITED(status)) {
-                record.code = CLD_EXITED;
-                record.status = WEXITSTATUS(status);
-            } else {
-                record.code = WCOREDUMP(status) ? CLD_DUMPED : CLD_KILLED;
-                record.status = WTERMSIG(status);
-            }
-            ssize_t written = write(status_fd, &record, sizeof record);
-            (void)written;
-            _exit(0);
-        }
-        if (ended < 0 && errno != EINTR) _exit(0);
-    }
-}

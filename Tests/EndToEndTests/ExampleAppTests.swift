@@ -86,12 +86,15 @@ struct CommandLineTests {
         #expect(result.status == 0)
         for name in [
             "seccomp filter", "seccomp user notification", "libseccomp user notification", "Landlock", "pidfd", "cgroup v2 freezer",
-            "cgroup v1 freezer", "cgroup v1 pids controller", "per-app users", "host capabilities",
+            "cgroup v1 freezer", "cgroup v1 pids controller", "PID and mount namespaces", "per-app users", "host capabilities",
         ] {
             #expect(result.output.contains("  \(name): "), "doctor reports \(name)")
         }
-        let summary = result.output.split(separator: "\n").suffix(3).map { String($0.prefix { $0 != ":" }) }
-        #expect(summary == ["suspension", "sandbox", "memory"])
+        // Then how it would suspend, confine and limit apps, and each guarantee of the sandbox.
+        let summary = result.output.split(separator: "\n").filter { !$0.hasPrefix("yes  ") && !$0.hasPrefix("no   ") }
+            .map { String($0.prefix { $0 != ":" }) }
+        #expect(summary.prefix(3) == ["suspension", "sandbox", "memory"])
+        #expect(summary.dropFirst(3).count == 4 && summary.dropFirst(3).allSatisfy { $0 == "holds" || $0 == "DEGRADED" }, "\(summary)")
     }
 
     @Test func reportsListsAndShowsTerminationReports() throws {

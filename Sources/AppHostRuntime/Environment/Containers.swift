@@ -113,7 +113,9 @@ enum Containers {
 
     /// The app process's whole environment: nothing of the host's leaks into it. HOME and the
     /// XDG variables point Foundation's directory look-ups into the container.
-    static func environment(container: URL, parent: pid_t) -> [String] {
+    /// `parent`: the host's pid, for a runner whose parent is the host (not in a PID namespace
+    /// of its own).
+    static func environment(container: URL, parent: pid_t?) -> [String] {
         let path = container.path
         return [
             "HOME=\(path)",
@@ -131,7 +133,6 @@ enum Containers {
             "LIBDISPATCH_LOG=NO",
             // The backtracer spawns a helper on every crash; a crash should stay a plain crash.
             "SWIFT_BACKTRACE=enable=no",
-            "APPHOST_PARENT_PID=\(parent)",
-        ]
+        ] + (parent.map { ["APPHOST_PARENT_PID=\($0)"] } ?? [])
     }
 }

@@ -18,7 +18,8 @@ public struct DoctorReport: Sendable {
     public var findings: [Finding] = []
 
     /// Probes the machine. Creates and removes a throwaway cgroup to prove the freezer works.
-    public static func probe(instance: String = "doctor") -> DoctorReport {
+    /// `initExecutable`: apphost-init, by default beside the running binary.
+    public static func probe(instance: String = "doctor", initExecutable: String? = nil) -> DoctorReport {
         var report = DoctorReport()
         let status = (try? String(contentsOfFile: "/proc/self/status", encoding: .utf8)) ?? ""
         func statusField(_ key: String) -> String? {
@@ -45,7 +46,10 @@ public struct DoctorReport: Sendable {
 
         // The host's own set-up, made and removed: what doctor says is what a host would use.
         let queue = DispatchQueue(label: "apphost.doctor")
-        let environment = try? HostEnvironment(instance: instance, suspension: nil, memory: nil, queue: queue)
+        let besideMe = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath().deletingLastPathComponent()
+        let environment = try? HostEnvironment(
+            instance: instance, suspension: nil, memory: nil,
+            namespaces: initExecutable ?? besideMe.appendingPathComponent("apphost-init").path, queue: queue)
         let v2 = Cgroup.hostDirectory(in: .unified)
         if let environment, let group = environment.freezerGroup {
             report.add("cgroup v2 freezer", true, "\(group.path) (cgroup.freeze)")
@@ -62,7 +66,7 @@ public struct DoctorReport: Sendable {
             report.add("cgroup v1 \(controller) controller", group != nil,
                        group != nil ? "\(directory ?? "") (\(use))" : directory.map { "\($0) is not writable" } ?? "not mounted")
         }
-        let namespaces = environment?.namespaces ?? Namespaces.probe()
+        let namespaces = environment?.namespaces ?? .unavailable("the host's environment cannot be set up")
         switch namespaces {
         case .available(let flags):
             report.add("PID and mount namespaces", true, flags & Int32(APPHOST_NAMESPACE_USER) != 0

@@ -26,9 +26,15 @@ final class HostEnvironment {
     /// Sets up the instance's groups. Throws when the configuration insists on something the
     /// machine does not give (`--suspension cgroup`, `--memory-enforcement cgroup`).
     init(
-        instance: String, suspension: SuspensionMechanism?, memory: MemoryEnforcement?, namespaces wanted: Bool = true, queue: DispatchQueue
+        instance: String, suspension: SuspensionMechanism?, memory: MemoryEnforcement?, namespaces initExecutable: String?,
+        queue: DispatchQueue
     ) throws(SupervisorError) {
-        namespaces = wanted ? Namespaces.probe() : .unavailable("namespaces off (requested)")
+        if let initExecutable {
+            namespaces = access(initExecutable, X_OK) == 0
+                ? Namespaces.probe() : .unavailable("\(initExecutable) is missing (build the apphost-init product beside apphost)")
+        } else {
+            namespaces = .unavailable("namespaces off (requested)")
+        }
         var note: String
         var freezer: (any Suspender)?
         var freezerGroup: Cgroup?

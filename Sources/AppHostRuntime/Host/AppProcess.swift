@@ -32,19 +32,20 @@ final class AppProcess: @unchecked Sendable {
     }
 
     /// The process the host started: the app process itself, or, in namespaces of its own,
-    /// their init, whose end ends every process of the app.
+    /// their init (apphost-init), whose end ends every process of the app.
     let startedPID: pid_t
     /// Readable when the started process ends (pidfd_open); the host waits on it.
     let pidfd: Int32
     /// Whether the app runs in a PID namespace of its own, under an init.
     let isNamespaced: Bool
     /// The app process: the started process, or in a PID namespace the init's child, from the
-    /// moment it reports its sandbox (`findAppProcess`). /proc is read here.
+    /// moment it says hello (`followAppProcess`). /proc is read here.
     private(set) var pid: pid_t
     /// The app process's pidfd, where it is not the started process; signals go through one of
     /// the two, never by pid.
     private var appPidfd: Int32?
-    /// In a PID namespace: where the init writes how the app process ended.
+    /// In a PID namespace: the socket on which the init is told to start the runner, and writes
+    /// how the app process ended.
     private let exitRecord: Int32?
     private let channel: ControlChannel
     private var receiver: FrameReceiver
@@ -92,6 +93,8 @@ final class AppProcess: @unchecked Sendable {
             joined.memory = nil
         }
         self.groups = joined
+        // In a PID namespace the init waits for this to start the runner: inside the groups.
+        if let exitRecord { _ = write(exitRecord, "g", 1) }
     }
 
     var cgroup: Cgroup? { groups.freezer }
@@ -106,11 +109,9 @@ final class AppProcess: @unchecked Sendable {
 
     /// The pid the app sees as its own (in its PID namespace, if it has one).
     var pidInNamespace: pid_t { isNamespaced ? Namespaces.appPID : pid }
-    /// The pid the app's runner sees as its own when it says hello.
-    var startedPIDInNamespace: pid_t { isNamespaced ? 1 : startedPID }
 
-    /// In a PID namespace: follows the app process, the init's one child, once it has reported
-    /// its sandbox. If it has already ended, the init is followed to its end, which follows.
+    /// In a PID namespace: follows the app process, the init's one child, once it has said
+    /// hello. If it has already ended, the init is followed to its end, which follows.
     func followAppProcess() {
         guard isNamespaced, appPidfd == nil, !isClosed, let child = ProcFS.children(of: startedPID).first else { return }
         let fd = apphost_pidfd_open(child)

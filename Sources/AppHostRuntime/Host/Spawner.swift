@@ -54,15 +54,15 @@ struct SpawnedProcess: Sendable {
     var control: Int32
     /// The read end of the app's stdout and stderr (non-blocking).
     var output: Int32
-    /// In namespaces of its own: the read end of the pipe on which the namespace's init writes
-    /// how the app process ended (non-blocking).
+    /// In namespaces of its own: the socket to the namespace's init, which waits for a byte on
+    /// it before it starts the runner and writes on it how the app process ended (non-blocking).
     var exitRecord: Int32?
 }
 
 enum AppProcessSpawner {
     /// Spawns `executable arguments…` with the control socket on fd 3, stdout and stderr on a
-    /// pipe, stdin on /dev/null, no other descriptors (but, with `namespaces`, the init's exit
-    /// record pipe on fd 4), default signal handling, an empty signal mask and its own process
+    /// pipe, stdin on /dev/null, no other descriptors (but, with `namespaces`, the socket to the
+    /// init on fd 4), default signal handling, an empty signal mask and its own process
     /// group (so the terminal's Ctrl-C reaches only the host, which ends the apps as sequence 7
     /// says). With `namespaces` (Namespaces.Support.flags) it is the init of a PID namespace.
     static func spawn(executable: String, arguments: [String], environment: [String], namespaces: Int32) throws(SystemError) -> SpawnedProcess {
@@ -83,9 +83,9 @@ enum AppProcessSpawner {
         var descriptors = [null, appOutput, appOutput, appControl]
         var exitRecord: Int32?
         if namespaces != 0 {
-            let (read, write) = try pair("pipe2") { apphost_pipe_cloexec(&$0) }
-            descriptors.append(write)
-            exitRecord = read
+            let (host, initEnd) = try pair("socketpair") { socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0, &$0) }
+            descriptors.append(initEnd)
+            exitRecord = host
         }
 
         let argv = ([executable] + arguments).map { strdup($0) } + [nil]

@@ -91,8 +91,10 @@ extension Supervisor {
         case .hello(let version, let pid):
             if version != wireProtocolVersion {
                 violate(record, run, "it speaks control protocol \(version); this host speaks \(wireProtocolVersion)")
-            } else if pid != process.startedPIDInNamespace {
-                violate(record, run, "it sent hello with pid \(pid), but its pid is \(process.startedPIDInNamespace)")
+            } else if pid != process.pidInNamespace {
+                violate(record, run, "it sent hello with pid \(pid), but its pid is \(process.pidInNamespace)")
+            } else {
+                process.followAppProcess()
             }
         case .ready(let version):
             if version != wireProtocolVersion {
@@ -125,7 +127,6 @@ extension Supervisor {
     private func sandboxed(
         _ record: AppRecord, _ run: AppRun, _ process: AppProcess, listener: Int32?, landlockABI: Int32, uid: UInt32, took: Duration
     ) {
-        process.followAppProcess()
         var notes: [String] = []
         if let listener, let syscalls = SyscallListener(fd: listener) {
             process.adopt(syscalls, on: queue) { [weak self, weak record, weak run] in

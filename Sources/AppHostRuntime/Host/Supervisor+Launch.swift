@@ -100,14 +100,15 @@ extension Supervisor {
                     limit: run.machine.isInForeground ? policy.foregroundMemoryLimit : policy.backgroundMemoryLimit)
             })
         if groups.pids == nil && sandbox.uid != nil { sandbox.processLimit = UInt64(policy.processLimit) }
-        let executable = configuration.executable
-        let processEnvironment = Containers.environment(container: container, parent: getpid())
         let namespaces = environment.namespaces.flags
         sandbox.namespaced = namespaces != 0
+        // In namespaces, apphost-init starts the runner as its one child.
+        let executable = namespaces != 0 ? configuration.initExecutable : configuration.executable
+        let arguments = namespaces != 0 ? [configuration.executable, appProcessArgument] : [appProcessArgument]
+        let processEnvironment = Containers.environment(container: container, parent: namespaces != 0 ? nil : getpid())
         let result = spawner.run { () -> Result<SpawnedProcess, SystemError> in
             Result { () throws(SystemError) in
-                try AppProcessSpawner.spawn(
-                    executable: executable, arguments: [appProcessArgument], environment: processEnvironment, namespaces: namespaces)
+                try AppProcessSpawner.spawn(executable: executable, arguments: arguments, environment: processEnvironment, namespaces: namespaces)
             }
         }
         let spawned: SpawnedProcess

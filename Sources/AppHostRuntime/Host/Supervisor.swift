@@ -23,6 +23,10 @@ public final class Supervisor: @unchecked Sendable {
         public var instance = "default"
         /// The binary re-executed as each app process (`EXECUTABLE __app-process`).
         public var executable: String
+        /// The init of each app's PID namespace: `apphost-init` beside `executable`.
+        public var initExecutable: String {
+            URL(fileURLWithPath: executable).deletingLastPathComponent().appendingPathComponent("apphost-init").path
+        }
         /// Forces a suspension mechanism; nil picks the best the machine offers.
         public var suspension: SuspensionMechanism?
         /// Copy each app's standard output and error to the host's standard error, line by line.
@@ -120,7 +124,7 @@ public final class Supervisor: @unchecked Sendable {
         }
         environment = try HostEnvironment(
             instance: configuration.instance, suspension: configuration.suspension, memory: configuration.memoryEnforcement,
-            namespaces: configuration.namespaces, queue: queue)
+            namespaces: configuration.namespaces ? configuration.initExecutable : nil, queue: queue)
         suspensionMechanism = environment.suspensionMechanism
         suspensionNote = environment.suspensionNote
         memoryEnforcement = environment.memoryEnforcement

@@ -28,8 +28,8 @@ pid_t apphost_spawn(const char *path, char *const argv[], char *const envp[], co
 /// read-only, as the runner will. Returns 0, or -1 and errno with `*step` naming what failed.
 int apphost_probe_namespaces(int namespaces, const char **step);
 
-/// mount(NULL, "/", NULL, MS_REC | MS_SLAVE, NULL): mounts made in this mount namespace no
-/// longer reach the one it was copied from (the host's still reach it).
+/// mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL): no mount made here reaches the namespace
+/// this one was copied from, and none made there later (read-write) reaches this one.
 int apphost_mount_stop_propagation(void);
 /// mount(path, path, NULL, MS_BIND | MS_REC, NULL): `path` becomes a mount of its own.
 int apphost_mount_bind_onto_itself(const char *path);
@@ -40,17 +40,10 @@ int apphost_mount_set_read_only(const char *path, int read_only);
 /// caller's PID namespace, over the one it had.
 int apphost_mount_proc(void);
 
-/// How the app process ended, as the namespace's init writes it for the host.
+/// How the app process ended, as the namespace's init (apphost-init) writes it for the host.
 struct apphost_exit_record {
     int32_t code;   // CLD_EXITED, CLD_KILLED or CLD_DUMPED
     int32_t status; // exit status or signal number
 };
-
-/// In the runner, the init of a new PID namespace: forks the app process and returns 0 in it
-/// (with `status_fd` closed). The calling process becomes the namespace's init and never
-/// returns: it closes every descriptor but `status_fd`, gives up its capabilities, reaps
-/// orphans, and when the app process ends writes its apphost_exit_record to `status_fd` and
-/// exits, which ends every process left in the namespace. Returns -1 and errno if fork fails.
-pid_t apphost_fork_under_init(int status_fd);
 
 #endif
