@@ -23,15 +23,25 @@ func benchmarkNamespaceCost(bundle: AppBundle, executable: String, runs: Int) ->
     guard hosts[0].0.sandboxNote.contains("own PID and mount namespaces") else { return nil }
     var cursors = [0, 0]
     var launches: [[Double]] = [[], []]
+    var phases: [[[Double]]] = [[[], [], []], [[], [], []]]
     for _ in 0...runs {
         for (index, (supervisor, log)) in hosts.enumerated() {
             let start = now()
             try! supervisor.launch(bundle.name, kind: .foreground)
+            let sandboxed = log.next("sandboxed", after: &cursors[index])
+            let loaded = log.next("loaded", after: &cursors[index])
             let active = log.next("didBecomeActive", after: &cursors[index])
             launches[index].append(Double(active.at - start) / 1e6)
+            phases[index][0].append(Double(sandboxed.at - start) / 1e6)
+            phases[index][1].append(Double(loaded.at - sandboxed.at) / 1e6)
+            phases[index][2].append(Double(active.at - loaded.at) / 1e6)
             try! supervisor.terminate(bundle.name)
             _ = log.next("terminated", after: &cursors[index])
         }
+    }
+    for (index, name) in ["namespaced", "flat"].enumerated() {
+        let medians = phases[index].map { Sample(label: "", values: Array($0.dropFirst())).median }
+        print("  \(name): to sandboxed \(String(format: "%.3f", medians[0])), to loaded \(String(format: "%.3f", medians[1])), to active \(String(format: "%.3f", medians[2])) ms")
     }
     return (
         Sample(label: "launch to didBecomeActive, own PID and mount namespaces", values: Array(launches[0].dropFirst())),
