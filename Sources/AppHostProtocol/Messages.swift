@@ -188,9 +188,12 @@ package struct WireSandbox: Codable, Sendable, Equatable {
     package var filterNotifies: Bool?
     /// Read-only for the app besides the system directories: the host's library directories.
     package var readablePaths: [String]?
-    /// The runner is the init of a PID and a mount namespace of the app's own: it makes every
-    /// mount read-only but `writablePaths`, and forks the app process.
+    /// The runner is in a PID and a mount namespace of the app's own: it hides
+    /// `hiddenDirectory` but for `writablePaths` and the bundle, and makes every mount read-only
+    /// but `writablePaths`.
     package var namespaced: Bool?
+    /// The host's state directory, with every app's container.
+    package var hiddenDirectory: String?
 
     package init(
         entitlements: [String], uid: UInt32? = nil, gid: UInt32? = nil, groups: [UInt32]? = nil, writablePaths: [String],

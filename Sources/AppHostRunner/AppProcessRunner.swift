@@ -62,11 +62,14 @@ public enum AppProcessRunner {
         fail(socket, "the plugin's entry point returned \(status)")
     }
 
-    /// In namespaces of the app's own (this process is pid 2, under apphost-init): makes the
-    /// file system read-only outside the app's containers, and /proc the namespace's.
+    /// In namespaces of the app's own (this process is pid 2, under apphost-init): hides the
+    /// other apps' containers, makes the file system read-only outside the app's containers,
+    /// and /proc the namespace's.
     static func isolateFileSystem(_ configuration: WireConfiguration, socket: ControlChannel) {
         do {
-            try Namespaces.isolateFileSystem(writable: configuration.sandbox?.writablePaths ?? [])
+            try Namespaces.isolateFileSystem(
+                hiding: configuration.sandbox?.hiddenDirectory, writable: configuration.sandbox?.writablePaths ?? [],
+                readable: [configuration.bundlePath])
         } catch {
             fail(socket, "cannot isolate the app's file system: \(error)")
         }

@@ -45,17 +45,45 @@ package enum Namespaces {
         return .available(flags: flags)
     }
 
-    /// In the runner, in the app's namespaces: every mount read-only except
-    /// `writable`, which stay read-write, and a /proc of this PID namespace.
-    package static func isolateFileSystem(writable: [String]) throws(SystemError) {
+    /// In the runner, in the app's namespaces: `hidden` (the host's state directory, with every
+    /// app's container) replaced by an empty directory, in which only the paths of `writable`
+    /// and `readable` below it appear again; every mount read-only except `writable`; a
+    /// read-only /proc of this PID namespace.
+    package static func isolateFileSystem(hiding hidden: String?, writable: [String], readable: [String]) throws(SystemError) {
         try valueOrErrno("mount propagation") { apphost_mount_stop_propagation() }
-        for path in writable {
-            try valueOrErrno("bind \(path)") { apphost_mount_bind_onto_itself(path) }
+        let isHidden = { (path: String) in hidden.map { path.hasPrefix($0 + "/") } ?? false }
+        // What stays visible under the hidden directory, opened before it is covered and
+        // mounted again from the descriptor.
+        var kept: [(path: String, fd: Int32)] = []
+        defer { kept.forEach { closeIgnoringErrors($0.fd) } }
+        for path in writable + readable where isHidden(path) {
+            let fd = try valueOrErrno("open \(path)") { open(path, 0o10000000 /* O_PATH */ | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC) }
+            kept.append((path, fd))
+        }
+        if let hidden {
+            try valueOrErrno("hide \(hidden)") { apphost_mount_empty_directory(hidden) }
+            for (path, fd) in kept {
+                try makeDirectories(path, below: hidden)
+                try valueOrErrno("bind \(path)") { apphost_mount_bind("/proc/self/fd/\(fd)", path) }
+            }
+        }
+        for path in writable where !isHidden(path) {
+            try valueOrErrno("bind \(path)") { apphost_mount_bind(path, path) }
         }
         try valueOrErrno("read-only /") { apphost_mount_set_read_only("/", 1) }
         for path in writable {
             try valueOrErrno("read-write \(path)") { apphost_mount_set_read_only(path, 0) }
         }
         try valueOrErrno("mount /proc") { apphost_mount_proc() }
+        try valueOrErrno("read-only /proc") { apphost_mount_set_read_only("/proc", 1) }
+    }
+
+    /// Makes `path` and the directories on the way to it, below `top` (an empty directory).
+    private static func makeDirectories(_ path: String, below top: String) throws(SystemError) {
+        var current = top
+        for component in path.dropFirst(top.count).split(separator: "/") {
+            current += "/" + component
+            if mkdir(current, 0o755) != 0 && errno != EEXIST { throw SystemError("mkdir \(current)", errno: errno) }
+        }
     }
 }

@@ -214,7 +214,13 @@ int apphost_probe_namespaces(int namespaces, const char **step) {
 
 int apphost_mount_stop_propagation(void) { return mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL); }
 
-int apphost_mount_bind_onto_itself(const char *path) { return mount(path, path, NULL, MS_BIND | MS_REC, NULL); }
+int apphost_mount_bind(const char *source, const char *target) {
+    return mount(source, target, NULL, MS_BIND | MS_REC, NULL);
+}
+
+int apphost_mount_empty_directory(const char *path) {
+    return mount("tmpfs", path, "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC, "mode=0755,size=64k");
+}
 
 int apphost_mount_set_read_only(const char *path, int read_only) {
     struct mount_attr attributes;

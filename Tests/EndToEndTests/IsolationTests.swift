@@ -73,14 +73,40 @@ struct IsolationTests {
         #expect((uids[0] == uids[1]) == !perAppUsers, "per-app users \(perAppUsers ? "on" : "off"): \(uids)")
         let observed = outcomes("Intruder", scratch: scratch)
         if namespaced {
-            // Every mount but the app's containers is read-only, whoever owns the file; the
-            // filter refuses chown outright.
-            #expect(observed == probes.map { "probe \($0): \($0 == "chown-targets" ? "EPERM,EPERM,EPERM" : "EROFS,EROFS,EROFS")" })
+            // Every mount but the app's containers is read-only, whoever owns the file, and the
+            // other app's container is not there at all; the filter refuses chown outright.
+            #expect(observed == probes.map { "probe \($0): \($0 == "chown-targets" ? "EPERM,EPERM,EPERM" : "EROFS,EROFS,ENOENT")" })
         } else {
             #expect(!observed.contains { $0.contains("ok") }, "\(observed)")
         }
         #expect(targets.map(metadata) == before)
         #expect(times(outside.path) == outsideTimes)
+        host.closeInput()
+        #expect(try host.waitForExit() == 0)
+    }
+
+    @Test(.enabled(if: isRoot, "needs root (app users)"), arguments: [true, false])
+    func anotherAppsContainerIsOutOfSightAndReach(perAppUsers: Bool) throws {
+        let scratch = try Scratch()
+        let keeper = try scratch.bundle("Keeper", behavior: ["sandboxProbes": ["write-documents"]])
+        let documents = scratch.stateDirectory.appendingPathComponent("containers/test.keeper/Documents")
+        let socketPath = documents.appendingPathComponent("private.sock").path
+        let intruder = try scratch.bundle(
+            "Intruder", behavior: ["sandboxProbes": ["connect-socket", "read-other"], "socket": socketPath, "otherFile": documents.appendingPathComponent("lifecycle.log").path],
+            changes: ["AppHostEntitlements": ["com.apple.security.network.client": true]])
+        let host = try HostSession([keeper, intruder], scratch: scratch, arguments: perAppUsers ? [] : ["--no-app-users"])
+        try host.waitFor("Keeper", "didBecomeActive")
+        // A socket the other app listens on in its own container, open to its user.
+        let listener = try listen(at: socketPath)
+        defer { close(listener) }
+        chmod(socketPath, 0o666)
+        host.send("open Intruder")
+        let namespaced = try host.isNamespaced("Intruder")
+        try host.waitFor("Intruder", "didBecomeActive")
+        // With one shared user only the hidden state directory keeps the apps apart.
+        #expect(outcomes("Intruder", scratch: scratch) == (namespaced
+            ? ["probe connect-socket: ENOENT", "probe read-other: ENOENT"]
+            : ["probe connect-socket: \(perAppUsers ? "EACCES" : "ok")", "probe read-other: EACCES"]))
         host.closeInput()
         #expect(try host.waitForExit() == 0)
     }
@@ -121,14 +147,17 @@ struct IsolationTests {
         try Data("nobody's".utf8).write(to: owned)
         chown(owned.path, nobody, nobody)
         let app = try scratch.bundle(
-            "Spawner", behavior: ["sandboxProbes": ["chmod-targets", "spawn-orphans"], "targets": [owned.path], "orphanName": name],
+            "Spawner", behavior: [
+                "sandboxProbes": ["chmod-targets", "touch-targets", "spawn-orphans"], "targets": [owned.path, "/proc/self/comm"], "orphanName": name,
+            ],
             changes: Self.spawn)
         let host = try HostSession([app], scratch: scratch, user: nobody)
         let sandboxed = try #require(try host.waitFor("Spawner", "sandboxed").detail)
         #expect(sandboxed.hasSuffix("own PID and mount namespaces, uid \(nobody)"), "\(sandboxed)")
         try host.waitFor("Spawner", "didBecomeActive")
-        // The app runs as the host's user, who owns the file: only the read-only mount stops it.
-        #expect(outcomes("Spawner", scratch: scratch) == ["probe chmod-targets: EROFS", "probe spawn-orphans: ok"])
+        // The app runs as the host's user, who owns the file and its /proc entries: only the
+        // read-only mounts stop it.
+        #expect(outcomes("Spawner", scratch: scratch) == ["probe chmod-targets: EROFS,EROFS", "probe touch-targets: EROFS,EROFS", "probe spawn-orphans: ok"])
         try waitUntil("the child and the grandchild run") { processes(named: name).count == 2 }
         kill(host.process.processIdentifier, SIGKILL)
         _ = try host.waitForExit()

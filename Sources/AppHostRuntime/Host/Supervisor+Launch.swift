@@ -102,6 +102,7 @@ extension Supervisor {
         if groups.pids == nil && sandbox.uid != nil { sandbox.processLimit = UInt64(policy.processLimit) }
         let namespaces = environment.namespaces.flags
         sandbox.namespaced = namespaces != 0
+        sandbox.hiddenDirectory = configuration.stateDirectory.path
         // In namespaces, apphost-init starts the runner as its one child.
         let executable = namespaces != 0 ? configuration.initExecutable : configuration.executable
         let arguments = namespaces != 0 ? [configuration.executable, appProcessArgument] : [appProcessArgument]

@@ -31,13 +31,17 @@ int apphost_probe_namespaces(int namespaces, const char **step);
 /// mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL): no mount made here reaches the namespace
 /// this one was copied from, and none made there later (read-write) reaches this one.
 int apphost_mount_stop_propagation(void);
-/// mount(path, path, NULL, MS_BIND | MS_REC, NULL): `path` becomes a mount of its own.
-int apphost_mount_bind_onto_itself(const char *path);
+/// mount(source, target, NULL, MS_BIND | MS_REC, NULL): `source` (which may be
+/// /proc/self/fd/N) is mounted at `target` too.
+int apphost_mount_bind(const char *source, const char *target);
+/// mount("tmpfs", path, "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC, "mode=0755,size=64k"): an
+/// empty directory over `path`, hiding what it holds.
+int apphost_mount_empty_directory(const char *path);
 /// mount_setattr(AT_FDCWD, path, AT_RECURSIVE, MOUNT_ATTR_RDONLY set or cleared): the mount at
 /// `path` and every mount below it become read-only (or read-write again).
 int apphost_mount_set_read_only(const char *path, int read_only);
 /// mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL): a /proc of the
-/// caller's PID namespace, over the one it had.
+/// caller's PID namespace, over the one it had (read-write: make it read-only after).
 int apphost_mount_proc(void);
 
 /// How the app process ended, as the namespace's init (apphost-init) writes it for the host.
