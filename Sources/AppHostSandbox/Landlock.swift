@@ -85,7 +85,8 @@ package enum Landlock {
 
     /// The system paths every app may read: libraries, configuration it needs from /etc,
     /// `processes` (its own /proc entry, or a /proc of its own PID namespace) and the CPU
-    /// topology Dispatch reads; device nodes it may read or write. `libraries` are the
+    /// topology Dispatch reads; device nodes it may read or write. Not /sys/fs/cgroup: the
+    /// runner is given its own groups (another app's would name it and show its figures). `libraries` are the
     /// directories of the shared objects the host has loaded (the Swift toolchain's among
     /// them), from `libraryDirectories()`.
     package static func systemRules(processes: String, libraries: [String]) -> [Rule] {
@@ -95,7 +96,7 @@ package enum Landlock {
             "resolv.conf", "gai.conf", "services", "protocols", "ssl", "ca-certificates", "os-release", "mime.types",
         ].map { Rule("/etc/" + $0, .readOnly) }
         rules += [processes, "/proc/meminfo", "/proc/cpuinfo", "/proc/stat", "/proc/filesystems",
-                  "/sys/devices/system/cpu", "/sys/fs/cgroup"].map { Rule($0, .readOnly) }
+                  "/sys/devices/system/cpu"].map { Rule($0, .readOnly) }
         rules += ["/dev/zero", "/dev/urandom", "/dev/random"].map { Rule($0, .readOnly) }
         rules.append(Rule("/dev/null", .readWrite))
         rules += libraries.map { Rule($0, .readOnly) }

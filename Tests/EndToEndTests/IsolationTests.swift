@@ -111,6 +111,19 @@ struct IsolationTests {
         #expect(try host.waitForExit() == 0)
     }
 
+    @Test(.enabled(if: ContainmentTests.hasPidsCgroup && ContainmentTests.hasLandlock, "needs a writable cgroup v1 pids controller and Landlock"))
+    func anAppDoesNotSeeTheOtherAppsGroups() throws {
+        let scratch = try Scratch()
+        let host = try HostSession(
+            [try scratch.bundle("Keeper"), try scratch.bundle("Lister", behavior: ["sandboxProbes": ["list-cgroup-siblings"]])], scratch: scratch)
+        try host.waitFor("Keeper", "didBecomeActive")
+        host.send("open Lister")
+        try host.waitFor("Lister", "didBecomeActive")
+        #expect(outcomes("Lister", scratch: scratch) == ["probe list-cgroup-siblings: EACCES"])
+        host.closeInput()
+        #expect(try host.waitForExit() == 0)
+    }
+
     @Test(.enabled(if: isRoot, "needs root (a root-only socket)"), arguments: [true, false])
     func aRootOnlySocketIsOutOfReach(perAppUsers: Bool) throws {
         let scratch = try Scratch()

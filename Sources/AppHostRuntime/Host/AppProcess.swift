@@ -98,6 +98,8 @@ final class AppProcess: @unchecked Sendable {
     }
 
     var cgroup: Cgroup? { groups.freezer }
+    /// The directories of the groups it is in.
+    var groupPaths: [String] { [groups.freezer, groups.pids, groups.memory?.group].compactMap { $0?.path } }
     var memoryGroup: MemoryGroup? { groups.memory }
 
     /// Every process of the app: its group's members (children included), else itself.

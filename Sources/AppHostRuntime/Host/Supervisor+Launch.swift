@@ -147,7 +147,8 @@ extension Supervisor {
             handle(record, run, .launchFailed("cannot compile the app's seccomp filter: \(error)"))
             return
         }
-        sandbox.readablePaths = Self.libraryDirectories
+        // Its own cgroups, not the other apps'.
+        sandbox.readablePaths = Self.libraryDirectories + process.groupPaths
         var configurationMessage = WireConfiguration(
             bundleIdentifier: bundle.identifier, bundleName: bundle.name, bundlePath: bundle.url.path,
             pluginPath: bundle.pluginURL.path, delegateClassName: bundle.delegateClassName,

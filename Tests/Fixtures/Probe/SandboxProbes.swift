@@ -51,6 +51,15 @@ extension AppDelegate {
             let result = probe_child_reads_own_proc()
             return result == 0 ? "ok" : describe(-abs(result))
         case "read-host-proc": return describe(probe_open("/proc/\(behavior["hostPID"] as? Int ?? 1)/status", O_RDONLY))
+        // The directory holding its own cgroup v1 pids group: every app's group of this host.
+        case "list-cgroup-siblings":
+            let own = (try? String(contentsOfFile: "/proc/self/cgroup", encoding: .utf8))?.split(separator: "\n")
+                .first { $0.contains(":pids:") }.map { String($0.split(separator: ":", maxSplits: 2)[2]) }
+            guard let own else { return "no pids group" }
+            let parent = "/sys/fs/cgroup/pids" + (own as NSString).deletingLastPathComponent
+            guard let directory = opendir(parent) else { return describe(-errno) }
+            closedir(directory)
+            return "ok"
         case "write-outside": return describe(probe_open("/tmp/apphost-probe-outside", O_WRONLY | O_CREAT))
         case "read-shadow": return describe(probe_open("/etc/shadow", O_RDONLY))
         case "read-other": return describe(probe_open(behavior["otherFile"] as? String ?? "/nonexistent", O_RDONLY))
