@@ -3,7 +3,8 @@ import Foundation
 
 /// What each app's own PID and mount namespaces cost a launch: launches to
 /// applicationDidBecomeActive by two hosts, one giving apps their namespaces and one not,
-/// taken in turn so that drift on a shared machine falls on both alike. Nil where the machine
+/// taken in turn (alternating which goes first) so that drift on a shared machine falls on both
+/// alike. Nil where the machine
 /// gives no namespaces.
 func benchmarkNamespaceCost(bundle: AppBundle, executable: String, runs: Int) -> (namespaced: Sample, flat: Sample)? {
     let scratch = FileManager.default.temporaryDirectory.appendingPathComponent("apphost-benchmark-namespaces-\(getpid())")
@@ -24,8 +25,10 @@ func benchmarkNamespaceCost(bundle: AppBundle, executable: String, runs: Int) ->
     var cursors = [0, 0]
     var launches: [[Double]] = [[], []]
     var phases: [[[Double]]] = [[[], [], []], [[], [], []]]
-    for _ in 0...runs {
-        for (index, (supervisor, log)) in hosts.enumerated() {
+    for run in 0...runs {
+        // In turn, and in the other order every other run, so neither side always goes first.
+        for index in run % 2 == 0 ? [0, 1] : [1, 0] {
+            let (supervisor, log) = hosts[index]
             let start = now()
             try! supervisor.launch(bundle.name, kind: .foreground)
             let sandboxed = log.next("sandboxed", after: &cursors[index])
@@ -39,6 +42,11 @@ func benchmarkNamespaceCost(bundle: AppBundle, executable: String, runs: Int) ->
             _ = log.next("terminated", after: &cursors[index])
         }
     }
+    // Each run's two launches differ by this much: the median of the differences is steadier on
+    // a loaded machine than the difference of the medians.
+    let differences = Sample(label: "", values: zip(launches[0], launches[1]).dropFirst().map { $0 - $1 })
+    print("  namespaced minus flat, paired by run: median \(String(format: "%.3f", differences.median)) ms, "
+        + "quartiles \(String(format: "%.3f", differences.percentile(0.25)))…\(String(format: "%.3f", differences.percentile(0.75))) ms")
     for (index, name) in ["namespaced", "flat"].enumerated() {
         let medians = phases[index].map { Sample(label: "", values: Array($0.dropFirst())).median }
         print("  \(name): to sandboxed \(String(format: "%.3f", medians[0])), to loaded \(String(format: "%.3f", medians[1])), to active \(String(format: "%.3f", medians[2])) ms")

@@ -311,6 +311,19 @@ let bundlePath = arguments.firstIndex(of: "--bundle").map { arguments[$0 + 1] } 
 guard FileManager.default.isExecutableFile(atPath: executable) else { fatalError("\(executable) is missing: run scripts/benchmark") }
 let bundle = try AppBundle(url: URL(fileURLWithPath: bundlePath))
 
+func reportNamespaceCost() {
+    if let namespaces = benchmarkNamespaceCost(bundle: bundle, executable: executable, runs: runs) {
+        print(row(namespaces.namespaced, against: namespaces.flat))
+    } else {
+        print("namespace cost: this machine gives apps no PID and mount namespaces (see apphost doctor)")
+    }
+}
+// `--namespaces-only`: just what the namespaces cost a launch.
+if arguments.contains("--namespaces-only") {
+    reportNamespaceCost()
+    exit(0)
+}
+
 print("apphost benchmark: \(runs) runs per figure (callbacks: \(runs * 4)); milliseconds, median and p99; ratio of medians")
 let spawn = measure("spawn of /bin/true", runs: runs) { spawnTrue() }
 let (rawStop, rawContinue) = rawStopContinue(runs: runs)
@@ -367,12 +380,7 @@ for (index, mechanism) in mechanisms.enumerated() {
     print(row(result.suspend, against: rawStop))
     print(row(result.resume, against: rawContinue))
 }
-if let namespaces = benchmarkNamespaceCost(bundle: bundle, executable: executable, runs: runs) {
-    print(row(namespaces.namespaced, against: namespaces.flat))
-    print("  namespaces add \(String(format: "%.3f", namespaces.namespaced.median - namespaces.flat.median)) ms to the median launch")
-} else {
-    print("namespace cost: this machine gives apps no PID and mount namespaces (see apphost doctor)")
-}
+reportNamespaceCost()
 let probe = URL(fileURLWithPath: bundlePath).deletingLastPathComponent().appendingPathComponent("Probe.app")
 if FileManager.default.fileExists(atPath: probe.appendingPathComponent("Info.plist").path) {
     let locks = benchmarkSharedResourceCheck(executable: executable, probe: probe, runs: runs)
