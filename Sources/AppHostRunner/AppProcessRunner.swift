@@ -44,10 +44,12 @@ public enum AppProcessRunner {
             fail(socket, "unreadable configuration from the host: \(error)")
         }
         _ = apphost_set_thread_name(String(configuration.bundleName.prefix(15)))
+        // The whole confinement is timed, the namespace's mounts included.
+        let confinementStarted = ContinuousClock.now
         if configuration.sandbox?.namespaced == true { isolateFileSystem(configuration, socket: socket) }
 
         // Confinement, before any plugin code: an app that cannot be confined does not run.
-        confine(configuration, socket: socket)
+        confine(configuration, socket: socket, since: confinementStarted)
         // The host's working directory means nothing to the app (and may be out of its user's
         // reach): it starts in its container.
         _ = chdir(configuration.containerPath)
@@ -77,7 +79,7 @@ public enum AppProcessRunner {
 
     /// Confines this process as the configuration says, then tells the supervisor, handing it
     /// the seccomp listener; the app keeps no copy of it (it could answer its own refusals).
-    static func confine(_ configuration: WireConfiguration, socket: ControlChannel) {
+    static func confine(_ configuration: WireConfiguration, socket: ControlChannel, since started: ContinuousClock.Instant) {
         let namespaced = configuration.sandbox?.namespaced == true
         // In a PID namespace the parent is its init, whose end ends this process anyway.
         var plan = Confinement.Plan(parentPID: namespaced ? nil : getppid())
@@ -105,7 +107,6 @@ public enum AppProcessRunner {
         }
         let outcome: Confinement.Outcome
         let clock = ContinuousClock()
-        let started = clock.now
         do {
             outcome = try Confinement.apply(plan)
         } catch {
