@@ -25,6 +25,7 @@ func benchmarkNamespaceCost(bundle: AppBundle, executable: String, runs: Int) ->
     var cursors = [0, 0]
     var launches: [[Double]] = [[], []]
     var phases: [[[Double]]] = [[[], [], []], [[], [], []]]
+    var confinements: [[Double]] = [[], []]
     for run in 0...runs {
         // In turn, and in the other order every other run, so neither side always goes first.
         for index in run % 2 == 0 ? [0, 1] : [1, 0] {
@@ -36,6 +37,7 @@ func benchmarkNamespaceCost(bundle: AppBundle, executable: String, runs: Int) ->
             let active = log.next("didBecomeActive", after: &cursors[index])
             launches[index].append(Double(active.at - start) / 1e6)
             phases[index][0].append(Double(sandboxed.at - start) / 1e6)
+            confinements[index].append(sandboxed.event.elapsed!.seconds * 1000)
             phases[index][1].append(Double(loaded.at - sandboxed.at) / 1e6)
             phases[index][2].append(Double(active.at - loaded.at) / 1e6)
             try! supervisor.terminate(bundle.name)
@@ -49,7 +51,9 @@ func benchmarkNamespaceCost(bundle: AppBundle, executable: String, runs: Int) ->
         + "quartiles \(String(format: "%.3f", differences.percentile(0.25)))…\(String(format: "%.3f", differences.percentile(0.75))) ms")
     for (index, name) in ["namespaced", "flat"].enumerated() {
         let medians = phases[index].map { Sample(label: "", values: Array($0.dropFirst())).median }
-        print("  \(name): to sandboxed \(String(format: "%.3f", medians[0])), to loaded \(String(format: "%.3f", medians[1])), to active \(String(format: "%.3f", medians[2])) ms")
+        let confinement = Sample(label: "", values: Array(confinements[index].dropFirst())).median
+        print("  \(name): to sandboxed \(String(format: "%.3f", medians[0])) (confinement in the app process \(String(format: "%.3f", confinement))), "
+            + "to loaded \(String(format: "%.3f", medians[1])), to active \(String(format: "%.3f", medians[2])) ms")
     }
     return (
         Sample(label: "launch to didBecomeActive, own PID and mount namespaces", values: Array(launches[0].dropFirst())),
