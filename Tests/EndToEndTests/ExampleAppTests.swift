@@ -86,12 +86,12 @@ struct CommandLineTests {
         #expect(result.status == 0)
         for name in [
             "seccomp filter", "seccomp user notification", "libseccomp user notification", "Landlock", "pidfd", "cgroup v2 freezer",
-            "cgroup v1 freezer", "cgroup v1 pids controller", "per-app users", "host capabilities",
+            "cgroup v1 freezer", "cgroup v1 pids controller", "per-app users", "host capabilities", "project quotas", "disk images",
         ] {
             #expect(result.output.contains("  \(name): "), "doctor reports \(name)")
         }
-        let summary = result.output.split(separator: "\n").suffix(3).map { String($0.prefix { $0 != ":" }) }
-        #expect(summary == ["suspension", "sandbox", "memory"])
+        let summary = result.output.split(separator: "\n").suffix(4).map { String($0.prefix { $0 != ":" }) }
+        #expect(summary == ["suspension", "sandbox", "memory", "storage"])
     }
 
     @Test func reportsListsAndShowsTerminationReports() throws {

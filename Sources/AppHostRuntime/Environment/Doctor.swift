@@ -16,6 +16,9 @@ public struct DoctorReport: Sendable {
     }
 
     public var findings: [Finding] = []
+    /// How containers would be held to their storage limits (`probeStorage`).
+    public var storageMechanism: StorageMechanism?
+    var storageNote: String?
 
     /// Probes the machine. Creates and removes a throwaway cgroup to prove the freezer works.
     public static func probe(instance: String = "doctor") -> DoctorReport {
@@ -98,7 +101,7 @@ public struct DoctorReport: Sendable {
             : "suspension: SIGSTOP, degraded (verified by /proc/PID/task/*/stat)"
     }
 
-    private mutating func add(_ name: String, _ available: Bool, _ detail: String) {
+    mutating func add(_ name: String, _ available: Bool, _ detail: String) {
         findings.append(Finding(name: name, available: available, detail: detail))
     }
 }
