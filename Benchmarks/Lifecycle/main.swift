@@ -9,6 +9,8 @@
 //   the confinement step (caps, user, Landlock, seccomp)    as a share of the launch
 //   launch of a confined trivial app                    vs  bwrap and firejail running /bin/true
 //   ps answered while another app floods its stdout     vs  ps answered with that app idle
+//   first launch with its container image made and mounted, and later launches
+//                                                        vs  the same launches with accounting only
 //
 // Run: scripts/benchmark (builds in release, bundles Hello, runs this). The machine is shared and
 // noisy: compare the ratios within one run, not absolute numbers across runs.
@@ -366,6 +368,14 @@ for (index, mechanism) in mechanisms.enumerated() {
     }
     print(row(result.suspend, against: rawStop))
     print(row(result.resume, against: rawContinue))
+}
+if let storage = benchmarkStorage(executable: executable, bundle: bundle, runs: max(5, runs / 4)) {
+    print(row(storage.make, against: nil))
+    print(row(storage.mount, against: nil))
+    print(row(storage.first, against: storage.firstBaseline))
+    print(row(storage.later, against: storage.laterBaseline))
+} else {
+    print("storage: disk images are not available here (see apphost doctor)")
 }
 let probe = URL(fileURLWithPath: bundlePath).deletingLastPathComponent().appendingPathComponent("Probe.app")
 if FileManager.default.fileExists(atPath: probe.appendingPathComponent("Info.plist").path) {

@@ -25,7 +25,6 @@
 #ifndef PRJQUOTA
 #define PRJQUOTA 2
 #endif
-#define APPHOST_EXT4_IOC_RESIZE_FS _IOW('f', 16, uint64_t)
 
 static void set_name(struct loop_info64 *info, const char *name) {
     if (name) strncpy((char *)info->lo_file_name, name, LO_NAME_SIZE - 1);
@@ -80,8 +79,6 @@ int apphost_loop_attach(int backing_fd, const char *name, int *index) {
     return -1;
 }
 
-int apphost_loop_set_capacity(int loop_fd) { return ioctl(loop_fd, LOOP_SET_CAPACITY, 0); }
-
 int apphost_mount_ext4_on(const char *source, int target_fd, unsigned long flags, const char *options) {
     char target[64];
     snprintf(target, sizeof target, "/proc/self/fd/%d", target_fd);
@@ -95,8 +92,6 @@ int apphost_unmount(const char *path, int detach) {
 }
 
 int apphost_syncfs(int fd) { return syncfs(fd); }
-
-int apphost_ext4_grow(int fd, uint64_t blocks) { return ioctl(fd, APPHOST_EXT4_IOC_RESIZE_FS, &blocks); }
 
 /// quotactl_fd where the kernel has it, else quotactl on the device.
 static int quota_call(int fd, const char *device, int command, uint32_t id, void *address) {

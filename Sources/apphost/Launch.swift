@@ -86,6 +86,7 @@ struct Launch: AsyncParsableCommand {
                 firstLaunch.observe(event)
             }
             for bundle in appBundles { try supervisor.install(bundle) }
+            firstLaunch.beforeExit = { supervisor.releaseStorage() }
         } catch {
             fail("\(error)")
         }
@@ -237,6 +238,14 @@ final class FirstLaunch: Sendable {
     private let identifier: String
     private let label: String
     private let state = Mutex(State())
+    private let exitHook = Mutex<(@Sendable () -> Void)?>(nil)
+
+    /// Run before the host exits because the first app cannot launch (it releases the storage
+    /// the launch mounted).
+    var beforeExit: (@Sendable () -> Void)? {
+        get { exitHook.withLock { $0 } }
+        set { exitHook.withLock { $0 = newValue } }
+    }
 
     init(identifier: String, label: String) {
         self.identifier = identifier
@@ -256,6 +265,7 @@ final class FirstLaunch: Sendable {
             }
             if !isDecided {
                 FileHandle.standardError.write(Data("apphost: \(label) cannot launch: \(termination.reason)\n".utf8))
+                beforeExit?()
                 Foundation.exit(1)
             }
         default:

@@ -110,17 +110,21 @@ enum DiskImage {
         UInt32(truncatingIfNeeded: (device & 0xff) | ((device >> 12) & 0xfff00))
     }
 
-    /// Grows a mounted image to `bytes`: the file first, then the loop device, then the file
-    /// system (online, EXT4_IOC_RESIZE_FS). `mounted` is a descriptor in the file system.
-    static func grow(_ path: String, mounted: Int32, loop: UInt32, to bytes: UInt64) throws(StorageError) {
+    /// Grows an unmounted image to `bytes` (e2fsck, the file, then resize2fs). Offline: growing
+    /// a mounted ext4 needs CAP_SYS_RESOURCE, which a root host may lack. On failure the file
+    /// goes back to its size.
+    static func grow(_ path: String, from size: UInt64, to bytes: UInt64) throws(StorageError) {
+        try ExternalTool.check("e2fsck", ["-f", "-p", path], success: [0, 1])
         do {
             try valueOrErrno("truncate \(path)") { truncate(path, off_t(bytes)) }
-            let device = try valueOrErrno("open /dev/loop\(loop)") { open("/dev/loop\(loop)", O_RDONLY | O_CLOEXEC) }
-            defer { closeIgnoringErrors(device) }
-            try valueOrErrno("resize /dev/loop\(loop)") { apphost_loop_set_capacity(device) }
-            try valueOrErrno("resize the file system") { apphost_ext4_grow(mounted, bytes / blockSize) }
         } catch {
             throw StorageError(error)
+        }
+        do {
+            try ExternalTool.check("resize2fs", [path, "\(bytes / 1024)K"])
+        } catch {
+            _ = truncate(path, off_t(size))
+            throw error
         }
     }
 

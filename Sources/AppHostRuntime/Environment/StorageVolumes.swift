@@ -173,15 +173,13 @@ final class StorageVolumes {
             throw Unlimited(description: "something other than its image is mounted on \(path); it is left as it is")
         }
         let size = DiskImage.size(of: image) ?? limit
-        guard size <= limit else {
-            // To shrink, the file system must be unmounted first.
+        guard size == limit else {
+            // To be resized, the file system must be unmounted first.
             try valueOrErrno("unmount \(path)") { apphost_unmount(path, 0) }
             return false
         }
-        let loop = DiskImage.loopIndex(ofDevice: device)
-        volumes[owner] = Volume(holding: .mounted(device: device, loop: loop), limit: size)
+        volumes[owner] = Volume(holding: .mounted(device: device, loop: DiskImage.loopIndex(ofDevice: device)), limit: size)
         notices.append(Notice(warning: false, text: "\(owner): reused its file system, left mounted by an earlier host", elapsed: started.duration(to: clock.now)))
-        if size < limit { notices += grow(owner, mounted: directory.fd, loop: loop, from: size, to: limit) }
         return true
     }
 
@@ -197,10 +195,21 @@ final class StorageVolumes {
             throw Unlimited(description: "\(path) is still mounted after unmounting it")
         }
         let existing = try plain.entries()
-        var created = false
+        // mke2fs makes lost+found, and e2fsck (run before a resize) makes it again: an app's
+        // container has none.
+        var madeLostAndFound = false
         var effective = limit
-        if let size = DiskImage.size(of: image) {
-            if size > limit {
+        if let size = DiskImage.size(of: image), size != limit {
+            madeLostAndFound = true
+            if size < limit {
+                do {
+                    try DiskImage.grow(image, from: size, to: limit)
+                    notices.append(Notice(warning: false, text: "\(owner): its file system grew from \(size.mebibytes) to \(limit.mebibytes)"))
+                } catch {
+                    effective = size
+                    notices.append(Notice(warning: true, text: "\(owner) keeps its limit of \(size.mebibytes): growing it to \(limit.mebibytes) failed (\(error))"))
+                }
+            } else if size > limit {
                 do {
                     try DiskImage.shrink(image, to: limit)
                     notices.append(Notice(warning: false, text: "\(owner): its file system shrank from \(size.mebibytes) to \(limit.mebibytes)"))
@@ -211,10 +220,10 @@ final class StorageVolumes {
                         + "which does not fit in the new limit of \(limit.mebibytes) (\(error)); free space in it, or raise the limit"))
                 }
             }
-        } else {
+        } else if DiskImage.size(of: image) == nil {
             let making = clock.now
             try DiskImage.create(at: image, bytes: limit)
-            created = true
+            madeLostAndFound = true
             notices.append(Notice(warning: false, text: "\(owner): made its \(limit.mebibytes) file system", elapsed: making.duration(to: clock.now)))
         }
         let mounting = clock.now
@@ -222,11 +231,7 @@ final class StorageVolumes {
         let root = try parent.open(EntryName(owner.identifier))
         volumes[owner] = Volume(holding: .mounted(device: UInt64(try root.status().st_dev), loop: loop), limit: effective)
         notices.append(Notice(warning: false, text: "\(owner): mounted its \(effective.mebibytes) file system (/dev/loop\(loop))", elapsed: mounting.duration(to: clock.now)))
-        if created { _ = unlinkat(root.fd, "lost+found", AT_REMOVEDIR) }
-        if let size = DiskImage.size(of: image), let fileSystem = DiskImage.superblock(of: image), size > fileSystem.blocks * fileSystem.blockSize {
-            // Grown while unmounted (or a grow cut short): the file system catches up.
-            notices += grow(owner, mounted: root.fd, loop: loop, from: fileSystem.blocks * fileSystem.blockSize, to: size)
-        }
+        if madeLostAndFound { _ = unlinkat(root.fd, "lost+found", AT_REMOVEDIR) }
         guard !existing.isEmpty else { return }
         if let reason = move(existing: plain, into: root, owner: owner) {
             // Unmounted again: the app runs with its files where they are.
@@ -257,16 +262,6 @@ final class StorageVolumes {
         var removed = ContainerTree.Totals()
         _ = ContainerTree.removeContents(of: plain, totals: &removed)
         return nil
-    }
-
-    private func grow(_ owner: Owner, mounted: Int32, loop: UInt32, from size: UInt64, to limit: UInt64) -> [Notice] {
-        do {
-            try DiskImage.grow(imagePath(owner), mounted: mounted, loop: loop, to: limit)
-            volumes[owner]?.limit = limit
-            return [Notice(warning: false, text: "\(owner): its file system grew from \(size.mebibytes) to \(limit.mebibytes)")]
-        } catch {
-            return [Notice(warning: true, text: "\(owner) keeps its limit of \(size.mebibytes): growing it to \(limit.mebibytes) failed (\(error))")]
-        }
     }
 
     private func prepareQuota(_ owner: Owner, limit: UInt64) -> [Notice] {

@@ -1,6 +1,7 @@
 #if canImport(Glibc)
 import Glibc
 #endif
+import Dispatch
 import Foundation
 import AppHostSystem
 
@@ -28,6 +29,19 @@ extension Supervisor {
         StorageUsage(
             mechanism: storageMechanism,
             parts: [storage.usage(.app(bundle.identifier))] + bundle.appGroups.map { storage.usage(.group($0)) })
+    }
+
+    /// Marks the supervisor's queue, so that `releaseStorage` can tell whether it runs there.
+    static let queueKey = DispatchSpecificKey<Void>()
+
+    /// Unmounts every container's file system now, for a host that exits without shutting down
+    /// (its first app could not launch). Callable from any thread, the observer's included.
+    public func releaseStorage() {
+        if DispatchQueue.getSpecific(key: Self.queueKey) != nil {
+            _ = storage.unmountAll()
+        } else {
+            queue.sync { _ = storage.unmountAll() }
+        }
     }
 
     // MARK: Storage pressure
@@ -80,10 +94,14 @@ extension Supervisor {
     /// are kept; its file system is mounted first if this host has not yet.
     private func purge(_ record: AppRecord) {
         let bundle = record.bundle
+        let path = storage.containerPath(.app(bundle.identifier))
+        guard FileManager.default.fileExists(atPath: path) || FileManager.default.fileExists(atPath: storage.imagePath(.app(bundle.identifier))) else {
+            announce(record, "nothing to purge: it has no container yet")
+            return
+        }
         for notice in storage.prepare(.app(bundle.identifier), limit: configuration.policy.storageLimit) where notice.warning {
             publish(HostEvent(time: Date(), app: bundle.identifier, name: bundle.name, event: .warning, detail: notice.text), run: nil)
         }
-        let path = storage.containerPath(.app(bundle.identifier))
         let container: DirectoryHandle
         do {
             container = try DirectoryHandle(path: path)

@@ -176,6 +176,7 @@ public final class Supervisor: @unchecked Sendable {
             let warning = HostEvent(time: Date(), event: .warning, detail: "the shared resource \(path) does not exist (yet); it is checked at each suspension")
             queue.async { observer(warning) }
         }
+        queue.setSpecific(key: Self.queueKey, value: ())
         sampler.setEventHandler { [weak self] in self?.sample() }
         sampler.schedule(deadline: .distantFuture)
         sampler.activate()

@@ -2,7 +2,7 @@
 #define APPHOST_STORAGE_H
 
 // What the host's storage limits need from the kernel and Swift's Glibc module does not import:
-// loop-device and ext4 ioctls (ioctl is variadic), mount(2), project quotas (quotactl_fd and the
+// loop-device ioctls (ioctl is variadic), mount(2), project quotas (quotactl_fd and the
 // fsxattr ioctls). Each wrapper returns -1 and sets errno on failure, like libc.
 
 #include <stdint.h>
@@ -14,9 +14,6 @@
 /// A device another process takes between the two steps is skipped. Returns the loop device's
 /// descriptor (close-on-exec) and stores its number in `*index`.
 int apphost_loop_attach(int backing_fd, const char *name, int *index);
-
-/// LOOP_SET_CAPACITY: the loop device takes its backing file's new size.
-int apphost_loop_set_capacity(int loop_fd);
 
 /// mount(source, "/proc/self/fd/TARGET_FD", "ext4", flags, options): mounts on exactly the
 /// directory `target_fd` is open on, whatever its path has become since.
@@ -30,9 +27,6 @@ int apphost_unmount(const char *path, int detach);
 
 /// syncfs(fd): everything written to the file system `fd` is on is on its device.
 int apphost_syncfs(int fd);
-
-/// EXT4_IOC_RESIZE_FS: grows the mounted ext4 file system `fd` is on to `blocks` blocks (online).
-int apphost_ext4_grow(int fd, uint64_t blocks);
 
 /// Project quotas of the file system `fd` is on, through quotactl_fd (Linux 5.14), else
 /// quotactl on `device` (the file system's block device; may be NULL).

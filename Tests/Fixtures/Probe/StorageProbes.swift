@@ -9,6 +9,7 @@ import Foundation
 //                       still record what happened
 //   "cacheMiB": N       writes N MiB to Library/Caches/cache.bin and to tmp/scratch.bin
 //   "documentMiB": N    writes N MiB to Documents/keep.bin
+//   "groupWriteMiB": N  like writeMiB, into the container of the app group ProbeBehavior "group"
 // Each records one line in lifecycle.log: "storage fallocate 4096 MiB: ENOSPC",
 // "storage write: ENOSPC after 52 MiB", "storage cache: ok".
 extension AppDelegate {
@@ -26,6 +27,11 @@ extension AppDelegate {
         if let mebibytes = storage["writeMiB"] as? Int {
             let (outcome, written) = fill(container + "/Documents/written", mebibytes: mebibytes)
             record("storage write: \(name(of: outcome)) after \(written) MiB")
+        }
+        if let mebibytes = storage["groupWriteMiB"] as? Int {
+            let group = FileManager.default.containerURL(forSecurityApplicationGroupIdentifier: behavior["group"] as? String ?? "")
+            let (outcome, written) = group.map { fill($0.path + "/written", mebibytes: mebibytes) } ?? (ENOENT, 0)
+            record("storage group write: \(name(of: outcome)) after \(written) MiB")
         }
         for (key, files) in [("cacheMiB", ["Library/Caches/cache.bin", "tmp/scratch.bin"]), ("documentMiB", ["Documents/keep.bin"])] {
             guard let mebibytes = storage[key] as? Int else { continue }
@@ -64,7 +70,7 @@ extension AppDelegate {
     }
 
     private func name(of error: Int32) -> String {
-        let names: [Int32: String] = [0: "ok", ENOSPC: "ENOSPC", EDQUOT: "EDQUOT", EACCES: "EACCES", EPERM: "EPERM", EFBIG: "EFBIG"]
+        let names: [Int32: String] = [0: "ok", ENOSPC: "ENOSPC", EDQUOT: "EDQUOT", EACCES: "EACCES", ENOENT: "ENOENT", EPERM: "EPERM", EFBIG: "EFBIG"]
         return names[error] ?? "errno \(error)"
     }
 }
