@@ -5,6 +5,10 @@ import AppHostSystem
 import CAppHostShims
 
 /// An open directory, closed when the handle goes. Not Sendable: it is used where it was opened.
+///
+/// Pass closures its `fd`, not the handle: with Swift 6.3.1, a closure capturing a noncopyable
+/// local (or a `do { … } catch where` beside one) can crash or hang the compiler's
+/// MandatoryAllocBoxToStack pass.
 struct DirectoryHandle: ~Copyable {
     let fd: Int32
 

@@ -201,18 +201,27 @@ final class StorageVolumes {
         var effective = limit
         if let size = DiskImage.size(of: image), size != limit {
             madeLostAndFound = true
+            let resizing = clock.now
             if size < limit {
                 do {
                     try DiskImage.grow(image, from: size, to: limit)
-                    notices.append(Notice(warning: false, text: "\(owner): its file system grew from \(size.mebibytes) to \(limit.mebibytes)"))
+                    notices.append(Notice(
+                        warning: false, text: "\(owner): its file system grew from \(size.mebibytes) to \(limit.mebibytes)", elapsed: resizing.duration(to: clock.now)))
                 } catch {
                     effective = size
                     notices.append(Notice(warning: true, text: "\(owner) keeps its limit of \(size.mebibytes): growing it to \(limit.mebibytes) failed (\(error))"))
                 }
             } else if size > limit {
                 do {
-                    try DiskImage.shrink(image, to: limit)
-                    notices.append(Notice(warning: false, text: "\(owner): its file system shrank from \(size.mebibytes) to \(limit.mebibytes)"))
+                    // In place where resize2fs can; else into a new image, file by file.
+                    do {
+                        try DiskImage.shrink(image, to: limit)
+                    } catch {
+                        guard let used = DiskImage.superblock(of: image)?.usedBytes, used < limit else { throw error }
+                        try shrinkByCopying(owner, to: limit)
+                    }
+                    notices.append(Notice(
+                        warning: false, text: "\(owner): its file system shrank from \(size.mebibytes) to \(limit.mebibytes)", elapsed: resizing.duration(to: clock.now)))
                 } catch {
                     effective = size
                     let used = DiskImage.superblock(of: image)?.usedBytes
@@ -274,9 +283,7 @@ final class StorageVolumes {
             projects = table
             let recovered = recoverFromImage(owner)
             var current: UInt32 = 0, inherit: Int32 = 0
-            guard apphost_file_project(directoryFD, &current, &inherit) == 0 else {
-                throw SystemError("read the project of \(containerPath(owner))", errno: errno)
-            }
+            try valueOrErrno("read the project of \(containerPath(owner))") { apphost_file_project(directoryFD, &current, &inherit) }
             if current != project || inherit == 0 { try ContainerTree.setProject(directory, id: project) }
             let device = self.device
             try valueOrErrno("set the quota of project \(project)") { apphost_project_quota_set_limit(directoryFD, device, project, limit) }
@@ -300,7 +307,7 @@ final class StorageVolumes {
             + "and the app starts without them (run a host that can mount it, as root with loop devices)")
         guard geteuid() == 0, access("/dev/loop-control", R_OK | W_OK) == 0 else { return [stranded] }
         do {
-            let mountPath = try mountAside(owner)
+            let mountPath = try mountAside(image, as: owner.directory + "-" + owner.identifier)
             // Unmounted whatever happens (lazily if still busy); its loop device then detaches.
             let moved = Result { () throws(SystemError) in try moveOut(of: mountPath, owner: owner) }
             _ = apphost_unmount(mountPath, 1)
@@ -313,15 +320,67 @@ final class StorageVolumes {
         }
     }
 
-    /// Mounts the owner's image on a directory of its own under STATE/storage/moving/; its path.
-    private func mountAside(_ owner: Owner) throws -> String {
+    /// Mounts an image on a directory of its own, `name`, under STATE/storage/moving/; its path.
+    private func mountAside(_ image: String, as name: String) throws -> String {
         let staging = imagesDirectory.appendingPathComponent("moving", isDirectory: true)
         try FileManager.default.createDirectory(at: staging, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
-        let mountPath = staging.appendingPathComponent(owner.directory + "-" + owner.identifier).path
-        if mkdir(mountPath, 0o700) != 0 && errno != EEXIST { throw SystemError("mkdir \(mountPath)", errno: errno) }
+        let mountPath = staging.appendingPathComponent(name).path
+        try Self.makeDirectory(mountPath)
         let mountPoint = try DirectoryHandle(path: mountPath)
-        _ = try DiskImage.mount(imagePath(owner), on: mountPoint.fd)
+        _ = try DiskImage.mount(image, on: mountPoint.fd)
         return mountPath
+    }
+
+    /// Shrinks an image that resize2fs will not shrink far enough (its minimum counts the inode
+    /// tables of the larger file system): a new image of `limit` is made, the files copied into
+    /// it, and it replaces the old one by a rename only once complete and flushed. Throws,
+    /// leaving the old image as it was, when they do not fit.
+    private func shrinkByCopying(_ owner: Owner, to limit: UInt64) throws {
+        let image = imagePath(owner), smaller = image + ".smaller"
+        _ = unlink(smaller)
+        try DiskImage.create(at: smaller, bytes: limit)
+        let from = try mountAside(image, as: "from-" + owner.directory + "-" + owner.identifier)
+        let into: String
+        do {
+            into = try mountAside(smaller, as: "into-" + owner.directory + "-" + owner.identifier)
+        } catch {
+            _ = apphost_unmount(from, 1)
+            _ = unlink(smaller)
+            throw error
+        }
+        let copied = Result { () throws(SystemError) in try copyTree(from: from, into: into, path: containerPath(owner)) }
+        let unmounted = apphost_unmount(from, 0) == 0 && apphost_unmount(into, 0) == 0
+        if !unmounted {
+            _ = apphost_unmount(from, 1)
+            _ = apphost_unmount(into, 1)
+        }
+        do {
+            try copied.get()
+            guard unmounted else { throw StorageError("an image was still in use after the copy") }
+            try valueOrErrno("rename \(smaller)") { rename(smaller, image) }
+        } catch {
+            _ = unlink(smaller)
+            throw error
+        }
+    }
+
+    /// Copies the tree at `from` into `into` (a fresh file system: its lost+found goes first),
+    /// and flushes it.
+    private func copyTree(from: String, into: String, path: String) throws(SystemError) {
+        let source = try DirectoryHandle(path: from)
+        let destination = try DirectoryHandle(path: into)
+        let destinationFD = destination.fd
+        _ = unlinkat(destinationFD, "lost+found", AT_REMOVEDIR)
+        var skipped: [String] = []
+        try ContainerTree.merge(from: source, into: destination, path: path, skipped: &skipped)
+        try valueOrErrno("syncfs") { apphost_syncfs(destinationFD) }
+    }
+
+    /// mkdir, mode 0700, unless it exists.
+    private static func makeDirectory(_ path: String) throws(SystemError) {
+        do {
+            try valueOrErrno("mkdir \(path)") { mkdir(path, 0o700) }
+        } catch where error.errno == EEXIST {}
     }
 
     /// Copies what the image mounted at `mountPath` holds into the plain container, and flushes it.
@@ -331,7 +390,8 @@ final class StorageVolumes {
         let plain = try containerDirectory(owner, in: containers)
         var skipped: [String] = []
         try ContainerTree.merge(from: imageRoot, into: plain, path: containerPath(owner), skipped: &skipped)
-        guard apphost_syncfs(plain.fd) == 0 else { throw SystemError("syncfs", errno: errno) }
+        let plainFD = plain.fd
+        try valueOrErrno("syncfs") { apphost_syncfs(plainFD) }
     }
 
     /// Whether some files on the file system already carry project `id` (another host's).
@@ -355,8 +415,7 @@ final class StorageVolumes {
             part.limitBytes = volumes[owner]?.limit
         case .quota(let project)?:
             var used: UInt64 = 0, limit: UInt64 = 0, inodes: UInt64 = 0
-            let fd = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
-            if fd >= 0 {
+            if let fd = try? valueOrErrno("open \(path)", { open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC) }) {
                 if apphost_project_quota_get(fd, device, project, &used, &limit, &inodes) == 0 {
                     part.bytes = used
                     part.limitBytes = limit > 0 ? limit : nil
@@ -399,10 +458,11 @@ final class StorageVolumes {
         for (owner, volume) in volumes {
             guard case .mounted(let device, _) = volume.holding, currentDevice(owner) == device else { continue }
             let path = containerPath(owner)
-            if apphost_unmount(path, 0) != 0 {
-                let reason = String(cString: strerror(errno))
+            do {
+                try valueOrErrno("unmount \(path)") { apphost_unmount(path, 0) }
+            } catch {
                 _ = apphost_unmount(path, 1)
-                lines.append("\(owner) was still in use at shutdown (\(reason)): detached, it is unmounted once nothing uses it")
+                lines.append("\(owner) was still in use at shutdown (\(error)): detached, it is unmounted once nothing uses it")
             }
         }
         volumes = [:]

@@ -166,7 +166,7 @@ public final class Supervisor: @unchecked Sendable {
         let started = HostEvent(
             time: Date(), event: .started,
             detail: "suspension: \(suspensionNote); sandbox: \(sandboxNote); memory: \(memoryNote); background: \(backgroundNote); "
-                + "storage: \(storageNote), \(policy.storageLimit.mebibytes) per app, \(policy.appGroupStorageLimit.mebibytes) per app group")
+                + "storage: \(storageMechanism.rawValue) (\(policy.storageLimit.mebibytes) per app, \(policy.appGroupStorageLimit.mebibytes) per app group), \(storageNote)")
         queue.async { observer(started) }
         if storageProbe.mechanism == .accounting && configuration.storageMechanism == nil {
             let warning = HostEvent(time: Date(), event: .warning, detail: "storage is not limited: \(storageNote)")
