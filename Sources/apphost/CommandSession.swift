@@ -129,7 +129,7 @@ struct CommandSession {
             rows.append([
                 app.name, app.pid.map(String.init) ?? "-", app.state.rawValue, seconds(app.timeInState),
                 seconds(app.cpuForeground), seconds(app.cpuBackground), mebibytes(app.memory), mebibytes(app.peakMemory),
-                app.storage.map { "\(mebibytes($0.bytes)) of \($0.limitBytes.map(mebibytes) ?? "no limit")" } ?? "-",
+                app.storage.map { "\(mebibytes($0.bytes)) \($0.limitBytes.map { "of \(mebibytes($0))" } ?? "(no limit)")" } ?? "-",
                 String(app.openBackgroundTasks), app.backgroundTimeRemaining.map(seconds) ?? "-",
                 String(app.backgroundWakeups), String(app.violations),
                 app.snapshot.map { $0.replacingOccurrences(of: "\n", with: " ⏎ ").debugDescription } ?? "-",

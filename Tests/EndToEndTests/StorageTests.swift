@@ -302,6 +302,19 @@ struct StorageTests {
         #expect(!isMountPoint(home.path))
     }
 
+    /// A host whose first app cannot launch exits at once, without shutting down: it still
+    /// unmounts what the launch mounted.
+    @Test(.enabled(if: hasDiskImages, "needs root, loop devices (/dev/loop-control) and mkfs.ext4 (e2fsprogs)"))
+    func aHostWhoseFirstAppCannotLaunchLeavesNothingMounted() throws {
+        let scratch = try Scratch()
+        let refuser = try scratch.bundle("Refuser", behavior: ["willFinishLaunchingReturns": false])
+        let result = try runApphost(["launch", "--state-dir", scratch.stateDirectory.path, "--storage-limit", "64", refuser.path])
+        #expect(result.status == 1)
+        #expect(result.error.contains("Refuser.app cannot launch: "), "\(result.error)")
+        #expect(FileManager.default.fileExists(atPath: scratch.stateDirectory.appendingPathComponent("storage/containers/test.refuser.ext4").path))
+        #expect(mounts(under: scratch).isEmpty)
+    }
+
     @Test(.enabled(if: hasDiskImages, "needs root, loop devices (/dev/loop-control) and mkfs.ext4 (e2fsprogs)"))
     func doctorSaysWhichStorageMechanismIsInUse() throws {
         let scratch = try Scratch()

@@ -141,7 +141,15 @@ enum DiskImage {
         }
     }
 
-    /// The size of the image file, the limit it holds its container to.
+    /// The size of the file system in the image, the limit it holds its container to (which a
+    /// resize cut short can leave different from the file's size); the file's size if it holds
+    /// no ext4.
+    static func fileSystemSize(of path: String) -> UInt64? {
+        guard let file = size(of: path) else { return nil }
+        return superblock(of: path).map { $0.blocks * $0.blockSize } ?? file
+    }
+
+    /// The size of the image file.
     static func size(of path: String) -> UInt64? {
         var info = stat()
         guard lstat(path, &info) == 0, info.st_mode & S_IFMT == S_IFREG else { return nil }

@@ -23,7 +23,7 @@ public enum StorageMechanism: String, Sendable, CaseIterable {
 /// `apphost doctor`): the mechanism a host would use, and one line on each candidate.
 struct StorageProbe {
     var mechanism: StorageMechanism
-    /// One line: what is used, and where it is not the best, why.
+    /// One line, after the mechanism's name: what it is, and where it is not the best, why.
     var note: String
     /// Whether project quotas are on for the state directory's file system, and why not.
     var projectQuotas: (available: Bool, detail: String)
@@ -44,7 +44,7 @@ struct StorageProbe {
         var probe = StorageProbe(mechanism: .accounting, note: "", projectQuotas: quotas, diskImages: images, device: mount?.source)
         switch requested {
         case .accounting:
-            probe.note = "accounting only (requested): usage is measured, nothing is limited"
+            probe.note = "requested: usage is measured, nothing is limited"
         case .projectQuota:
             guard quotas.available else {
                 throw SupervisorError("project quotas were requested but are unavailable: \(quotas.detail)", code: .unavailable)
@@ -65,7 +65,7 @@ struct StorageProbe {
             probe.note = "a size-limited file system per container: an ext4 image on a loop device (writes past the limit fail with ENOSPC)"
                 + "; project quotas unavailable: \(quotas.detail)"
         case .accounting where requested == nil:
-            probe.note = "accounting only, degraded: usage is measured but nothing is limited (project quotas: \(quotas.detail); "
+            probe.note = "degraded: usage is measured but nothing is limited (project quotas: \(quotas.detail); "
                 + "disk images: \(images.detail))"
         case .accounting:
             break
@@ -192,6 +192,7 @@ public struct StorageUsage: Sendable, Equatable {
     public var mechanism: StorageMechanism
     public var parts: [StoragePart]
 
+    /// An app's usage: its container first, then its app groups'.
     public init(mechanism: StorageMechanism, parts: [StoragePart]) {
         self.mechanism = mechanism
         self.parts = parts

@@ -172,7 +172,7 @@ final class StorageVolumes {
         guard DiskImage.backingFile(ofDevice: device) == image else {
             throw Unlimited(description: "something other than its image is mounted on \(path); it is left as it is")
         }
-        let size = DiskImage.size(of: image) ?? limit
+        let size = DiskImage.fileSystemSize(of: image) ?? limit
         guard size == limit else {
             // To be resized, the file system must be unmounted first.
             try valueOrErrno("unmount \(path)") { apphost_unmount(path, 0) }
@@ -199,7 +199,7 @@ final class StorageVolumes {
         // container has none.
         var madeLostAndFound = false
         var effective = limit
-        if let size = DiskImage.size(of: image), size != limit {
+        if let size = DiskImage.fileSystemSize(of: image), size != limit {
             madeLostAndFound = true
             let resizing = clock.now
             if size < limit {
@@ -229,6 +229,9 @@ final class StorageVolumes {
                         + "which does not fit in the new limit of \(limit.mebibytes) (\(error)); free space in it, or raise the limit"))
                 }
             }
+        } else if let size = DiskImage.fileSystemSize(of: image), let file = DiskImage.size(of: image), file > size {
+            // A shrink cut short after resize2fs: the file follows its file system.
+            _ = truncate(image, off_t(size))
         } else if DiskImage.size(of: image) == nil {
             let making = clock.now
             try DiskImage.create(at: image, bytes: limit)
@@ -427,7 +430,7 @@ final class StorageVolumes {
             // in its superblock; a plain directory is walked.
             if mechanism == .diskImage, volumes[owner] == nil, let superblock = DiskImage.superblock(of: imagePath(owner)) {
                 part.bytes = superblock.usedBytes
-                part.limitBytes = DiskImage.size(of: imagePath(owner))
+                part.limitBytes = DiskImage.fileSystemSize(of: imagePath(owner))
             }
             // Walked only where it is a plain directory (not a file system of its own).
             var info = stat(), parentInfo = stat()
@@ -440,13 +443,6 @@ final class StorageVolumes {
             }
         }
         return part
-    }
-
-    /// The limit that will hold the container (the image's size where one exists), for a
-    /// container not set up yet.
-    func isLimited(_ owner: Owner) -> Bool {
-        if case .unlimited? = volumes[owner]?.holding { return false }
-        return mechanism != .accounting
     }
 
     // MARK: Shutting down

@@ -166,10 +166,11 @@ public final class Supervisor: @unchecked Sendable {
         let started = HostEvent(
             time: Date(), event: .started,
             detail: "suspension: \(suspensionNote); sandbox: \(sandboxNote); memory: \(memoryNote); background: \(backgroundNote); "
-                + "storage: \(storageMechanism.rawValue) (\(policy.storageLimit.mebibytes) per app, \(policy.appGroupStorageLimit.mebibytes) per app group), \(storageNote)")
+                + "storage: \(storageMechanism.rawValue), \(storageNote); limits \(policy.storageLimit.mebibytes) per app, "
+                + "\(policy.appGroupStorageLimit.mebibytes) per app group\(storageMechanism == .accounting ? ", not enforced" : "")")
         queue.async { observer(started) }
         if storageProbe.mechanism == .accounting && configuration.storageMechanism == nil {
-            let warning = HostEvent(time: Date(), event: .warning, detail: "storage is not limited: \(storageNote)")
+            let warning = HostEvent(time: Date(), event: .warning, detail: "storage: accounting only, \(storageNote)")
             queue.async { observer(warning) }
         }
         for path in policy.sharedResources where access(path, F_OK) != 0 {
