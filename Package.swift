@@ -143,7 +143,7 @@ let package = Package(
         ),
         .testTarget(
             name: "EndToEndTests",
-            dependencies: ["CAppHostShims"],
+            dependencies: ["CAppHostShims", "AppHostSystem"],
             swiftSettings: strictSettings
         ),
     ] + apps.map(\.1)

@@ -18,6 +18,8 @@ func benchmarkStatusUnderFlood(executable: String, probe: URL, runs: Int) -> (fl
     defer { try? FileManager.default.removeItem(at: scratch) }
     var configuration = Supervisor.Configuration(stateDirectory: scratch.appendingPathComponent("state"), executable: executable)
     configuration.forwardAppOutput = true
+    // Storage costs are measured on their own (Storage.swift); this host is never shut down.
+    configuration.storageMechanism = .accounting
     let log = EventLog()
     let supervisor = try! Supervisor(configuration: configuration) { log.record($0) }
     var cursor = 0

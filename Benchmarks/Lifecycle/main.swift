@@ -9,6 +9,8 @@
 //   the confinement step (caps, user, Landlock, seccomp)    as a share of the launch
 //   launch of a confined trivial app                    vs  bwrap and firejail running /bin/true
 //   ps answered while another app floods its stdout     vs  ps answered with that app idle
+//   first launch with its container image made and mounted, and later launches
+//                                                        vs  the same launches with accounting only
 //
 // Run: scripts/benchmark (builds in release, bundles Hello, runs this). The machine is shared and
 // noisy: compare the ratios within one run, not absolute numbers across runs.
@@ -173,6 +175,8 @@ func benchmarkApphost(mechanism: SuspensionMechanism, bundle: AppBundle, executa
     var configuration = Supervisor.Configuration(stateDirectory: state, executable: executable)
     configuration.suspension = mechanism
     configuration.forwardAppOutput = false
+    // Storage costs are measured on their own (Storage.swift), against these same launches.
+    configuration.storageMechanism = .accounting
     let log = EventLog()
     let supervisor = try! Supervisor(configuration: configuration) { log.record($0) }
     try! supervisor.install(bundle)
@@ -252,6 +256,9 @@ func benchmarkSharedResourceCheck(executable: String, probe: URL, runs: Int) -> 
     let state = scratch.appendingPathComponent("state")
     var configuration = Supervisor.Configuration(stateDirectory: state, executable: executable)
     configuration.forwardAppOutput = false
+    // Every container on the state directory's file system, the app's lock with the groups: with
+    // a file system per container the lock would be elsewhere and the check would stop early.
+    configuration.storageMechanism = .accounting
     let log = EventLog()
     let supervisor = try! Supervisor(configuration: configuration) { log.record($0) }
     let check = SharedResourceCheck(groupsDirectory: state.resolvingSymlinksInPath().appendingPathComponent("groups").path, declared: [])
@@ -381,6 +388,14 @@ for (index, mechanism) in mechanisms.enumerated() {
     print(row(result.resume, against: rawContinue))
 }
 reportNamespaceCost()
+if let storage = benchmarkStorage(executable: executable, bundle: bundle, runs: max(10, runs / 2)) {
+    print(row(storage.make, against: nil))
+    print(row(storage.mount, against: nil))
+    print(row(storage.first, against: storage.firstBaseline))
+    print(row(storage.later, against: storage.laterBaseline))
+} else {
+    print("storage: disk images are not available here (see apphost doctor)")
+}
 let probe = URL(fileURLWithPath: bundlePath).deletingLastPathComponent().appendingPathComponent("Probe.app")
 if FileManager.default.fileExists(atPath: probe.appendingPathComponent("Info.plist").path) {
     let locks = benchmarkSharedResourceCheck(executable: executable, probe: probe, runs: runs)

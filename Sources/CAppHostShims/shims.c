@@ -61,6 +61,10 @@ void apphost_line_buffer_stdout(void) { setvbuf(stdout, NULL, _IOLBF, 0); }
 
 int apphost_pipe_cloexec(int fds[2]) { return pipe2(fds, O_CLOEXEC); }
 
+int apphost_spawn_close_from(posix_spawn_file_actions_t *actions, int lowfd) {
+    return posix_spawn_file_actions_addclosefrom_np(actions, lowfd);
+}
+
 #ifndef SYS_landlock_create_ruleset
 #define SYS_landlock_create_ruleset 444
 #endif

@@ -47,6 +47,9 @@ struct CommandSession {
                 try supervisor.memoryWarning(app)
             case .memoryPressure(let target):
                 supervisor.memoryPressure(target: target)
+            // What it did to each app is in its storagePressure events.
+            case .storagePressure:
+                supervisor.storagePressure()
             // What each trigger did is in the events it publishes (fetch, runTask, expire, push,
             // conditions, advance), in both output modes.
             case .fetch(let app):
@@ -121,11 +124,12 @@ struct CommandSession {
         }
         func seconds(_ duration: Duration) -> String { String(format: "%.2f s", duration.seconds) }
         func mebibytes(_ bytes: UInt64) -> String { String(format: "%.1f MiB", Double(bytes) / 1_048_576) }
-        var rows = [["NAME", "PID", "STATE", "IN STATE", "CPU FG", "CPU BG", "MEMORY", "PEAK", "TASKS", "BG LEFT", "WAKE-UPS", "VIOLATIONS", "SNAPSHOT"]]
+        var rows = [["NAME", "PID", "STATE", "IN STATE", "CPU FG", "CPU BG", "MEMORY", "PEAK", "STORAGE", "TASKS", "BG LEFT", "WAKE-UPS", "VIOLATIONS", "SNAPSHOT"]]
         for app in apps {
             rows.append([
                 app.name, app.pid.map(String.init) ?? "-", app.state.rawValue, seconds(app.timeInState),
                 seconds(app.cpuForeground), seconds(app.cpuBackground), mebibytes(app.memory), mebibytes(app.peakMemory),
+                app.storage.map { "\(mebibytes($0.bytes)) \($0.limitBytes.map { "of \(mebibytes($0))" } ?? "(no limit)")" } ?? "-",
                 String(app.openBackgroundTasks), app.backgroundTimeRemaining.map(seconds) ?? "-",
                 String(app.backgroundWakeups), String(app.violations),
                 app.snapshot.map { $0.replacingOccurrences(of: "\n", with: " ⏎ ").debugDescription } ?? "-",

@@ -5,14 +5,18 @@ struct Doctor: ParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Report what this kernel and user give apphost, and which mechanisms it will use.")
 
+    @OptionGroup var state: StateOptions
+
     func run() {
-        let report = DoctorReport.probe()
+        var report = DoctorReport.probe()
+        report.probeStorage(stateDirectory: state.stateDirectory)
         for finding in report.findings {
             print("\(finding.available ? "yes" : "no ")  \(finding.name): \(finding.detail)")
         }
         print(report.suspension)
         print(report.sandbox)
         print(report.memory)
+        print(report.storage)
         for guarantee in report.guarantees { print(guarantee) }
     }
 }

@@ -18,6 +18,9 @@ enum HostCommand: Sendable, Equatable {
     /// Simulate memory running short: warn running apps, then end apps (suspended ones first)
     /// until all together use at most this many bytes; without it, end every suspended app.
     case memoryPressure(UInt64?)
+    /// Simulate storage running short: purge the caches and tmp of apps that are not running,
+    /// ending suspended apps first (0xbaddd15c); running apps are left alone.
+    case storagePressure
     /// Deliver `application(_:performFetchWithCompletionHandler:)` now.
     case fetch(String)
     /// Run a registered BGTaskScheduler task now, due or not.
@@ -88,6 +91,9 @@ enum HostCommand: Sendable, Equatable {
                 throw CommandError("MIB must be a number of MiB the apps must fit in, not \(text)")
             }
             return .memoryPressure(UInt64(mebibytes * 1_048_576))
+        case "storage-pressure":
+            try count(0...0, "storage-pressure")
+            return .storagePressure
         case "fetch":
             try count(1...1, "fetch APP")
             return .fetch(arguments[0])
@@ -133,7 +139,7 @@ enum HostCommand: Sendable, Equatable {
         default:
             throw CommandError(
                 "unknown command \(verb); commands: home, open, interrupt, wake, terminate, memory-warning, memory-pressure, "
-                    + "fetch, run-task, expire, push, power, network, advance, tasks, sleep, wait, ps, quit")
+                    + "storage-pressure, fetch, run-task, expire, push, power, network, advance, tasks, sleep, wait, ps, quit")
         }
     }
 }

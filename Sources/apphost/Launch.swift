@@ -10,7 +10,7 @@ struct Launch: AsyncParsableCommand {
             Prints one line per life-cycle event (--json: JSON lines). Reads commands from --script FILE \
             and then from standard input, one per line:
               home | open APP | interrupt APP [SECONDS] | wake APP | terminate APP | memory-warning [APP]
-              memory-pressure [MIB] | fetch APP | run-task APP IDENTIFIER | expire APP [IDENTIFIER]
+              memory-pressure [MIB] | storage-pressure | fetch APP | run-task APP IDENTIFIER | expire APP [IDENTIFIER]
               push APP FILE.json | power plugged|battery | network online|offline | advance SECONDS | tasks
               sleep SECONDS | wait APP STATE [TIMEOUT] | ps | quit
             APP is a bundle's CFBundleName or identifier; STATE is inactive, active, background, suspended \
@@ -46,6 +46,9 @@ struct Launch: AsyncParsableCommand {
     @Option(help: "How to hold apps to their memory limits: auto (the cgroup v1 memory controller where possible, else sampling), cgroup, or sampling.")
     var memoryEnforcement: MemoryEnforcementChoice = .auto
 
+    @Option(help: "How to hold containers to their storage limits: auto (project quotas where the state directory's file system has them, else a disk image per container, else accounting only), project-quota, disk-image, or accounting.")
+    var storage: StorageChoice = .auto
+
     @Argument(help: ArgumentHelp("App bundles (Name.app directories).", valueName: "bundle"))
     var bundles: [String]
 
@@ -72,6 +75,7 @@ struct Launch: AsyncParsableCommand {
         configuration.power = PowerState(rawValue: power.rawValue) ?? .plugged
         configuration.network = NetworkState(rawValue: network.rawValue) ?? .online
         configuration.backgroundAppRefresh = !noBackgroundAppRefresh
+        configuration.storageMechanism = storage.mechanism
 
         let printer = EventPrinter(json: json)
         let firstLaunch = FirstLaunch(identifier: appBundles[0].identifier, label: appBundles[0].url.lastPathComponent)
@@ -82,6 +86,7 @@ struct Launch: AsyncParsableCommand {
                 firstLaunch.observe(event)
             }
             for bundle in appBundles { try supervisor.install(bundle) }
+            firstLaunch.beforeExit = { supervisor.releaseStorage() }
         } catch {
             fail("\(error)")
         }
@@ -186,6 +191,16 @@ enum MemoryEnforcementChoice: String, ExpressibleByArgument, CaseIterable {
     }
 }
 
+/// `--storage`: StorageMechanism's values, or auto.
+enum StorageChoice: String, ExpressibleByArgument, CaseIterable {
+    case auto
+    case projectQuota = "project-quota"
+    case diskImage = "disk-image"
+    case accounting
+
+    var mechanism: StorageMechanism? { StorageMechanism(rawValue: rawValue) }
+}
+
 /// `--power`: PowerState's values.
 enum PowerChoice: String, ExpressibleByArgument, CaseIterable {
     case plugged
@@ -223,6 +238,14 @@ final class FirstLaunch: Sendable {
     private let identifier: String
     private let label: String
     private let state = Mutex(State())
+    private let exitHook = Mutex<(@Sendable () -> Void)?>(nil)
+
+    /// Run before the host exits because the first app cannot launch (it releases the storage
+    /// the launch mounted).
+    var beforeExit: (@Sendable () -> Void)? {
+        get { exitHook.withLock { $0 } }
+        set { exitHook.withLock { $0 = newValue } }
+    }
 
     init(identifier: String, label: String) {
         self.identifier = identifier
@@ -242,6 +265,7 @@ final class FirstLaunch: Sendable {
             }
             if !isDecided {
                 FileHandle.standardError.write(Data("apphost: \(label) cannot launch: \(termination.reason)\n".utf8))
+                beforeExit?()
                 Foundation.exit(1)
             }
         default:

@@ -18,6 +18,7 @@ import Testing
         #expect(try HostCommand.parse("memory-pressure") == .memoryPressure(nil))
         #expect(try HostCommand.parse("memory-pressure 1.5") == .memoryPressure(1_572_864))
         #expect(try HostCommand.parse("ps") == .ps)
+        #expect(try HostCommand.parse("storage-pressure") == .storagePressure)
         #expect(try HostCommand.parse("fetch Weather") == .fetch("Weather"))
         #expect(try HostCommand.parse("run-task Weather com.example.refresh") == .runTask("Weather", identifier: "com.example.refresh"))
         #expect(try HostCommand.parse("expire Weather") == .expire("Weather", identifier: nil))
@@ -41,8 +42,9 @@ import Testing
         #expect(throws: CommandError("power must be plugged or battery, not mains")) { try HostCommand.parse("power mains") }
         #expect(throws: CommandError("network must be online or offline, not wifi")) { try HostCommand.parse("network wifi") }
         #expect(throws: CommandError("usage: run-task APP IDENTIFIER")) { try HostCommand.parse("run-task Weather") }
+        #expect(throws: CommandError("usage: storage-pressure")) { try HostCommand.parse("storage-pressure 100") }
         #expect(throws: CommandError("SECONDS must be a number of seconds, not tomorrow")) { try HostCommand.parse("advance tomorrow") }
-        #expect(throws: CommandError("unknown command launch; commands: home, open, interrupt, wake, terminate, memory-warning, memory-pressure, fetch, run-task, expire, push, power, network, advance, tasks, sleep, wait, ps, quit")) {
+        #expect(throws: CommandError("unknown command launch; commands: home, open, interrupt, wake, terminate, memory-warning, memory-pressure, storage-pressure, fetch, run-task, expire, push, power, network, advance, tasks, sleep, wait, ps, quit")) {
             try HostCommand.parse("launch Notes")
         }
     }

@@ -16,6 +16,9 @@ public struct DoctorReport: Sendable {
     }
 
     public var findings: [Finding] = []
+    /// How containers would be held to their storage limits (`probeStorage`).
+    public var storageMechanism: StorageMechanism?
+    var storageNote: String?
 
     /// Probes the machine. Creates and removes a throwaway cgroup to prove the freezer works.
     /// `initExecutable`: apphost-init, by default beside the running binary.
@@ -117,6 +120,11 @@ public struct DoctorReport: Sendable {
         lines.append(has("Landlock")
             ? "holds: no app reads outside its containers, its bundle and the system's libraries and configuration (Landlock)"
             : "DEGRADED: an app reads whatever its user may read (no Landlock)")
+        switch storageMechanism {
+        case .projectQuota?: lines.append("holds: no app stores more than its storage limit (a project quota per container)")
+        case .diskImage?: lines.append("holds: no app stores more than its storage limit (a size-limited disk image per container)")
+        case .accounting?, nil: lines.append("DEGRADED: an app can fill the host's disk (storage is only accounted: no project quotas, no disk images)")
+        }
         return lines
     }
 
@@ -135,7 +143,7 @@ public struct DoctorReport: Sendable {
             : "suspension: SIGSTOP, degraded (verified by /proc/PID/task/*/stat)"
     }
 
-    private mutating func add(_ name: String, _ available: Bool, _ detail: String) {
+    mutating func add(_ name: String, _ available: Bool, _ detail: String) {
         findings.append(Finding(name: name, available: available, detail: detail))
     }
 }

@@ -77,6 +77,17 @@ public struct Policy: Sendable, Equatable {
     /// has one open when it would be suspended is ended with 0xdead10cc.
     public var sharedResources: [String] = []
 
+    /// The disk space an app's container (Documents, Library, tmp) may take, in bytes: the size
+    /// of its file system, or its project quota. 2 GiB is far more than an ordinary app keeps
+    /// (iOS sets no per-app figure; its apps meet the device's free space), yet bounds what one
+    /// runaway app takes from a host shared by several; an image is sparse, so the default
+    /// costs no disk until used.
+    public var storageLimit: UInt64 = 2048 << 20
+    /// The disk space each app-group container may take, in bytes, shared by the group's apps.
+    public var appGroupStorageLimit: UInt64 = 1024 << 20
+    /// The smallest storage limit: an ext4 file system's journal and tables need a few MiB.
+    public static let minimumStorageLimit: UInt64 = 16 << 20
+
     public init() {}
 
     /// "FIRST-LAST" as a range of ids, nil if malformed or empty.
@@ -97,6 +108,9 @@ public struct Policy: Sendable, Equatable {
         }
         for path in sharedResources where !path.hasPrefix("/") {
             throw PolicyError("sharedResources: \(path) is not an absolute path")
+        }
+        for (key, limit) in [("storageLimit", storageLimit), ("appGroupStorageLimit", appGroupStorageLimit)] where limit < Self.minimumStorageLimit {
+            throw PolicyError("\(key) (\(limit.mebibytes)) must be at least \(Self.minimumStorageLimit.mebibytes): a container's file system needs room for its own bookkeeping")
         }
         guard expirationWarning < backgroundTime else {
             throw PolicyError(

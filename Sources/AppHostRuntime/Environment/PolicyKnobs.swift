@@ -129,6 +129,11 @@ extension Policy {
               "Pending BGAppRefreshTaskRequests per app"),
         .init("maximumPendingProcessingRequests", "maximum-pending-processing-requests", .count(\.maximumPendingProcessingRequests),
               "Pending BGProcessingTaskRequests per app"),
+        // Storage (README.md, "Storage limits").
+        .init("storageLimit", "storage-limit", .mebibytes(\.storageLimit),
+              "Disk space an app's container may take (Documents, Library, tmp): the size of its file system, or its project quota"),
+        .init("appGroupStorageLimit", "app-group-storage-limit", .mebibytes(\.appGroupStorageLimit),
+              "Disk space each app-group container may take, shared by the group's apps"),
     ]
 
     /// The knob of a policy-file key; a key missing from `knobs` is a programming error.

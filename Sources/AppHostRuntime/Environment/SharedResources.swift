@@ -86,9 +86,7 @@ public struct SharedResourceCheck: Sendable {
 
     /// What the processes `pids` (an app and its children) hold now.
     public func held(by pids: [Int32]) -> [HeldResource] {
-        var groupsInfo = stat()
-        let groupsDevice: UInt64? = stat(groupsDirectory, &groupsInfo) == 0 ? UInt64(groupsInfo.st_dev) : nil
-        let locked = groupsDevice.map { lockedInodes(onDevice: $0) } ?? []
+        let locked = lockedInodes(onDevices: groupDevices())
 
         var declaredFiles: [FileID: String] = [:]
         var declaredSockets: [FileID: String] = [:]
@@ -134,8 +132,21 @@ public struct SharedResourceCheck: Sendable {
         return held
     }
 
-    /// Devices and inodes with a lock held (not merely requested) on `device`, from /proc/locks.
-    private func lockedInodes(onDevice device: UInt64) -> Set<FileID> {
+    /// The file systems app-group containers live on: the state directory's, and each group's
+    /// own where its storage is a mounted disk image.
+    private func groupDevices() -> Set<UInt64> {
+        var info = stat()
+        guard stat(groupsDirectory, &info) == 0 else { return [] }
+        var devices: Set<UInt64> = [UInt64(info.st_dev)]
+        for name in directoryEntries(groupsDirectory) where stat(groupsDirectory + "/" + name, &info) == 0 {
+            devices.insert(UInt64(info.st_dev))
+        }
+        return devices
+    }
+
+    /// Devices and inodes with a lock held (not merely requested) on `devices`, from /proc/locks.
+    private func lockedInodes(onDevices devices: Set<UInt64>) -> Set<FileID> {
+        guard !devices.isEmpty else { return [] }
         var result = Set<FileID>()
         for line in readSmallFile("/proc/locks").split(separator: "\n") where !line.contains("->") {
             // "1: POSIX  ADVISORY  WRITE 4242 fe:00:1234 0 EOF"
@@ -146,7 +157,7 @@ public struct SharedResourceCheck: Sendable {
                   let inode = UInt64(parts[2])
             else { continue }
             let lockDevice = apphost_makedev(major, minor)
-            if lockDevice == device { result.insert(FileID(device: lockDevice, inode: inode)) }
+            if devices.contains(lockDevice) { result.insert(FileID(device: lockDevice, inode: inode)) }
         }
         return result
     }

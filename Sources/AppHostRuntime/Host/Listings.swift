@@ -21,10 +21,13 @@ public struct AppStatus: Sendable, Equatable, Encodable {
     /// Launches into the background and resumptions there, since the host started.
     public var backgroundWakeups: Int
     public var snapshot: String?
+    /// Disk space of its container and its app groups', and the limits that hold them.
+    public var storage: StorageUsage?
 
     private enum CodingKeys: String, CodingKey {
         case event, time, app, name, pid, state, timeInState, openBackgroundTasks, backgroundTimeRemaining
         case cpuForeground, cpuBackground, violations, memory, peakMemory, backgroundWakeups, snapshot
+        case storageBytes, storageLimitBytes, storageMechanism, storage
     }
 
     public func encode(to encoder: any Encoder) throws {
@@ -45,6 +48,12 @@ public struct AppStatus: Sendable, Equatable, Encodable {
         try container.encode(peakMemory, forKey: .peakMemory)
         try container.encode(backgroundWakeups, forKey: .backgroundWakeups)
         try container.encodeIfPresent(snapshot, forKey: .snapshot)
+        if let storage {
+            try container.encode(storage.bytes, forKey: .storageBytes)
+            try container.encodeIfPresent(storage.limitBytes, forKey: .storageLimitBytes)
+            try container.encode(storage.mechanism.rawValue, forKey: .storageMechanism)
+            try container.encode(storage.parts, forKey: .storage)
+        }
     }
 }
 

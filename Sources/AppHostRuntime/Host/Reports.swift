@@ -33,6 +33,7 @@ public struct ReportStore: Sendable {
         var violationCount: Int
         var violations: [SandboxViolation]
         var lastEvents: [HostEvent]
+        var storage: StorageUsage?
     }
 
     /// Writes the report atomically (a temporary file renamed into place) and returns its path.

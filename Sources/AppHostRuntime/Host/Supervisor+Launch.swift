@@ -73,6 +73,8 @@ extension Supervisor {
                         detail: "its container was tampered with: \(repair)"), run: run)
                 }
             }
+            // Storage limits first: the file systems (or quotas) the containers below live in.
+            prepareStorage(for: bundle, run: run)
             container = try Containers.prepare(for: bundle, in: configuration.stateDirectory, owner: owner, repairs: &repairs)
             var groupContainers: [String: String] = [:]
             for (index, group) in bundle.appGroups.enumerated() {

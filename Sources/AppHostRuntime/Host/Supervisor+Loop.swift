@@ -174,7 +174,7 @@ extension Supervisor {
                 backgroundTimeRemaining: run.backgroundTimeRemainingAtEnd,
                 held: run.held,
                 violationCount: run.violationCount, violations: run.violations,
-                lastEvents: run.events)).path
+                lastEvents: run.events, storage: storageUsage(of: record.bundle))).path
         } catch {
             publish(HostEvent(time: Date(), event: .warning, detail: "cannot write the report of \(record.bundle.name): \(error)"), run: nil)
         }
@@ -185,6 +185,7 @@ extension Supervisor {
         publish(HostEvent(
             time: Date(), app: record.bundle.identifier, name: record.bundle.name, pid: pid, event: .terminated,
             state: .terminated, termination: termination, report: reportPath), run: run)
+        purgeIfPending(record)
         resolveWaiters(for: record)
         resumeShutdownIfDone()
     }
@@ -210,6 +211,7 @@ extension Supervisor {
         let continuations = shutdownContinuations
         shutdownContinuations = []
         environment.remove()
+        for line in storage.unmountAll() { publish(HostEvent(time: Date(), event: .warning, detail: line), run: nil) }
         continuations.forEach { $0.resume() }
     }
 }

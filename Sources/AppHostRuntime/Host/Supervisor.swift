@@ -42,6 +42,9 @@ public final class Supervisor: @unchecked Sendable {
         /// Each app in a PID and a mount namespace of its own, where the machine allows it
         /// (off: as on a machine that does not; the benchmark measures what they cost).
         public var namespaces = true
+        /// Forces how containers are held to their storage limits; nil picks the best the
+        /// state directory's machine offers (project quotas, else disk images, else accounting).
+        public var storageMechanism: StorageMechanism?
 
         public init(stateDirectory: URL, executable: String) {
             self.stateDirectory = stateDirectory
@@ -59,6 +62,9 @@ public final class Supervisor: @unchecked Sendable {
     public let memoryEnforcement: MemoryEnforcement
     /// The memory all apps together may use (the policy's, or three quarters of the host's).
     public let memoryBudget: UInt64
+    /// How this host holds containers to their storage limits, and one line saying so.
+    public let storageMechanism: StorageMechanism
+    public let storageNote: String
 
     let queue = DispatchQueue(label: "apphost.supervisor", qos: .userInitiated)
     /// Where the apps' libraries live: the host runs the same binary, so its own.
@@ -98,6 +104,11 @@ public final class Supervisor: @unchecked Sendable {
     /// Inputs waiting for the machine while another input's actions are performed.
     var inputs: [(AppRecord, AppRun, LifecycleMachine.Input)] = []
     var isDraining = false
+    /// Every container's and app-group container's storage (Supervisor+Storage.swift).
+    let storage: StorageVolumes
+    /// Apps ended by storage pressure (or ending when it came) whose caches are purged once
+    /// their process is gone.
+    var pendingPurges: Set<ObjectIdentifier> = []
 
     /// Creates a host. `observer` receives every event, on the supervisor's queue.
     public init(
@@ -122,6 +133,10 @@ public final class Supervisor: @unchecked Sendable {
                 "app users cannot reach their containers in \(configuration.stateDirectory.path): \(reason); "
                     + "choose another --state-dir (the default for root is /var/lib/apphost/INSTANCE)", code: .unavailable)
         }
+        let storageProbe = try StorageProbe.probe(stateDirectory: configuration.stateDirectory, requested: configuration.storageMechanism)
+        storageMechanism = storageProbe.mechanism
+        storageNote = storageProbe.note
+        storage = StorageVolumes(mechanism: storageProbe.mechanism, stateDirectory: configuration.stateDirectory, device: storageProbe.device)
         environment = try HostEnvironment(
             instance: configuration.instance, suspension: configuration.suspension, memory: configuration.memoryEnforcement,
             namespaces: configuration.namespaces ? configuration.initExecutable : nil, queue: queue)
@@ -158,12 +173,19 @@ public final class Supervisor: @unchecked Sendable {
             + "background app refresh \(configuration.backgroundAppRefresh ? "on" : "off"), \(pending) pending task request\(pending == 1 ? "" : "s")"
         let started = HostEvent(
             time: Date(), event: .started,
-            detail: "suspension: \(suspensionNote); sandbox: \(sandboxNote); memory: \(memoryNote); background: \(backgroundNote)")
+            detail: "suspension: \(suspensionNote); sandbox: \(sandboxNote); memory: \(memoryNote); background: \(backgroundNote); "
+                + "storage: \(storageMechanism.rawValue), \(storageNote); limits \(policy.storageLimit.mebibytes) per app, "
+                + "\(policy.appGroupStorageLimit.mebibytes) per app group\(storageMechanism == .accounting ? ", not enforced" : "")")
         queue.async { observer(started) }
+        if storageProbe.mechanism == .accounting && configuration.storageMechanism == nil {
+            let warning = HostEvent(time: Date(), event: .warning, detail: "storage: accounting only, \(storageNote)")
+            queue.async { observer(warning) }
+        }
         for path in policy.sharedResources where access(path, F_OK) != 0 {
             let warning = HostEvent(time: Date(), event: .warning, detail: "the shared resource \(path) does not exist (yet); it is checked at each suspension")
             queue.async { observer(warning) }
         }
+        queue.setSpecific(key: Self.queueKey, value: ())
         sampler.setEventHandler { [weak self] in self?.sample() }
         sampler.schedule(deadline: .distantFuture)
         sampler.activate()
@@ -180,6 +202,7 @@ public final class Supervisor: @unchecked Sendable {
         schedulerTimer.cancel()
         pressureTimer.cancel()
         environment.remove()
+        _ = storage.unmountAll()
     }
 
     // MARK: Commands
@@ -348,7 +371,8 @@ public final class Supervisor: @unchecked Sendable {
                     memory: footprint ?? run?.memory ?? 0,
                     peakMemory: max(run?.peakMemory ?? 0, footprint ?? 0),
                     backgroundWakeups: record.backgroundWakeups,
-                    snapshot: run?.snapshot)
+                    snapshot: run?.snapshot,
+                    storage: storageUsage(of: record.bundle))
             }
         }
     }

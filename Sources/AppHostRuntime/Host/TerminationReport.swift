@@ -67,6 +67,12 @@ public struct TerminationReport: Codable, Sendable, Equatable {
         public var backgroundWakeups: Int
         public var violations: Int
         public var backgroundTimeRemainingSeconds: Double?
+        /// Disk space of its container and app groups at its end, and the limits that held them
+        /// (absent from reports written before storage was accounted).
+        public var storageBytes: UInt64?
+        public var storageLimitBytes: UInt64?
+        public var storageMechanism: String?
+        public var storage: [StoragePart]?
     }
 
     public struct Event: Codable, Sendable, Equatable {
@@ -108,7 +114,9 @@ public struct TerminationReport: Codable, Sendable, Equatable {
             cpuBackgroundSeconds: contents.cpuBackground.seconds, memoryBytes: contents.memory, peakMemoryBytes: contents.peakMemory,
             maximumResidentBytes: contents.exit.maximumResidentBytes, openBackgroundTasks: contents.openBackgroundTasks.count,
             backgroundWakeups: contents.backgroundWakeups, violations: contents.violationCount,
-            backgroundTimeRemainingSeconds: contents.backgroundTimeRemaining?.seconds)
+            backgroundTimeRemainingSeconds: contents.backgroundTimeRemaining?.seconds,
+            storageBytes: contents.storage?.bytes, storageLimitBytes: contents.storage?.limitBytes,
+            storageMechanism: contents.storage?.mechanism.rawValue, storage: contents.storage?.parts)
         lastEvents = contents.lastEvents.map { Event(time: $0.time, event: $0.event, state: $0.state, detail: $0.detail) }
     }
 

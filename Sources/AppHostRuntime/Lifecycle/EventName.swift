@@ -57,6 +57,10 @@ public struct EventName: RawRepresentable, Hashable, Sendable, Codable, CustomSt
     public static let sandboxed = EventName(rawValue: "sandboxed")
     public static let violation = EventName(rawValue: "violation")
     public static let memoryPressure = EventName(rawValue: "memoryPressure")
+    /// A container's storage set up (a file system made or mounted, with its cost).
+    public static let storage = EventName(rawValue: "storage")
+    /// What `storage-pressure` did to one app: purged (and how much), ended, or left alone.
+    public static let storagePressure = EventName(rawValue: "storagePressure")
     // The host.
     public static let started = EventName(rawValue: "started")
     public static let warning = EventName(rawValue: "warning")

@@ -43,6 +43,8 @@ public struct TerminationCode: RawRepresentable, Hashable, Sendable, CustomStrin
     /// Background work not completed in time: a fetch or remote notification's completion
     /// handler not called, a BGTaskScheduler task not completed after its expiration.
     public static let backgroundWorkOverrun = TerminationCode(rawValue: 0x2182_bad4)
+    /// "bad disc": a suspended app ended while its caches are reclaimed under storage pressure.
+    public static let cachesReclaimed = TerminationCode(rawValue: 0xbadd_d15c)
 
     public var description: String { "0x" + String(rawValue, radix: 16) }
 }
@@ -89,6 +91,9 @@ public struct Termination: Sendable, Equatable {
         /// The host could not verify that every thread of the app stopped within the policy's
         /// `suspendTimeout`, so it could not be suspended.
         public static let suspensionFailed = Kind(rawValue: "suspension-failed")
+        /// Ended while suspended so that its caches and temporary files could be purged under
+        /// storage pressure (0xbaddd15c).
+        public static let storagePressure = Kind(rawValue: "storage-pressure")
 
         public var description: String { rawValue }
     }

@@ -39,6 +39,9 @@ void apphost_line_buffer_stdout(void);
 int apphost_pipe_cloexec(int fds[2]);
 
 
+/// posix_spawn_file_actions_addclosefrom_np (glibc 2.34): close every fd >= lowfd in the child.
+int apphost_spawn_close_from(posix_spawn_file_actions_t *actions, int lowfd);
+
 /// landlock_create_ruleset(NULL, 0, LANDLOCK_CREATE_RULESET_VERSION): the kernel's Landlock ABI
 /// version, or -1 (errno ENOSYS or EOPNOTSUPP) where Landlock is missing or disabled.
 int apphost_landlock_abi_version(void);

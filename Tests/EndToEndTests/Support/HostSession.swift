@@ -65,7 +65,10 @@ final class Scratch {
         try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
     }
 
-    deinit { try? FileManager.default.removeItem(at: url) }
+    deinit {
+        unmountEverything(under: url.path)
+        try? FileManager.default.removeItem(at: url)
+    }
 
     var stateDirectory: URL { url.appendingPathComponent("state") }
 
@@ -114,8 +117,28 @@ final class Scratch {
 
     /// What the Probe app with this name recorded, line by line.
     func recorded(_ name: String) -> [String] {
-        let log = stateDirectory.appendingPathComponent("containers/test.\(name.lowercased())/Documents/lifecycle.log")
-        return ((try? String(contentsOf: log, encoding: .utf8)) ?? "").split(separator: "\n").map(String.init)
+        let text = containerFile("test.\(name.lowercased())", "Documents/lifecycle.log").map { String(decoding: $0, as: UTF8.self) }
+        return (text ?? "").split(separator: "\n").map(String.init)
+    }
+
+    /// A file of a container, while its host runs or after: once the host has unmounted the
+    /// container's file system (a disk image, README.md "Storage limits"), it is read from
+    /// the image with debugfs, without mounting it.
+    func containerFile(_ identifier: String, _ relative: String) -> Data? {
+        let plain = stateDirectory.appendingPathComponent("containers/\(identifier)/\(relative)")
+        if let data = try? Data(contentsOf: plain) { return data }
+        let image = stateDirectory.appendingPathComponent("storage/containers/\(identifier).ext4")
+        guard FileManager.default.fileExists(atPath: image.path) else { return nil }
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/sbin/debugfs")
+        process.arguments = ["-R", "cat /\(relative)", image.path]
+        let output = Pipe()
+        process.standardOutput = output
+        process.standardError = FileHandle.nullDevice
+        guard (try? process.run()) != nil else { return nil }
+        let data = output.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        return process.terminationStatus == 0 ? data : nil
     }
 
     /// The recorded callbacks with the state each saw, e.g. "didBecomeActive active".
@@ -336,6 +359,19 @@ extension HostSession {
 }
 
 struct WaitFailed: Error {}
+
+/// Unmounts what a host killed before its shutdown left mounted under `path` (its containers'
+/// file systems), deepest first, lazily: their loop devices detach once nothing uses them.
+func unmountEverything(under path: String) {
+    let mountInfo = (try? String(contentsOfFile: "/proc/self/mountinfo", encoding: .utf8)) ?? ""
+    let points = mountInfo.split(separator: "\n").compactMap { line -> String? in
+        let fields = line.split(separator: " ")
+        guard fields.count > 4 else { return nil }
+        let point = String(fields[4]).replacingOccurrences(of: "\\040", with: " ")
+        return point.hasPrefix(path + "/") ? point : nil
+    }
+    for point in points.sorted(by: { $0.count > $1.count }) { _ = apphost_unmount(point, 1) }
+}
 
 /// Runs `apphost ARGUMENTS` to completion and returns its status and output.
 func runApphost(_ arguments: [String], timeout: Double = 30) throws -> (status: Int32, output: String, error: String) {

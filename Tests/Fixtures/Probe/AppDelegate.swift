@@ -40,6 +40,7 @@ final class AppDelegate: ApplicationDelegate {
             Thread.sleep(forTimeInterval: behavior["blockSeconds"] as? Double ?? 3600)
         }
         backgroundSetup(in: name, application)
+        storageProbes(in: name)
     }
 
     private func crash() {

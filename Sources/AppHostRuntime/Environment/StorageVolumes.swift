@@ -1,0 +1,511 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import Foundation
+import AppHostSystem
+import CAppHostShims
+
+/// The storage of one host's containers and app-group containers: each held to its limit by
+/// the host's mechanism (a disk image mounted over it, or a project quota), measured cheaply
+/// (statfs of its file system, a quota query; a walk only where nothing limits it), and set up
+/// at the first launch that needs it, so later launches pay one stat. Used on the supervisor's
+/// queue only.
+final class StorageVolumes {
+    /// Whose storage: an app's container or an app group's.
+    enum Owner: Hashable, CustomStringConvertible {
+        case app(String)
+        case group(String)
+
+        var identifier: String {
+            switch self {
+            case .app(let id), .group(let id): id
+            }
+        }
+
+        var kind: String {
+            switch self {
+            case .app: "container"
+            case .group: "group"
+            }
+        }
+
+        /// The directory under the state directory that holds such containers.
+        var directory: String {
+            switch self {
+            case .app: "containers"
+            case .group: "groups"
+            }
+        }
+
+        var description: String {
+            switch self {
+            case .app(let id): "the container of \(id)"
+            case .group(let id): "the app-group container \(id)"
+            }
+        }
+    }
+
+    /// Something to tell the person running the host: a `storage` event (a file system made or
+    /// mounted, with what it cost) or a `warning`.
+    struct Notice: Equatable {
+        var warning: Bool
+        var text: String
+        var elapsed: Duration?
+    }
+
+    private enum Holding {
+        /// The image is mounted over the container; `device` is its file system's.
+        case mounted(device: UInt64, loop: UInt32)
+        /// The container's files carry this project, whose quota holds them.
+        case quota(project: UInt32)
+        /// Nothing holds it (accounting only), and why.
+        case unlimited(String)
+    }
+
+    private struct Volume {
+        var holding: Holding
+        /// The limit that holds it, in bytes (nil when unlimited).
+        var limit: UInt64?
+    }
+
+    let mechanism: StorageMechanism
+    let stateDirectory: URL
+    /// The state directory's block device (quotactl's fallback).
+    private let device: String?
+    private var volumes: [Owner: Volume] = [:]
+    private var projects: ProjectTable?
+
+    init(mechanism: StorageMechanism, stateDirectory: URL, device: String?) {
+        self.mechanism = mechanism
+        self.stateDirectory = stateDirectory
+        self.device = device
+        if mechanism == .projectQuota { projects = ProjectTable(file: imagesDirectory.appendingPathComponent("projects.json")) }
+    }
+
+    /// Where images (and the project table) live: the host's alone.
+    var imagesDirectory: URL { stateDirectory.appendingPathComponent("storage", isDirectory: true) }
+
+    func containerPath(_ owner: Owner) -> String {
+        stateDirectory.appendingPathComponent(owner.directory).appendingPathComponent(owner.identifier).path
+    }
+
+    func imagePath(_ owner: Owner) -> String {
+        imagesDirectory.appendingPathComponent(owner.directory).appendingPathComponent(owner.identifier + ".ext4").path
+    }
+
+    // MARK: Setting up
+
+    /// Makes sure the container exists and is held to `limit` by the host's mechanism. Never
+    /// throws: where the mechanism fails for this container, it runs unlimited and a warning
+    /// says why (a container's data is never dropped to enforce a limit).
+    func prepare(_ owner: Owner, limit: UInt64) -> [Notice] {
+        switch mechanism {
+        case .accounting:
+            guard volumes[owner] == nil else { return [] }
+            volumes[owner] = Volume(holding: .unlimited("accounting only"), limit: nil)
+            return recoverFromImage(owner)
+        case .diskImage:
+            if let volume = volumes[owner], case .mounted(let device, _) = volume.holding, currentDevice(owner) == device { return [] }
+            return prepareImage(owner, limit: limit)
+        case .projectQuota:
+            if let volume = volumes[owner], case .quota = volume.holding { return [] }
+            return prepareQuota(owner, limit: limit)
+        }
+    }
+
+    /// The device of the file system at the container's path now (a stat).
+    private func currentDevice(_ owner: Owner) -> UInt64? {
+        var info = stat()
+        return lstat(containerPath(owner), &info) == 0 ? UInt64(info.st_dev) : nil
+    }
+
+    /// Opens (creating it if needed) `STATE/containers/` or `STATE/groups/`, mode 0711.
+    private func parentDirectory(_ owner: Owner) throws -> DirectoryHandle {
+        let parent = stateDirectory.appendingPathComponent(owner.directory, isDirectory: true)
+        try FileManager.default.createDirectory(at: parent, withIntermediateDirectories: true)
+        try valueOrErrno("chmod \(parent.path)") { chmod(parent.path, 0o711) }
+        return try DirectoryHandle(path: parent.path)
+    }
+
+    /// The container directory in `parent`, made (0700; the container's own preparation sets
+    /// its owner and mode) if missing. Never follows a link.
+    private func containerDirectory(_ owner: Owner, in parent: borrowing DirectoryHandle) throws(SystemError) -> DirectoryHandle {
+        let name = EntryName(owner.identifier)
+        do {
+            let parentFD = parent.fd
+            try valueOrErrno("mkdir \(containerPath(owner))") { mkdirat(parentFD, name.bytes, 0o700) }
+        } catch where error.errno == EEXIST {}
+        return try parent.open(name)
+    }
+
+    /// Why a container is left unlimited.
+    private struct Unlimited: Error, CustomStringConvertible {
+        var description: String
+    }
+
+    private func prepareImage(_ owner: Owner, limit: UInt64) -> [Notice] {
+        var notices: [Notice] = []
+        do {
+            try FileManager.default.createDirectory(
+                at: imagesDirectory.appendingPathComponent(owner.directory), withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+            try valueOrErrno("chmod \(imagesDirectory.path)") { chmod(imagesDirectory.path, 0o700) }
+            if try adoptMounted(owner, limit: limit, notices: &notices) { return notices }
+            try mountImage(owner, limit: limit, notices: &notices)
+        } catch {
+            volumes[owner] = Volume(holding: .unlimited("\(error)"), limit: nil)
+            notices.append(Notice(warning: true, text: "\(owner) is not limited: \(error)"))
+        }
+        return notices
+    }
+
+    /// A container found mounted: by a host killed before it could unmount (its apps are gone
+    /// with it), or by something else. True when its image is kept mounted as it is (grown if
+    /// the limit grew); false when it is not mounted (any more: to shrink, it is unmounted).
+    private func adoptMounted(_ owner: Owner, limit: UInt64, notices: inout [Notice]) throws -> Bool {
+        let clock = ContinuousClock()
+        let started = clock.now
+        let path = containerPath(owner), image = imagePath(owner)
+        let parent = try parentDirectory(owner)
+        let directory = try containerDirectory(owner, in: parent)
+        let device = UInt64(try directory.status().st_dev)
+        guard device != UInt64(try parent.status().st_dev) else { return false }
+        guard DiskImage.backingFile(ofDevice: device) == image else {
+            throw Unlimited(description: "something other than its image is mounted on \(path); it is left as it is")
+        }
+        let size = DiskImage.fileSystemSize(of: image) ?? limit
+        guard size == limit else {
+            // To be resized, the file system must be unmounted first.
+            try valueOrErrno("unmount \(path)") { apphost_unmount(path, 0) }
+            return false
+        }
+        volumes[owner] = Volume(holding: .mounted(device: device, loop: DiskImage.loopIndex(ofDevice: device)), limit: size)
+        notices.append(Notice(warning: false, text: "\(owner): reused its file system, left mounted by an earlier host", elapsed: started.duration(to: clock.now)))
+        return true
+    }
+
+    /// Makes the image if there is none (or shrinks it to a lower limit), mounts it over the
+    /// container, and moves into it what the plain directory holds (made before this host
+    /// limited storage, or by a host that could not).
+    private func mountImage(_ owner: Owner, limit: UInt64, notices: inout [Notice]) throws {
+        let clock = ContinuousClock()
+        let path = containerPath(owner), image = imagePath(owner)
+        let parent = try parentDirectory(owner)
+        let plain = try containerDirectory(owner, in: parent)
+        guard UInt64(try plain.status().st_dev) == UInt64(try parent.status().st_dev) else {
+            throw Unlimited(description: "\(path) is still mounted after unmounting it")
+        }
+        let existing = try plain.entries()
+        // mke2fs makes lost+found, and e2fsck (run before a resize) makes it again: an app's
+        // container has none.
+        var madeLostAndFound = false
+        var effective = limit
+        if let size = DiskImage.fileSystemSize(of: image), size != limit {
+            madeLostAndFound = true
+            let resizing = clock.now
+            if size < limit {
+                do {
+                    try DiskImage.grow(image, from: size, to: limit)
+                    notices.append(Notice(
+                        warning: false, text: "\(owner): its file system grew from \(size.mebibytes) to \(limit.mebibytes)", elapsed: resizing.duration(to: clock.now)))
+                } catch {
+                    effective = size
+                    notices.append(Notice(warning: true, text: "\(owner) keeps its limit of \(size.mebibytes): growing it to \(limit.mebibytes) failed (\(error))"))
+                }
+            } else if size > limit {
+                do {
+                    // In place where resize2fs can; else into a new image, file by file.
+                    do {
+                        try DiskImage.shrink(image, to: limit)
+                    } catch {
+                        guard let used = DiskImage.superblock(of: image)?.usedBytes, used < limit else { throw error }
+                        try shrinkByCopying(owner, to: limit)
+                    }
+                    notices.append(Notice(
+                        warning: false, text: "\(owner): its file system shrank from \(size.mebibytes) to \(limit.mebibytes)", elapsed: resizing.duration(to: clock.now)))
+                } catch {
+                    effective = size
+                    let used = DiskImage.superblock(of: image)?.usedBytes
+                    notices.append(Notice(warning: true, text: "\(owner) keeps its limit of \(size.mebibytes): it holds \(used.map { $0.mebibytes } ?? "more"), "
+                        + "which does not fit in the new limit of \(limit.mebibytes) (\(error)); free space in it, or raise the limit"))
+                }
+            }
+        } else if let size = DiskImage.fileSystemSize(of: image), let file = DiskImage.size(of: image), file > size {
+            // A shrink cut short after resize2fs: the file follows its file system.
+            _ = truncate(image, off_t(size))
+        } else if DiskImage.size(of: image) == nil {
+            let making = clock.now
+            try DiskImage.create(at: image, bytes: limit)
+            madeLostAndFound = true
+            notices.append(Notice(warning: false, text: "\(owner): made its \(limit.mebibytes) file system", elapsed: making.duration(to: clock.now)))
+        }
+        let mounting = clock.now
+        let loop = UInt32(try DiskImage.mount(image, on: plain.fd))
+        let root = try parent.open(EntryName(owner.identifier))
+        volumes[owner] = Volume(holding: .mounted(device: UInt64(try root.status().st_dev), loop: loop), limit: effective)
+        notices.append(Notice(warning: false, text: "\(owner): mounted its \(effective.mebibytes) file system (/dev/loop\(loop))", elapsed: mounting.duration(to: clock.now)))
+        if madeLostAndFound { _ = unlinkat(root.fd, "lost+found", AT_REMOVEDIR) }
+        guard !existing.isEmpty else { return }
+        if let reason = move(existing: plain, into: root, owner: owner) {
+            // Unmounted again: the app runs with its files where they are.
+            _ = apphost_unmount(path, 1)
+            throw Unlimited(description: reason)
+        }
+        notices.append(Notice(warning: true, text: "\(owner): what it held before its storage was limited was moved into its file system"))
+    }
+
+    /// Moves what the plain directory holds into the mounted file system: checked to fit, then
+    /// copied (the plain copy winning over what the image has), flushed, and only then removed
+    /// from the plain directory. Nil when done, else why not (the plain copy is then untouched).
+    private func move(existing plain: borrowing DirectoryHandle, into root: borrowing DirectoryHandle, owner: Owner) -> String? {
+        let needed = ContainerTree.measure(plain)
+        var space = statvfs()
+        if fstatvfs(root.fd, &space) == 0, needed > UInt64(space.f_bavail) * UInt64(space.f_frsize) {
+            return "its \(needed.mebibytes) do not fit in its file system (\((UInt64(space.f_bavail) * UInt64(space.f_frsize)).mebibytes) free); "
+                + "it keeps them where they are; raise the limit to move them in"
+        }
+        var skipped: [String] = []
+        do {
+            try ContainerTree.merge(from: plain, into: root, path: containerPath(owner), skipped: &skipped)
+            let rootFD = root.fd
+            try valueOrErrno("syncfs") { apphost_syncfs(rootFD) }
+        } catch {
+            return "moving its files into its file system failed (\(error)); it keeps them where they are"
+        }
+        var removed = ContainerTree.Totals()
+        _ = ContainerTree.removeContents(of: plain, totals: &removed)
+        return nil
+    }
+
+    private func prepareQuota(_ owner: Owner, limit: UInt64) -> [Notice] {
+        do {
+            let parent = try parentDirectory(owner)
+            let directory = try containerDirectory(owner, in: parent)
+            guard var table = projects else { throw StorageError("no project table") }
+            let parentFD = parent.fd, directoryFD = directory.fd
+            let project = try table.project(for: owner) { id in self.projectInUse(id, fd: parentFD) }
+            projects = table
+            let recovered = recoverFromImage(owner)
+            var current: UInt32 = 0, inherit: Int32 = 0
+            try valueOrErrno("read the project of \(containerPath(owner))") { apphost_file_project(directoryFD, &current, &inherit) }
+            if current != project || inherit == 0 { try ContainerTree.setProject(directory, id: project) }
+            let device = self.device
+            try valueOrErrno("set the quota of project \(project)") { apphost_project_quota_set_limit(directoryFD, device, project, limit) }
+            volumes[owner] = Volume(holding: .quota(project: project), limit: limit)
+            return recovered
+        } catch {
+            volumes[owner] = Volume(holding: .unlimited("\(error)"), limit: nil)
+            return [Notice(warning: true, text: "\(owner) is not limited: \(error)")]
+        }
+    }
+
+    /// A container that lives in a disk image (made by a host that limited storage with images)
+    /// but is now used without one: its files are moved out of the image into the plain
+    /// directory (the image mounted aside, under STATE/storage/moving/), and the image removed
+    /// once they are safely there. Where images cannot be mounted here, a warning says where the
+    /// files are.
+    private func recoverFromImage(_ owner: Owner) -> [Notice] {
+        let image = imagePath(owner)
+        guard DiskImage.size(of: image) != nil else { return [] }
+        let stranded = Notice(warning: true, text: "\(owner) has its files in \(image), which this host cannot mount; they stay there, "
+            + "and the app starts without them (run a host that can mount it, as root with loop devices)")
+        guard geteuid() == 0, access("/dev/loop-control", R_OK | W_OK) == 0 else { return [stranded] }
+        do {
+            let mountPath = try mountAside(image, as: owner.directory + "-" + owner.identifier)
+            // Unmounted whatever happens (lazily if still busy); its loop device then detaches.
+            let moved = Result { () throws(SystemError) in try moveOut(of: mountPath, owner: owner) }
+            _ = apphost_unmount(mountPath, 1)
+            try moved.get()
+            _ = unlink(image)
+            return [Notice(warning: true, text: "\(owner): its files were moved out of its disk image into \(containerPath(owner)), which "
+                + (mechanism == .projectQuota ? "its project quota now limits" : "nothing limits now"))]
+        } catch {
+            return [Notice(warning: true, text: "\(owner) has its files in \(image); moving them out failed (\(error)): they stay there, and the app starts without them")]
+        }
+    }
+
+    /// Mounts an image on a directory of its own, `name`, under STATE/storage/moving/; its path.
+    private func mountAside(_ image: String, as name: String) throws -> String {
+        let staging = imagesDirectory.appendingPathComponent("moving", isDirectory: true)
+        try FileManager.default.createDirectory(at: staging, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+        let mountPath = staging.appendingPathComponent(name).path
+        try Self.makeDirectory(mountPath)
+        let mountPoint = try DirectoryHandle(path: mountPath)
+        _ = try DiskImage.mount(image, on: mountPoint.fd)
+        return mountPath
+    }
+
+    /// Shrinks an image that resize2fs will not shrink far enough (its minimum counts the inode
+    /// tables of the larger file system): a new image of `limit` is made, the files copied into
+    /// it, and it replaces the old one by a rename only once complete and flushed. Throws,
+    /// leaving the old image as it was, when they do not fit.
+    private func shrinkByCopying(_ owner: Owner, to limit: UInt64) throws {
+        let image = imagePath(owner), smaller = image + ".smaller"
+        _ = unlink(smaller)
+        try DiskImage.create(at: smaller, bytes: limit)
+        let from = try mountAside(image, as: "from-" + owner.directory + "-" + owner.identifier)
+        let into: String
+        do {
+            into = try mountAside(smaller, as: "into-" + owner.directory + "-" + owner.identifier)
+        } catch {
+            _ = apphost_unmount(from, 1)
+            _ = unlink(smaller)
+            throw error
+        }
+        let copied = Result { () throws(SystemError) in try copyTree(from: from, into: into, path: containerPath(owner)) }
+        let unmounted = apphost_unmount(from, 0) == 0 && apphost_unmount(into, 0) == 0
+        if !unmounted {
+            _ = apphost_unmount(from, 1)
+            _ = apphost_unmount(into, 1)
+        }
+        do {
+            try copied.get()
+            guard unmounted else { throw StorageError("an image was still in use after the copy") }
+            try valueOrErrno("rename \(smaller)") { rename(smaller, image) }
+        } catch {
+            _ = unlink(smaller)
+            throw error
+        }
+    }
+
+    /// Copies the tree at `from` into `into` (a fresh file system: its lost+found goes first),
+    /// and flushes it.
+    private func copyTree(from: String, into: String, path: String) throws(SystemError) {
+        let source = try DirectoryHandle(path: from)
+        let destination = try DirectoryHandle(path: into)
+        let destinationFD = destination.fd
+        _ = unlinkat(destinationFD, "lost+found", AT_REMOVEDIR)
+        var skipped: [String] = []
+        try ContainerTree.merge(from: source, into: destination, path: path, skipped: &skipped)
+        try valueOrErrno("syncfs") { apphost_syncfs(destinationFD) }
+    }
+
+    /// mkdir, mode 0700, unless it exists.
+    private static func makeDirectory(_ path: String) throws(SystemError) {
+        do {
+            try valueOrErrno("mkdir \(path)") { mkdir(path, 0o700) }
+        } catch where error.errno == EEXIST {}
+    }
+
+    /// Copies what the image mounted at `mountPath` holds into the plain container, and flushes it.
+    private func moveOut(of mountPath: String, owner: Owner) throws(SystemError) {
+        let imageRoot = try DirectoryHandle(path: mountPath)
+        let containers = try DirectoryHandle(path: stateDirectory.appendingPathComponent(owner.directory).path)
+        let plain = try containerDirectory(owner, in: containers)
+        var skipped: [String] = []
+        try ContainerTree.merge(from: imageRoot, into: plain, path: containerPath(owner), skipped: &skipped)
+        let plainFD = plain.fd
+        try valueOrErrno("syncfs") { apphost_syncfs(plainFD) }
+    }
+
+    /// Whether some files on the file system already carry project `id` (another host's).
+    private func projectInUse(_ id: UInt32, fd: Int32) -> Bool {
+        var used: UInt64 = 0, limit: UInt64 = 0, inodes: UInt64 = 0
+        guard apphost_project_quota_get(fd, device, id, &used, &limit, &inodes) == 0 else { return false }
+        return inodes > 0 || limit > 0
+    }
+
+    // MARK: Measuring
+
+    /// What the container uses and the limit that holds it: statfs of its mounted file system,
+    /// its image's superblock when unmounted, its project's quota, or (accounting only) a walk.
+    func usage(_ owner: Owner) -> StoragePart {
+        var part = StoragePart(kind: owner.kind, identifier: owner.identifier, bytes: 0, limitBytes: nil)
+        let path = containerPath(owner)
+        switch volumes[owner]?.holding {
+        case .mounted(let device, _)? where currentDevice(owner) == device:
+            var space = statvfs()
+            if statvfs(path, &space) == 0 { part.bytes = (UInt64(space.f_blocks) - UInt64(space.f_bfree)) * UInt64(space.f_frsize) }
+            part.limitBytes = volumes[owner]?.limit
+        case .quota(let project)?:
+            var used: UInt64 = 0, limit: UInt64 = 0, inodes: UInt64 = 0
+            if let fd = try? valueOrErrno("open \(path)", { open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC) }) {
+                if apphost_project_quota_get(fd, device, project, &used, &limit, &inodes) == 0 {
+                    part.bytes = used
+                    part.limitBytes = limit > 0 ? limit : nil
+                }
+                closeIgnoringErrors(fd)
+            }
+        default:
+            // Not set up by this host yet (or unlimited): an unmounted image says what it holds
+            // in its superblock; a plain directory is walked.
+            if mechanism == .diskImage, volumes[owner] == nil, let superblock = DiskImage.superblock(of: imagePath(owner)) {
+                part.bytes = superblock.usedBytes
+                part.limitBytes = DiskImage.fileSystemSize(of: imagePath(owner))
+            }
+            // Walked only where it is a plain directory (not a file system of its own).
+            var info = stat(), parentInfo = stat()
+            let parentPath = stateDirectory.appendingPathComponent(owner.directory).path
+            if lstat(path, &info) == 0, stat(parentPath, &parentInfo) == 0, info.st_dev == parentInfo.st_dev {
+                do {
+                    let directory = try DirectoryHandle(path: path)
+                    part.bytes += ContainerTree.measure(directory)
+                } catch {}
+            }
+        }
+        return part
+    }
+
+    // MARK: Shutting down
+
+    /// Unmounts every mounted image (their loop devices detach themselves). One line for each
+    /// that had to be detached lazily because something still used it.
+    func unmountAll() -> [String] {
+        var lines: [String] = []
+        for (owner, volume) in volumes {
+            guard case .mounted(let device, _) = volume.holding, currentDevice(owner) == device else { continue }
+            let path = containerPath(owner)
+            do {
+                try valueOrErrno("unmount \(path)") { apphost_unmount(path, 0) }
+            } catch {
+                _ = apphost_unmount(path, 1)
+                lines.append("\(owner) was still in use at shutdown (\(error)): detached, it is unmounted once nothing uses it")
+            }
+        }
+        volumes = [:]
+        return lines
+    }
+}
+
+/// The project ids given to containers under project quotas, kept in `STATE/storage/projects.json`
+/// so that a container keeps its project across hosts. Ids already carrying files on the file
+/// system (another host's) are skipped.
+struct ProjectTable: Codable, Equatable {
+    static let range: ClosedRange<UInt32> = 2_000_000_000...2_099_999_999
+
+    var containers: [String: UInt32] = [:]
+    var groups: [String: UInt32] = [:]
+    private(set) var file: URL?
+
+    private enum CodingKeys: String, CodingKey { case containers, groups }
+
+    init(file: URL?) {
+        self.file = file
+        if let file, let data = try? Data(contentsOf: file), let table = try? JSONDecoder().decode(ProjectTable.self, from: data) {
+            containers = table.containers
+            groups = table.groups
+        }
+    }
+
+    /// The owner's project, allocated (the first free id not `inUse`) and saved the first time.
+    mutating func project(for owner: StorageVolumes.Owner, inUse: (UInt32) -> Bool) throws -> UInt32 {
+        let key = owner.identifier
+        switch owner {
+        case .app: if let known = containers[key] { return known }
+        case .group: if let known = groups[key] { return known }
+        }
+        let taken = Set(containers.values).union(groups.values)
+        guard let id = Self.range.lazy.first(where: { !taken.contains($0) && !inUse($0) }) else {
+            throw StorageError("no free project id left in \(Self.range)")
+        }
+        switch owner {
+        case .app: containers[key] = id
+        case .group: groups[key] = id
+        }
+        if let file {
+            let encoder = JSONEncoder()
+            encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
+            try encoder.encode(self).write(to: file, options: .atomic)
+        }
+        return id
+    }
+}
