@@ -105,11 +105,6 @@ enum DiskImage {
         return file.isEmpty ? nil : file
     }
 
-    /// The loop device number of a device number.
-    static func loopIndex(ofDevice device: UInt64) -> UInt32 {
-        UInt32(truncatingIfNeeded: (device & 0xff) | ((device >> 12) & 0xfff00))
-    }
-
     /// Grows an unmounted image to `bytes` (e2fsck, the file, then resize2fs). Offline: growing
     /// a mounted ext4 needs CAP_SYS_RESOURCE, which a root host may lack. On failure the file
     /// goes back to its size.

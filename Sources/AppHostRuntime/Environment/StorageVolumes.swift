@@ -55,7 +55,7 @@ final class StorageVolumes {
 
     private enum Holding {
         /// The image is mounted over the container; `device` is its file system's.
-        case mounted(device: UInt64, loop: UInt32)
+        case mounted(device: UInt64)
         /// The container's files carry this project, whose quota holds them.
         case quota(project: UInt32)
         /// Nothing holds it (accounting only), and why.
@@ -105,7 +105,7 @@ final class StorageVolumes {
             volumes[owner] = Volume(holding: .unlimited("accounting only"), limit: nil)
             return recoverFromImage(owner)
         case .diskImage:
-            if let volume = volumes[owner], case .mounted(let device, _) = volume.holding, currentDevice(owner) == device { return [] }
+            if let volume = volumes[owner], case .mounted(let device) = volume.holding, currentDevice(owner) == device { return [] }
             return prepareImage(owner, limit: limit)
         case .projectQuota:
             if let volume = volumes[owner], case .quota = volume.holding { return [] }
@@ -159,8 +159,8 @@ final class StorageVolumes {
     }
 
     /// A container found mounted: by a host killed before it could unmount (its apps are gone
-    /// with it), or by something else. True when its image is kept mounted as it is (grown if
-    /// the limit grew); false when it is not mounted (any more: to shrink, it is unmounted).
+    /// with it), or by something else. True when its image is kept mounted as it is; false when
+    /// it is not mounted (any more: to be resized to a changed limit, it is unmounted).
     private func adoptMounted(_ owner: Owner, limit: UInt64, notices: inout [Notice]) throws -> Bool {
         let clock = ContinuousClock()
         let started = clock.now
@@ -169,7 +169,8 @@ final class StorageVolumes {
         let directory = try containerDirectory(owner, in: parent)
         let device = UInt64(try directory.status().st_dev)
         guard device != UInt64(try parent.status().st_dev) else { return false }
-        guard DiskImage.backingFile(ofDevice: device) == image else {
+        // The kernel names the backing file by its real path.
+        guard DiskImage.backingFile(ofDevice: device) == URL(fileURLWithPath: image).resolvingSymlinksInPath().path else {
             throw Unlimited(description: "something other than its image is mounted on \(path); it is left as it is")
         }
         let size = DiskImage.fileSystemSize(of: image) ?? limit
@@ -178,7 +179,7 @@ final class StorageVolumes {
             try valueOrErrno("unmount \(path)") { apphost_unmount(path, 0) }
             return false
         }
-        volumes[owner] = Volume(holding: .mounted(device: device, loop: DiskImage.loopIndex(ofDevice: device)), limit: size)
+        volumes[owner] = Volume(holding: .mounted(device: device), limit: size)
         notices.append(Notice(warning: false, text: "\(owner): reused its file system, left mounted by an earlier host", elapsed: started.duration(to: clock.now)))
         return true
     }
@@ -241,7 +242,7 @@ final class StorageVolumes {
         let mounting = clock.now
         let loop = UInt32(try DiskImage.mount(image, on: plain.fd))
         let root = try parent.open(EntryName(owner.identifier))
-        volumes[owner] = Volume(holding: .mounted(device: UInt64(try root.status().st_dev), loop: loop), limit: effective)
+        volumes[owner] = Volume(holding: .mounted(device: UInt64(try root.status().st_dev)), limit: effective)
         notices.append(Notice(warning: false, text: "\(owner): mounted its \(effective.mebibytes) file system (/dev/loop\(loop))", elapsed: mounting.duration(to: clock.now)))
         if madeLostAndFound { _ = unlinkat(root.fd, "lost+found", AT_REMOVEDIR) }
         guard !existing.isEmpty else { return }
@@ -412,7 +413,7 @@ final class StorageVolumes {
         var part = StoragePart(kind: owner.kind, identifier: owner.identifier, bytes: 0, limitBytes: nil)
         let path = containerPath(owner)
         switch volumes[owner]?.holding {
-        case .mounted(let device, _)? where currentDevice(owner) == device:
+        case .mounted(let device)? where currentDevice(owner) == device:
             var space = statvfs()
             if statvfs(path, &space) == 0 { part.bytes = (UInt64(space.f_blocks) - UInt64(space.f_bfree)) * UInt64(space.f_frsize) }
             part.limitBytes = volumes[owner]?.limit
@@ -452,7 +453,7 @@ final class StorageVolumes {
     func unmountAll() -> [String] {
         var lines: [String] = []
         for (owner, volume) in volumes {
-            guard case .mounted(let device, _) = volume.holding, currentDevice(owner) == device else { continue }
+            guard case .mounted(let device) = volume.holding, currentDevice(owner) == device else { continue }
             let path = containerPath(owner)
             do {
                 try valueOrErrno("unmount \(path)") { apphost_unmount(path, 0) }
