@@ -323,7 +323,7 @@ struct StorageTests {
         let lines = result.output.split(separator: "\n").map(String.init)
         #expect(lines.contains { $0.hasPrefix("no   project quotas: ") || $0.hasPrefix("yes  project quotas: ") })
         #expect(lines.contains("yes  disk images: loop devices (/dev/loop-control) and mkfs.ext4 (/usr/sbin/mkfs.ext4)"))
-        let summary = try #require(lines.last)
+        let summary = try #require(lines.first { $0.hasPrefix("storage: ") })
         #expect(summary.hasPrefix("storage: disk-image, a size-limited file system per container: an ext4 image on a loop device")
             || summary.hasPrefix("storage: project-quota, a project quota per container"), "\(summary)")
     }
