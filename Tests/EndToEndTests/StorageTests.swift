@@ -247,7 +247,8 @@ struct StorageTests {
         /// Runs a host at `limit` until the notice `expecting` came and the app is active; its ps line.
         func session(limit: Int, behavior: [String: Any] = [:], expecting: (Event) -> Bool) throws -> Event {
             let host = try HostSession([try scratch.bundle("Keeper", behavior: behavior)], scratch: scratch, arguments: ["--storage-limit", "\(limit)"])
-            let notice = try host.waitFor("a storage notice at \(limit) MiB") { $0.name == "Keeper" && expecting($0) }
+            // e2fsck and resize2fs, or a copy into a new image, may take seconds on a loaded machine.
+            let notice = try host.waitFor("a storage notice at \(limit) MiB", timeout: 30) { $0.name == "Keeper" && expecting($0) }
             try host.waitFor("Keeper", "didBecomeActive")
             let listed = try ps(host, "Keeper")
             host.closeInput()
