@@ -53,7 +53,7 @@ final class StorageVolumes {
         var elapsed: Duration?
     }
 
-    private enum Holding {
+    enum Holding {
         /// The image is mounted over the container; `device` is its file system's.
         case mounted(device: UInt64)
         /// The container's files carry this project, whose quota holds them.
@@ -62,7 +62,7 @@ final class StorageVolumes {
         case unlimited(String)
     }
 
-    private struct Volume {
+    struct Volume {
         var holding: Holding
         /// The limit that holds it, in bytes (nil when unlimited).
         var limit: UInt64?
@@ -71,8 +71,9 @@ final class StorageVolumes {
     let mechanism: StorageMechanism
     let stateDirectory: URL
     /// The state directory's block device (quotactl's fallback).
-    private let device: String?
-    private var volumes: [Owner: Volume] = [:]
+    let device: String?
+    /// Each container set up so far, and what holds it (read by the measuring extension).
+    var volumes: [Owner: Volume] = [:]
     private var projects: ProjectTable?
 
     init(mechanism: StorageMechanism, stateDirectory: URL, device: String?) {
@@ -114,7 +115,7 @@ final class StorageVolumes {
     }
 
     /// The device of the file system at the container's path now (a stat).
-    private func currentDevice(_ owner: Owner) -> UInt64? {
+    func currentDevice(_ owner: Owner) -> UInt64? {
         var info = stat()
         return lstat(containerPath(owner), &info) == 0 ? UInt64(info.st_dev) : nil
     }
@@ -129,7 +130,7 @@ final class StorageVolumes {
 
     /// The container directory in `parent`, made (0700; the container's own preparation sets
     /// its owner and mode) if missing. Never follows a link.
-    private func containerDirectory(_ owner: Owner, in parent: borrowing DirectoryHandle) throws(SystemError) -> DirectoryHandle {
+    func containerDirectory(_ owner: Owner, in parent: borrowing DirectoryHandle) throws(SystemError) -> DirectoryHandle {
         let name = EntryName(owner.identifier)
         do {
             let parentFD = parent.fd
@@ -368,145 +369,10 @@ final class StorageVolumes {
         }
     }
 
-    /// Copies the tree at `from` into `into` (a fresh file system: its lost+found goes first),
-    /// and flushes it.
-    private func copyTree(from: String, into: String, path: String) throws(SystemError) {
-        let source = try DirectoryHandle(path: from)
-        let destination = try DirectoryHandle(path: into)
-        let destinationFD = destination.fd
-        _ = unlinkat(destinationFD, "lost+found", AT_REMOVEDIR)
-        var skipped: [String] = []
-        try ContainerTree.merge(from: source, into: destination, path: path, skipped: &skipped)
-        try valueOrErrno("syncfs") { apphost_syncfs(destinationFD) }
-    }
-
-    /// mkdir, mode 0700, unless it exists.
-    private static func makeDirectory(_ path: String) throws(SystemError) {
-        do {
-            try valueOrErrno("mkdir \(path)") { mkdir(path, 0o700) }
-        } catch where error.errno == EEXIST {}
-    }
-
-    /// Copies what the image mounted at `mountPath` holds into the plain container, and flushes it.
-    private func moveOut(of mountPath: String, owner: Owner) throws(SystemError) {
-        let imageRoot = try DirectoryHandle(path: mountPath)
-        let containers = try DirectoryHandle(path: stateDirectory.appendingPathComponent(owner.directory).path)
-        let plain = try containerDirectory(owner, in: containers)
-        var skipped: [String] = []
-        try ContainerTree.merge(from: imageRoot, into: plain, path: containerPath(owner), skipped: &skipped)
-        let plainFD = plain.fd
-        try valueOrErrno("syncfs") { apphost_syncfs(plainFD) }
-    }
-
     /// Whether some files on the file system already carry project `id` (another host's).
     private func projectInUse(_ id: UInt32, fd: Int32) -> Bool {
         var used: UInt64 = 0, limit: UInt64 = 0, inodes: UInt64 = 0
         guard apphost_project_quota_get(fd, device, id, &used, &limit, &inodes) == 0 else { return false }
         return inodes > 0 || limit > 0
-    }
-
-    // MARK: Measuring
-
-    /// What the container uses and the limit that holds it: statfs of its mounted file system,
-    /// its image's superblock when unmounted, its project's quota, or (accounting only) a walk.
-    func usage(_ owner: Owner) -> StoragePart {
-        var part = StoragePart(kind: owner.kind, identifier: owner.identifier, bytes: 0, limitBytes: nil)
-        let path = containerPath(owner)
-        switch volumes[owner]?.holding {
-        case .mounted(let device)? where currentDevice(owner) == device:
-            var space = statvfs()
-            if statvfs(path, &space) == 0 { part.bytes = (UInt64(space.f_blocks) - UInt64(space.f_bfree)) * UInt64(space.f_frsize) }
-            part.limitBytes = volumes[owner]?.limit
-        case .quota(let project)?:
-            var used: UInt64 = 0, limit: UInt64 = 0, inodes: UInt64 = 0
-            if let fd = try? valueOrErrno("open \(path)", { open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC) }) {
-                if apphost_project_quota_get(fd, device, project, &used, &limit, &inodes) == 0 {
-                    part.bytes = used
-                    part.limitBytes = limit > 0 ? limit : nil
-                }
-                closeIgnoringErrors(fd)
-            }
-        default:
-            // Not set up by this host yet (or unlimited): an unmounted image says what it holds
-            // in its superblock; a plain directory is walked.
-            if mechanism == .diskImage, volumes[owner] == nil, let superblock = DiskImage.superblock(of: imagePath(owner)) {
-                part.bytes = superblock.usedBytes
-                part.limitBytes = DiskImage.fileSystemSize(of: imagePath(owner))
-            }
-            // Walked only where it is a plain directory (not a file system of its own).
-            var info = stat(), parentInfo = stat()
-            let parentPath = stateDirectory.appendingPathComponent(owner.directory).path
-            if lstat(path, &info) == 0, stat(parentPath, &parentInfo) == 0, info.st_dev == parentInfo.st_dev {
-                do {
-                    let directory = try DirectoryHandle(path: path)
-                    part.bytes += ContainerTree.measure(directory)
-                } catch {}
-            }
-        }
-        return part
-    }
-
-    // MARK: Shutting down
-
-    /// Unmounts every mounted image (their loop devices detach themselves). One line for each
-    /// that had to be detached lazily because something still used it.
-    func unmountAll() -> [String] {
-        var lines: [String] = []
-        for (owner, volume) in volumes {
-            guard case .mounted(let device) = volume.holding, currentDevice(owner) == device else { continue }
-            let path = containerPath(owner)
-            do {
-                try valueOrErrno("unmount \(path)") { apphost_unmount(path, 0) }
-            } catch {
-                _ = apphost_unmount(path, 1)
-                lines.append("\(owner) was still in use at shutdown (\(error)): detached, it is unmounted once nothing uses it")
-            }
-        }
-        volumes = [:]
-        return lines
-    }
-}
-
-/// The project ids given to containers under project quotas, kept in `STATE/storage/projects.json`
-/// so that a container keeps its project across hosts. Ids already carrying files on the file
-/// system (another host's) are skipped.
-struct ProjectTable: Codable, Equatable {
-    static let range: ClosedRange<UInt32> = 2_000_000_000...2_099_999_999
-
-    var containers: [String: UInt32] = [:]
-    var groups: [String: UInt32] = [:]
-    private(set) var file: URL?
-
-    private enum CodingKeys: String, CodingKey { case containers, groups }
-
-    init(file: URL?) {
-        self.file = file
-        if let file, let data = try? Data(contentsOf: file), let table = try? JSONDecoder().decode(ProjectTable.self, from: data) {
-            containers = table.containers
-            groups = table.groups
-        }
-    }
-
-    /// The owner's project, allocated (the first free id not `inUse`) and saved the first time.
-    mutating func project(for owner: StorageVolumes.Owner, inUse: (UInt32) -> Bool) throws -> UInt32 {
-        let key = owner.identifier
-        switch owner {
-        case .app: if let known = containers[key] { return known }
-        case .group: if let known = groups[key] { return known }
-        }
-        let taken = Set(containers.values).union(groups.values)
-        guard let id = Self.range.lazy.first(where: { !taken.contains($0) && !inUse($0) }) else {
-            throw StorageError("no free project id left in \(Self.range)")
-        }
-        switch owner {
-        case .app: containers[key] = id
-        case .group: groups[key] = id
-        }
-        if let file {
-            let encoder = JSONEncoder()
-            encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
-            try encoder.encode(self).write(to: file, options: .atomic)
-        }
-        return id
     }
 }

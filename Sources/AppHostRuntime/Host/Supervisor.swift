@@ -15,42 +15,6 @@ import CAppHostShims
 /// decisions (spawn, send, freeze, kill, report). When every app is suspended, nothing wakes it:
 /// there are no polling loops.
 public final class Supervisor: @unchecked Sendable {
-    public struct Configuration: Sendable {
-        public var policy = Policy()
-        /// Reports and containers live here.
-        public var stateDirectory: URL
-        /// Names this host among others on the same machine (cgroups and state are per instance).
-        public var instance = "default"
-        /// The binary re-executed as each app process (`EXECUTABLE __app-process`).
-        public var executable: String
-        /// The init of each app's PID namespace: `apphost-init` beside `executable`.
-        public var initExecutable: String {
-            URL(fileURLWithPath: executable).deletingLastPathComponent().appendingPathComponent("apphost-init").path
-        }
-        /// Forces a suspension mechanism; nil picks the best the machine offers.
-        public var suspension: SuspensionMechanism?
-        /// Copy each app's standard output and error to the host's standard error, line by line.
-        public var forwardAppOutput = true
-        /// Forces how memory limits are enforced; nil picks the memory cgroup where it can.
-        public var memoryEnforcement: MemoryEnforcement?
-        /// The simulated power and network at start (`power`, `network` change them).
-        public var power: PowerState = .plugged
-        public var network: NetworkState = .online
-        /// Background app refresh (as iOS's Settings switch): off, no fetch and no refresh task
-        /// runs, and BGTaskScheduler's submit throws `unavailable`.
-        public var backgroundAppRefresh = true
-        /// Each app in a PID and a mount namespace of its own, where the machine allows it
-        /// (off: as on a machine that does not; the benchmark measures what they cost).
-        public var namespaces = true
-        /// Forces how containers are held to their storage limits; nil picks the best the
-        /// state directory's machine offers (project quotas, else disk images, else accounting).
-        public var storageMechanism: StorageMechanism?
-
-        public init(stateDirectory: URL, executable: String) {
-            self.stateDirectory = stateDirectory
-            self.executable = executable
-        }
-    }
 
     public let configuration: Configuration
     /// How this host suspends apps, and (when it is not the best) why.

@@ -1,0 +1,113 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import Foundation
+import AppHostSystem
+import CAppHostShims
+
+extension StorageVolumes {
+    // MARK: Measuring
+
+    /// What the container uses and the limit that holds it: statfs of its mounted file system,
+    /// its image's superblock when unmounted, its project's quota, or (accounting only) a walk.
+    func usage(_ owner: Owner) -> StoragePart {
+        var part = StoragePart(kind: owner.kind, identifier: owner.identifier, bytes: 0, limitBytes: nil)
+        let path = containerPath(owner)
+        switch volumes[owner]?.holding {
+        case .mounted(let device)? where currentDevice(owner) == device:
+            var space = statvfs()
+            if statvfs(path, &space) == 0 { part.bytes = (UInt64(space.f_blocks) - UInt64(space.f_bfree)) * UInt64(space.f_frsize) }
+            part.limitBytes = volumes[owner]?.limit
+        case .quota(let project)?:
+            var used: UInt64 = 0, limit: UInt64 = 0, inodes: UInt64 = 0
+            if let fd = try? valueOrErrno("open \(path)", { open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC) }) {
+                if apphost_project_quota_get(fd, device, project, &used, &limit, &inodes) == 0 {
+                    part.bytes = used
+                    part.limitBytes = limit > 0 ? limit : nil
+                }
+                closeIgnoringErrors(fd)
+            }
+        default:
+            // Not set up by this host yet (or unlimited): an unmounted image says what it holds
+            // in its superblock; a plain directory is walked.
+            if mechanism == .diskImage, volumes[owner] == nil, let superblock = DiskImage.superblock(of: imagePath(owner)) {
+                part.bytes = superblock.usedBytes
+                part.limitBytes = DiskImage.fileSystemSize(of: imagePath(owner))
+            }
+            // Walked only where it is a plain directory (not a file system of its own).
+            var info = stat(), parentInfo = stat()
+            let parentPath = stateDirectory.appendingPathComponent(owner.directory).path
+            if lstat(path, &info) == 0, stat(parentPath, &parentInfo) == 0, info.st_dev == parentInfo.st_dev {
+                do {
+                    let directory = try DirectoryHandle(path: path)
+                    part.bytes += ContainerTree.measure(directory)
+                } catch {}
+            }
+        }
+        return part
+    }
+
+    // MARK: Shutting down
+
+    /// Unmounts every mounted image (their loop devices detach themselves). One line for each
+    /// that had to be detached lazily because something still used it.
+    func unmountAll() -> [String] {
+        var lines: [String] = []
+        for (owner, volume) in volumes {
+            guard case .mounted(let device) = volume.holding, currentDevice(owner) == device else { continue }
+            let path = containerPath(owner)
+            do {
+                try valueOrErrno("unmount \(path)") { apphost_unmount(path, 0) }
+            } catch {
+                _ = apphost_unmount(path, 1)
+                lines.append("\(owner) was still in use at shutdown (\(error)): detached, it is unmounted once nothing uses it")
+            }
+        }
+        volumes = [:]
+        return lines
+    }
+}
+
+/// The project ids given to containers under project quotas, kept in `STATE/storage/projects.json`
+/// so that a container keeps its project across hosts. Ids already carrying files on the file
+/// system (another host's) are skipped.
+struct ProjectTable: Codable, Equatable {
+    static let range: ClosedRange<UInt32> = 2_000_000_000...2_099_999_999
+
+    var containers: [String: UInt32] = [:]
+    var groups: [String: UInt32] = [:]
+    private(set) var file: URL?
+
+    private enum CodingKeys: String, CodingKey { case containers, groups }
+
+    init(file: URL?) {
+        self.file = file
+        if let file, let data = try? Data(contentsOf: file), let table = try? JSONDecoder().decode(ProjectTable.self, from: data) {
+            containers = table.containers
+            groups = table.groups
+        }
+    }
+
+    /// The owner's project, allocated (the first free id not `inUse`) and saved the first time.
+    mutating func project(for owner: StorageVolumes.Owner, inUse: (UInt32) -> Bool) throws -> UInt32 {
+        let key = owner.identifier
+        switch owner {
+        case .app: if let known = containers[key] { return known }
+        case .group: if let known = groups[key] { return known }
+        }
+        let taken = Set(containers.values).union(groups.values)
+        guard let id = Self.range.lazy.first(where: { !taken.contains($0) && !inUse($0) }) else {
+            throw StorageError("no free project id left in \(Self.range)")
+        }
+        switch owner {
+        case .app: containers[key] = id
+        case .group: groups[key] = id
+        }
+        if let file {
+            let encoder = JSONEncoder()
+            encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
+            try encoder.encode(self).write(to: file, options: .atomic)
+        }
+        return id
+    }
+}
