@@ -1,3 +1,4 @@
+import AppHostSystem
 import CAppHostShims
 import Foundation
 import Testing
@@ -129,6 +130,12 @@ final class Scratch {
         if let data = try? Data(contentsOf: plain) { return data }
         let image = stateDirectory.appendingPathComponent("storage/containers/\(identifier).ext4")
         guard FileManager.default.fileExists(atPath: image.path) else { return nil }
+        // Its file system is written out once no mount of it is left anywhere (a mount
+        // namespace made while it was mounted holds it until its last process ends): then its
+        // loop device detaches itself.
+        let real = image.resolvingSymlinksInPath().path
+        let deadline = Date().addingTimeInterval(10)
+        while Date() < deadline, isBackingALoopDevice(real) { usleep(10_000) }
         let process = Process()
         process.executableURL = URL(fileURLWithPath: "/usr/sbin/debugfs")
         process.arguments = ["-R", "cat /\(relative)", image.path]
@@ -432,5 +439,13 @@ extension HostSession {
         let namespaced = try waitFor(name, "sandboxed").detail?.contains("own PID and mount namespaces") == true
         #expect(namespaced == Self.machineGivesNamespaces, "the machine allows namespaces: \(Self.machineGivesNamespaces)", sourceLocation: sourceLocation)
         return Self.machineGivesNamespaces
+    }
+}
+
+/// Whether a loop device is attached to `file` (its real path).
+func isBackingALoopDevice(_ file: String) -> Bool {
+    directoryEntries("/sys/block").filter { $0.hasPrefix("loop") }.contains { device in
+        (try? String(contentsOfFile: "/sys/block/\(device)/loop/backing_file", encoding: .utf8))?
+            .trimmingCharacters(in: .newlines) == file
     }
 }
