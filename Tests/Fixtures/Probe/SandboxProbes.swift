@@ -82,15 +82,14 @@ extension AppDelegate {
         }
     }
 
-    /// Runs a set-user-id-root binary (a copy of id(1)) and returns what it printed.
+    /// Runs a set-user-id-root binary (a copy of id(1)) and returns what it printed. Plain
+    /// fork and exec: Foundation's Process waits through a CFSocket the sandbox refuses (no
+    /// network entitlement), and then sometimes never returns.
     private func runSetuidBinary(_ path: String) -> String {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: path)
-        let output = Pipe()
-        process.standardOutput = output
-        do { try process.run() } catch { return "cannot run: \(error)" }
-        process.waitUntilExit()
-        let text = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        var output = [CChar](repeating: 0, count: 4096)
+        let status = probe_run_capturing(path, &output, Int32(output.count))
+        guard status >= 0 else { return "cannot run: \(describe(status))" }
+        let text = String(cString: output)
         return "output " + text.trimmingCharacters(in: .whitespacesAndNewlines)
     }
 

@@ -196,3 +196,32 @@ int probe_child_reads_own_proc(void) {
     if (waitpid(child, &status, 0) < 0) return -errno;
     return WIFEXITED(status) ? WEXITSTATUS(status) : 255;
 }
+
+int probe_run_capturing(const char *path, char *output, int capacity) {
+    int fds[2];
+    if (pipe(fds) != 0) return -errno;
+    pid_t child = fork();
+    if (child < 0) return -errno;
+    if (child == 0) {
+        dup2(fds[1], 1);
+        close(fds[0]);
+        close(fds[1]);
+        char *const argv[] = {(char *)path, NULL};
+        execv(path, argv);
+        _exit(127);
+    }
+    close(fds[1]);
+    int length = 0;
+    for (;;) {
+        ssize_t got = read(fds[0], output + length, (size_t)(capacity - 1 - length));
+        if (got > 0 && length + got < capacity - 1) { length += (int)got; continue; }
+        if (got > 0) length += (int)got;
+        if (got < 0 && errno == EINTR) continue;
+        break;
+    }
+    output[length] = 0;
+    close(fds[0]);
+    int status = 0;
+    if (waitpid(child, &status, 0) < 0) return -errno;
+    return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}

@@ -55,5 +55,8 @@ int probe_spawn_orphans(const char *name);
 /// Forks a child that opens /proc/self/status and exits with 0 or the errno. Returns what the
 /// child exited with (0 or an errno) or -errno.
 int probe_child_reads_own_proc(void);
+/// Runs `path` (fork, execv) with its standard output on a pipe; stores what it printed (NUL
+/// terminated, at most `capacity` - 1 bytes) in `output`. Returns its exit status or -errno.
+int probe_run_capturing(const char *path, char *output, int capacity);
 
 #endif
