@@ -83,32 +83,13 @@ package enum Namespaces {
     /// they were when it was copied from the host's): a copy here would keep another host's
     /// image mounted, unflushed, after that host unmounts it, until this app ends.
     private static func detachOtherContainerImages(keeping writable: [String], hidden: String?) {
-        for line in readSmallFile("/proc/self/mountinfo").split(separator: "\n") {
-            let fields = line.split(separator: " ")
-            guard fields.count > 4 else { continue }
-            let numbers = fields[2].split(separator: ":").compactMap { UInt32($0) }
-            guard numbers.count == 2 else { continue }
-            let backing = readSmallFile("/sys/dev/block/\(numbers[0]):\(numbers[1])/loop/backing_file")
+        for mount in MountTable.entries() {
+            let backing = readSmallFile("/sys/dev/block/\(mount.major):\(mount.minor)/loop/backing_file")
             guard backing.contains("/storage/containers/") || backing.contains("/storage/groups/") else { continue }
-            let point = unescapedMountPoint(fields[4])
+            let point = mount.mountPoint
             if writable.contains(point) || hidden.map({ point.hasPrefix($0 + "/") }) == true { continue }
             _ = umount2(point, 2 /* MNT_DETACH */)
         }
-    }
-
-    /// A mount point as /proc/self/mountinfo writes it, with its octal escapes (\040) undone.
-    private static func unescapedMountPoint(_ field: Substring) -> String {
-        var bytes: [UInt8] = []
-        var rest = Array(field.utf8)[...]
-        while let byte = rest.popFirst() {
-            if byte == UInt8(ascii: "\\"), rest.count >= 3, let value = UInt8(String(decoding: rest.prefix(3), as: UTF8.self), radix: 8) {
-                bytes.append(value)
-                rest = rest.dropFirst(3)
-            } else {
-                bytes.append(byte)
-            }
-        }
-        return String(decoding: bytes, as: UTF8.self)
     }
 
     /// Makes `path` and the directories on the way to it, below `top` (an empty directory).

@@ -60,9 +60,9 @@ import AppHostSystem
     }
 
     @Test func mountinfoEscapesAreRead() {
-        #expect(MountTable.unescape(#"/var/lib/my\040state"#) == "/var/lib/my state")
-        #expect(MountTable.unescape(#"/a\134b"#) == #"/a\b"#)
-        #expect(MountTable.unescape("/plain") == "/plain")
+        #expect(MountTable.unescape(#"/var/lib/my\040state"#[...]) == "/var/lib/my state")
+        #expect(MountTable.unescape(#"/a\134b"#[...]) == #"/a\b"#)
+        #expect(MountTable.unescape("/plain"[...]) == "/plain")
     }
 
     @Test func theLimitHasAFloor() throws {

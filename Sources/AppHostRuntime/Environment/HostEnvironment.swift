@@ -23,10 +23,11 @@ final class HostEnvironment {
     let suspensionNote: String
     let memoryNote: String
 
-    /// Sets up the instance's groups. Throws when the configuration insists on something the
-    /// machine does not give (`--suspension cgroup`, `--memory-enforcement cgroup`).
+    /// Sets up the instance's groups and probes for the apps' namespaces, whose init is
+    /// `namespacesInit` (nil: no namespaces). Throws when the configuration insists on something
+    /// the machine does not give (`--suspension cgroup`, `--memory-enforcement cgroup`).
     init(
-        instance: String, suspension: SuspensionMechanism?, memory: MemoryEnforcement?, namespaces initExecutable: String?,
+        instance: String, suspension: SuspensionMechanism?, memory: MemoryEnforcement?, namespacesInit initExecutable: String?,
         queue: DispatchQueue
     ) throws(SupervisorError) {
         if let initExecutable {

@@ -120,32 +120,7 @@ struct StorageProbe {
     }
 }
 
-/// The host's mounts, from /proc/self/mountinfo.
-enum MountTable {
-    struct Entry: Equatable {
-        var device: UInt64
-        var mountPoint: String
-        var type: String
-        var source: String
-        var superOptions: [String]
-    }
-
-    static func entries() -> [Entry] {
-        readSmallFile("/proc/self/mountinfo").split(separator: "\n").compactMap { line in
-            // "36 27 254:0 / /var rw,relatime shared:1 - ext4 /dev/vda rw,prjquota"
-            let halves = line.components(separatedBy: " - ")
-            guard halves.count == 2 else { return nil }
-            let fields = halves[0].split(separator: " ")
-            let tail = halves[1].split(separator: " ")
-            guard fields.count >= 5, tail.count >= 3 else { return nil }
-            let numbers = fields[2].split(separator: ":")
-            guard numbers.count == 2, let major = UInt32(numbers[0]), let minor = UInt32(numbers[1]) else { return nil }
-            return Entry(
-                device: apphost_makedev(major, minor), mountPoint: unescape(String(fields[4])), type: String(tail[0]),
-                source: unescape(String(tail[1])), superOptions: tail[2].split(separator: ",").map(String.init))
-        }
-    }
-
+extension MountTable {
     /// The mount `path` is in: of its file system's mounts, the one deepest on its way (a
     /// file system can be mounted, or bind-mounted, in several places).
     static func entry(containing path: String) -> Entry? {
@@ -155,22 +130,6 @@ enum MountTable {
         let mounts = entries().filter { $0.device == UInt64(info.st_dev) }
         let onTheWay = mounts.filter { $0.mountPoint == "/" || real == $0.mountPoint || real.hasPrefix($0.mountPoint + "/") }
         return onTheWay.max { $0.mountPoint.count < $1.mountPoint.count } ?? mounts.last
-    }
-
-    /// mountinfo writes space, tab, newline and backslash as octal escapes (\040).
-    static func unescape(_ text: String) -> String {
-        guard text.contains("\\") else { return text }
-        var bytes: [UInt8] = []
-        var scalars = Array(text.utf8)[...]
-        while let byte = scalars.popFirst() {
-            if byte == UInt8(ascii: "\\"), scalars.count >= 3, let value = UInt8(String(decoding: scalars.prefix(3), as: UTF8.self), radix: 8) {
-                bytes.append(value)
-                scalars = scalars.dropFirst(3)
-            } else {
-                bytes.append(byte)
-            }
-        }
-        return String(decoding: bytes, as: UTF8.self)
     }
 }
 

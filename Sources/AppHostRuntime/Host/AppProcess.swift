@@ -46,7 +46,7 @@ final class AppProcess: @unchecked Sendable {
     private var appPidfd: Int32?
     /// In a PID namespace: the socket on which the init is told to start the runner, and writes
     /// how the app process ended.
-    private let exitRecord: Int32?
+    private let initChannel: Int32?
     private let channel: ControlChannel
     private var receiver: FrameReceiver
     /// Where the process is in its conversation with the host (see `ControlStage`).
@@ -71,8 +71,8 @@ final class AppProcess: @unchecked Sendable {
         startedPID = spawned.pid
         pid = spawned.pid
         pidfd = spawned.pidfd
-        exitRecord = spawned.exitRecord
-        isNamespaced = spawned.exitRecord != nil
+        initChannel = spawned.initChannel
+        isNamespaced = spawned.initChannel != nil
         channel = ControlChannel(fd: spawned.control)
         receiver = FrameReceiver(channel: channel)
         // Until the runner reports its sandbox, the one message that carries a descriptor (the
@@ -94,7 +94,7 @@ final class AppProcess: @unchecked Sendable {
         }
         self.groups = joined
         // In a PID namespace the init waits for this to start the runner: inside the groups.
-        if let exitRecord { _ = write(exitRecord, "g", 1) }
+        if let initChannel { _ = write(initChannel, "g", 1) }
     }
 
     var cgroup: Cgroup? { groups.freezer }
@@ -106,7 +106,7 @@ final class AppProcess: @unchecked Sendable {
     var processes: [pid_t] {
         if let members = groups.pids?.processes, !members.isEmpty { return members }
         if let members = groups.memory?.group.processes, !members.isEmpty { return members }
-        return isNamespaced ? [startedPID, pid] : [pid]
+        return pid != startedPID ? [startedPID, pid] : [pid]
     }
 
     /// The pid the app sees as its own (in its PID namespace, if it has one).
@@ -146,9 +146,9 @@ final class AppProcess: @unchecked Sendable {
     /// How the app process ended, where the init of its PID namespace wrote it (it did not if
     /// it was killed first: then the init's own end is the app's).
     func recordedExit() -> apphost_exit_record? {
-        guard let exitRecord else { return nil }
+        guard let initChannel else { return nil }
         var record = apphost_exit_record()
-        let count = withUnsafeMutableBytes(of: &record) { read(exitRecord, $0.baseAddress, $0.count) }
+        let count = withUnsafeMutableBytes(of: &record) { read(initChannel, $0.baseAddress, $0.count) }
         return count == MemoryLayout<apphost_exit_record>.size ? record : nil
     }
 
@@ -256,7 +256,7 @@ final class AppProcess: @unchecked Sendable {
         listener = nil
         if let appPidfd { closeIgnoringErrors(appPidfd) }
         appPidfd = nil
-        if let exitRecord { closeIgnoringErrors(exitRecord) }
+        if let initChannel { closeIgnoringErrors(initChannel) }
         groups.memory?.closeControl()
         // Children of the app (with the spawn entitlement) do not outlive it; a group whose
         // killed members have not finished exiting is removed a little later, off this turn.

@@ -56,7 +56,7 @@ struct SpawnedProcess: Sendable {
     var output: Int32
     /// In namespaces of its own: the socket to the namespace's init, which waits for a byte on
     /// it before it starts the runner and writes on it how the app process ended (non-blocking).
-    var exitRecord: Int32?
+    var initChannel: Int32?
 }
 
 enum AppProcessSpawner {
@@ -81,11 +81,11 @@ enum AppProcessSpawner {
         let null = try valueOrErrno("open /dev/null") { open("/dev/null", O_RDONLY | O_CLOEXEC) }
         opened.append(null)
         var descriptors = [null, appOutput, appOutput, appControl]
-        var exitRecord: Int32?
+        var initChannel: Int32?
         if namespaces != 0 {
             let (host, initEnd) = try pair("socketpair") { socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0, &$0) }
             descriptors.append(initEnd)
-            exitRecord = host
+            initChannel = host
         }
 
         let argv = ([executable] + arguments).map { strdup($0) } + [nil]
@@ -97,10 +97,10 @@ enum AppProcessSpawner {
         var pidfd: Int32 = -1
         let pid = apphost_spawn(executable, argv, envp, descriptors, Int32(descriptors.count), namespaces, &pidfd)
         guard pid > 0 else { throw SystemError("spawn \(executable)", errno: errno) }
-        for fd in [control, output] + (exitRecord.map { [$0] } ?? []) {
+        for fd in [control, output] + (initChannel.map { [$0] } ?? []) {
             _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK)
             keep.insert(fd)
         }
-        return SpawnedProcess(pid: pid, pidfd: pidfd, control: control, output: output, exitRecord: exitRecord)
+        return SpawnedProcess(pid: pid, pidfd: pidfd, control: control, output: output, initChannel: initChannel)
     }
 }

@@ -103,7 +103,7 @@ public final class Supervisor: @unchecked Sendable {
         storage = StorageVolumes(mechanism: storageProbe.mechanism, stateDirectory: configuration.stateDirectory, device: storageProbe.device)
         environment = try HostEnvironment(
             instance: configuration.instance, suspension: configuration.suspension, memory: configuration.memoryEnforcement,
-            namespaces: configuration.namespaces ? configuration.initExecutable : nil, queue: queue)
+            namespacesInit: configuration.namespaces ? configuration.initExecutable : nil, queue: queue)
         suspensionMechanism = environment.suspensionMechanism
         suspensionNote = environment.suspensionNote
         memoryEnforcement = environment.memoryEnforcement
