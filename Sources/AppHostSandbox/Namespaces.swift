@@ -81,15 +81,13 @@ package enum Namespaces {
 
     /// Detaches, in this namespace, the disk images of other hosts' containers (mounted where
     /// they were when it was copied from the host's): a copy here would keep another host's
-    /// image mounted, unflushed, after that host unmounts it, until this app ends.
+    /// image mounted, unflushed, after that host unmounts it, until this app ends. In C: parsing
+    /// mountinfo in Swift cost 0.25–0.6 ms in a freshly started runner.
     private static func detachOtherContainerImages(keeping writable: [String], hidden: String?) {
-        for mount in MountTable.entries() {
-            let backing = readSmallFile("/sys/dev/block/\(mount.major):\(mount.minor)/loop/backing_file")
-            guard backing.contains("/storage/containers/") || backing.contains("/storage/groups/") else { continue }
-            let point = mount.mountPoint
-            if writable.contains(point) || hidden.map({ point.hasPrefix($0 + "/") }) == true { continue }
-            _ = umount2(point, 2 /* MNT_DETACH */)
-        }
+        let keep = writable.map { strdup($0) }
+        defer { keep.forEach { free($0) } }
+        let pointers = keep.map { UnsafePointer($0) }
+        _ = apphost_detach_container_images(pointers, Int32(pointers.count), hidden)
     }
 
     /// Makes `path` and the directories on the way to it, below `top` (an empty directory).

@@ -234,3 +234,50 @@ int apphost_mount_set_read_only(const char *path, int read_only) {
 }
 
 int apphost_mount_proc(void) { return mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL); }
+
+/// mountinfo's octal escapes (\040), undone in place.
+static void unescape(char *text) {
+    char *out = text;
+    for (char *in = text; *in; ) {
+        if (in[0] == '\\' && in[1] >= '0' && in[1] <= '7' && in[2] >= '0' && in[2] <= '7' && in[3] >= '0' && in[3] <= '7') {
+            *out++ = (char)((in[1] - '0') * 64 + (in[2] - '0') * 8 + (in[3] - '0'));
+            in += 4;
+        } else {
+            *out++ = *in++;
+        }
+    }
+    *out = 0;
+}
+
+int apphost_detach_container_images(const char *const *keep, int count, const char *hidden) {
+    FILE *table = fopen("/proc/self/mountinfo", "re");
+    if (!table) return -1;
+    char line[4096], points[64][1024];
+    int found = 0;
+    while (fgets(line, sizeof line, table) && found < 64) {
+        // "36 27 7:0 / /path rw,relatime shared:1 - ext4 /dev/loop0 rw"
+        unsigned major, minor;
+        char point[1024];
+        if (sscanf(line, "%*u %*u %u:%u %*s %1023s", &major, &minor, point) != 3) continue;
+        char *dash = strstr(line, " - ");
+        if (!dash || strncmp(dash + 3, "ext4 ", 5) != 0) continue;
+        char path[64], backing[1024];
+        snprintf(path, sizeof path, "/sys/dev/block/%u:%u/loop/backing_file", major, minor);
+        int fd = open(path, O_RDONLY | O_CLOEXEC);
+        if (fd < 0) continue;
+        ssize_t length = read(fd, backing, sizeof backing - 1);
+        close(fd);
+        if (length <= 0) continue;
+        backing[length] = 0;
+        if (!strstr(backing, "/storage/containers/") && !strstr(backing, "/storage/groups/")) continue;
+        unescape(point);
+        int kept = 0;
+        for (int index = 0; index < count && !kept; index++) kept = strcmp(point, keep[index]) == 0;
+        size_t prefix = hidden ? strlen(hidden) : 0;
+        if (hidden && strncmp(point, hidden, prefix) == 0 && point[prefix] == '/') kept = 1;
+        if (!kept) snprintf(points[found++], sizeof points[0], "%s", point);
+    }
+    fclose(table);
+    for (int index = 0; index < found; index++) umount2(points[index], MNT_DETACH);
+    return found;
+}

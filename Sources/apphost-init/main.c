@@ -3,9 +3,9 @@
 //   apphost-init RUNNER ARGUMENTS...
 //
 // The host starts it in the app's new PID and mount namespaces with the runner's descriptors on
-// 0-3 and, on 4, a socket to the host. Once the host has put it in the app's cgroups (it says so
-// with one byte on 4), it starts the runner (pid 2, which becomes the app process, in the same
-// groups) with descriptors 0-3, keeps nothing of the app's open, gives up every
+// 0-3 and, on 4, a socket to the host. It starts the runner (pid 2, which becomes the app
+// process; the host puts both in the app's cgroups before the runner gets its configuration)
+// with descriptors 0-3, keeps nothing of the app's open, gives up every
 // capability, reaps whatever is orphaned in the namespace, and when the app process ends writes
 // how it ended on descriptor 4 and exits: the kernel then ends every process left in the
 // namespace. It is a small C program, not a fork of the runner, so that starting an app costs one
@@ -52,13 +52,6 @@ int main(int argc, char **argv) {
         fprintf(stderr, "apphost-init: the host starts this, with a runner and descriptors 0-4\n");
         return 2;
     }
-    // Until the host has put this process in the app's groups, the runner must not exist.
-    char go = 0;
-    ssize_t got;
-    do {
-        got = read(exit_record_fd, &go, 1);
-    } while (got < 0 && errno == EINTR);
-    if (got != 1) return 0; // the host is gone
     pid_t app;
     int error = posix_spawn(&app, argv[1], NULL, NULL, argv + 1, environ);
     if (error != 0) {

@@ -44,8 +44,7 @@ final class AppProcess: @unchecked Sendable {
     /// The app process's pidfd, where it is not the started process; signals go through one of
     /// the two, never by pid.
     private var appPidfd: Int32?
-    /// In a PID namespace: the socket on which the init is told to start the runner, and writes
-    /// how the app process ended.
+    /// In a PID namespace: the socket on which the init writes how the app process ended.
     private let initChannel: Int32?
     private let channel: ControlChannel
     private var receiver: FrameReceiver
@@ -93,8 +92,26 @@ final class AppProcess: @unchecked Sendable {
             joined.memory = nil
         }
         self.groups = joined
-        // In a PID namespace the init waits for this to start the runner: inside the groups.
-        if let initChannel { _ = write(initChannel, "g", 1) }
+        if isNamespaced { bringRunnerIntoGroups() }
+    }
+
+    /// In a PID namespace the init starts the runner at once, while the host moves the init into
+    /// its groups (the first move of a launch waits out an RCU grace period, milliseconds: the
+    /// runner's start-up hides it). A runner forked before that move is moved here too, before
+    /// the configuration is sent, so no app code runs outside the groups. A move blocks forks,
+    /// so the runner is either forked after it (and inherits the groups) or found here.
+    private func bringRunnerIntoGroups() {
+        let clock = ContinuousClock()
+        let deadline = clock.now + .milliseconds(50)
+        var runner = ProcFS.children(of: startedPID).first
+        while runner == nil, clock.now < deadline, processExists(startedPID) {
+            usleep(100)
+            runner = ProcFS.children(of: startedPID).first
+        }
+        guard let runner else { return }
+        for group in [groups.freezer, groups.pids, groups.memory?.group].compactMap({ $0 }) {
+            try? group.add(pid: runner)
+        }
     }
 
     var cgroup: Cgroup? { groups.freezer }

@@ -54,8 +54,8 @@ struct SpawnedProcess: Sendable {
     var control: Int32
     /// The read end of the app's stdout and stderr (non-blocking).
     var output: Int32
-    /// In namespaces of its own: the socket to the namespace's init, which waits for a byte on
-    /// it before it starts the runner and writes on it how the app process ended (non-blocking).
+    /// In namespaces of its own: the socket on which the namespace's init writes how the app
+    /// process ended (non-blocking).
     var initChannel: Int32?
 }
 

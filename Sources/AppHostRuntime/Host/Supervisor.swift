@@ -1,7 +1,7 @@
 #if canImport(Glibc)
 import Glibc
 #endif
-public import Foundation
+import Foundation
 import Dispatch
 import AppHostProtocol
 import AppHostSystem

@@ -40,6 +40,10 @@ int apphost_mount_empty_directory(const char *path);
 /// mount_setattr(AT_FDCWD, path, AT_RECURSIVE, MOUNT_ATTR_RDONLY set or cleared): the mount at
 /// `path` and every mount below it become read-only (or read-write again).
 int apphost_mount_set_read_only(const char *path, int read_only);
+/// Detaches (MNT_DETACH) every ext4 mount whose loop device's backing file is in a
+/// `storage/containers/` or `storage/groups/` directory (an apphost host's container image),
+/// except at `keep` (`count` paths) and below `hidden/`. Returns how many it detached.
+int apphost_detach_container_images(const char *const *keep, int count, const char *hidden);
 /// mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL): a /proc of the
 /// caller's PID namespace, over the one it had (read-write: make it read-only after).
 int apphost_mount_proc(void);
