@@ -109,8 +109,8 @@ let package = Package(
             ],
             swiftSettings: strictSettings
         ),
-        // C, and nothing but libc: one short exec per launch (Sources/apphost-init/main.c).
-        .executableTarget(name: "apphost-init", linkerSettings: [.unsafeFlags(["-static-executable", "-Xlinker", "--gc-sections", "-Xlinker", "-s"])]),
+        // C, and nothing but libc and CAppHostShims: one short exec per launch (Sources/apphost-init/main.c).
+        .executableTarget(name: "apphost-init", dependencies: ["CAppHostShims"], linkerSettings: [.unsafeFlags(["-static-executable", "-Xlinker", "--gc-sections", "-Xlinker", "-s"])]),
         .plugin(
             name: "BundleApp",
             capability: .command(

@@ -188,12 +188,10 @@ package struct WireSandbox: Codable, Sendable, Equatable {
     package var filterNotifies: Bool?
     /// Read-only for the app besides the system directories: the host's library directories.
     package var readablePaths: [String]?
-    /// The runner is in a PID and a mount namespace of the app's own: it hides
-    /// `hiddenDirectory` but for `writablePaths` and the bundle, and makes every mount read-only
-    /// but `writablePaths`.
+    /// The runner is in a PID and a mount namespace of the app's own, whose init isolates the
+    /// file system (it hides the host's state directory but for `writablePaths` and the bundle,
+    /// and makes every mount read-only but `writablePaths`): the runner waits for it.
     package var namespaced: Bool?
-    /// The host's state directory, with every app's container.
-    package var hiddenDirectory: String?
 
     package init(
         entitlements: [String], uid: UInt32? = nil, gid: UInt32? = nil, groups: [UInt32]? = nil, writablePaths: [String],

@@ -46,7 +46,7 @@ public enum AppProcessRunner {
         _ = apphost_set_thread_name(String(configuration.bundleName.prefix(15)))
         // The whole confinement is timed, the namespace's mounts included.
         let confinementStarted = ContinuousClock.now
-        if configuration.sandbox?.namespaced == true { isolateFileSystem(configuration, socket: socket) }
+        if configuration.sandbox?.namespaced == true { awaitIsolatedFileSystem(socket: socket) }
 
         // Confinement, before any plugin code: an app that cannot be confined does not run.
         confine(configuration, socket: socket, since: confinementStarted)
@@ -64,16 +64,12 @@ public enum AppProcessRunner {
         fail(socket, "the plugin's entry point returned \(status)")
     }
 
-    /// In namespaces of the app's own (this process is pid 2, under apphost-init): hides the
-    /// other apps' containers, makes the file system read-only outside the app's containers,
-    /// and /proc the namespace's.
-    static func isolateFileSystem(_ configuration: WireConfiguration, socket: ControlChannel) {
-        do {
-            try Namespaces.isolateFileSystem(
-                hiding: configuration.sandbox?.hiddenDirectory, writable: configuration.sandbox?.writablePaths ?? [],
-                readable: [configuration.bundlePath])
-        } catch {
-            fail(socket, "cannot isolate the app's file system: \(error)")
+    /// In namespaces of the app's own (this process is pid 2, under apphost-init): waits for the
+    /// init to have hidden the other apps' containers, made the file system read-only outside
+    /// the app's containers, and /proc the namespace's.
+    static func awaitIsolatedFileSystem(socket: ControlChannel) {
+        if let failure = Namespaces.awaitIsolatedFileSystem() {
+            fail(socket, "cannot isolate the app's file system: \(failure)")
         }
     }
 

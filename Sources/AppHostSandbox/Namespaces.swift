@@ -1,5 +1,5 @@
 #if canImport(Glibc)
-package import AppHostSystem
+import AppHostSystem
 import Glibc
 #endif
 import CAppHostShims
@@ -9,7 +9,7 @@ import CAppHostShims
 /// The host starts `apphost-init` as the init (pid 1) of a new PID namespace, and it starts the
 /// app's runner (pid 2): when the init ends, however it ends (the host killed with SIGKILL
 /// included, through its parent-death signal), the kernel ends every process left in the
-/// namespace, so nothing an app spawned outlives it. The runner makes every mount of its new
+/// namespace, so nothing an app spawned outlives it. The init makes every mount of the new
 /// mount namespace read-only but the app's containers, so that no call (chmod, chown, setxattr,
 /// utimensat, which Landlock does not govern) changes a file outside them, and mounts a /proc
 /// that shows only the app's processes. A host that is not root makes a user namespace too,
@@ -32,7 +32,7 @@ package enum Namespaces {
     package static let appPID: Int32 = 2
 
     /// Tries once: makes the namespaces in a short-lived child, which mounts a /proc and makes
-    /// a mount read-only as the runner will (about a millisecond).
+    /// a mount read-only as the init will (about a millisecond).
     package static func probe() -> Support {
         var flags = Int32(APPHOST_NAMESPACE_PID_AND_MOUNT)
         if geteuid() != 0 { flags |= Int32(APPHOST_NAMESPACE_USER) }
@@ -45,57 +45,31 @@ package enum Namespaces {
         return .available(flags: flags)
     }
 
-    /// In the runner, in the app's namespaces: `hidden` (the host's state directory, with every
-    /// app's container) replaced by an empty directory, in which only the paths of `writable`
-    /// and `readable` below it appear again; every mount read-only except `writable`; a
-    /// read-only /proc of this PID namespace.
-    package static func isolateFileSystem(hiding hidden: String?, writable: [String], readable: [String]) throws(SystemError) {
-        try valueOrErrno("mount propagation") { apphost_mount_stop_propagation() }
-        let isHidden = { (path: String) in hidden.map { path.hasPrefix($0 + "/") } ?? false }
-        // What stays visible under the hidden directory, opened before it is covered and
-        // mounted again from the descriptor.
-        var kept: [(path: String, fd: Int32)] = []
-        defer { kept.forEach { closeIgnoringErrors($0.fd) } }
-        for path in writable + readable where isHidden(path) {
-            let fd = try valueOrErrno("open \(path)") { open(path, 0o10000000 /* O_PATH */ | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC) }
-            kept.append((path, fd))
-        }
-        if let hidden {
-            try valueOrErrno("hide \(hidden)") { apphost_mount_empty_directory(hidden) }
-            for (path, fd) in kept {
-                try makeDirectories(path, below: hidden)
-                try valueOrErrno("bind \(path)") { apphost_mount_bind("/proc/self/fd/\(fd)", path) }
+    /// In the runner: the descriptor on which the init reports the file system's isolation.
+    package static let isolationReportFD: Int32 = 4
+
+    /// In the runner, in the app's namespaces: waits until the init has isolated the file
+    /// system (`apphost_isolate_file_system`, which it does while the runner starts up).
+    /// Returns what failed if it could not, else nil.
+    package static func awaitIsolatedFileSystem() -> String? {
+        defer { closeIgnoringErrors(isolationReportFD) }
+        var report: [UInt8] = []
+        var buffer = [UInt8](repeating: 0, count: 1024)
+        while true {
+            let count = buffer.withUnsafeMutableBytes { read(isolationReportFD, $0.baseAddress, $0.count) }
+            if count > 0 {
+                report += buffer[..<count]
+            } else if count == 0 || errno != EINTR {
+                break
             }
         }
-        for path in writable where !isHidden(path) {
-            try valueOrErrno("bind \(path)") { apphost_mount_bind(path, path) }
-        }
-        detachOtherContainerImages(keeping: writable, hidden: hidden)
-        try valueOrErrno("read-only /") { apphost_mount_set_read_only("/", 1) }
-        for path in writable {
-            try valueOrErrno("read-write \(path)") { apphost_mount_set_read_only(path, 0) }
-        }
-        try valueOrErrno("mount /proc") { apphost_mount_proc() }
-        try valueOrErrno("read-only /proc") { apphost_mount_set_read_only("/proc", 1) }
-    }
-
-    /// Detaches, in this namespace, the disk images of other hosts' containers (mounted where
-    /// they were when it was copied from the host's): a copy here would keep another host's
-    /// image mounted, unflushed, after that host unmounts it, until this app ends. In C: parsing
-    /// mountinfo in Swift cost 0.25–0.6 ms in a freshly started runner.
-    private static func detachOtherContainerImages(keeping writable: [String], hidden: String?) {
-        let keep = writable.map { strdup($0) }
-        defer { keep.forEach { free($0) } }
-        let pointers = keep.map { UnsafePointer($0) }
-        _ = apphost_detach_container_images(pointers, Int32(pointers.count), hidden)
-    }
-
-    /// Makes `path` and the directories on the way to it, below `top` (an empty directory).
-    private static func makeDirectories(_ path: String, below top: String) throws(SystemError) {
-        var current = top
-        for component in path.dropFirst(top.count).split(separator: "/") {
-            current += "/" + component
-            if mkdir(current, 0o755) != 0 && errno != EEXIST { throw SystemError("mkdir \(current)", errno: errno) }
+        switch report.first {
+        case UInt8(ascii: "0"):
+            return nil
+        case UInt8(ascii: "1"):
+            return String(decoding: report.dropFirst(), as: UTF8.self)
+        default:
+            return "the namespace's init ended without isolating it"
         }
     }
 }

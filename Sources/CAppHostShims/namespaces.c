@@ -1,6 +1,7 @@
 #define _GNU_SOURCE
 #include "apphost_namespaces.h"
 #include <errno.h>
+#include <limits.h>
 #include <fcntl.h>
 #include <sched.h>
 #include <signal.h>
@@ -12,6 +13,7 @@
 #include <sys/mman.h>
 #include <sys/mount.h>
 #include <sys/prctl.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 
@@ -24,6 +26,26 @@
 #ifndef SYS_mount_setattr
 #define SYS_mount_setattr 442
 #endif
+
+// The mounts of apphost_isolate_file_system (and of the probe, which tries them).
+
+/// mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL): no mount made here reaches the namespace
+/// this one was copied from, and none made there later (read-write) reaches this one.
+static int apphost_mount_stop_propagation(void);
+/// mount(source, target, NULL, MS_BIND | MS_REC, NULL): `source` (which may be
+/// /proc/self/fd/N) is mounted at `target` too.
+static int apphost_mount_bind(const char *source, const char *target);
+/// An empty tmpfs over `path`, hiding what it holds.
+static int apphost_mount_empty_directory(const char *path);
+/// mount_setattr(AT_FDCWD, path, AT_RECURSIVE, MOUNT_ATTR_RDONLY set or cleared): the mount at
+/// `path` and every mount below it become read-only (or read-write again).
+static int apphost_mount_set_read_only(const char *path, int read_only);
+/// A /proc of the caller's PID namespace over the one it had (read-write: made read-only after).
+static int apphost_mount_proc(void);
+/// Detaches (MNT_DETACH) every ext4 mount whose loop device's backing file is in a
+/// `storage/containers/` or `storage/groups/` directory (an apphost host's container image),
+/// except at `keep` (`count` paths) and below `hidden/`. Returns how many it detached.
+static int apphost_detach_container_images(const char *const *keep, int count, const char *hidden);
 
 /// The most descriptors a spawned process is given.
 #define SPAWN_MAXIMUM_DESCRIPTORS 8
@@ -38,6 +60,12 @@ struct spawn_job {
     const int *fds;
     int count;
     int namespaces;
+    /// With namespaces: the app process, started by the init before it execs, on its own stack.
+    const char *app_path;
+    char *const *app_argv;
+    char *app_stack;
+    /// The pipe on which the init reports the file system's isolation to the app process.
+    int report[2];
     char uid_map[32];
     char gid_map[32];
     /// Set by the child when it fails before execve; read by the parent once it resumes.
@@ -68,8 +96,8 @@ static int map_identity(struct spawn_job *job) {
 
 /// In a new user namespace with the identity map, the child holds every capability there, but
 /// execve takes them from a uid other than 0: CAP_SYS_ADMIN is kept across it (inheritable and
-/// ambient) for the runner to make its mounts; the app process gives it up when it confines
-/// itself, and the init when it starts waiting.
+/// ambient) for the init to make its mounts; the init clears the ambient set before it starts
+/// the runner, and gives up every capability once the mounts are made.
 static int keep_mount_capability(struct spawn_job *job) {
     job->step = "keep CAP_SYS_ADMIN";
     struct __user_cap_header_struct header = {_LINUX_CAPABILITY_VERSION_3, 0};
@@ -92,9 +120,44 @@ static int clone_flags(int namespaces) {
     return flags;
 }
 
+/// The app process, cloned by the init before the init execs: the init's descriptors but its
+/// channel to the host, whose place the read end of the isolation report takes.
+static int app_child(void *argument) {
+    struct spawn_job *job = argument;
+    job->step = "app process descriptors";
+    if (dup2(job->report[0], job->count - 1) < 0) goto fail;
+    if (syscall(SYS_close_range, job->count, ~0U, 0) != 0) goto fail;
+    sigset_t none;
+    sigemptyset(&none);
+    sigprocmask(SIG_SETMASK, &none, NULL);
+    job->step = "execve the app process";
+    execve(job->app_path, job->app_argv, job->envp);
+fail:
+    job->error = errno;
+    _exit(127);
+}
+
+/// In the init before it execs: starts the app process (pid 2), which therefore starts up
+/// while the init execs and isolates the file system, and keeps the write end of the
+/// isolation report on descriptor `count`.
+static int start_app_process(struct spawn_job *job) {
+    job->step = "isolation report";
+    if (pipe2(job->report, O_CLOEXEC) != 0) return -1;
+    pid_t pid = clone(app_child, job->app_stack + SPAWN_STACK_SIZE, CLONE_VM | CLONE_VFORK | SIGCHLD, job);
+    if (pid < 0 || job->error != 0) {
+        if (job->error != 0) errno = job->error;
+        return -1;
+    }
+    job->step = "isolation report";
+    close(job->report[0]);
+    if (job->report[1] == job->count) return fcntl(job->count, F_SETFD, 0);
+    if (dup2(job->report[1], job->count) < 0) return -1;
+    return close(job->report[1]);
+}
+
 static int spawn_child(void *argument) {
     struct spawn_job *job = argument;
-    if ((job->namespaces & APPHOST_NAMESPACE_USER) && (map_identity(job) != 0 || keep_mount_capability(job) != 0)) goto fail;
+    if ((job->namespaces & APPHOST_NAMESPACE_USER) && map_identity(job) != 0) goto fail;
     // Every handler back to its default while all signals are blocked (the parent's handlers
     // must never run here), then none blocked.
     struct sigaction action;
@@ -121,6 +184,9 @@ static int spawn_child(void *argument) {
     if (syscall(SYS_close_range, job->count, ~0U, 0) != 0) {
         for (int fd = job->count; fd < 65536; fd++) close(fd);
     }
+    if (job->app_path && start_app_process(job) != 0) goto fail;
+    // After the app process has started: it must not inherit the capability.
+    if ((job->namespaces & APPHOST_NAMESPACE_USER) && keep_mount_capability(job) != 0) goto fail;
     sigset_t none;
     sigemptyset(&none);
     sigprocmask(SIG_SETMASK, &none, NULL);
@@ -148,8 +214,8 @@ static pid_t clone_sharing_memory(int (*child)(void *), void *job, int flags, in
 }
 
 pid_t apphost_spawn(const char *path, char *const argv[], char *const envp[], const int *fds, int count,
-                    int namespaces, int *pidfd) {
-    if (count < 0 || count > SPAWN_MAXIMUM_DESCRIPTORS) {
+                    int namespaces, const char *app_path, char *const app_argv[], int *pidfd) {
+    if (count < 0 || count > SPAWN_MAXIMUM_DESCRIPTORS || (app_path && (!namespaces || count < 1))) {
         errno = EINVAL;
         return -1;
     }
@@ -161,9 +227,18 @@ pid_t apphost_spawn(const char *path, char *const argv[], char *const envp[], co
     job.fds = fds;
     job.count = count;
     job.namespaces = namespaces;
+    job.app_path = app_path;
+    job.app_argv = app_argv;
+    if (app_path) {
+        job.app_stack = mmap(NULL, SPAWN_STACK_SIZE, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
+        if (job.app_stack == MAP_FAILED) return -1;
+    }
     if (namespaces & APPHOST_NAMESPACE_USER) prepare_maps(&job);
     int fd = -1;
     pid_t pid = clone_sharing_memory(spawn_child, &job, clone_flags(namespaces), &fd);
+    int saved = errno;
+    if (app_path) munmap(job.app_stack, SPAWN_STACK_SIZE);
+    errno = saved;
     if (pid < 0) return -1;
     if (job.error != 0) {
         waitpid(pid, NULL, 0);
@@ -212,17 +287,17 @@ int apphost_probe_namespaces(int namespaces, const char **step) {
     return 0;
 }
 
-int apphost_mount_stop_propagation(void) { return mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL); }
+static int apphost_mount_stop_propagation(void) { return mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL); }
 
-int apphost_mount_bind(const char *source, const char *target) {
+static int apphost_mount_bind(const char *source, const char *target) {
     return mount(source, target, NULL, MS_BIND | MS_REC, NULL);
 }
 
-int apphost_mount_empty_directory(const char *path) {
+static int apphost_mount_empty_directory(const char *path) {
     return mount("tmpfs", path, "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC, "mode=0755,size=64k");
 }
 
-int apphost_mount_set_read_only(const char *path, int read_only) {
+static int apphost_mount_set_read_only(const char *path, int read_only) {
     struct mount_attr attributes;
     memset(&attributes, 0, sizeof attributes);
     if (read_only) {
@@ -233,7 +308,7 @@ int apphost_mount_set_read_only(const char *path, int read_only) {
     return (int)syscall(SYS_mount_setattr, AT_FDCWD, path, AT_RECURSIVE, &attributes, sizeof attributes);
 }
 
-int apphost_mount_proc(void) { return mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL); }
+static int apphost_mount_proc(void) { return mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL); }
 
 /// mountinfo's octal escapes (\040), undone in place.
 static void unescape(char *text) {
@@ -249,7 +324,7 @@ static void unescape(char *text) {
     *out = 0;
 }
 
-int apphost_detach_container_images(const char *const *keep, int count, const char *hidden) {
+static int apphost_detach_container_images(const char *const *keep, int count, const char *hidden) {
     FILE *table = fopen("/proc/self/mountinfo", "re");
     if (!table) return -1;
     char line[4096], points[64][1024];
@@ -280,4 +355,102 @@ int apphost_detach_container_images(const char *const *keep, int count, const ch
     fclose(table);
     for (int index = 0; index < found; index++) umount2(points[index], MNT_DETACH);
     return found;
+}
+
+/// Writes "step path: error" into `failure`; returns -1 with errno kept.
+static int isolation_failed(char *failure, size_t size, const char *step, const char *path) {
+    int saved = errno;
+    snprintf(failure, size, "%s%s%s: %s", step, path ? " " : "", path ? path : "", strerror(saved));
+    errno = saved;
+    return -1;
+}
+
+/// Whether `path` is strictly below the directory `top`.
+static int is_below(const char *path, const char *top) {
+    size_t length = top ? strlen(top) : 0;
+    return top && strncmp(path, top, length) == 0 && path[length] == '/';
+}
+
+/// Makes the directories of `path` below `top` (an empty directory), `path` itself included.
+static int make_directories(const char *path, const char *top) {
+    char current[PATH_MAX];
+    if (snprintf(current, sizeof current, "%s", path) >= (int)sizeof current) {
+        errno = ENAMETOOLONG;
+        return -1;
+    }
+    for (char *slash = current + strlen(top) + 1;; slash++) {
+        slash = strchr(slash, '/');
+        if (slash) *slash = 0;
+        if (mkdir(current, 0755) != 0 && errno != EEXIST) return -1;
+        if (!slash) return 0;
+        *slash = '/';
+    }
+}
+
+int apphost_isolate_file_system(const char *hidden, const char *const *writable, int writable_count,
+                                const char *const *readable, int readable_count, char *failure, size_t failure_size) {
+    if (writable_count < 0 || readable_count < 0 || writable_count + readable_count > APPHOST_ISOLATION_MAXIMUM_PATHS) {
+        errno = E2BIG;
+        return isolation_failed(failure, failure_size, "too many paths", NULL);
+    }
+    if (apphost_mount_stop_propagation() != 0) return isolation_failed(failure, failure_size, "mount propagation", NULL);
+    // What stays visible under the hidden directory, opened before it is covered and mounted
+    // again from the descriptor.
+    const char *kept[APPHOST_ISOLATION_MAXIMUM_PATHS];
+    int kept_fds[APPHOST_ISOLATION_MAXIMUM_PATHS];
+    int kept_count = 0, result = 0;
+    for (int index = 0; index < writable_count + readable_count; index++) {
+        const char *path = index < writable_count ? writable[index] : readable[index - writable_count];
+        if (!is_below(path, hidden)) continue;
+        int fd = open(path, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (fd < 0) {
+            result = isolation_failed(failure, failure_size, "open", path);
+            goto done;
+        }
+        kept[kept_count] = path;
+        kept_fds[kept_count++] = fd;
+    }
+    if (hidden) {
+        if (apphost_mount_empty_directory(hidden) != 0) {
+            result = isolation_failed(failure, failure_size, "hide", hidden);
+            goto done;
+        }
+        for (int index = 0; index < kept_count; index++) {
+            char source[32];
+            snprintf(source, sizeof source, "/proc/self/fd/%d", kept_fds[index]);
+            if (make_directories(kept[index], hidden) != 0) {
+                result = isolation_failed(failure, failure_size, "mkdir", kept[index]);
+                goto done;
+            }
+            if (apphost_mount_bind(source, kept[index]) != 0) {
+                result = isolation_failed(failure, failure_size, "bind", kept[index]);
+                goto done;
+            }
+        }
+    }
+    for (int index = 0; index < writable_count; index++) {
+        if (!is_below(writable[index], hidden) && apphost_mount_bind(writable[index], writable[index]) != 0) {
+            result = isolation_failed(failure, failure_size, "bind", writable[index]);
+            goto done;
+        }
+    }
+    apphost_detach_container_images(writable, writable_count, hidden);
+    if (apphost_mount_set_read_only("/", 1) != 0) {
+        result = isolation_failed(failure, failure_size, "read-only", "/");
+        goto done;
+    }
+    for (int index = 0; index < writable_count; index++) {
+        if (apphost_mount_set_read_only(writable[index], 0) != 0) {
+            result = isolation_failed(failure, failure_size, "read-write", writable[index]);
+            goto done;
+        }
+    }
+    if (apphost_mount_proc() != 0) {
+        result = isolation_failed(failure, failure_size, "mount", "/proc");
+    } else if (apphost_mount_set_read_only("/proc", 1) != 0) {
+        result = isolation_failed(failure, failure_size, "read-only", "/proc");
+    }
+done:
+    for (int index = 0; index < kept_count; index++) close(kept_fds[index]);
+    return result;
 }

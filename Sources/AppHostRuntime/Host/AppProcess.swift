@@ -95,20 +95,12 @@ final class AppProcess: @unchecked Sendable {
         if isNamespaced { bringRunnerIntoGroups() }
     }
 
-    /// In a PID namespace the init starts the runner at once, while the host moves the init into
-    /// its groups (the first move of a launch waits out an RCU grace period, milliseconds: the
-    /// runner's start-up hides it). A runner forked before that move is moved here too, before
-    /// the configuration is sent, so no app code runs outside the groups. A move blocks forks,
-    /// so the runner is either forked after it (and inherits the groups) or found here.
+    /// In a PID namespace the runner is started before the init execs (apphost_spawn), so
+    /// before the host has moved the init into its groups: it is moved here too, before the
+    /// configuration is sent, so that no app code runs outside them. (The first move of a launch
+    /// waits out an RCU grace period, milliseconds: the runner's start-up hides it.)
     private func bringRunnerIntoGroups() {
-        let clock = ContinuousClock()
-        let deadline = clock.now + .milliseconds(50)
-        var runner = ProcFS.children(of: startedPID).first
-        while runner == nil, clock.now < deadline, processExists(startedPID) {
-            usleep(100)
-            runner = ProcFS.children(of: startedPID).first
-        }
-        guard let runner else { return }
+        guard let runner = ProcFS.children(of: startedPID).first else { return }
         for group in [groups.freezer, groups.pids, groups.memory?.group].compactMap({ $0 }) {
             try? group.add(pid: runner)
         }

@@ -61,11 +61,14 @@ struct SpawnedProcess: Sendable {
 
 enum AppProcessSpawner {
     /// Spawns `executable arguments…` with the control socket on fd 3, stdout and stderr on a
-    /// pipe, stdin on /dev/null, no other descriptors (but, with `namespaces`, the socket to the
-    /// init on fd 4), default signal handling, an empty signal mask and its own process
-    /// group (so the terminal's Ctrl-C reaches only the host, which ends the apps as sequence 7
-    /// says). With `namespaces` (Namespaces.Support.flags) it is the init of a PID namespace.
-    static func spawn(executable: String, arguments: [String], environment: [String], namespaces: Int32) throws(SystemError) -> SpawnedProcess {
+    /// pipe, stdin on /dev/null, no other descriptors, default signal handling, an empty signal
+    /// mask and its own process group (so the terminal's Ctrl-C reaches only the host, which
+    /// ends the apps as sequence 7 says). With `namespaces` (Namespaces.Support.flags) it is the
+    /// init of a PID namespace, with the socket to the host on fd 4, and `app` (the runner and
+    /// its arguments) its first child, pid 2, with those descriptors but the last.
+    static func spawn(
+        executable: String, arguments: [String], environment: [String], namespaces: Int32, app: [String]? = nil
+    ) throws(SystemError) -> SpawnedProcess {
         var opened: [Int32] = []
         func pair(_ name: String, _ make: (inout [Int32]) -> Int32) throws(SystemError) -> (Int32, Int32) {
             var fds: [Int32] = [-1, -1]
@@ -90,12 +93,13 @@ enum AppProcessSpawner {
 
         let argv = ([executable] + arguments).map { strdup($0) } + [nil]
         let envp = environment.map { strdup($0) } + [nil]
+        let appArgv = (app ?? []).map { strdup($0) } + [nil]
         defer {
-            argv.forEach { free($0) }
-            envp.forEach { free($0) }
+            (argv + envp + appArgv).forEach { free($0) }
         }
         var pidfd: Int32 = -1
-        let pid = apphost_spawn(executable, argv, envp, descriptors, Int32(descriptors.count), namespaces, &pidfd)
+        let pid = apphost_spawn(
+            executable, argv, envp, descriptors, Int32(descriptors.count), namespaces, app == nil ? nil : appArgv[0], appArgv, &pidfd)
         guard pid > 0 else { throw SystemError("spawn \(executable)", errno: errno) }
         for fd in [control, output] + (initChannel.map { [$0] } ?? []) {
             _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK)

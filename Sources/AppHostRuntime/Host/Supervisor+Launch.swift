@@ -104,14 +104,18 @@ extension Supervisor {
         if groups.pids == nil && sandbox.uid != nil { sandbox.processLimit = UInt64(policy.processLimit) }
         let namespaces = environment.namespaces.flags
         sandbox.namespaced = namespaces != 0
-        sandbox.hiddenDirectory = configuration.stateDirectory.path
-        // In namespaces, apphost-init starts the runner as its one child.
+        // In namespaces the runner is the first child of apphost-init, which, while the runner
+        // starts up, hides the state directory but for what the app may see.
         let executable = namespaces != 0 ? configuration.initExecutable : configuration.executable
-        let arguments = namespaces != 0 ? [configuration.executable, appProcessArgument] : [appProcessArgument]
+        let arguments = namespaces == 0 ? [appProcessArgument] :
+            ["--hide", configuration.stateDirectory.path] + sandbox.writablePaths.flatMap { ["--writable", $0] }
+            + ["--readable", bundle.url.path]
+        let runner = namespaces == 0 ? nil : [configuration.executable, appProcessArgument]
         let processEnvironment = Containers.environment(container: container, parent: namespaces != 0 ? nil : getpid())
         let result = spawner.run { () -> Result<SpawnedProcess, SystemError> in
             Result { () throws(SystemError) in
-                try AppProcessSpawner.spawn(executable: executable, arguments: arguments, environment: processEnvironment, namespaces: namespaces)
+                try AppProcessSpawner.spawn(
+                    executable: executable, arguments: arguments, environment: processEnvironment, namespaces: namespaces, app: runner)
             }
         }
         let spawned: SpawnedProcess
