@@ -20,6 +20,7 @@
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 #include <sys/eventfd.h>
+#include <poll.h>
 
 #ifndef SYS_pidfd_open
 #define SYS_pidfd_open 434
@@ -321,3 +322,20 @@ int apphost_list_unix_sockets(struct apphost_unix_socket *sockets, int capacity)
 int apphost_eventfd(void) { return eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK); }
 
 uint64_t apphost_makedev(unsigned int major, unsigned int minor) { return makedev(major, minor); }
+
+int apphost_peer_uid(int fd, uint32_t *uid) {
+    struct ucred credentials;
+    socklen_t length = sizeof credentials;
+    if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &credentials, &length) != 0) return -1;
+    *uid = credentials.uid;
+    return 0;
+}
+
+int apphost_accept(int fd) { return accept4(fd, NULL, NULL, SOCK_CLOEXEC); }
+
+int apphost_peer_has_gone(int fd) {
+    struct pollfd descriptor = {.fd = fd, .events = POLLRDHUP};
+    return poll(&descriptor, 1, 0) > 0 && (descriptor.revents & (POLLRDHUP | POLLHUP | POLLERR)) != 0;
+}
+
+int apphost_open_directory_path(const char *path) { return open(path, O_PATH | O_DIRECTORY | O_CLOEXEC); }

@@ -7,7 +7,7 @@ struct AppHost: AsyncParsableCommand {
         commandName: "apphost",
         abstract: "Run Swift app plugins through the iOS life cycle, each in its own process.",
         discussion: "Start with `apphost launch Name.app`; README.md explains the rest.",
-        subcommands: [Launch.self, Doctor.self, Reports.self]
+        subcommands: [Launch.self, Ctl.self, Doctor.self, Reports.self]
     )
 }
 

@@ -1,20 +1,36 @@
 import AppHostRuntime
 import Foundation
 
-/// Prints events and command output on standard output, whole lines at a time.
+/// Prints events and command output, whole lines at a time: on standard output and standard
+/// error, or into a control connection's reply (`apphost ctl`).
 struct EventPrinter: Sendable {
     let json: Bool
+    private let output: @Sendable (String) -> Void
+    private let errorOutput: @Sendable (String) -> Void
+
+    /// On standard output and standard error.
+    init(json: Bool) {
+        self.init(json: json, output: { FileHandle.standardOutput.write(Data(($0 + "\n").utf8)) }) {
+            FileHandle.standardError.write(Data(($0 + "\n").utf8))
+        }
+    }
+
+    init(json: Bool, output: @escaping @Sendable (String) -> Void, error: @escaping @Sendable (String) -> Void) {
+        self.json = json
+        self.output = output
+        errorOutput = error
+    }
 
     func print(_ event: HostEvent) {
         write(json ? event.jsonLine : event.humanLine)
     }
 
     func write(_ line: String) {
-        FileHandle.standardOutput.write(Data((line + "\n").utf8))
+        output(line)
     }
 
     func error(_ line: String) {
-        FileHandle.standardError.write(Data("apphost: \(line)\n".utf8))
+        errorOutput("apphost: \(line)")
     }
 }
 

@@ -79,18 +79,25 @@ struct Launch: AsyncParsableCommand {
 
         let printer = EventPrinter(json: json)
         let firstLaunch = FirstLaunch(identifier: appBundles[0].identifier, label: appBundles[0].url.lastPathComponent)
+        let control = HostControl()
         let supervisor: Supervisor
         do {
             supervisor = try Supervisor(configuration: configuration) { event in
                 printer.print(event)
                 firstLaunch.observe(event)
+                control.publish(event)
             }
             for bundle in appBundles { try supervisor.install(bundle) }
             firstLaunch.beforeExit = { supervisor.releaseStorage() }
         } catch {
             fail("\(error)")
         }
-        Self.handleSignals(supervisor)
+        Self.handleSignals(supervisor, control: control)
+        if let warning = control.start(supervisor: supervisor, json: json, quit: {
+            Task { await finish(supervisor, status: 0) }
+        }) {
+            printer.error(warning)
+        }
         do {
             try supervisor.launch(appBundles[0].identifier, kind: background ? .background : .foreground)
         } catch {
@@ -113,11 +120,12 @@ struct Launch: AsyncParsableCommand {
         }
         await finish(supervisor, status: 0)
 
-        func finish(_ supervisor: Supervisor, status: Int32) async -> Never {
+        @Sendable func finish(_ supervisor: Supervisor, status: Int32) async -> Never {
             // Quitting right away (say, with standard input at its end) must still report a
             // first app that cannot launch: wait until its launch has gone one way or the other.
             await firstLaunch.decided()
             await supervisor.shutdown()
+            control.close()
             Foundation.exit(status)
         }
     }
@@ -139,7 +147,7 @@ struct Launch: AsyncParsableCommand {
     }
 
     /// Ctrl-C or SIGTERM: terminate the apps as sequence 7 says, then exit. A second one kills them at once.
-    static func handleSignals(_ supervisor: Supervisor) {
+    static func handleSignals(_ supervisor: Supervisor, control: HostControl) {
         let count = Mutex(0)
         for signalNumber in [SIGINT, SIGTERM] {
             signal(signalNumber, SIG_IGN)
@@ -153,6 +161,7 @@ struct Launch: AsyncParsableCommand {
                     FileHandle.standardError.write(Data("apphost: terminating the apps (again to kill them at once)\n".utf8))
                     Task {
                         await supervisor.shutdown()
+                        control.close()
                         Foundation.exit(0)
                     }
                 } else {

@@ -212,6 +212,8 @@ extension Supervisor {
         shutdownContinuations = []
         environment.remove()
         for line in storage.unmountAll() { publish(HostEvent(time: Date(), event: .warning, detail: line), run: nil) }
+        // Another host may start on the instance from here.
+        instanceLock.release()
         continuations.forEach { $0.resume() }
     }
 }

@@ -58,6 +58,8 @@ public final class Supervisor: @unchecked Sendable {
     /// Per-app uids and gids; nil on a non-root host (apps run as the host's user).
     var users: AppUsers?
     let reports: ReportStore
+    /// Held for the host's life: one host per instance.
+    let instanceLock: InstanceLock
     let observer: @Sendable (HostEvent) -> Void
     var apps: [AppRecord] = []
     var waiters: [Waiter] = []
@@ -87,6 +89,8 @@ public final class Supervisor: @unchecked Sendable {
         // Created 0711: app users may pass through to their containers, not list or read.
         try FileManager.default.createDirectory(
             at: configuration.stateDirectory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o711])
+        instanceLock = try InstanceLock(
+            stateDirectory: configuration.stateDirectory, reachedWith: "apphost ctl --state-dir \(configuration.stateDirectory.path)")
 
         let policy = configuration.policy
         // Every check that can refuse to start comes before anything that would need undoing

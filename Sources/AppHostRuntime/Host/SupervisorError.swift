@@ -17,6 +17,8 @@ public struct SupervisorError: Error, CustomStringConvertible, Sendable {
         public static let invalidBundle = Code(rawValue: "invalid-bundle")
         /// The machine or the host's settings do not give what was asked for.
         public static let unavailable = Code(rawValue: "unavailable")
+        /// Another host runs on the same instance (state directory).
+        public static let instanceBusy = Code(rawValue: "instance-busy")
         /// The host is shutting down.
         public static let shuttingDown = Code(rawValue: "shutting-down")
 

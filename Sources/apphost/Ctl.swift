@@ -1,0 +1,59 @@
+import ArgumentParser
+import AppHostRuntime
+import Foundation
+
+struct Ctl: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Run one command against the running host of an instance, or follow its events.",
+        discussion: """
+            apphost ctl [--instance NAME] [--state-dir DIR] COMMAND [ARGUMENTS...] runs one line of the command \
+            language (home, open APP, fetch APP, ps, quit…; see apphost launch --help) against the host running \
+            on that instance and prints its answer as the host's standard input would: in JSON if the host was \
+            launched with --json. Exits 0 if the command did what it says, 1 if not, as a --script line would.
+            apphost ctl events [--json] [--app APP] follows the host's events until interrupted (Ctrl-C).
+            Only the user the host runs as, and root, may reach it.
+            """)
+
+    @OptionGroup var state: StateOptions
+
+    @Argument(parsing: .captureForPassthrough, help: ArgumentHelp("A command of the command language, or events.", valueName: "command"))
+    var words: [String] = []
+
+    func validate() throws {
+        guard !words.isEmpty else { throw ValidationError("name a command, e.g. apphost ctl ps, or apphost ctl events") }
+    }
+
+    func run() throws {
+        let request = try Self.request(words)
+        let paths = ControlPaths(stateDirectory: state.stateDirectory)
+        let status: Int32
+        do {
+            status = try ControlClient.send(request, to: paths, output: { line in
+                FileHandle.standardOutput.write(Data((line + "\n").utf8))
+            }, error: { line in
+                FileHandle.standardError.write(Data((line + "\n").utf8))
+            })
+        } catch {
+            fail(error.message)
+        }
+        throw ExitCode(status)
+    }
+
+    /// `events [--json] [--app APP]`, or a command line.
+    static func request(_ words: [String]) throws -> ControlRequest {
+        guard words.first == "events" else { return .run(words.joined(separator: " ")) }
+        var json = false
+        var app: String?
+        var rest = words.dropFirst()[...]
+        while let word = rest.popFirst() {
+            switch word {
+            case "--json": json = true
+            case "--app":
+                guard let name = rest.popFirst() else { throw ValidationError("--app needs an app's name") }
+                app = name
+            default: throw ValidationError("usage: apphost ctl events [--json] [--app APP]; not \(word)")
+            }
+        }
+        return .events(json: json, app: app)
+    }
+}
