@@ -25,6 +25,17 @@ struct Ctl: ParsableCommand {
 
     func run() throws {
         let request = try Self.request(words)
+        if case .events = request {
+            // Following ends when interrupted, and that is a success (even where the parent
+            // left SIGINT ignored or blocked, as a test runner may).
+            var interruptions = sigset_t()
+            sigemptyset(&interruptions)
+            for number in [SIGINT, SIGTERM] {
+                signal(number) { _ in _exit(0) }
+                sigaddset(&interruptions, number)
+            }
+            pthread_sigmask(SIG_UNBLOCK, &interruptions, nil)
+        }
         let paths = ControlPaths(stateDirectory: state.stateDirectory)
         let status: Int32
         do {
