@@ -82,6 +82,8 @@ struct CommandSession {
                 }
             case .ps:
                 printStatus()
+            case .help:
+                HostCommand.helpLines.forEach(printer.write)
             case .quit:
                 return .quit
             }

@@ -180,7 +180,7 @@ struct CommandLineTests {
         try Data(#"{"backgroundTim": 3}"#.utf8).write(to: policy)
         let result = try runApphost(["launch", "--policy", policy.path, try scratch.bundle("Any").path])
         #expect(result.status == 1)
-        #expect(result.error.hasPrefix("apphost: \(policy.path): unknown key backgroundTim; known keys: "))
+        #expect(result.error == "apphost: \(policy.path): unknown key backgroundTim; did you mean backgroundTime?\n")
         #expect(result.error.split(separator: "\n").count == 1)
     }
 }
