@@ -196,6 +196,7 @@ extension ExampleAppTests {
         host.send("tasks")
         let pending = try host.waitFor("a pending task") { $0.event == "task" }
         #expect(pending.fields["identifier"] as? String == "com.example.weather.refresh")
+        #expect(pending.fields["app"] as? String == "com.example.weather", "a task line names its app as every event does")
         #expect((pending.fields["waitingFor"] as? String)?.hasPrefix("its earliest begin date") == true)
 
         host.send("advance 3600")
