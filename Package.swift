@@ -33,9 +33,14 @@ let apps = [
     appPlugin("ProbeFixture", path: "Tests/Fixtures/Probe", dependencies: ["ProbeSyscalls", "CSQLite", "AppHostProtocol", "CAppHostShims"]),
 ]
 
+// A package that depends on apphost builds only what its targets use: AppHostKit (with
+// AppHostProtocol and AppHostSystem) and the BundleApp plugin. The examples and fixtures below
+// are products only so that `bundle-app --all` and the tests here can build them; SwiftPM 6.3
+// builds a dependency's products only when a dependent names them (checked with a throwaway
+// package depending on this one by path: README.md, "Writing an app"). No `platforms`: apphost
+// is Linux only, where SwiftPM ignores them.
 let package = Package(
     name: "apphost",
-    platforms: [.macOS(.v15)],
     products: [
         .executable(name: "apphost", targets: ["apphost"]),
         // The init of each app's PID namespace; apphost finds it beside itself.

@@ -24,20 +24,25 @@ struct BundleApp: CommandPlugin {
         }
 
         let apps = appProducts(in: context.package)
+        let notDynamic = appProducts(in: context.package, dynamic: false)
         let chosen: [(product: LibraryProduct, plist: URL)]
         if all {
+            guard !apps.isEmpty || notDynamic.isEmpty else { throw Self.notDynamicError(notDynamic[0].product) }
             chosen = apps
         } else if !requested.isEmpty {
             chosen = try requested.map { name in
+                if let app = notDynamic.first(where: { $0.product.name == name }) { throw Self.notDynamicError(app.product) }
                 guard let app = apps.first(where: { $0.product.name == name }) else {
-                    throw BundleAppError("\(name) is not an app plugin product; app plugins here: \(apps.map(\.product.name).joined(separator: ", "))")
+                    throw BundleAppError("\(name) is not an app plugin product; \(Self.listing(apps))")
                 }
                 return app
             }
         } else if apps.count == 1 {
             chosen = apps
+        } else if apps.isEmpty, let app = notDynamic.first {
+            throw Self.notDynamicError(app.product)
         } else {
-            throw BundleAppError("name a product with --product, or pass --all; app plugins here: \(apps.map(\.product.name).joined(separator: ", "))")
+            throw BundleAppError("name a product with --product, or pass --all; \(Self.listing(apps))")
         }
 
         let outputDirectory = output.map { URL(fileURLWithPath: $0, relativeTo: context.package.directoryURL) }
@@ -58,12 +63,30 @@ struct BundleApp: CommandPlugin {
         }
     }
 
-    /// Dynamic library products whose single target directory holds an Info.plist.
-    private func appProducts(in package: Package) -> [(product: LibraryProduct, plist: URL)] {
+    /// "app plugins here: A, B", or what makes one when there is none.
+    private static func listing(_ apps: [(product: LibraryProduct, plist: URL)]) -> String {
+        apps.isEmpty
+            ? "this package has no app plugin: a library product of type: .dynamic whose target holds an Info.plist"
+            : "app plugins here: \(apps.map(\.product.name).joined(separator: ", "))"
+    }
+
+    /// An app's product declared without `type: .dynamic` (a static or automatic library, which
+    /// builds no shared object to load).
+    private static func notDynamicError(_ product: LibraryProduct) -> BundleAppError {
+        let targets = product.targets.map { "\"\($0.name)\"" }.joined(separator: ", ")
+        return BundleAppError(
+            "\(product.name) has an Info.plist but is not a dynamic library; an app plugin must be one: "
+                + ".library(name: \"\(product.name)\", type: .dynamic, targets: [\(targets)])")
+    }
+
+    /// Library products whose single target directory holds an Info.plist: the dynamic ones (app
+    /// plugins), or with `dynamic: false` the others (apps missing `type: .dynamic`).
+    private func appProducts(in package: Package, dynamic: Bool = true) -> [(product: LibraryProduct, plist: URL)] {
         package.products.compactMap { product in
-            guard let library = product as? LibraryProduct, case .dynamic = library.kind,
-                  let target = library.targets.first
-            else { return nil }
+            guard let library = product as? LibraryProduct, let target = library.targets.first else { return nil }
+            let isDynamic: Bool
+            if case .dynamic = library.kind { isDynamic = true } else { isDynamic = false }
+            guard isDynamic == dynamic else { return nil }
             let plist = target.directoryURL.appendingPathComponent("Info.plist")
             return FileManager.default.fileExists(atPath: plist.path) ? (library, plist) : nil
         }

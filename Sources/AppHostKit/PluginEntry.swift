@@ -55,15 +55,20 @@ enum AppMain {
     static func start(configuration: WireConfiguration, controlFD: Int32) {
         let application = Application.shared
         let className = configuration.delegateClassName
+        // The bundle by its directory (its CFBundleName may differ), and the class's module by
+        // the plugin's library: libNotesExample.so holds module NotesExample.
+        let bundle = configuration.bundlePath.split(separator: "/").last.map(String.init) ?? "\(configuration.bundleName).app"
+        let library = configuration.pluginPath.split(separator: "/").last.map(String.init) ?? ""
+        let module = library.hasPrefix("lib") && library.hasSuffix(".so") ? String(library.dropFirst(3).dropLast(3)) : configuration.bundleName
         guard let type = _typeByName(className) else {
             fail(
-                "\(configuration.bundleName).app/Info.plist: ApplicationDelegateClassName names \(className), "
-                    + "which does not exist in the plugin; name the class as Module.ClassName, e.g. \(configuration.bundleName).AppDelegate"
+                "\(bundle)/Info.plist: ApplicationDelegateClassName names \(className), "
+                    + "which does not exist in the plugin; name the class as Module.ClassName, e.g. \(module).AppDelegate"
             )
         }
         guard let delegateType = type as? any ApplicationDelegate.Type else {
             fail(
-                "\(configuration.bundleName).app/Info.plist: ApplicationDelegateClassName names \(className), "
+                "\(bundle)/Info.plist: ApplicationDelegateClassName names \(className), "
                     + "which does not conform to ApplicationDelegate"
             )
         }

@@ -3,12 +3,28 @@ import AppHostRuntime
 import Foundation
 
 struct AppHost: AsyncParsableCommand {
+    /// apphost's version, which `apphost --version` prints as "apphost 0.1.0".
+    static let version = "0.1.0"
+
     static let configuration = CommandConfiguration(
         commandName: "apphost",
         abstract: "Run Swift app plugins through the iOS life cycle, each in its own process.",
         discussion: "Start with `apphost launch Name.app`; README.md explains the rest.",
+        version: "apphost \(version)",
         subcommands: [Launch.self, Ctl.self, Doctor.self, Reports.self]
     )
+
+    /// The one-line error for a first argument that is no subcommand ("apphost lanch"), with
+    /// the nearest subcommand; nil when the word is a subcommand or an option.
+    static func unknownSubcommandMessage(_ word: String) -> String? {
+        guard !word.hasPrefix("-") else { return nil }
+        let names = configuration.subcommands.map { $0._commandName } + ["help"]
+        guard !names.contains(word) else { return nil }
+        if let nearest = NearestName.suggestion(for: word, among: names) {
+            return "unknown command \(word); did you mean \(nearest)?"
+        }
+        return "unknown command \(word); commands: \(names.joined(separator: ", "))"
+    }
 }
 
 /// Options shared by the commands that use a host's state directory.

@@ -98,6 +98,8 @@ struct CommandSession {
                 }
             case .ps:
                 printStatus()
+            case .help:
+                HostCommand.helpLines.forEach(printer.write)
             case .quit:
                 return .quit
             }

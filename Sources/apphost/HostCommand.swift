@@ -1,4 +1,5 @@
 import AppHostRuntime
+import Foundation
 
 /// One line of the command language that `apphost launch` reads from `--script FILE` and then
 /// from standard input. README.md lists the commands.
@@ -45,6 +46,49 @@ enum HostCommand: Sendable, Equatable {
     case ps
     /// Terminate every app and exit.
     case quit
+    /// Print the commands, one line each.
+    case help
+
+    /// Every command's usage and what it does, in one line each: what `help` prints, and the
+    /// names an unknown command is matched against.
+    static let summaries: [(usage: String, does: String)] = [
+        ("home", "send the foreground app to the background"),
+        ("open APP", "bring APP to the foreground, launching it if needed"),
+        ("interrupt APP [SECONDS]", "an alert or a call: resign active, then become active after SECONDS (or at open/home)"),
+        ("wake APP", "launch APP into the background, or resume it there, for no event"),
+        ("terminate APP", "terminate APP (applicationWillTerminate if it runs)"),
+        ("memory-warning [APP]", "applicationDidReceiveMemoryWarning to APP, or to every running app"),
+        ("memory-pressure [MIB]", "memory runs short: warn, then end apps until all fit in MIB"),
+        ("storage-pressure", "storage runs short: purge the caches and tmp of apps not running"),
+        ("fetch APP", "a background fetch now"),
+        ("run-task APP IDENTIFIER", "run the BGTaskScheduler task now, due or not"),
+        ("expire APP [IDENTIFIER]", "end background work now: one running task, or all of APP's"),
+        ("push APP FILE.json", "deliver the background notification in FILE.json"),
+        ("power plugged|battery", "set the simulated power source"),
+        ("network online|offline", "set the simulated network"),
+        ("advance SECONDS", "move the scheduler's clock on"),
+        ("tasks", "list the pending BGTaskScheduler requests"),
+        ("sleep SECONDS", "pause the script"),
+        ("wait APP STATE [TIMEOUT]", "wait until APP is inactive, active, background, suspended or terminated"),
+        ("ps", "list the apps and what each uses"),
+        ("help", "print these commands"),
+        ("quit", "terminate every app and exit"),
+    ]
+
+    /// `help`'s lines: each command's usage in a column, then what it does.
+    static var helpLines: [String] {
+        let width = summaries.map(\.usage.count).max() ?? 0
+        return summaries.map { $0.usage.padding(toLength: width, withPad: " ", startingAt: 0) + "  " + $0.does }
+    }
+
+    /// "unknown command hom; did you mean home?", or the list of commands when none is near.
+    static func unknownCommandMessage(_ verb: String) -> String {
+        let names = summaries.map { String($0.usage.prefix { $0 != " " }) }
+        if let nearest = NearestName.suggestion(for: verb, among: names) {
+            return "unknown command \(verb); did you mean \(nearest)? (help lists the commands)"
+        }
+        return "unknown command \(verb); commands: \(names.joined(separator: ", "))"
+    }
 
     /// `wait` gives up after this long unless told otherwise.
     static let defaultWaitTimeout: Duration = .seconds(30)
@@ -136,10 +180,11 @@ enum HostCommand: Sendable, Equatable {
         case "quit", "exit":
             try count(0...0, "quit")
             return .quit
+        case "help":
+            try count(0...0, "help")
+            return .help
         default:
-            throw CommandError(
-                "unknown command \(verb); commands: home, open, interrupt, wake, terminate, memory-warning, memory-pressure, "
-                    + "storage-pressure, fetch, run-task, expire, push, power, network, advance, tasks, sleep, wait, ps, quit")
+            throw CommandError(unknownCommandMessage(verb))
         }
     }
 }

@@ -12,7 +12,7 @@ struct Launch: AsyncParsableCommand {
               home | open APP | interrupt APP [SECONDS] | wake APP | terminate APP | memory-warning [APP]
               memory-pressure [MIB] | storage-pressure | fetch APP | run-task APP IDENTIFIER | expire APP [IDENTIFIER]
               push APP FILE.json | power plugged|battery | network online|offline | advance SECONDS | tasks
-              sleep SECONDS | wait APP STATE [TIMEOUT] | ps | quit
+              sleep SECONDS | wait APP STATE [TIMEOUT] | ps | help | quit
             APP is a bundle's CFBundleName or identifier; STATE is inactive, active, background, suspended \
             or terminated. End of input, quit, Ctrl-C or SIGTERM terminate the apps (applicationWillTerminate \
             for running ones) and exit. A failed command in --script ends the host with status 1.

@@ -7,6 +7,12 @@ if CommandLine.arguments.count > 1 && CommandLine.arguments[1] == AppProcessRunn
     AppProcessRunner.main()
 }
 
+// A mistyped subcommand gets the nearest one ("did you mean launch?"), not the parser's
+// "unexpected argument".
+if CommandLine.arguments.count > 1, let message = AppHost.unknownSubcommandMessage(CommandLine.arguments[1]) {
+    fail(message)
+}
+
 do {
     var command = try AppHost.parseAsRoot()
     if let launch = command as? Launch {

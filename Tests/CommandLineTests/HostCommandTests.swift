@@ -28,6 +28,7 @@ import Testing
         #expect(try HostCommand.parse("advance 86400") == .advance(.seconds(86400)))
         #expect(try HostCommand.parse("tasks") == .tasks)
         #expect(try HostCommand.parse("quit") == .quit)
+        #expect(try HostCommand.parse("help") == .help)
         #expect(try HostCommand.parse("") == nil)
         #expect(try HostCommand.parse("# a comment") == nil)
     }
@@ -44,8 +45,35 @@ import Testing
         #expect(throws: CommandError("usage: run-task APP IDENTIFIER")) { try HostCommand.parse("run-task Weather") }
         #expect(throws: CommandError("usage: storage-pressure")) { try HostCommand.parse("storage-pressure 100") }
         #expect(throws: CommandError("SECONDS must be a number of seconds, not tomorrow")) { try HostCommand.parse("advance tomorrow") }
-        #expect(throws: CommandError("unknown command launch; commands: home, open, interrupt, wake, terminate, memory-warning, memory-pressure, storage-pressure, fetch, run-task, expire, push, power, network, advance, tasks, sleep, wait, ps, quit")) {
+        #expect(throws: CommandError("unknown command launch; commands: home, open, interrupt, wake, terminate, memory-warning, memory-pressure, storage-pressure, fetch, run-task, expire, push, power, network, advance, tasks, sleep, wait, ps, help, quit")) {
             try HostCommand.parse("launch Notes")
         }
+    }
+
+    @Test func helpListsEveryCommandOnOneLineEach() {
+        let lines = HostCommand.helpLines
+        #expect(lines.count == HostCommand.summaries.count)
+        for verb in ["home", "open APP", "run-task APP IDENTIFIER", "wait APP STATE [TIMEOUT]", "ps", "help", "quit"] {
+            #expect(lines.contains { $0.hasPrefix(verb + " ") }, "help lists \(verb)")
+        }
+        // Every command help names is one the parser knows.
+        for summary in HostCommand.summaries {
+            let verb = String(summary.usage.prefix { $0 != " " })
+            do { _ = try HostCommand.parse(verb) } catch {
+                #expect(!error.description.hasPrefix("unknown command"), "\(verb) is a command")
+            }
+        }
+    }
+
+    @Test func anUnknownCommandSuggestsTheNearest() {
+        #expect(throws: CommandError("unknown command hom; did you mean home? (help lists the commands)")) { try HostCommand.parse("hom") }
+        #expect(throws: CommandError("unknown command termnate; did you mean terminate? (help lists the commands)")) { try HostCommand.parse("termnate Notes") }
+    }
+
+    @Test func aMistypedSubcommandSuggestsTheNearest() {
+        #expect(AppHost.unknownSubcommandMessage("lanch") == "unknown command lanch; did you mean launch?")
+        #expect(AppHost.unknownSubcommandMessage("launch") == nil)
+        #expect(AppHost.unknownSubcommandMessage("--version") == nil)
+        #expect(AppHost.unknownSubcommandMessage("zzz") == "unknown command zzz; commands: launch, doctor, reports, help")
     }
 }

@@ -125,7 +125,17 @@ struct BadInputTests {
         let bundle = try scratch.bundle("Ghost", changes: ["ApplicationDelegateClassName": "ProbeFixture.Nope"])
         let result = try launch(bundle, scratch: scratch)
         #expect(result.status == 1)
-        expectOneLine(result.error, "Ghost.app cannot launch: Ghost.app/Info.plist: ApplicationDelegateClassName names ProbeFixture.Nope, which does not exist in the plugin; name the class as Module.ClassName, e.g. Ghost.AppDelegate")
+        expectOneLine(result.error, "Ghost.app cannot launch: Ghost.app/Info.plist: ApplicationDelegateClassName names ProbeFixture.Nope, which does not exist in the plugin; name the class as Module.ClassName, e.g. ProbeFixture.AppDelegate")
+    }
+
+    /// The message names the bundle launched, by its directory, even when its CFBundleName
+    /// is another app's.
+    @Test func aWrongDelegateClassNamesItsOwnBundle() throws {
+        let scratch = try Scratch()
+        let bundle = try scratch.bundle("Ghost", changes: ["CFBundleName": "Notes", "ApplicationDelegateClassName": "ProbeFixture.NotADelegate"])
+        let result = try launch(bundle, scratch: scratch)
+        #expect(result.status == 1)
+        expectOneLine(result.error, "Ghost.app cannot launch: Ghost.app/Info.plist: ApplicationDelegateClassName names ProbeFixture.NotADelegate, which does not conform to ApplicationDelegate")
     }
 
     @Test func aDelegateClassThatDoesNotConform() throws {
@@ -180,7 +190,7 @@ struct BadInputTests {
         try Data("wait Probe active\nfly Probe\n".utf8).write(to: script)
         let result = try runApphost(["launch", "--state-dir", scratch.stateDirectory.path, "--script", script.path, try scratch.bundle("Probe").path])
         #expect(result.status == 1)
-        #expect(result.error.contains("apphost: \(script.path):2: unknown command fly; commands: home, open, interrupt, wake, terminate, memory-warning, memory-pressure, storage-pressure, fetch, run-task, expire, push, power, network, advance, tasks, sleep, wait, ps, quit"))
+        #expect(result.error.contains("apphost: \(script.path):2: unknown command fly; commands: home, open, interrupt, wake, terminate, memory-warning, memory-pressure, storage-pressure, fetch, run-task, expire, push, power, network, advance, tasks, sleep, wait, ps, help, quit"))
     }
 
     @Test func aWaitThatTimesOutFailsTheHost() throws {

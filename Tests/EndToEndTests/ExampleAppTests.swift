@@ -180,7 +180,7 @@ struct CommandLineTests {
         try Data(#"{"backgroundTim": 3}"#.utf8).write(to: policy)
         let result = try runApphost(["launch", "--policy", policy.path, try scratch.bundle("Any").path])
         #expect(result.status == 1)
-        #expect(result.error.hasPrefix("apphost: \(policy.path): unknown key backgroundTim; known keys: "))
+        #expect(result.error == "apphost: \(policy.path): unknown key backgroundTim; did you mean backgroundTime?\n")
         #expect(result.error.split(separator: "\n").count == 1)
     }
 }
@@ -196,6 +196,7 @@ extension ExampleAppTests {
         host.send("tasks")
         let pending = try host.waitFor("a pending task") { $0.event == "task" }
         #expect(pending.fields["identifier"] as? String == "com.example.weather.refresh")
+        #expect(pending.fields["app"] as? String == "com.example.weather", "a task line names its app as every event does")
         #expect((pending.fields["waitingFor"] as? String)?.hasPrefix("its earliest begin date") == true)
 
         host.send("advance 3600")

@@ -46,7 +46,7 @@ struct UsageTests {
             polls += 1
             let status = try host.waitFor("ps of Busy #\(polls)", occurrence: polls) { $0.event == "ps" && $0.name == "Busy" }
             #expect(status.state == "active")
-            used = try #require(status.fields["cpuForeground"] as? Double)
+            used = try #require(status.fields["cpuForegroundSeconds"] as? Double)
             try #require(Date().timeIntervalSince(started) < 20, "the spinner used only \(used) s of CPU in 20 s")
         }
         #expect(!host.allEvents.contains { $0.event == "terminated" })
@@ -66,7 +66,7 @@ struct UsageTests {
         let working = try host.waitFor("ps in the background") { $0.event == "ps" && $0.name == "Ledger" }
         #expect(working.state == "background")
         #expect(working.fields["openBackgroundTasks"] as? Int == 1)
-        let left = try #require(working.fields["backgroundTimeRemaining"] as? Double)
+        let left = try #require(working.fields["backgroundTimeRemainingSeconds"] as? Double)
         #expect(left > 25 && left <= 30)
         try host.waitFor("Ledger", "suspended")
         host.send("wake Ledger")
@@ -78,12 +78,12 @@ struct UsageTests {
         #expect(status.fields["backgroundWakeups"] as? Int == 1)
         #expect(status.fields["violations"] as? Int == 0)
         #expect(status.fields["openBackgroundTasks"] as? Int == 0)
-        #expect(status.fields["backgroundTimeRemaining"] == nil)
-        let memory = try #require(status.fields["memory"] as? Int)
+        #expect(status.fields["backgroundTimeRemainingSeconds"] == nil)
+        let memory = try #require(status.fields["memoryBytes"] as? Int)
         #expect(memory >= 30 * 1_048_576 && memory < 80 * 1_048_576)
-        #expect(try #require(status.fields["peakMemory"] as? Int) >= memory)
-        #expect(try #require(status.fields["cpuForeground"] as? Double) > 0)
-        #expect(try #require(status.fields["timeInState"] as? Double) >= 0)
+        #expect(try #require(status.fields["peakMemoryBytes"] as? Int) >= memory)
+        #expect(try #require(status.fields["cpuForegroundSeconds"] as? Double) > 0)
+        #expect(try #require(status.fields["timeInStateSeconds"] as? Double) >= 0)
 
         host.send("terminate Ledger")
         let end = try host.waitFor("Ledger", "terminated")
@@ -94,6 +94,18 @@ struct UsageTests {
         #expect(usage["violations"] as? Int == 0)
         #expect(try #require(usage["peakMemoryBytes"] as? Int) >= memory)
         #expect(try #require(usage["cpuForegroundSeconds"] as? Double) > 0)
+        // One vocabulary: every figure of ps is in the report's usage under the same key.
+        let figures = Set(status.fields.keys).subtracting(["event", "time", "app", "name", "pid", "state", "snapshot"])
+        #expect(figures.count >= 10)
+        #expect(figures.isSubset(of: Set(usage.keys)), "ps keys missing from usage: \(figures.subtracting(usage.keys).sorted())")
+        #expect(status.fields["app"] as? String == "test.ledger")
+        // The host's own events carry app too (null), and started says how the host works as fields.
+        let started = try host.waitFor("started") { $0.event == "started" }
+        #expect(started.fields.keys.contains("app") && started.fields["app"] is NSNull)
+        for key in ["suspension", "sandbox", "memory", "storage", "instance", "stateDirectory"] {
+            #expect(started.fields[key] is String, "started has \(key)")
+        }
+        #expect(started.fields["stateDirectory"] as? String == scratch.stateDirectory.path)
         host.closeInput()
         #expect(try host.waitForExit() == 0)
     }

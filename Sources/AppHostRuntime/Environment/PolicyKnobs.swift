@@ -1,4 +1,4 @@
-public import Foundation
+import Foundation
 
 // One table states every knob of `Policy` once: its policy-file key, its `apphost launch` flag,
 // its kind (the unit, how a value is read and what makes it valid), a one-line help and the key
@@ -142,31 +142,6 @@ extension Policy {
         return knob
     }
 
-    /// Reads a policy file over the defaults. Unknown keys and values of the wrong kind are
-    /// errors, so a typo never silently leaves a default in force.
-    public static func load(contentsOf url: URL, over base: Policy = Policy()) throws(PolicyError) -> Policy {
-        let data: Data
-        do { data = try Data(contentsOf: url) } catch {
-            throw PolicyError("\(url.path): cannot be read: \(error.localizedDescription)")
-        }
-        guard let object = try? JSONSerialization.jsonObject(with: data), let values = object as? [String: Any] else {
-            throw PolicyError("\(url.path): not a JSON object; see README.md, \"Policy\"")
-        }
-        var policy = base
-        for (key, value) in values.sorted(by: { $0.key < $1.key }) {
-            guard let knob = knobs.first(where: { $0.key == key }) else {
-                let known = knobs.map(\.key).sorted().joined(separator: ", ")
-                throw PolicyError("\(url.path): unknown key \(key); known keys: \(known)")
-            }
-            guard knob.kind.set(.file(value), in: &policy) else {
-                throw PolicyError("\(url.path): \(key) must be \(knob.kind.expectation)")
-            }
-        }
-        policy.lowerBackgroundMemoryLimit(unlessSet: values.keys.contains("backgroundMemoryLimit"))
-        try policy.validate()
-        return policy
-    }
-
     /// This policy with the knobs given on the command line set: each knob's key with the
     /// words given for its flag (none: not given; a toggle's are "true" or "false").
     public func applying(commandLine values: [(key: String, words: [String])]) throws(PolicyError) -> Policy {
@@ -185,7 +160,7 @@ extension Policy {
     }
 
     /// A foreground limit below the default background one lowers the background one too.
-    private mutating func lowerBackgroundMemoryLimit(unlessSet backgroundLimitSet: Bool) {
+    mutating func lowerBackgroundMemoryLimit(unlessSet backgroundLimitSet: Bool) {
         if !backgroundLimitSet { backgroundMemoryLimit = min(backgroundMemoryLimit, foregroundMemoryLimit) }
     }
 }
@@ -194,7 +169,7 @@ extension PolicyKnob.Kind {
     /// A value as it came: a policy file's JSON value, or the words given for a flag (several
     /// for a repeated flag).
     enum Given {
-        case file(Any)
+        case file(PolicyFileValue)
         case commandLine([String])
     }
 
@@ -237,7 +212,7 @@ extension PolicyKnob.Kind {
         case .toggle(let path):
             switch given {
             case .file(let value):
-                guard let flag = value as? Bool else { return false }
+                guard case .bool(let flag) = value else { return false }
                 policy[keyPath: path] = flag
             case .commandLine(let words):
                 guard let last = words.last, let flag = Bool(last) else { return false }
@@ -246,7 +221,7 @@ extension PolicyKnob.Kind {
         case .capabilityNames(let path):
             switch given {
             case .file(let value):
-                guard let names = value as? [String] else { return false }
+                guard let names = value.strings else { return false }
                 policy[keyPath: path] = names
             case .commandLine(let names):
                 policy[keyPath: path] += names
@@ -254,7 +229,7 @@ extension PolicyKnob.Kind {
         case .absolutePaths(let path):
             switch given {
             case .file(let value):
-                guard let paths = value as? [String], paths.allSatisfy({ $0.hasPrefix("/") }) else { return false }
+                guard let paths = value.strings, paths.allSatisfy({ $0.hasPrefix("/") }) else { return false }
                 policy[keyPath: path] = paths
             case .commandLine(let paths):
                 policy[keyPath: path] += paths.map { URL(fileURLWithPath: $0).standardizedFileURL.path }
@@ -262,7 +237,8 @@ extension PolicyKnob.Kind {
         case .userRange(let path):
             let text: String?
             switch given {
-            case .file(let value): text = value as? String
+            case .file(let value):
+                if case .string(let string) = value { text = string } else { text = nil }
             case .commandLine(let words): text = words.last
             }
             guard let text, let range = Policy.userRange(text) else { return false }
@@ -273,12 +249,13 @@ extension PolicyKnob.Kind {
 }
 
 extension PolicyKnob.Kind.Given {
-    /// A positive, finite number: a JSON number (not a Boolean), or the last word given.
+    /// A positive, finite number: a JSON number, whole or not (never a Boolean or a string), or
+    /// the last word given.
     var positiveNumber: Double? {
         let value: Double?
         switch self {
         case .file(let json):
-            value = (json is Bool) ? nil : (json as? NSNumber)?.doubleValue
+            if case .number(let number) = json { value = number } else { value = nil }
         case .commandLine(let words):
             value = words.last.flatMap(Double.init)
         }
@@ -286,13 +263,13 @@ extension PolicyKnob.Kind.Given {
         return value
     }
 
-    /// A positive whole number: a JSON number (its whole part, as policy files always read), or
-    /// the last word given.
+    /// A positive whole number: a JSON number without a fraction (1 and 1.0, not 2.5), or the
+    /// last word given.
     var positiveCount: Int? {
         let value: Int?
         switch self {
         case .file(let json):
-            value = (json is Bool) ? nil : (json as? NSNumber)?.intValue
+            if case .number(let number) = json, number == number.rounded(), abs(number) < 1e15 { value = Int(number) } else { value = nil }
         case .commandLine(let words):
             value = words.last.flatMap { Int($0) }
         }

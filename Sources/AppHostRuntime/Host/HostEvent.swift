@@ -2,9 +2,11 @@ public import Foundation
 
 /// One line of the host's event stream: a life-cycle event of one app, or a notice of the host's.
 ///
-/// Codable as the `--json` lines are: `time` (ISO 8601 with milliseconds), `app`, `name`,
-/// `pid`, `event`, `state`, `detail`, `elapsedMs`, and for `terminated` the termination's
-/// `kind`, `namespace`, `code` and `reason` and the `report`'s path. Absent fields are omitted.
+/// Codable as the `--json` lines are: `time` (ISO 8601 with milliseconds), `app` (always
+/// present: null for the host's own notices), `name`, `pid`, `event`, `state`, `detail`,
+/// `elapsedMs`, for `terminated` the termination's `kind`, `namespace`, `code` and `reason` and
+/// the `report`'s path, and for `started` the host's mechanisms (`HostSummary`). Other absent
+/// fields are omitted. README.md, "JSON", lists them.
 public struct HostEvent: Sendable, Equatable, Codable {
     public var time: Date
     /// The app's bundle identifier; nil for the host's own notices.
@@ -22,11 +24,15 @@ public struct HostEvent: Sendable, Equatable, Codable {
     public var termination: Termination?
     /// For `terminated`: the report's path.
     public var report: String?
+    /// For `started`: how this host suspends, confines and limits apps, as fields.
+    public var host: HostSummary?
 
     public init(
         time: Date, app: String? = nil, name: String? = nil, pid: Int32? = nil, event: EventName, state: AppState? = nil,
-        detail: String? = nil, elapsed: Duration? = nil, termination: Termination? = nil, report: String? = nil
+        detail: String? = nil, elapsed: Duration? = nil, termination: Termination? = nil, report: String? = nil,
+        host: HostSummary? = nil
     ) {
+        self.host = host
         self.time = time
         self.app = app
         self.name = name
@@ -41,6 +47,7 @@ public struct HostEvent: Sendable, Equatable, Codable {
 
     private enum CodingKeys: String, CodingKey {
         case time, app, name, pid, event, state, detail, elapsedMs, kind, namespace, code, reason, report
+        case suspension, sandbox, memory, storage, instance, stateDirectory, schedulerClock
     }
 
     public init(from decoder: any Decoder) throws {
@@ -65,12 +72,21 @@ public struct HostEvent: Sendable, Equatable, Codable {
                 reason: try container.decode(String.self, forKey: .reason))
         }
         report = try container.decodeIfPresent(String.self, forKey: .report)
+        if let instance = try container.decodeIfPresent(String.self, forKey: .instance) {
+            host = HostSummary(
+                suspension: try container.decode(String.self, forKey: .suspension),
+                sandbox: try container.decode(String.self, forKey: .sandbox),
+                memory: try container.decode(String.self, forKey: .memory),
+                storage: try container.decode(String.self, forKey: .storage),
+                instance: instance, stateDirectory: try container.decode(String.self, forKey: .stateDirectory),
+                schedulerClock: try container.decodeIfPresent(String.self, forKey: .schedulerClock))
+        }
     }
 
     public func encode(to encoder: any Encoder) throws {
         var container = encoder.container(keyedBy: CodingKeys.self)
         try container.encode(HostEvent.isoFormatter.string(from: time), forKey: .time)
-        try container.encodeIfPresent(app, forKey: .app)
+        try container.encode(app, forKey: .app)  // null for the host's own: every line has `app`
         try container.encodeIfPresent(name, forKey: .name)
         try container.encodeIfPresent(pid, forKey: .pid)
         try container.encode(event, forKey: .event)
@@ -84,6 +100,15 @@ public struct HostEvent: Sendable, Equatable, Codable {
             try container.encode(termination.reason, forKey: .reason)
         }
         try container.encodeIfPresent(report, forKey: .report)
+        if let host {
+            try container.encode(host.suspension, forKey: .suspension)
+            try container.encode(host.sandbox, forKey: .sandbox)
+            try container.encode(host.memory, forKey: .memory)
+            try container.encode(host.storage, forKey: .storage)
+            try container.encode(host.instance, forKey: .instance)
+            try container.encode(host.stateDirectory, forKey: .stateDirectory)
+            try container.encodeIfPresent(host.schedulerClock, forKey: .schedulerClock)
+        }
     }
 
     /// The JSON line of `--json` (keys sorted, one line).
@@ -102,6 +127,22 @@ public struct HostEvent: Sendable, Equatable, Codable {
         formatter.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
         return formatter
     }()
+}
+
+/// What the `started` event says of the host, as fields besides its text.
+public struct HostSummary: Sendable, Equatable {
+    /// "cgroup v2 freezer" or "SIGSTOP".
+    public var suspension: String
+    /// How apps are confined: "seccomp, Landlock ABI 7, …".
+    public var sandbox: String
+    /// "memory cgroup" or "sampling".
+    public var memory: String
+    /// "project-quota", "disk-image" or "accounting".
+    public var storage: String
+    public var instance: String
+    public var stateDirectory: String
+    /// The scheduler's clock (ISO 8601) when `advance` has moved it from the wall clock.
+    public var schedulerClock: String?
 }
 
 extension Termination {

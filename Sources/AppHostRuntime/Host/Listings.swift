@@ -24,9 +24,11 @@ public struct AppStatus: Sendable, Equatable, Encodable {
     /// Disk space of its container and its app groups', and the limits that hold them.
     public var storage: StorageUsage?
 
+    /// The figures have the names of a termination report's `usage` (TerminationReport.Usage),
+    /// units included: one vocabulary for the same figure wherever it is printed.
     private enum CodingKeys: String, CodingKey {
-        case event, time, app, name, pid, state, timeInState, openBackgroundTasks, backgroundTimeRemaining
-        case cpuForeground, cpuBackground, violations, memory, peakMemory, backgroundWakeups, snapshot
+        case event, time, app, name, pid, state, timeInStateSeconds, openBackgroundTasks, backgroundTimeRemainingSeconds
+        case cpuForegroundSeconds, cpuBackgroundSeconds, violations, memoryBytes, peakMemoryBytes, backgroundWakeups, snapshot
         case storageBytes, storageLimitBytes, storageMechanism, storage
     }
 
@@ -38,14 +40,14 @@ public struct AppStatus: Sendable, Equatable, Encodable {
         try container.encode(name, forKey: .name)
         try container.encodeIfPresent(pid, forKey: .pid)
         try container.encode(state, forKey: .state)
-        try container.encode(timeInState.seconds, forKey: .timeInState)
+        try container.encode(timeInState.seconds, forKey: .timeInStateSeconds)
         try container.encode(openBackgroundTasks, forKey: .openBackgroundTasks)
-        try container.encodeIfPresent(backgroundTimeRemaining?.seconds, forKey: .backgroundTimeRemaining)
-        try container.encode(cpuForeground.seconds, forKey: .cpuForeground)
-        try container.encode(cpuBackground.seconds, forKey: .cpuBackground)
+        try container.encodeIfPresent(backgroundTimeRemaining?.seconds, forKey: .backgroundTimeRemainingSeconds)
+        try container.encode(cpuForeground.seconds, forKey: .cpuForegroundSeconds)
+        try container.encode(cpuBackground.seconds, forKey: .cpuBackgroundSeconds)
         try container.encode(violations, forKey: .violations)
-        try container.encode(memory, forKey: .memory)
-        try container.encode(peakMemory, forKey: .peakMemory)
+        try container.encode(memory, forKey: .memoryBytes)
+        try container.encode(peakMemory, forKey: .peakMemoryBytes)
         try container.encode(backgroundWakeups, forKey: .backgroundWakeups)
         try container.encodeIfPresent(snapshot, forKey: .snapshot)
         if let storage {
@@ -58,10 +60,12 @@ public struct AppStatus: Sendable, Equatable, Encodable {
 }
 
 /// A pending BGTaskScheduler request, as `tasks` lists it. Encodable as `tasks --json` prints it:
-/// one object per request, with `event` "task".
+/// one object per request, with `event` "task", `app` (the bundle identifier) and `name`.
 public struct PendingTaskRequest: Sendable, Equatable, Encodable {
     /// The app's name.
     public var app: String
+    /// The app's bundle identifier, `app` in JSON as in every event.
+    public var bundleIdentifier: String
     public var identifier: String
     /// "refresh" or "processing".
     public var kind: String
@@ -73,13 +77,14 @@ public struct PendingTaskRequest: Sendable, Equatable, Encodable {
     public var waitingFor: String?
 
     private enum CodingKeys: String, CodingKey {
-        case event, time, name, identifier, kind, earliestBeginDate, requiresExternalPower, requiresNetworkConnectivity, waitingFor
+        case event, time, app, name, identifier, kind, earliestBeginDate, requiresExternalPower, requiresNetworkConnectivity, waitingFor
     }
 
     public func encode(to encoder: any Encoder) throws {
         var container = encoder.container(keyedBy: CodingKeys.self)
         try container.encode(EventName.task, forKey: .event)
         try container.encode(HostEvent.isoFormatter.string(from: Date()), forKey: .time)
+        try container.encode(bundleIdentifier, forKey: .app)
         try container.encode(app, forKey: .name)
         try container.encode(identifier, forKey: .identifier)
         try container.encode(kind, forKey: .kind)

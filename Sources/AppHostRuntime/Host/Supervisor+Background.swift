@@ -158,7 +158,7 @@ extension Supervisor {
                         waiting = "the app to leave the foreground"
                     }
                     return PendingTaskRequest(
-                        app: record.bundle.name, identifier: request.identifier,
+                        app: record.bundle.name, bundleIdentifier: record.bundle.identifier, identifier: request.identifier,
                         kind: request.kind == .appRefresh ? "refresh" : "processing",
                         earliestBeginDate: request.earliestBeginDate.map(Date.init(timeIntervalSince1970:)),
                         requiresExternalPower: request.requiresExternalPower,

@@ -143,7 +143,12 @@ public final class Supervisor: @unchecked Sendable {
             time: Date(), event: .started,
             detail: "suspension: \(suspensionNote); sandbox: \(sandboxNote); memory: \(memoryNote); background: \(backgroundNote); "
                 + "storage: \(storageMechanism.rawValue), \(storageNote); limits \(policy.storageLimit.mebibytes) per app, "
-                + "\(policy.appGroupStorageLimit.mebibytes) per app group\(storageMechanism == .accounting ? ", not enforced" : "")")
+                + "\(policy.appGroupStorageLimit.mebibytes) per app group\(storageMechanism == .accounting ? ", not enforced" : "")",
+            host: HostSummary(
+                suspension: suspensionMechanism.rawValue, sandbox: sandboxNote, memory: memoryEnforcement.rawValue,
+                storage: storageMechanism.rawValue, instance: configuration.instance, stateDirectory: configuration.stateDirectory.path,
+                schedulerClock: loaded.clockOffset == 0
+                    ? nil : HostEvent.isoFormatter.string(from: Date().addingTimeInterval(loaded.clockOffset))))
         queue.async { observer(started) }
         if storageProbe.mechanism == .accounting && configuration.storageMechanism == nil {
             let warning = HostEvent(time: Date(), event: .warning, detail: "storage: accounting only, \(storageNote)")
