@@ -17,6 +17,8 @@ public struct SupervisorError: Error, CustomStringConvertible, Sendable {
         public static let invalidBundle = Code(rawValue: "invalid-bundle")
         /// The machine or the host's settings do not give what was asked for.
         public static let unavailable = Code(rawValue: "unavailable")
+        /// An app's transition (a launch, a suspension…) did not end within the time allowed.
+        public static let notSettled = Code(rawValue: "not-settled")
         /// The host is shutting down.
         public static let shuttingDown = Code(rawValue: "shutting-down")
 
