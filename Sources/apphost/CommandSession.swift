@@ -48,6 +48,7 @@ struct CommandSession {
     func execute(_ line: String, origin: String) async -> Outcome {
         do {
             guard let command = try HostCommand.parse(line) else { return .next }
+            try await settle(before: command)
             switch command {
             case .home:
                 supervisor.home()
@@ -86,6 +87,8 @@ struct CommandSession {
                 _ = supervisor.setNetwork(state)
             case .advance(let duration):
                 _ = supervisor.advance(by: duration)
+            case .resetClock:
+                _ = supervisor.resetClock()
             case .tasks:
                 printTasks()
             case .sleep(let duration):
@@ -114,10 +117,13 @@ struct CommandSession {
 
     private func printTasks() {
         let requests = supervisor.pendingTaskRequests()
+        let clock = supervisor.schedulerClock
         if printer.json {
+            printer.write(HostEvent.jsonLine(clock))
             requests.forEach { printer.write(HostEvent.jsonLine($0)) }
             return
         }
+        printer.write("scheduler clock: \(clock.description)")
         guard !requests.isEmpty else {
             printer.write("no pending task requests")
             return

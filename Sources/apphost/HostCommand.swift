@@ -36,6 +36,8 @@ enum HostCommand: Sendable, Equatable {
     case network(NetworkState)
     /// Move the scheduler's clock on.
     case advance(Duration)
+    /// Put the scheduler's clock back on real time (`advance reset`).
+    case resetClock
     /// List pending BGTaskScheduler requests.
     case tasks
     /// Pause the script.
@@ -159,7 +161,8 @@ enum HostCommand: Sendable, Equatable {
             guard let state = NetworkState(rawValue: arguments[0]) else { throw CommandError("network must be online or offline, not \(arguments[0])") }
             return .network(state)
         case "advance":
-            try count(1...1, "advance SECONDS")
+            try count(1...1, "advance SECONDS|reset")
+            if arguments[0] == "reset" { return .resetClock }
             return .advance(try seconds(arguments[0], "SECONDS"))
         case "tasks":
             try count(0...0, "tasks")

@@ -12,9 +12,13 @@ struct Launch: AsyncParsableCommand {
               home | open APP | interrupt APP [SECONDS] | wake APP | terminate APP | memory-warning [APP]
               memory-pressure [MIB] | storage-pressure | fetch APP | run-task APP IDENTIFIER | expire APP [IDENTIFIER]
               push APP FILE.json | power plugged|battery | network online|offline | advance SECONDS | tasks
-              sleep SECONDS | wait APP STATE [TIMEOUT] | ps | help | quit
+              advance reset | sleep SECONDS | wait APP STATE [TIMEOUT] | ps | help | quit
             APP is a bundle's CFBundleName or identifier; STATE is inactive, active, background, suspended \
-            or terminated. End of input, quit, Ctrl-C or SIGTERM terminate the apps (applicationWillTerminate \
+            or terminated. A command first waits (at most the launch timeout) for the apps it concerns to \
+            finish a launch, suspension or other transition under way. tasks shows the scheduler's clock, \
+            which advance moves on (kept across hosts) and advance reset puts back on real time. If the \
+            first app is already running (launched into the background for a fetch, a task or a push), \
+            it is opened. End of input, quit, Ctrl-C or SIGTERM terminate the apps (applicationWillTerminate \
             for running ones) and exit. A failed command in --script ends the host with status 1.
             """)
 

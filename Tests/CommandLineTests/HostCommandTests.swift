@@ -26,11 +26,23 @@ import Testing
         #expect(try HostCommand.parse("power battery") == .power(.battery))
         #expect(try HostCommand.parse("network offline") == .network(.offline))
         #expect(try HostCommand.parse("advance 86400") == .advance(.seconds(86400)))
+        #expect(try HostCommand.parse("advance reset") == .resetClock)
         #expect(try HostCommand.parse("tasks") == .tasks)
         #expect(try HostCommand.parse("quit") == .quit)
         #expect(try HostCommand.parse("help") == .help)
         #expect(try HostCommand.parse("") == nil)
         #expect(try HostCommand.parse("# a comment") == nil)
+    }
+
+    @Test func commandsWaitForTheTransitionsOfTheAppsTheyConcern() throws {
+        #expect(try HostCommand.parse("fetch Weather")?.settling == .app("Weather"))
+        #expect(try HostCommand.parse("memory-warning Notes")?.settling == .app("Notes"))
+        for line in ["home", "open Notes", "tasks", "advance 60", "advance reset", "ps", "memory-warning", "power battery"] {
+            #expect(try HostCommand.parse(line)?.settling == .everyApp, "\(line)")
+        }
+        for line in ["sleep 1", "wait Notes active", "quit"] {
+            #expect(try HostCommand.parse(line)?.settling == .nothing, "\(line)")
+        }
     }
 
     @Test func mistakesSayWhatIsWrong() {

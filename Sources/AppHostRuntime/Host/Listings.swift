@@ -95,6 +95,41 @@ public struct PendingTaskRequest: Sendable, Equatable, Encodable {
     }
 }
 
+/// The scheduler's clock, as `tasks` and the `started` event show it: real time moved on by
+/// `advance` (the offset is kept in the scheduler's store, across hosts, until `advance reset`).
+/// Encodable as `tasks --json` prints it: `event` "clock", the time, `offsetSeconds` and `now`.
+public struct SchedulerClock: Sendable, Equatable, Encodable {
+    /// How far `advance` has moved it from real time.
+    public var offset: Duration
+    /// The scheduler's time now.
+    public var now: Date
+
+    public init(offset: Duration, now: Date) {
+        self.offset = offset
+        self.now = now
+    }
+
+    /// "2026-11-21T08:42:15.292Z (3600.0 s ahead of real time)", or "… (real time)".
+    public var description: String {
+        let time = HostEvent.isoFormatter.string(from: now)
+        if offset == .zero { return "\(time) (real time)" }
+        return offset > .zero
+            ? "\(time) (\(offset.formatted) ahead of real time)" : "\(time) (\((.zero - offset).formatted) behind real time)"
+    }
+
+    private enum CodingKeys: String, CodingKey {
+        case event, time, offsetSeconds, now
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(EventName.clock, forKey: .event)
+        try container.encode(HostEvent.isoFormatter.string(from: Date()), forKey: .time)
+        try container.encode(offset.seconds, forKey: .offsetSeconds)
+        try container.encode(HostEvent.isoFormatter.string(from: now), forKey: .now)
+    }
+}
+
 /// A system call the sandbox refused, for events, `ps` and reports.
 public struct SandboxViolation: Sendable, Equatable {
     public var time: Date

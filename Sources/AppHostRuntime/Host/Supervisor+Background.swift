@@ -136,6 +136,30 @@ extension Supervisor {
         }
     }
 
+    /// Puts the scheduler's clock back on real time (`advance reset`), dropping the offset
+    /// `advance` gave it, which the store keeps across hosts. Pending requests keep their dates.
+    public func resetClock() -> String {
+        queue.sync {
+            let offset = Duration.seconds(double: schedule.clockOffset)
+            schedule.clockOffset = 0
+            saveSchedule()
+            runDueWork()
+            let line = "scheduler clock reset to real time, \(HostEvent.isoFormatter.string(from: Date(timeIntervalSince1970: schedulerNow)))"
+                + (offset == .zero ? " (it was on real time already)" : " (it was \(offset.formatted) ahead)")
+            publish(HostEvent(time: Date(), event: .advance, detail: line), run: nil)
+            return line
+        }
+    }
+
+    /// The scheduler's clock: its offset from real time and its time now.
+    public var schedulerClock: SchedulerClock {
+        queue.sync { clockNow }
+    }
+
+    var clockNow: SchedulerClock {
+        SchedulerClock(offset: .seconds(double: schedule.clockOffset), now: Date(timeIntervalSince1970: schedulerNow))
+    }
+
     /// Every pending request of the installed apps, and why each waits.
     public func pendingTaskRequests() -> [PendingTaskRequest] {
         queue.sync {

@@ -204,6 +204,7 @@ extension Supervisor {
             waiter.continuation.resume(returning: true)
             return true
         }
+        resolveSettleWaiters()
     }
 
     func resumeShutdownIfDone() {

@@ -63,6 +63,8 @@ public final class Supervisor: @unchecked Sendable {
     let observer: @Sendable (HostEvent) -> Void
     var apps: [AppRecord] = []
     var waiters: [Waiter] = []
+    /// `settle` calls waiting for their apps' transitions to end (Supervisor+Settle).
+    var settleWaiters: [SettleWaiter] = []
     var shutdownContinuations: [CheckedContinuation<Void, Never>] = []
     /// Set by `shutdown()`: no app launches after it.
     var isShuttingDown = false
@@ -138,7 +140,8 @@ public final class Supervisor: @unchecked Sendable {
             + " (\(policy.foregroundMemoryLimit.mebibytes) foreground, \(policy.backgroundMemoryLimit.mebibytes) background), budget \(memoryBudget.mebibytes)"
         let pending = loaded.apps.values.reduce(0) { $0 + $1.requests.count }
         let backgroundNote = "power \(configuration.power.rawValue), network \(configuration.network.rawValue), "
-            + "background app refresh \(configuration.backgroundAppRefresh ? "on" : "off"), \(pending) pending task request\(pending == 1 ? "" : "s")"
+            + "background app refresh \(configuration.backgroundAppRefresh ? "on" : "off"), \(pending) pending task request\(pending == 1 ? "" : "s"), "
+            + "scheduler clock \(SchedulerClock(offset: .seconds(double: loaded.clockOffset), now: Date() + loaded.clockOffset).description)"
         let started = HostEvent(
             time: Date(), event: .started,
             detail: "suspension: \(suspensionNote); sandbox: \(sandboxNote); memory: \(memoryNote); background: \(backgroundNote); "
@@ -204,31 +207,33 @@ public final class Supervisor: @unchecked Sendable {
     /// The installed apps' bundles, in installation order.
     public var bundles: [AppBundle] { queue.sync { apps.map(\.bundle) } }
 
-    /// Launches an app that is not running: to the foreground (sending the current foreground
-    /// app to the background) or directly into the background.
+    /// Launches an app: to the foreground (sending the current foreground app to the
+    /// background) or directly into the background. An app already running — launched into the
+    /// background by the scheduler, a fetch or a push before this launch — is opened instead
+    /// (sequence 3) by a foreground launch and left where it is by a background one.
     public func launch(_ name: String, kind: LaunchKind) throws {
         try queue.sync {
             let record = try app(named: name)
-            if record.run?.machine.isAlive == true { throw SupervisorError("\(record.bundle.name) is already running", code: .wrongState) }
             if kind == .foreground {
-                sendForegroundAppAway(except: record)
-                userOpened(record)
+                open(record)
+            } else if record.run?.machine.isAlive != true {
+                start(record, kind: .background, reason: "background")
             }
-            start(record, kind: kind, reason: kind == .foreground ? "user" : "background")
         }
     }
 
     /// Brings an app to the foreground, launching it if it is not running (`open APP`).
     public func open(_ name: String) throws {
-        try queue.sync {
-            let record = try app(named: name)
-            sendForegroundAppAway(except: record)
-            userOpened(record)
-            if let run = record.run, run.machine.isAlive {
-                handle(record, run, .moveToForeground)
-            } else {
-                start(record, kind: .foreground, reason: "user")
-            }
+        try queue.sync { open(try app(named: name)) }
+    }
+
+    private func open(_ record: AppRecord) {
+        sendForegroundAppAway(except: record)
+        userOpened(record)
+        if let run = record.run, run.machine.isAlive {
+            handle(record, run, .moveToForeground)
+        } else {
+            start(record, kind: .foreground, reason: "user")
         }
     }
 

@@ -19,6 +19,8 @@ public struct SupervisorError: Error, CustomStringConvertible, Sendable {
         public static let unavailable = Code(rawValue: "unavailable")
         /// Another host runs on the same instance (state directory).
         public static let instanceBusy = Code(rawValue: "instance-busy")
+        /// An app's transition (a launch, a suspension…) did not end within the time allowed.
+        public static let notSettled = Code(rawValue: "not-settled")
         /// The host is shutting down.
         public static let shuttingDown = Code(rawValue: "shutting-down")
 

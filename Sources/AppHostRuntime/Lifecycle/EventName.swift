@@ -67,4 +67,6 @@ public struct EventName: RawRepresentable, Hashable, Sendable, Codable, CustomSt
     // Listings (`ps`, `tasks` with --json).
     public static let ps = EventName(rawValue: "ps")
     public static let task = EventName(rawValue: "task")
+    /// The scheduler's clock, listed by `tasks`.
+    public static let clock = EventName(rawValue: "clock")
 }

@@ -179,6 +179,29 @@ extension LifecycleMachine {
         }
     }
 
+    // MARK: Settling
+
+    /// What the app is in the middle of — "launching, in application(_:didFinishLaunchingWithOptions:)",
+    /// "being suspended" — or nil once it has settled: no callback running, and the app where the
+    /// host wants it or held there by its own work (background tasks, background events). Every
+    /// transition ends within its budget (a watchdog, the suspend verification, a kill), so an
+    /// app always settles unless its process outlives its kill.
+    package var transition: String? {
+        let callback = inFlight.map { ", in \($0.callback.delegateMethodName)" } ?? ""
+        switch phase {
+        case .starting: return "loading its plugin"
+        case .launching, .launched: return "launching" + callback
+        case .resumedInBackground: return "resuming in the background" + callback
+        case .suspending: return "being suspended"
+        case .terminating: return "being terminated"
+        case .notRunning, .terminated, .inactive, .active, .background, .suspended:
+            return inFlight.map { "in \($0.callback.delegateMethodName)" }
+        }
+    }
+
+    /// Whether no transition is under way (`transition` is nil).
+    package var isSettled: Bool { transition == nil }
+
     mutating func endBackgroundTime() {
         backgroundEnteredAt = nil
         backgroundTimeEndedEarly = nil

@@ -1,0 +1,71 @@
+import Foundation
+import Dispatch
+
+// Settling: a command that reads or acts on an app's state waits until the app's transition in
+// flight (a launch, a move to the background, a suspension, a termination) is over, so that a
+// script's commands see what the commands before them did, not a moment in between.
+
+extension Supervisor {
+    /// Waits until each named app (nil: every installed app) has settled: no callback running,
+    /// and the app active, inactive (interrupted), in the background, suspended, or not running.
+    /// An app held in the background by its own work (background tasks, a fetch, a task) has
+    /// settled: the host waits for nothing more from it. Throws, naming what each app is in the
+    /// middle of, if they have not all settled within `timeout` (default: the policy's launch
+    /// timeout, the longest any transition is allowed before a watchdog ends it).
+    public func settle(_ names: [String]? = nil, timeout: Duration? = nil) async throws {
+        let limit = timeout ?? configuration.policy.launchTimeout
+        let records = try queue.sync { try names.map { try $0.map { try app(named: $0) } } ?? apps }
+        try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
+            queue.async { [self] in
+                let waiter = SettleWaiter(records: records, continuation: continuation)
+                guard !waiter.isSettled else {
+                    continuation.resume()
+                    return
+                }
+                settleWaiters.append(waiter)
+                queue.asyncAfter(deadline: .now() + .nanoseconds(Int(limit.nanoseconds))) { [self] in
+                    guard let index = settleWaiters.firstIndex(where: { $0 === waiter }) else { return }
+                    settleWaiters.remove(at: index)
+                    if waiter.isSettled {
+                        continuation.resume()
+                    } else {
+                        continuation.resume(throwing: notSettled(records, within: limit))
+                    }
+                }
+            }
+        }
+    }
+
+    /// Resumes the settle waiters whose apps have all settled; called whenever an app's machine
+    /// has taken an input (its events, its end).
+    func resolveSettleWaiters() {
+        settleWaiters.removeAll { waiter in
+            guard waiter.isSettled else { return false }
+            waiter.continuation.resume()
+            return true
+        }
+    }
+
+    private func notSettled(_ records: [AppRecord], within limit: Duration) -> SupervisorError {
+        let unsettled = records.compactMap { record -> String? in
+            guard let run = record.run, let transition = run.machine.transition else { return nil }
+            return "\(record.bundle.name) is still \(transition)"
+        }
+        return SupervisorError(
+            "waited \(limit.formatted) for the apps to settle: \(unsettled.joined(separator: "; "))", code: .notSettled)
+    }
+}
+
+/// A `settle` waiting for its apps.
+final class SettleWaiter: @unchecked Sendable {
+    let records: [AppRecord]
+    let continuation: CheckedContinuation<Void, any Error>
+
+    init(records: [AppRecord], continuation: CheckedContinuation<Void, any Error>) {
+        self.records = records
+        self.continuation = continuation
+    }
+
+    /// Touched only on the supervisor's queue.
+    var isSettled: Bool { records.allSatisfy { $0.run?.machine.isSettled ?? true } }
+}

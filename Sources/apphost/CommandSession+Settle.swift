@@ -1,0 +1,48 @@
+import AppHostRuntime
+
+extension HostCommand {
+    /// Whose transitions in flight a command waits for before it runs (README.md, the command
+    /// table): a launch, a move to the background, a suspension must be over, so that each
+    /// command sees what the commands before it did.
+    enum Settling: Equatable {
+        /// The command waits for nothing (`sleep`, `wait`, `quit`).
+        case nothing
+        /// The app the command names.
+        case app(String)
+        /// Every app: the command reads or acts on all of them, the foreground app, or the
+        /// scheduler's requests.
+        case everyApp
+    }
+
+    var settling: Settling {
+        switch self {
+        case .interrupt(let app, _), .wake(let app), .terminate(let app), .fetch(let app), .runTask(let app, _),
+             .expire(let app, _), .push(let app, _):
+            .app(app)
+        case .memoryWarning(let app):
+            app.map(Settling.app) ?? .everyApp
+        case .home, .open, .memoryPressure, .storagePressure, .power, .network, .advance, .resetClock, .tasks, .ps:
+            .everyApp
+        case .sleep, .wait, .help, .quit:
+            .nothing
+        }
+    }
+}
+
+extension CommandSession {
+    /// Waits, within the supervisor's bound, until the apps the command concerns have settled.
+    /// `ps` then shows the apps as they are, settled or not; any other command fails.
+    func settle(before command: HostCommand) async throws {
+        let names: [String]?
+        switch command.settling {
+        case .nothing: return
+        case .app(let name): names = [name]
+        case .everyApp: names = nil
+        }
+        do {
+            try await supervisor.settle(names)
+        } catch let error as SupervisorError where error.code == .notSettled && command == .ps {
+            // The listing shows what each app is in the middle of.
+        }
+    }
+}
