@@ -101,6 +101,9 @@ struct BackgroundModeTests {
         try host.waitForStandardError(containing: "Plain has no remote-notification")
         #expect(!host.allEvents.contains { $0.event == "performFetch" || $0.event == "launchTask" })
 
+        // One host per instance: the next starts once this one has ended.
+        host.closeInput()
+        _ = try host.waitForExit()
         let pusher = try app(scratch, "Pusher")
         let second = try HostSession([pusher], scratch: scratch)
         try second.waitFor("Pusher", "didBecomeActive")
@@ -198,6 +201,8 @@ struct BackgroundModeTests {
         #expect(scratch.recorded("Twice").contains("registered not.listed false"), "an identifier not permitted is refused")
         #expect(!scratch.recorded("Twice").contains("survived a second registration"))
 
+        host.closeInput()
+        _ = try host.waitForExit()
         let late = try app(scratch, "Late", behavior: ["registerTasks": ["test.refresh"], "registerIn": "didBecomeActive"])
         let second = try HostSession([late], scratch: scratch)
         let lateEnd = try second.waitFor("Late", "terminated")
