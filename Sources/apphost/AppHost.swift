@@ -11,7 +11,7 @@ struct AppHost: AsyncParsableCommand {
         abstract: "Run Swift app plugins through the iOS life cycle, each in its own process.",
         discussion: "Start with `apphost launch Name.app`; README.md explains the rest.",
         version: "apphost \(version)",
-        subcommands: [Launch.self, Ctl.self, Doctor.self, Reports.self]
+        subcommands: [Launch.self, Ctl.self, Container.self, Erase.self, Doctor.self, Reports.self]
     )
 
     /// The one-line error for a first argument that is no subcommand ("apphost lanch"), with

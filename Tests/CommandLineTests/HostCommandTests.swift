@@ -86,6 +86,6 @@ import Testing
         #expect(AppHost.unknownSubcommandMessage("lanch") == "unknown command lanch; did you mean launch?")
         #expect(AppHost.unknownSubcommandMessage("launch") == nil)
         #expect(AppHost.unknownSubcommandMessage("--version") == nil)
-        #expect(AppHost.unknownSubcommandMessage("zzz") == "unknown command zzz; commands: launch, ctl, doctor, reports, help")
+        #expect(AppHost.unknownSubcommandMessage("zzz") == "unknown command zzz; commands: launch, ctl, container, erase, doctor, reports, help")
     }
 }

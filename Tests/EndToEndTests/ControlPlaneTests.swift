@@ -106,6 +106,37 @@ import Testing
         #expect(!host.allEvents.contains { $0.event == "willTerminate" || $0.event == "terminated" })
     }
 
+    @Test func containerNamesTheAppsContainerAndEraseWaitsForTheHostToEnd() throws {
+        let scratch = try Scratch()
+        let state = scratch.stateDirectory.path
+        let host = try HostSession([Self.hello], scratch: scratch)
+        try host.waitFor("Hello", "didBecomeActive")
+        let container = "\(state)/containers/com.example.hello"
+        let image = "\(state)/storage/containers/com.example.hello.ext4"
+        for name in ["hello", "com.example.hello", Self.hello.path] {
+            #expect(try runApphost(["container", "--state-dir", state, name]).output == container + "\n")
+        }
+        let busy = try runApphost(["erase", "--state-dir", state, "hello"])
+        #expect(busy.status == 1)
+        #expect(busy.error == "apphost: a host runs on \(state) (pid \(host.process.processIdentifier)); end it first (apphost ctl --state-dir \(state) quit)\n")
+        #expect(FileManager.default.fileExists(atPath: container))
+
+        #expect(try runApphost(["ctl", "--state-dir", state, "quit"]).status == 0)
+        _ = try host.waitForExit()
+        let hadImage = FileManager.default.fileExists(atPath: image)
+        let erased = try runApphost(["erase", "--state-dir", state, "hello"])
+        #expect(erased.status == 0)
+        #expect(erased.output == "erased \(container)\n" + (hadImage ? "erased \(image)\n" : ""))
+        #expect(!FileManager.default.fileExists(atPath: container))
+        #expect(!FileManager.default.fileExists(atPath: image))
+        let missing = try runApphost(["container", "--state-dir", state, "hello"])
+        #expect(missing.status == 1)
+        #expect(missing.error == "apphost: no container for hello in \(state); there are none\n")
+        // Everything: the reports go too.
+        #expect(try runApphost(["erase", "--state-dir", state]).status == 0)
+        #expect(((try? FileManager.default.contentsOfDirectory(atPath: state)) ?? []).isEmpty)
+    }
+
     private func runAsNobody(_ arguments: [String]) throws -> (status: Int32, output: String, error: String) {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: "/usr/bin/setpriv")
