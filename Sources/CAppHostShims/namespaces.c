@@ -120,6 +120,15 @@ static int clone_flags(int namespaces) {
     return flags;
 }
 
+/// execve with no signal blocked (a clone here starts with every one blocked); returns only
+/// on failure.
+static void exec_unblocked(const char *path, char *const argv[], char *const envp[]) {
+    sigset_t none;
+    sigemptyset(&none);
+    sigprocmask(SIG_SETMASK, &none, NULL);
+    execve(path, argv, envp);
+}
+
 /// The app process, cloned by the init before the init execs: the init's descriptors but its
 /// channel to the host, whose place the read end of the isolation report takes.
 static int app_child(void *argument) {
@@ -127,11 +136,8 @@ static int app_child(void *argument) {
     job->step = "app process descriptors";
     if (dup2(job->report[0], job->count - 1) < 0) goto fail;
     if (syscall(SYS_close_range, job->count, ~0U, 0) != 0) goto fail;
-    sigset_t none;
-    sigemptyset(&none);
-    sigprocmask(SIG_SETMASK, &none, NULL);
     job->step = "execve the app process";
-    execve(job->app_path, job->app_argv, job->envp);
+    exec_unblocked(job->app_path, job->app_argv, job->envp);
 fail:
     job->error = errno;
     _exit(127);
@@ -187,11 +193,8 @@ static int spawn_child(void *argument) {
     if (job->app_path && start_app_process(job) != 0) goto fail;
     // After the app process has started: it must not inherit the capability.
     if ((job->namespaces & APPHOST_NAMESPACE_USER) && keep_mount_capability(job) != 0) goto fail;
-    sigset_t none;
-    sigemptyset(&none);
-    sigprocmask(SIG_SETMASK, &none, NULL);
     job->step = "execve";
-    execve(job->path, job->argv, job->envp);
+    exec_unblocked(job->path, job->argv, job->envp);
 fail:
     job->error = errno;
     _exit(127);

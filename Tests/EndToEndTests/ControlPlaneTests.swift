@@ -93,14 +93,14 @@ import Testing
         try host.waitFor("Hello", "didBecomeActive")
         let control = scratch.stateDirectory.appendingPathComponent("control")
 
-        let refused = try runAsNobody(["ctl", "--state-dir", scratch.stateDirectory.path, "terminate", "Hello"])
+        let refused = try runApphost(["ctl", "--state-dir", scratch.stateDirectory.path, "terminate", "Hello"], user: 65534)
         #expect(refused.status == 1)
         #expect(refused.error == "apphost: cannot reach the host on \(scratch.stateDirectory.path): only the user it runs as, and root, may\n")
 
         // Were the directory and socket opened to everyone, the host still checks who connects.
         chmod(control.path, 0o755)
         chmod(control.appendingPathComponent("host.sock").path, 0o666)
-        let checked = try runAsNobody(["ctl", "--state-dir", scratch.stateDirectory.path, "terminate", "Hello"])
+        let checked = try runApphost(["ctl", "--state-dir", scratch.stateDirectory.path, "terminate", "Hello"], user: 65534)
         #expect(checked.status == 1)
         #expect(checked.error == "apphost: uid 65534 may not control this host; only its user (uid 0) and root may\n")
         #expect(!host.allEvents.contains { $0.event == "willTerminate" || $0.event == "terminated" })
@@ -135,21 +135,6 @@ import Testing
         // Everything: the reports go too.
         #expect(try runApphost(["erase", "--state-dir", state]).status == 0)
         #expect(((try? FileManager.default.contentsOfDirectory(atPath: state)) ?? []).isEmpty)
-    }
-
-    private func runAsNobody(_ arguments: [String]) throws -> (status: Int32, output: String, error: String) {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/setpriv")
-        process.arguments = ["--reuid=65534", "--regid=65534", "--clear-groups", Paths.apphost.path] + arguments
-        let output = Pipe()
-        let errors = Pipe()
-        process.standardOutput = output
-        process.standardError = errors
-        try process.run()
-        let outputData = output.fileHandleForReading.readDataToEndOfFile()
-        let errorData = errors.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        return (process.terminationStatus, String(decoding: outputData, as: UTF8.self), String(decoding: errorData, as: UTF8.self))
     }
 }
 

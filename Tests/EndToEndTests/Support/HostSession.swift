@@ -380,12 +380,18 @@ func unmountEverything(under path: String) {
     for point in points.sorted(by: { $0.count > $1.count }) { _ = apphost_unmount(point, 1) }
 }
 
-/// Runs `apphost ARGUMENTS` to completion and returns its status and output.
-func runApphost(_ arguments: [String], timeout: Double = 30) throws -> (status: Int32, output: String, error: String) {
+/// Runs `apphost ARGUMENTS` to completion (as `user`, by setpriv from a root test, if given)
+/// and returns its status and output.
+func runApphost(_ arguments: [String], user: uid_t? = nil) throws -> (status: Int32, output: String, error: String) {
     try Paths.requireBuilt(Paths.apphost)
     let process = Process()
-    process.executableURL = Paths.apphost
-    process.arguments = arguments
+    if let user {
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/setpriv")
+        process.arguments = ["--reuid=\(user)", "--regid=\(user)", "--clear-groups", Paths.apphost.path] + arguments
+    } else {
+        process.executableURL = Paths.apphost
+        process.arguments = arguments
+    }
     let output = Pipe()
     let errors = Pipe()
     process.standardOutput = output
