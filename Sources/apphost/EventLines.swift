@@ -31,8 +31,11 @@ extension HostEvent {
     }()
 }
 
-/// Rows in columns as wide as their widest cell.
+/// Rows in columns as wide as their widest cell, with no spaces at the end of a line.
 func tableLines(_ rows: [[String]]) -> [String] {
     let widths = (0..<rows[0].count).map { column in rows.map { $0[column].count }.max() ?? 0 }
-    return rows.map { row in zip(row, widths).map { $0.padding(toLength: $1, withPad: " ", startingAt: 0) }.joined(separator: "  ") }
+    return rows.map { row in
+        let line = zip(row, widths).map { $0.padding(toLength: $1, withPad: " ", startingAt: 0) }.joined(separator: "  ")
+        return String(line.reversed().drop { $0 == " " }.reversed())  // the last column unpadded
+    }
 }

@@ -19,7 +19,12 @@ struct Launch: AsyncParsableCommand {
             which advance moves on (kept across hosts) and advance reset puts back on real time. If the \
             first app is already running (launched into the background for a fetch, a task or a push), \
             it is opened. End of input, quit, Ctrl-C or SIGTERM terminate the apps (applicationWillTerminate \
-            for running ones) and exit. A failed command in --script ends the host with status 1.
+            for running ones) and exit.
+
+            Exit status: 0 when no app was ended by the system; 1 for bad input (a bundle, policy or \
+            --script line that cannot be used, an app that cannot launch); otherwise the first system \
+            end decides: 2 crash (SIGNAL, EXIT), 3 watchdog, 4 background rules (RUNNINGBOARD), 5 sandbox, \
+            6 jetsam, 7 resource (EXC_RESOURCE), 8 host rules (HOST).
             """)
 
     @OptionGroup var state: StateOptions
@@ -29,6 +34,9 @@ struct Launch: AsyncParsableCommand {
 
     @Option(help: ArgumentHelp("Run the commands in this file before reading standard input.", valueName: "file"))
     var script: String?
+
+    @Option(help: ArgumentHelp("Write the run as Trace Event JSON (Perfetto, chrome://tracing): apps as tracks; states, callbacks, background tasks, suspensions and kills.", valueName: "file"))
+    var trace: String?
 
     @Flag(help: "Launch the first app directly into the background (sequence 5) instead of the foreground.")
     var background = false
@@ -83,20 +91,30 @@ struct Launch: AsyncParsableCommand {
 
         let printer = EventPrinter(json: json)
         let firstLaunch = FirstLaunch(identifier: appBundles[0].identifier, label: appBundles[0].url.lastPathComponent)
+        let outcome = LaunchOutcome()
+        let recording = RunRecording(stateDirectory: state.stateDirectory, tracePath: trace)
         let control = HostControl()
         let supervisor: Supervisor
         do {
             supervisor = try Supervisor(configuration: configuration) { event in
                 printer.print(event)
                 firstLaunch.observe(event)
+                outcome.observe(event)
+                recording.record(event)
                 control.publish(event)
             }
             for bundle in appBundles { try supervisor.install(bundle) }
-            firstLaunch.beforeExit = { supervisor.releaseStorage() }
+            firstLaunch.beforeExit = {
+                supervisor.releaseStorage()
+                recording.finish()
+            }
         } catch {
             fail("\(error)")
         }
-        Self.handleSignals(supervisor, control: control)
+        Self.handleSignals(supervisor, control: control) {
+            recording.finish()
+            return outcome.exitStatus(requested: 0)
+        }
         if let warning = control.start(supervisor: supervisor, json: json, quit: {
             Task { await finish(supervisor, status: 0) }
         }) {
@@ -130,7 +148,8 @@ struct Launch: AsyncParsableCommand {
             await firstLaunch.decided()
             await supervisor.shutdown()
             control.close()
-            Foundation.exit(status)
+            recording.finish()
+            Foundation.exit(outcome.exitStatus(requested: status))
         }
     }
 
@@ -151,7 +170,8 @@ struct Launch: AsyncParsableCommand {
     }
 
     /// Ctrl-C or SIGTERM: terminate the apps as sequence 7 says, then exit. A second one kills them at once.
-    static func handleSignals(_ supervisor: Supervisor, control: HostControl) {
+    /// `ended` runs once the apps are gone and returns the exit status.
+    static func handleSignals(_ supervisor: Supervisor, control: HostControl, ended: @escaping @Sendable () -> Int32) {
         let count = Mutex(0)
         for signalNumber in [SIGINT, SIGTERM] {
             signal(signalNumber, SIG_IGN)
@@ -166,7 +186,7 @@ struct Launch: AsyncParsableCommand {
                     Task {
                         await supervisor.shutdown()
                         control.close()
-                        Foundation.exit(0)
+                        Foundation.exit(ended())
                     }
                 } else {
                     supervisor.killAll()
@@ -235,77 +255,5 @@ enum SuspensionChoice: String, ExpressibleByArgument, CaseIterable {
         case .cgroup: .cgroupFreezer
         case .sigstop: .sigstop
         }
-    }
-}
-
-/// Follows the launch of the first app named on the command line. If it cannot launch — its
-/// plugin or delegate is unusable, or a launching method returns false — that is bad input: one
-/// line on standard error and exit status 1. (An app killed during its launch for breaking a rule,
-/// or crashing, is an app's failure, not bad input: it gets its report and the host runs on.)
-final class FirstLaunch: Sendable {
-    private struct State {
-        var decided = false
-        var waiters: [CheckedContinuation<Void, Never>] = []
-    }
-
-    private let identifier: String
-    private let label: String
-    private let state = Mutex(State())
-    private let exitHook = Mutex<(@Sendable () -> Void)?>(nil)
-
-    /// Run before the host exits because the first app cannot launch (it releases the storage
-    /// the launch mounted).
-    var beforeExit: (@Sendable () -> Void)? {
-        get { exitHook.withLock { $0 } }
-        set { exitHook.withLock { $0 = newValue } }
-    }
-
-    init(identifier: String, label: String) {
-        self.identifier = identifier
-        self.label = label
-    }
-
-    /// Called with every event, on the supervisor's queue.
-    func observe(_ event: HostEvent) {
-        guard event.app == identifier else { return }
-        switch event.event {
-        case .didBecomeActive, .didEnterBackground:
-            decide()
-        case .terminated:
-            guard let termination = event.termination, termination.kind == .launchFailed else {
-                decide()
-                return
-            }
-            if !isDecided {
-                FileHandle.standardError.write(Data("apphost: \(label) cannot launch: \(termination.reason)\n".utf8))
-                beforeExit?()
-                Foundation.exit(1)
-            }
-        default:
-            break
-        }
-    }
-
-    /// Returns once the first app has launched, failed, or been ended.
-    func decided() async {
-        await withCheckedContinuation { continuation in
-            let ready = state.withLock { state -> Bool in
-                if state.decided { return true }
-                state.waiters.append(continuation)
-                return false
-            }
-            if ready { continuation.resume() }
-        }
-    }
-
-    private var isDecided: Bool { state.withLock { $0.decided } }
-
-    private func decide() {
-        let waiters = state.withLock { state -> [CheckedContinuation<Void, Never>] in
-            state.decided = true
-            defer { state.waiters = [] }
-            return state.waiters
-        }
-        waiters.forEach { $0.resume() }
     }
 }

@@ -49,7 +49,7 @@ struct BackgroundTimeTests {
         let report = try Report(end)
         #expect((report["held"] as? [[String: String]])?.first?["backgroundTask"] == "#1 probe-0")
         host.closeInput()
-        #expect(try host.waitForExit() == 0)
+        #expect(try host.waitForExit() == HostExit.backgroundRules)
     }
 
     @Test func anAppThatEndsItsTaskEarlyIsSuspendedAtOnce() throws {
@@ -87,7 +87,7 @@ struct BackgroundTimeTests {
         #expect(scratch.recorded("Greedy").filter { $0.hasPrefix("expiration") }.count == 2, "each task's handler runs")
         #expect(scratch.recorded("Greedy").contains("remaining 1.5"), "backgroundTimeRemaining in didEnterBackground is the app's one budget")
         host.closeInput()
-        #expect(try host.waitForExit() == 0)
+        #expect(try host.waitForExit() == HostExit.backgroundRules)
     }
 
     @Test func moreThanAThousandOpenTasksIsKilledWithBada5e47() throws {
@@ -98,7 +98,7 @@ struct BackgroundTimeTests {
         #expect(end.code == "0xbada5e47")
         #expect(end.reason == "opened 1001 background tasks at once; the limit is 1000")
         host.closeInput()
-        #expect(try host.waitForExit() == 0)
+        #expect(try host.waitForExit() == HostExit.backgroundRules)
     }
 
     @Test func endingAnUnknownTaskWarnsAndDoesNotCrash() throws {

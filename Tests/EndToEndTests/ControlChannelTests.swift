@@ -40,7 +40,7 @@ struct ControlChannelTests {
             #expect(violation.detail == "socket(AF_INET) refused (EPERM)")
         }
         host.closeInput()
-        #expect(try host.waitForExit() == 0)
+        #expect(try host.waitForExit() == HostExit.hostRules)
     }
 
     /// Holes: (hello) a `hello` sent after launch, naming the host's own pid, was accepted
@@ -60,7 +60,7 @@ struct ControlChannelTests {
         #expect(sandboxed.first?.detail?.hasSuffix("uid \(try genuineUID("Liar", scratch: scratch))") == true,
                 "detail: \(sandboxed.first?.detail ?? "none")")
         host.closeInput()
-        #expect(try host.waitForExit() == 0)
+        #expect(try host.waitForExit() == HostExit.hostRules)
     }
 
     /// The uid the app really runs as: its own user from the host's allocations on a root host
@@ -101,7 +101,7 @@ struct ControlChannelTests {
         host.send("open Later")
         try host.waitFor("Later", "didBecomeActive")
         host.closeInput()
-        #expect(try host.waitForExit() == 0)
+        #expect(try host.waitForExit() == HostExit.hostRules)
     }
 
     // MARK: Output

@@ -32,7 +32,7 @@ struct CrashTests {
         host.send("open Steady")
         try host.waitFor("Steady", "didBecomeActive", occurrence: 2)
         host.closeInput()
-        #expect(try host.waitForExit() == 0)
+        #expect(try host.waitForExit() == HostExit.crash)
     }
 
     @Test(arguments: [
@@ -51,7 +51,7 @@ struct CrashTests {
         host.send("open Steady")
         try host.waitFor("Steady", "didBecomeActive", occurrence: 2)
         host.closeInput()
-        #expect(try host.waitForExit() == 0)
+        #expect(try host.waitForExit() == HostExit.hostRules)
     }
 
     @Test func anAppThatClosesItsControlSocketIsEnded() throws {
@@ -63,7 +63,7 @@ struct CrashTests {
         #expect(end.kind == "protocol-violation")
         #expect(end.reason == "broke the control protocol: it closed its control socket")
         host.closeInput()
-        #expect(try host.waitForExit() == 0)
+        #expect(try host.waitForExit() == HostExit.hostRules)
     }
 
     @Test func aLaunchMethodReturningFalseFailsTheLaunch() throws {
@@ -77,7 +77,7 @@ struct CrashTests {
         #expect(end.kind == "launch-failed")
         #expect(end.reason == "application(_:didFinishLaunchingWithOptions:) returned false")
         host.closeInput()
-        #expect(try host.waitForExit() == 0)
+        #expect(try host.waitForExit() == HostExit.badInput)
     }
 }
 

@@ -99,27 +99,6 @@ struct CommandLineTests {
         #expect(summary.dropFirst(4).count == 5 && summary.dropFirst(4).allSatisfy { $0 == "holds" || $0 == "DEGRADED" }, "\(summary)")
     }
 
-    @Test func reportsListsAndShowsTerminationReports() throws {
-        let scratch = try Scratch()
-        let script = scratch.url.appendingPathComponent("script")
-        try Data("wait Listed active\nterminate Listed\nwait Listed terminated\n".utf8).write(to: script)
-        let state = scratch.stateDirectory.path
-        let run = try runApphost(["launch", "--state-dir", state, "--script", script.path, try scratch.bundle("Listed").path])
-        #expect(run.status == 0)
-        let list = try runApphost(["reports", "--state-dir", state])
-        #expect(list.status == 0)
-        let line = try #require(list.output.split(separator: "\n").first)
-        #expect(line.contains("  Listed  "))
-        #expect(line.contains("USER  -  terminated by the user; applicationWillTerminate(_:) returned"))
-        let shown = try runApphost(["reports", "--state-dir", state, "last"])
-        let report = try #require(try JSONSerialization.jsonObject(with: Data(shown.output.utf8)) as? [String: Any])
-        #expect(report["app"] as? String == "test.listed")
-        #expect(report["kind"] as? String == "user-terminated")
-        for key in ["pid", "time", "state", "namespace", "reason", "usage", "lastEvents", "held"] {
-            #expect(report[key] != nil, "reports carry \(key)")
-        }
-    }
-
     @Test func psShowsEachApp() throws {
         let scratch = try Scratch()
         let host = try HostSession([try scratch.bundle("Listed"), try scratch.bundle("Idle")], scratch: scratch)
@@ -171,7 +150,7 @@ struct CommandLineTests {
         let end = try host.waitFor("Governed", "terminated")
         #expect(end.reason == "did not return from applicationDidEnterBackground(_:) within 0.4 s")
         host.closeInput()
-        #expect(try host.waitForExit() == 0)
+        #expect(try host.waitForExit() == HostExit.watchdog)
     }
 
     @Test func aBadPolicyFileIsOneLine() throws {

@@ -50,7 +50,7 @@ struct MemoryTests {
         }
         #expect(!scratch.recorded("Hog").contains { $0.hasPrefix("willTerminate") })
         host.closeInput()
-        #expect(try host.waitForExit() == 0)
+        #expect(try host.waitForExit() == HostExit.jetsam)
     }
 
     @Test func anAppOverItsBackgroundLimitIsEndedWhenItLeavesTheForeground() throws {
@@ -72,7 +72,7 @@ struct MemoryTests {
         host.send("home")
         try host.waitFor("Small", "suspended")
         host.closeInput()
-        #expect(try host.waitForExit() == 0)
+        #expect(try host.waitForExit() == HostExit.jetsam)
     }
 
     @Test func overTheBudgetSuspendedAppsAreEndedLeastRecentlyUsedFirst() throws {
@@ -113,7 +113,7 @@ struct MemoryTests {
         let third = try host.waitFor("ps of Third") { $0.event == "ps" && $0.name == "Third" }
         #expect(third.state == "suspended")
         host.closeInput()
-        #expect(try host.waitForExit() == 0)
+        #expect(try host.waitForExit() == HostExit.jetsam)
     }
 
     @Test func memoryPressureOnDemandEndsEverySuspendedAppAndNoRunningOne() throws {
@@ -135,6 +135,6 @@ struct MemoryTests {
         let front = try host.waitFor("ps of Front") { $0.event == "ps" && $0.name == "Front" }
         #expect(front.state == "active")
         host.closeInput()
-        #expect(try host.waitForExit() == 0)
+        #expect(try host.waitForExit() == HostExit.jetsam)
     }
 }

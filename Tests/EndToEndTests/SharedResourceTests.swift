@@ -49,7 +49,7 @@ struct SharedResourceTests {
         #expect(lock == ["kind": label, "type": type, "range": "0-EOF"])
         #expect(scratch.recorded("Locker").contains("holding \(kind) lock on \(path): ok"))
         host.closeInput()
-        #expect(try host.waitForExit() == 0)
+        #expect(try host.waitForExit() == HostExit.backgroundRules)
     }
 
     @Test func theCheckAlsoGuardsSuspensionBySIGSTOP() throws {
@@ -59,7 +59,7 @@ struct SharedResourceTests {
         let end = try sendHomeExpectingDeadlock("Stopper", host)
         #expect(try #require(end.reason).hasPrefix("held a POSIX write lock on "))
         host.closeInput()
-        #expect(try host.waitForExit() == 0)
+        #expect(try host.waitForExit() == HostExit.backgroundRules)
     }
 
     @Test(arguments: ["didEnterBackground", "task"])
@@ -103,7 +103,7 @@ struct SharedResourceTests {
         #expect(reason.hasPrefix("held a POSIX "))
         #expect(reason.hasSuffix(" on \(path) when it would have been suspended (and 1 more, listed in the report)"))
         host.closeInput()
-        #expect(try host.waitForExit() == 0)
+        #expect(try host.waitForExit() == HostExit.backgroundRules)
     }
 
     @Test func aSQLiteDatabaseCommittedInDidEnterBackgroundIsSuspended() throws {
@@ -141,7 +141,7 @@ struct SharedResourceTests {
         #expect(held.first?["sharedResource"] as? String == "/dev/zero")
         #expect(held.first?["path"] as? String == "/dev/zero")
         host.closeInput()
-        #expect(try host.waitForExit() == 0)
+        #expect(try host.waitForExit() == HostExit.backgroundRules)
     }
 
     @Test func aConnectionToADeclaredSocketAtSuspensionIsFatal() throws {
@@ -155,7 +155,7 @@ struct SharedResourceTests {
         #expect(scratch.recorded("Client").contains("holding connection to \(server.path): ok"))
         #expect(try #require(end.reason).hasPrefix("held the shared resource \(server.path) open (fd "))
         host.closeInput()
-        #expect(try host.waitForExit() == 0)
+        #expect(try host.waitForExit() == HostExit.backgroundRules)
     }
 }
 

@@ -184,7 +184,7 @@ struct StorageTests {
         #expect(scratch.callbacks("Sleeper").last == "didEnterBackground background", "no callback: it was suspended")
         #expect(try FileManager.default.contentsOfDirectory(atPath: container(scratch, "Sleeper").appendingPathComponent("Library/Caches").path).isEmpty)
         host.closeInput()
-        #expect(try host.waitForExit() == 0)
+        #expect(try host.waitForExit() == HostExit.backgroundRules)
     }
 
     // MARK: Existing containers

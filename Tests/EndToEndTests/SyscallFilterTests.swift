@@ -116,7 +116,7 @@ struct SyscallFilterTests {
             #expect((report["violations"] as? [[String: Any]])?.first?["fatal"] as? Bool == true)
         }
         host.closeInput()
-        #expect(try host.waitForExit() == 0)
+        #expect(try host.waitForExit() == HostExit.sandbox)
     }
 
     @Test func forkAndExecWithoutTheSpawnEntitlementAreRefusedButThreadsWork() throws {
@@ -167,6 +167,6 @@ struct SyscallFilterTests {
         #expect(ended.reason == "made 2 refused system calls (the policy allows 2); the last: socket(AF_INET)")
         #expect(outcomes("Pest", scratch: scratch) == ["probe socket-inet: EPERM"])
         host.closeInput()
-        #expect(try host.waitForExit() == 0)
+        #expect(try host.waitForExit() == HostExit.sandbox)
     }
 }

@@ -5,8 +5,9 @@ import Testing
 /// app processes that spin and allocate.
 @Suite(.serialized, .timeLimit(.minutes(1)))
 struct UsageTests {
-    /// Half a core over one second, measured every 50 ms: the 80 % over 60 s rule, made short.
-    static let shortWindow = ["--background-cpu-limit", "50", "--background-cpu-window", "1", "--resource-sample-interval", "0.05"]
+    /// A fifth of a core over one second, measured every 50 ms: the 80 % over 60 s rule, made
+    /// short, and low enough that a spinner reaches it on a loaded 2-core machine.
+    static let shortWindow = ["--background-cpu-limit", "20", "--background-cpu-window", "1", "--resource-sample-interval", "0.05"]
 
 
     @Test func anAppSpinningInTheBackgroundIsEndedWithACPUResourceReport() throws {
@@ -15,19 +16,19 @@ struct UsageTests {
         let host = try HostSession([spinner], scratch: scratch, arguments: Self.shortWindow)
         try host.waitFor("Spinner", "didBecomeActive")
         host.send("home")
-        let end = try host.waitFor("Spinner", "terminated", timeout: 5)
+        let end = try host.waitFor("Spinner", "terminated", timeout: 15)
         #expect(end.namespace == "EXC_RESOURCE")
         #expect(end.kind == "cpu")
         let reason = try #require(end.reason)
         #expect(reason.hasPrefix("used 0."))
         #expect(reason.contains(" s in the background ("))
-        #expect(reason.hasSuffix("% of a core); the limit is 50 % of a core over 1.0 s"))
+        #expect(reason.hasSuffix("% of a core); the limit is 20 % of a core over 1.0 s"))
         let report = try Report(end)
         #expect(report["state"] as? String == "background")
         let usage = try #require(report["usage"] as? [String: Any])
-        #expect(try #require(usage["cpuBackgroundSeconds"] as? Double) >= 0.5)
+        #expect(try #require(usage["cpuBackgroundSeconds"] as? Double) >= 0.2)
         host.closeInput()
-        #expect(try host.waitForExit() == 0)
+        #expect(try host.waitForExit() == HostExit.resource)
     }
 
     @Test func spinningInTheForegroundIsNotLimited() throws {
@@ -35,7 +36,7 @@ struct UsageTests {
         let spinner = try scratch.bundle("Busy", behavior: ["busyThreads": 1])
         let host = try HostSession([spinner], scratch: scratch, arguments: Self.shortWindow)
         try host.waitFor("Busy", "didBecomeActive")
-        // Until it has used more CPU than a background app may in a whole window (0.5 s), and
+        // Until it has used well over what a background app may in a whole window (0.2 s), and
         // more than a window has passed.
         let started = Date()
         var used = 0.0

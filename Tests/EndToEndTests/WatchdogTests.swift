@@ -26,7 +26,7 @@ struct WatchdogTests {
         host.send("open Stuck")
         try host.waitFor("Stuck", "didBecomeActive", occurrence: 2)
         host.closeInput()
-        #expect(try host.waitForExit() == 0)
+        #expect(try host.waitForExit() == HostExit.watchdog)
     }
 
     @Test func aLaunchThatTakesTooLongIsKilledWith8badf00d() throws {
@@ -46,7 +46,7 @@ struct WatchdogTests {
         // process is spawned, which takes some milliseconds more on a loaded machine.
         #expect(elapsed >= 0.9 && elapsed < 3.0, "the launch budget runs from spawn: \(elapsed) s")
         host.closeInput()
-        #expect(try host.waitForExit() == 0)
+        #expect(try host.waitForExit() == HostExit.watchdog)
     }
 
     @Test func blockingInWillTerminateIsKilledWith8badf00d() throws {
@@ -61,7 +61,7 @@ struct WatchdogTests {
         #expect(end.reason == "did not return from applicationWillTerminate(_:) within 0.5 s")
         #expect(scratch.callbacks("Clingy").last == "willTerminate active")
         host.closeInput()
-        #expect(try host.waitForExit() == 0)
+        #expect(try host.waitForExit() == HostExit.watchdog)
     }
 
     @Test func anyOtherCallbackHasTheCallbackBudget() throws {
@@ -75,6 +75,6 @@ struct WatchdogTests {
         #expect(end.code == "0x8badf00d")
         #expect(end.reason == "did not return from applicationDidReceiveMemoryWarning(_:) within 0.5 s")
         host.closeInput()
-        #expect(try host.waitForExit() == 0)
+        #expect(try host.waitForExit() == HostExit.watchdog)
     }
 }

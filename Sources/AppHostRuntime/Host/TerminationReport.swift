@@ -120,10 +120,11 @@ public struct TerminationReport: Codable, Sendable, Equatable {
         lastEvents = contents.lastEvents.map { Event(time: $0.time, event: $0.event, state: $0.state, detail: $0.detail) }
     }
 
-    /// The report as its file holds it: pretty-printed, keys sorted, ISO 8601 times.
-    public func encoded() throws -> Data {
+    /// The report as its file holds it: pretty-printed, keys sorted, ISO 8601 times; or, not
+    /// `pretty`, on one line (`apphost reports --json`'s listing).
+    public func encoded(pretty: Bool = true) throws -> Data {
         let encoder = JSONEncoder()
-        encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
+        encoder.outputFormatting = pretty ? [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes] : [.sortedKeys, .withoutEscapingSlashes]
         encoder.dateEncodingStrategy = .custom { date, encoder in
             var container = encoder.singleValueContainer()
             try container.encode(HostEvent.isoFormatter.string(from: date))

@@ -382,6 +382,19 @@ func unmountEverything(under path: String) {
 
 /// Runs `apphost ARGUMENTS` to completion (as `user`, by setpriv from a root test, if given)
 /// and returns its status and output.
+/// `apphost launch`'s exit statuses (README.md, "Exit status"): the first app the system ended
+/// decides it.
+enum HostExit {
+    static let badInput: Int32 = 1
+    static let crash: Int32 = 2
+    static let watchdog: Int32 = 3
+    static let backgroundRules: Int32 = 4
+    static let sandbox: Int32 = 5
+    static let jetsam: Int32 = 6
+    static let resource: Int32 = 7
+    static let hostRules: Int32 = 8
+}
+
 func runApphost(_ arguments: [String], user: uid_t? = nil) throws -> (status: Int32, output: String, error: String) {
     try Paths.requireBuilt(Paths.apphost)
     let process = Process()
