@@ -30,7 +30,7 @@ let apps = [
     appPlugin("WeatherExample", path: "Examples/Weather"),
     appPlugin("CleanupExample", path: "Examples/Cleanup"),
     // Test fixtures: real plugins that the end-to-end tests and the benchmark launch.
-    appPlugin("ProbeFixture", path: "Tests/Fixtures/Probe", dependencies: ["ProbeSyscalls", "CSQLite", "AppHostProtocol", "CAppHostShims"]),
+    appPlugin("ProbeFixture", path: "Tests/Fixtures/Probe", dependencies: ["ProbeSyscalls", "CSQLite", "AppHostProtocol", "CAppHostShims", .product(name: "Logging", package: "swift-log")]),
 ]
 
 // A package that depends on apphost builds only what its targets use: AppHostKit (with
@@ -55,6 +55,7 @@ let package = Package(
     ] + apps.map(\.0),
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
+        .package(url: "https://github.com/apple/swift-log", from: "1.6.0"),
     ],
     targets: [
         // C: syscalls and macros that do not import into Swift. Never a product.
@@ -82,7 +83,10 @@ let package = Package(
         ),
         .target(
             name: "AppHostKit",
-            dependencies: ["AppHostProtocol", "AppHostSystem", "CAppHostShims", "CAppHostKitRecord"],
+            dependencies: [
+                "AppHostProtocol", "AppHostSystem", "CAppHostShims", "CAppHostKitRecord",
+                .product(name: "Logging", package: "swift-log"),
+            ],
             swiftSettings: strictSettings
         ),
         .target(
@@ -102,6 +106,7 @@ let package = Package(
                 "AppHostSandbox",
                 "AppHostSystem",
                 "CAppHostShims",
+                .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: strictSettings
         ),
@@ -111,6 +116,7 @@ let package = Package(
                 "AppHostRuntime",
                 "AppHostRunner",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: strictSettings
         ),

@@ -31,6 +31,12 @@ final class HostLink: Sendable {
         }
     }
 
+    /// Whether the app runs under a host (false in a unit test).
+    var isConnected: Bool { state.withLock { $0.socket != nil } }
+
+    /// The least level of swift-log records the host wants; nil outside a host.
+    var logLevel: String? { state.withLock { $0.configuration?.logLevel } }
+
     /// Sends a message to the host. A host that is gone cannot be told anything: the app process
     /// is about to be killed by its parent-death signal, so a failed send is dropped.
     func send(_ message: AppMessage) {

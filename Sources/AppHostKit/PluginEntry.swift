@@ -7,6 +7,7 @@ import Synchronization
 import AppHostProtocol
 import AppHostSystem
 import CAppHostShims
+import Logging
 
 /// The plugin's C entry point, called by the app process's runner once the plugin is loaded and
 /// its ABI record checked. Apps never call it: like `UIApplicationMain`, it creates the delegate
@@ -33,6 +34,8 @@ public func _apphostPluginMain(_ arguments: UnsafeRawPointer) -> Int32 {
     apphost_line_buffer_stdout()
     let controlFD = arguments.control_fd
     hostLink.start(socket: ControlChannel(fd: controlFD), configuration: configuration)
+    // Before any app code: every Logger the app makes sends its records to the host.
+    LoggingSystem.bootstrap(AppHostLogHandler.init)
     MainActor.assumeIsolated {
         AppMain.start(configuration: configuration, controlFD: controlFD)
     }

@@ -77,6 +77,8 @@ package struct WireConfiguration: Codable, Sendable, Equatable {
     /// The sandbox: entitlements (SyscallProfile.Entitlement raw values), the app's own user on a
     /// root host, the directories it may write, and RLIMIT_NPROC where no pids cgroup limits it.
     package var sandbox: WireSandbox?
+    /// The least level of the app's swift-log records that reach the host (`--log-level`); nil: info.
+    package var logLevel: String?
 
     package init(
         protocolVersion: Int = wireProtocolVersion, bundleIdentifier: String, bundleName: String,
@@ -272,6 +274,9 @@ package enum AppMessage: Codable, Sendable, Equatable {
     case submitTask(WireTaskRequest)
     /// `cancel(taskRequestWithIdentifier:)`; nil: `cancelAllTaskRequests()`.
     case cancelTask(String?)
+    /// A swift-log record: its level (`trace` … `critical`), the logger's label, and the message
+    /// with its metadata.
+    case log(level: String, label: String, message: String)
 }
 
 /// JSON coding of messages; one shared encoder and decoder per process.

@@ -6,7 +6,8 @@ extension HostEvent {
     var humanLine: String {
         let who = name.map { "\(TerminalText.escaping($0))[\(pid.map(String.init) ?? "-")]" } ?? "apphost"
         var line = "\(HostEvent.clockFormatter.string(from: time))  \(who)  \(event)"
-        if let state, event != .terminated { line += "  → \(state.rawValue)" }
+        if let state, event != .terminated, event != .log { line += "  → \(state.rawValue)" }
+        if let level { line += "  \(level.rawValue)  \(TerminalText.escaping(label ?? ""))" }
         if let elapsed { line += String(format: "  (%.3f ms)", elapsed.seconds * 1000) }
         if let termination {
             line += ": \(termination.namespace)"

@@ -1,6 +1,7 @@
 import ArgumentParser
 import AppHostRuntime
 import Foundation
+import Logging
 import Synchronization
 
 struct Launch: AsyncParsableCommand {
@@ -38,6 +39,9 @@ struct Launch: AsyncParsableCommand {
     @Option(help: ArgumentHelp("Write the run as Trace Event JSON (Perfetto, chrome://tracing): apps as tracks; states, callbacks, background tasks, suspensions and kills.", valueName: "file"))
     var trace: String?
 
+    @Option(help: "The least level of log records shown: the apps' swift-log records (log events) and the host's own diagnostics (trace, debug: each launch, callback, freeze, kill and report). One of trace, debug, info, notice, warning, error, critical.", transform: LogLevel.parse)
+    var logLevel: LogLevel = .info
+
     @Flag(help: "Launch the first app directly into the background (sequence 5) instead of the foreground.")
     var background = false
 
@@ -74,6 +78,7 @@ struct Launch: AsyncParsableCommand {
 
     /// The host's whole life; ends the process.
     func execute() async -> Never {
+        HostLogHandler.bootstrap(level: logLevel)
         let policy = resolvedPolicy()
         let appBundles = bundles.map { path in
             do { return try AppBundle(url: URL(fileURLWithPath: path)) } catch { fail("\(error)") }
@@ -88,6 +93,7 @@ struct Launch: AsyncParsableCommand {
         configuration.network = NetworkState(rawValue: network.rawValue) ?? .online
         configuration.backgroundAppRefresh = !noBackgroundAppRefresh
         configuration.storageMechanism = storage.mechanism
+        configuration.appLogLevel = logLevel
 
         let printer = EventPrinter(json: json)
         let firstLaunch = FirstLaunch(identifier: appBundles[0].identifier, label: appBundles[0].url.lastPathComponent)
@@ -182,7 +188,7 @@ struct Launch: AsyncParsableCommand {
                     return count
                 }
                 if seen == 1 {
-                    FileHandle.standardError.write(Data("apphost: terminating the apps (again to kill them at once)\n".utf8))
+                    Logger(label: "apphost").notice("terminating the apps (again to kill them at once)")
                     Task {
                         await supervisor.shutdown()
                         control.close()

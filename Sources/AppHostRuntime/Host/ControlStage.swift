@@ -33,7 +33,7 @@ enum ControlStage: Equatable {
         case .ready: self == .loading
         // The runner fails before the plugin runs; the SDK before the delegate exists.
         case .launchFailed: self == .confining || self == .loading
-        case .warning: self == .loading || self == .running
+        case .warning, .log: self == .loading || self == .running
         case .ack, .taskBegan, .taskEnded, .fetchInterval, .workCompleted, .registerTask, .submitTask, .cancelTask:
             self == .running
         }
@@ -62,6 +62,7 @@ extension AppMessage {
         case .taskBegan: "taskBegan"
         case .taskEnded: "taskEnded"
         case .warning: "warning"
+        case .log: "log"
         case .fetchInterval: "fetchInterval"
         case .workCompleted: "workCompleted"
         case .registerTask: "registerTask"

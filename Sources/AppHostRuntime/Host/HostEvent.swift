@@ -5,7 +5,8 @@ public import Foundation
 /// Codable as the `--json` lines are: `time` (ISO 8601 with milliseconds), `app` (always
 /// present: null for the host's own notices), `name`, `pid`, `event`, `state`, `detail`,
 /// `elapsedMs`, for `terminated` the termination's `kind`, `namespace`, `code` and `reason` and
-/// the `report`'s path, and for `started` the host's mechanisms (`HostSummary`). Other absent
+/// the `report`'s path, for `log` the record's `level` and `label`, and for `started` the host's
+/// mechanisms (`HostSummary`). Other absent
 /// fields are omitted. README.md, "JSON", lists them.
 public struct HostEvent: Sendable, Equatable, Codable {
     public var time: Date
@@ -26,13 +27,18 @@ public struct HostEvent: Sendable, Equatable, Codable {
     public var report: String?
     /// For `started`: how this host suspends, confines and limits apps, as fields.
     public var host: HostSummary?
+    /// For `log`: the swift-log record's level and its logger's label (the message is `detail`).
+    public var level: LogLevel?
+    public var label: String?
 
     public init(
         time: Date, app: String? = nil, name: String? = nil, pid: Int32? = nil, event: EventName, state: AppState? = nil,
         detail: String? = nil, elapsed: Duration? = nil, termination: Termination? = nil, report: String? = nil,
-        host: HostSummary? = nil
+        host: HostSummary? = nil, level: LogLevel? = nil, label: String? = nil
     ) {
         self.host = host
+        self.level = level
+        self.label = label
         self.time = time
         self.app = app
         self.name = name
@@ -46,7 +52,7 @@ public struct HostEvent: Sendable, Equatable, Codable {
     }
 
     private enum CodingKeys: String, CodingKey {
-        case time, app, name, pid, event, state, detail, elapsedMs, kind, namespace, code, reason, report
+        case time, app, name, pid, event, state, detail, elapsedMs, kind, namespace, code, reason, report, level, label
         case suspension, sandbox, memory, storage, instance, stateDirectory, schedulerClock
     }
 
@@ -72,6 +78,8 @@ public struct HostEvent: Sendable, Equatable, Codable {
                 reason: try container.decode(String.self, forKey: .reason))
         }
         report = try container.decodeIfPresent(String.self, forKey: .report)
+        level = try container.decodeIfPresent(LogLevel.self, forKey: .level)
+        label = try container.decodeIfPresent(String.self, forKey: .label)
         if let instance = try container.decodeIfPresent(String.self, forKey: .instance) {
             host = HostSummary(
                 suspension: try container.decode(String.self, forKey: .suspension),
@@ -100,6 +108,8 @@ public struct HostEvent: Sendable, Equatable, Codable {
             try container.encode(termination.reason, forKey: .reason)
         }
         try container.encodeIfPresent(report, forKey: .report)
+        try container.encodeIfPresent(level, forKey: .level)
+        try container.encodeIfPresent(label, forKey: .label)
         if let host {
             try container.encode(host.suspension, forKey: .suspension)
             try container.encode(host.sandbox, forKey: .sandbox)
@@ -149,5 +159,14 @@ extension Termination {
     /// The number behind a formatted code: "0xdead10cc" or "11".
     static func parseCode(_ text: String) -> UInt64? {
         text.hasPrefix("0x") ? UInt64(text.dropFirst(2), radix: 16) : UInt64(text)
+    }
+}
+
+/// A swift-log level, as `log` events and `--log-level` name it (Logging.Logger.Level's names).
+public enum LogLevel: String, Sendable, Codable, CaseIterable, Comparable {
+    case trace, debug, info, notice, warning, error, critical
+
+    public static func < (lhs: LogLevel, rhs: LogLevel) -> Bool {
+        allCases.firstIndex(of: lhs)! < allCases.firstIndex(of: rhs)!
     }
 }

@@ -110,6 +110,13 @@ extension Supervisor {
         case .taskBegan(let id, let name): handle(record, run, .taskBegan(id: id, name: name))
         case .taskEnded(let id): handle(record, run, .taskEnded(id: id))
         case .warning(let text): handle(record, run, .warning(text.cut(to: Self.textLimit)))
+        case .log(let level, let label, let text):
+            guard let level = LogLevel(rawValue: level) else {
+                return violate(record, run, "it sent a log record of level \(level.cut(to: 32).debugDescription), which swift-log does not have")
+            }
+            publish(HostEvent(
+                time: Date(), app: record.bundle.identifier, name: record.bundle.name, pid: process.pid, event: .log,
+                detail: text.cut(to: Self.textLimit), level: level, label: label.cut(to: 256)), run: nil)
         case .fetchInterval, .workCompleted, .registerTask, .submitTask, .cancelTask:
             receiveBackgroundMessage(message, record, run)
         }

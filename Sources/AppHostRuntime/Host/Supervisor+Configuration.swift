@@ -1,4 +1,5 @@
 public import Foundation
+public import Logging
 
 extension Supervisor {
     /// What a host is started with (the CLI builds it from its options and policy file).
@@ -32,6 +33,11 @@ extension Supervisor {
         /// Forces how containers are held to their storage limits; nil picks the best the
         /// state directory's machine offers (project quotas, else disk images, else accounting).
         public var storageMechanism: StorageMechanism?
+        /// The least level of the apps' swift-log records that reach the host as `log` events.
+        public var appLogLevel: LogLevel = .info
+        /// The host's own diagnostics: each launch, callback, freeze, thaw, kill and report, at
+        /// debug and trace level.
+        public var logger = Logger(label: "apphost")
 
         public init(stateDirectory: URL, executable: String) {
             self.stateDirectory = stateDirectory

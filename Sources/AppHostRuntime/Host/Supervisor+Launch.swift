@@ -162,6 +162,7 @@ extension Supervisor {
             openFileLimit: UInt64(policy.openFileLimit), sandbox: sandbox)
         configurationMessage.launchPayload = run.machine.pendingEvents.first { $0.kind == .remoteNotification }?.payload
         configurationMessage.backgroundTasks = backgroundTasksConfiguration(for: bundle)
+        configurationMessage.logLevel = configuration.appLogLevel.rawValue
         send(.configure(configurationMessage), record, run)
     }
 

@@ -7,6 +7,7 @@ import AppHostProtocol
 import AppHostSandbox
 import AppHostSystem
 import CAppHostShims
+import Logging
 
 extension Supervisor {
     // MARK: The loop
@@ -34,21 +35,30 @@ extension Supervisor {
     }
 
     func perform(_ action: LifecycleMachine.Action, _ record: AppRecord, _ run: AppRun) {
+        let logger = configuration.logger
+        let name = record.bundle.name
         switch action {
         case .spawn(let reason):
             spawn(record, run, reason: reason)
+            logger.debug("\(name): spawned for a \(reason) launch, pid \(run.process.map { String($0.pid) } ?? "none")")
         case .send(let request):
             run.stepStartedAt = clock.now
+            logger.trace("\(name): callback \(request.callback.rawValue) #\(request.id) sent")
             send(.callback(request), record, run)
         case .expire(let taskIDs, let remaining):
+            logger.debug("\(name): expiring background tasks \(taskIDs), \(remaining) s left")
             send(.expire(taskIDs: taskIDs, remaining: remaining), record, run)
         case .expireWork(let work):
+            logger.debug("\(name): expiring background work #\(work)")
             send(.expireWork(work), record, run)
         case .freeze:
+            logger.debug("\(name): freezing (\(environment.suspensionMechanism.rawValue))")
             freeze(record, run)
         case .thaw:
+            logger.debug("\(name): thawing")
             thaw(run)
         case .kill(let termination):
+            logger.debug("\(name): killing, \(termination.kind): \(termination.reason)")
             // The figures of the report, as they stand when the host decides.
             recordUsage(run)
             run.backgroundTimeRemainingAtEnd = run.machine.backgroundTimeRemaining(at: clock.now)
@@ -175,6 +185,7 @@ extension Supervisor {
                 held: run.held,
                 violationCount: run.violationCount, violations: run.violations,
                 lastEvents: run.events, storage: storageUsage(of: record.bundle))).path
+            configuration.logger.debug("\(record.bundle.name): ended (\(exit.description)), report \(reportPath ?? "")")
         } catch {
             publish(HostEvent(time: Date(), event: .warning, detail: "cannot write the report of \(record.bundle.name): \(error)"), run: nil)
         }

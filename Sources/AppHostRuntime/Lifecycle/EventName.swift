@@ -61,6 +61,8 @@ public struct EventName: RawRepresentable, Hashable, Sendable, Codable, CustomSt
     public static let storage = EventName(rawValue: "storage")
     /// What `storage-pressure` did to one app: purged (and how much), ended, or left alone.
     public static let storagePressure = EventName(rawValue: "storagePressure")
+    /// A swift-log record of the app's (AppHostKit's log handler).
+    public static let log = EventName(rawValue: "log")
     // The host.
     public static let started = EventName(rawValue: "started")
     public static let warning = EventName(rawValue: "warning")

@@ -41,6 +41,7 @@ final class AppDelegate: ApplicationDelegate {
         }
         backgroundSetup(in: name, application)
         storageProbes(in: name)
+        loggingProbes(in: name)
     }
 
     private func crash() {

@@ -13,6 +13,7 @@ import ProbeSyscalls
 //                                          byte carrying a fresh eventfd
 //               "hello"                    a `hello` carrying the host's pid
 //               "sandboxedAsRoot"          a second `sandboxed` frame, no descriptor, uid 0
+//               "logUnknownLevel"          a `log` frame of a level swift-log does not have
 //   flood       "lines"                    16-byte lines on stdout, as fast as a thread can write
 //                                          (64 KiB of them per write)
 //               "noNewline"                the same bytes with no newline at all
@@ -52,6 +53,8 @@ extension AppDelegate {
             sendWhole(AppMessage.hello(protocolVersion: wireProtocolVersion, pid: getppid()), attack)
         case "sandboxedAsRoot":
             sendWhole(AppMessage.sandboxed(listener: false, landlockABI: 0, uid: 0, seconds: 0), attack)
+        case "logUnknownLevel":
+            sendWhole(AppMessage.log(level: "emergency", label: "probe", message: "not a level"), attack)
         default:
             record("attack \(attack): unknown")
         }
