@@ -142,6 +142,11 @@ let package = Package(
             swiftSettings: strictSettings
         ),
         .testTarget(
+            name: "AppHostKitTests",
+            dependencies: ["AppHostKit"],
+            swiftSettings: strictSettings
+        ),
+        .testTarget(
             name: "CommandLineTests",
             dependencies: ["apphost", "AppHostRuntime"],
             swiftSettings: strictSettings
