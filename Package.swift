@@ -46,6 +46,8 @@ let package = Package(
         // The init of each app's PID namespace; apphost finds it beside itself.
         .executable(name: "apphost-init", targets: ["apphost-init"]),
         .library(name: "AppHostKit", targets: ["AppHostKit"]),
+        // For an app's own tests: a real host on a private instance (README.md, "Testing your app").
+        .library(name: "AppHostTesting", targets: ["AppHostTesting"]),
         .plugin(name: "BundleApp", targets: ["BundleApp"]),
         // A shared object that is not an apphost plugin, and one whose ABI record is forged:
         // the runner must refuse both with a clear message.
@@ -105,6 +107,13 @@ let package = Package(
             ],
             swiftSettings: strictSettings
         ),
+        // TestHost: runs the apphost binary for a test and reads its events and reports, which
+        // are AppHostRuntime's types (it brings no ArgumentParser).
+        .target(
+            name: "AppHostTesting",
+            dependencies: ["AppHostRuntime", "AppHostSystem", "CAppHostShims"],
+            swiftSettings: strictSettings
+        ),
         .executableTarget(
             name: "apphost",
             dependencies: [
@@ -144,6 +153,11 @@ let package = Package(
         .testTarget(
             name: "AppHostKitTests",
             dependencies: ["AppHostKit"],
+            swiftSettings: strictSettings
+        ),
+        .testTarget(
+            name: "AppHostTestingTests",
+            dependencies: ["AppHostTesting", "AppHostSystem", "CAppHostShims"],
             swiftSettings: strictSettings
         ),
         .testTarget(

@@ -36,8 +36,9 @@ enum Detached {
         if let application = latest.withLock({ $0.application }) { return application }
         return bare.withLock { bare in
             if let bare { return bare }
-            let container = NSTemporaryDirectory() + "apphost-detached-\(getpid())"
+            let container = bareContainer
             makeContainer(at: URL(fileURLWithPath: container))
+            atexit { try? FileManager.default.removeItem(atPath: Detached.bareContainer) }
             let configuration = WireConfiguration(
                 bundleIdentifier: "app.detached", bundleName: "Detached", bundlePath: "", pluginPath: "", delegateClassName: "",
                 containerPath: container, launchReason: "user")
@@ -46,6 +47,9 @@ enum Detached {
             return application
         }
     }
+
+    /// The bare detached application's container, removed when the process exits.
+    private static var bareContainer: String { NSTemporaryDirectory() + "apphost-detached-\(getpid())" }
 
     /// Documents, Library (Caches, Preferences, Application Support) and tmp, as the host makes them.
     static func makeContainer(at url: URL) {
