@@ -74,9 +74,11 @@ enum Detached {
 /// Each callback runs synchronously, on the main actor: mark the tests `@MainActor`. While a
 /// callback, an expiration handler or a BGTaskScheduler launch handler runs, `Application.shared`
 /// and `BGTaskScheduler.shared` are this application's, even with tests running in parallel;
-/// elsewhere (a test's own code, a block the app dispatched) they are the detached application
-/// made last. Nothing is confined and no process is started: for the real thing, with budgets,
-/// suspension and reports, use `TestHost` from AppHostTesting.
+/// elsewhere (a test's own code, a block the app dispatched to a queue) they are the detached
+/// application made last — so a suite whose app uses `Application.shared` from such blocks
+/// runs its tests one at a time (`@Suite(.serialized)`). Nothing is confined and no process is
+/// started: for the real thing, with budgets, suspension and reports, use `TestHost` from
+/// AppHostTesting.
 ///
 /// The app's container is a temporary directory, removed when this is released, unless a
 /// `containerURL` is given; `Application.containerURL` names it. Foundation's directory
@@ -226,6 +228,16 @@ public final class DetachedApplication<Delegate: ApplicationDelegate> {
 
     /// The names of the open background tasks (nil for one begun without a name), oldest first.
     public var openBackgroundTasks: [String?] { application.openBackgroundTaskNames }
+
+    /// Waits until the app has ended every background task it began — when the host would
+    /// suspend it — while the main actor runs what the app dispatched to it. Throws if tasks
+    /// are still open after `timeout`, naming them.
+    public func waitForBackgroundTasks(timeout: Duration = .seconds(30)) async throws {
+        guard await recorder.tasksEnded(within: timeout) else {
+            let open = openBackgroundTasks.map { $0.map { "\"\($0)\"" } ?? "unnamed" }.joined(separator: ", ")
+            throw DetachedApplicationError("background tasks still open after \(timeout): \(open)", code: .timeout)
+        }
+    }
 
     /// Ends the background time now, as the host's `expire APP` does: the expiration handler of
     /// every open background task runs, at once, and `backgroundTimeRemaining` is 0.
@@ -384,6 +396,10 @@ final class DetachedRecorder: Sendable {
         var waiters: [UInt64: CheckedContinuation<String?, Never>] = [:]
         /// Work whose wait timed out before it began waiting.
         var timedOut: Set<UInt64> = []
+        /// Background tasks begun and not ended, and who waits for there to be none.
+        var openTasks = 0
+        var idleWaiters: [UInt64: CheckedContinuation<Bool, Never>] = [:]
+        var nextIdleWaiter: UInt64 = 0
     }
 
     private let state = Mutex(Snapshot())
@@ -397,8 +413,17 @@ final class DetachedRecorder: Sendable {
     /// One message the SDK sent.
     func record(_ message: AppMessage) {
         var resume: (CheckedContinuation<String?, Never>, String)?
+        var idle: [CheckedContinuation<Bool, Never>] = []
         state.withLock { state in
             switch message {
+            case .taskBegan:
+                state.openTasks += 1
+            case .taskEnded:
+                state.openTasks -= 1
+                if state.openTasks == 0 {
+                    idle = Array(state.idleWaiters.values)
+                    state.idleWaiters = [:]
+                }
             case .warning(let text):
                 state.warnings.append(text)
             case .fetchInterval(let interval):
@@ -419,6 +444,24 @@ final class DetachedRecorder: Sendable {
             }
         }
         if let (waiter, result) = resume { waiter.resume(returning: result) }
+        idle.forEach { $0.resume(returning: true) }
+    }
+
+    /// Whether the app had no background task open by `timeout`.
+    func tasksEnded(within timeout: Duration) async -> Bool {
+        await withCheckedContinuation { continuation in
+            let id = state.withLock { state -> UInt64? in
+                if state.openTasks == 0 { return nil }
+                defer { state.nextIdleWaiter += 1 }
+                state.idleWaiters[state.nextIdleWaiter] = continuation
+                return state.nextIdleWaiter
+            }
+            guard let id else { return continuation.resume(returning: true) }
+            Task {
+                try? await Task.sleep(for: timeout)
+                state.withLock { $0.idleWaiters.removeValue(forKey: id) }?.resume(returning: false)
+            }
+        }
     }
 
     /// The result of a piece of work, once its completion is called; throws after `timeout`.

@@ -342,6 +342,36 @@ public final class TestHost: Sendable {
     }
 }
 
+extension TestHost {
+    /// `Name.app` in `directory`, by default the `.build/apps` of the package under test, where
+    /// `swift package --allow-writing-to-package-directory bundle-app --all` writes its bundles
+    /// (found above the test binary's build directory). Throws, naming the command that makes
+    /// it, if it is not there.
+    public static func bundle(_ name: String, in directory: URL? = nil) throws -> URL {
+        let apps: URL
+        if let directory {
+            apps = directory
+        } else {
+            let testBinary = URL(fileURLWithPath: (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? CommandLine.arguments[0])
+            let components = testBinary.pathComponents
+            guard let build = components.lastIndex(of: ".build") else {
+                throw TestHostError(
+                    "cannot tell the package of the test binary \(testBinary.path) (it is not under a .build directory); pass the bundles' directory",
+                    code: .setupFailed)
+            }
+            apps = URL(fileURLWithPath: NSString.path(withComponents: Array(components[..<build]))).appendingPathComponent(".build/apps")
+        }
+        let bundle = apps.appendingPathComponent(name.hasSuffix(".app") ? name : "\(name).app", isDirectory: true)
+        guard FileManager.default.fileExists(atPath: bundle.appendingPathComponent("Info.plist").path) else {
+            throw TestHostError(
+                "\(bundle.path) is missing: bundle the app before swift test with "
+                    + "swift package --allow-writing-to-package-directory bundle-app --all --output \(apps.path)",
+                code: .setupFailed)
+        }
+        return bundle
+    }
+}
+
 /// Starts a host, runs `body` with it, and shuts it down, whether `body` returns or throws.
 ///
 ///     try await withTestHost([notes], policy: Policy { $0.backgroundTime = .seconds(2) }) { host in

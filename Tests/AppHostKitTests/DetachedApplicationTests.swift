@@ -11,6 +11,7 @@ final class RecordingDelegate: ApplicationDelegate {
     var sharedWasOwn = true
     var launchOptions: [Application.LaunchOptionsKey: Any] = [:]
     var keepsTaskOpen = false
+    var endsTaskLater = false
     var saveTask = BackgroundTaskIdentifier.invalid
     let observed = Observed()
     let window = Window()
@@ -53,7 +54,11 @@ final class RecordingDelegate: ApplicationDelegate {
         saveTask = application.beginBackgroundTask(withName: "Save") { [weak self] in
             MainActor.assumeIsolated { self?.endSave(expired: true) }
         }
-        if !keepsTaskOpen { endSave(expired: false) }
+        if endsTaskLater {
+            DispatchQueue.main.async { MainActor.assumeIsolated { self.endSave(expired: false) } }
+        } else if !keepsTaskOpen {
+            endSave(expired: false)
+        }
     }
 
     func endSave(expired: Bool) {
@@ -100,8 +105,11 @@ final class Observed: Sendable {
     "AppHostEntitlements": ["com.apple.security.application-groups": ["group.test.shared"]],
 ]
 
+/// Serialized: outside its callbacks (in a block the app dispatched to the main queue, say),
+/// `Application.shared` is the detached application made last, so tests that rely on it must
+/// not make theirs at the same time.
 @MainActor
-@Suite("Detached applications: the SDK outside a host")
+@Suite("Detached applications: the SDK outside a host", .serialized)
 struct DetachedApplicationTests {
     // Regression: Application.shared's properties outside a host stopped the test runner with
     // "AppHostKit: the app is not running under apphost" (SIGILL). In a child process, so that
@@ -188,6 +196,25 @@ struct DetachedApplicationTests {
         #expect(app.application.beginBackgroundTask(expirationHandler: nil) == .invalid)
         app.application.endBackgroundTask(BackgroundTaskIdentifier(rawValue: 99))
         #expect(app.warnings == ["endBackgroundTask(_:) called with BackgroundTaskIdentifier(99), which is not an open background task; ignoring it"])
+    }
+
+    @Test("waiting for background tasks: the main queue runs what the app dispatched; one never ended times out", .timeLimit(.minutes(1)))
+    func waitForBackgroundTasks() async throws {
+        let app = DetachedApplication<RecordingDelegate>(infoDictionary: recorderInfo)
+        app.delegate.endsTaskLater = true
+        app.launch()
+        app.enterBackground()
+        #expect(app.openBackgroundTasks == ["Save"])
+        try await app.waitForBackgroundTasks()
+        #expect(app.openBackgroundTasks.isEmpty)
+        #expect(app.delegate.calls.last == "saved")
+
+        app.delegate.endsTaskLater = false
+        app.delegate.keepsTaskOpen = true
+        app.enterForeground()
+        app.enterBackground()
+        let error = await #expect(throws: DetachedApplicationError.self) { try await app.waitForBackgroundTasks(timeout: .milliseconds(100)) }
+        #expect(error?.message == #"background tasks still open after 0.1 seconds: "Save""#)
     }
 
     @Test("a BGTaskScheduler task runs its launch handler, as this app's, and completes", .timeLimit(.minutes(1)))

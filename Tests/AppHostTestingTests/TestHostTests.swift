@@ -14,9 +14,7 @@ private let apps = URL(fileURLWithPath: #filePath)
     .appendingPathComponent(".build/apps")
 
 private func bundle(_ name: String) throws -> URL {
-    let url = apps.appendingPathComponent("\(name).app")
-    try #require(FileManager.default.fileExists(atPath: url.path), "\(url.path) is missing: run scripts/test, which bundles the apps before swift test")
-    return url
+    try TestHost.bundle(name)
 }
 
 /// Whether `pid` is gone: waits on its pidfd (it is not our child) for at most `timeout`.
@@ -153,6 +151,14 @@ struct TestHostTests {
         #expect(error.message.hasPrefix("the host exited with status 1 before it was ready: "))
         #expect(error.message.contains("Broken.app"))
         #expect(leftovers() == before)
+    }
+
+    @Test("bundles: found in the package's .build/apps, or a message naming bundle-app")
+    func bundles() throws {
+        #expect(try TestHost.bundle("Notes") == apps.appendingPathComponent("Notes.app", isDirectory: true))
+        let error = try #require(throws: TestHostError.self) { try TestHost.bundle("Nowhere") }
+        #expect(error.message == "\(apps.path)/Nowhere.app is missing: bundle the app before swift test with "
+            + "swift package --allow-writing-to-package-directory bundle-app --all --output \(apps.path)")
     }
 
     @Test("no apphost where it is looked for: the error says how to build it")
