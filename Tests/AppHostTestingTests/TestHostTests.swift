@@ -161,6 +161,22 @@ struct TestHostTests {
             + "swift package --allow-writing-to-package-directory bundle-app --all --output \(apps.path)")
     }
 
+    @Test(
+        "a root host's apps cannot enter a private directory: its bundle is copied where they can",
+        .enabled(if: getuid() == 0, "only a root host runs apps as users of their own"))
+    func bundleInAPrivateDirectory() async throws {
+        let hidden = FileManager.default.temporaryDirectory.appendingPathComponent("apphost-testing-private-\(UUID().uuidString.prefix(8))")
+        try FileManager.default.createDirectory(at: hidden, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+        defer { try? FileManager.default.removeItem(at: hidden) }
+        try FileManager.default.copyItem(at: try bundle("Notes"), to: hidden.appendingPathComponent("Notes.app"))
+        try await withTestHost([hidden.appendingPathComponent("Notes.app")]) { host in
+            try await host.wait("Notes", .active)
+            try await host.terminate("Notes")
+            let report = try #require(try host.report("Notes"))
+            #expect(report.bundle == host.directory.appendingPathComponent("bundles/Notes.app").path)
+        }
+    }
+
     @Test("no apphost where it is looked for: the error says how to build it")
     func missingExecutable() async throws {
         let error = try await #require(throws: TestHostError.self) {
