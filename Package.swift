@@ -34,7 +34,9 @@ let apps = [
 ]
 
 // A package that depends on apphost builds only what its targets use: AppHostKit (with
-// AppHostProtocol and AppHostSystem) and the BundleApp plugin. The examples and fixtures below
+// AppHostProtocol and AppHostSystem), the BundleApp plugin, and for its tests AppHostTesting
+// (with AppHostRuntime) and the apphost and apphost-init products it builds for TestHost
+// (Examples/TodoApp is such a package; it is not part of this one). The examples and fixtures below
 // are products only so that `bundle-app --all` and the tests here can build them; SwiftPM 6.3
 // builds a dependency's products only when a dependent names them (checked with a throwaway
 // package depending on this one by path: README.md, "Writing an app"). No `platforms`: apphost

@@ -94,13 +94,6 @@ final class EventLog: Sendable {
             defer { state.nextWaiter += 1 }
             return state.nextWaiter
         }
-        let timer = deadline.map { deadline in
-            Task { [self] in
-                try await Task.sleep(until: deadline)
-                resume(id)
-            }
-        }
-        defer { timer?.cancel() }
         await withTaskCancellationHandler {
             await withCheckedContinuation { continuation in
                 let now = state.withLock { state -> Bool in
@@ -108,7 +101,15 @@ final class EventLog: Sendable {
                     state.waiters[id] = Waiter(count: count, continuation: continuation)
                     return false
                 }
-                if now { continuation.resume() }
+                if now { return continuation.resume() }
+                // Armed once the waiter is in place, so that neither can miss the other.
+                if Task.isCancelled { return resume(id) }
+                if let deadline {
+                    Task { [self] in
+                        try? await Task.sleep(until: deadline)
+                        resume(id)
+                    }
+                }
             }
         } onCancel: {
             resume(id)

@@ -83,8 +83,18 @@ final class HostProcess: Sendable {
             for fd in [input[1], output[0], errors[0]] { closeIgnoringErrors(fd) }
             throw TestHostError("cannot start \(executable): \(String(cString: strerror(spawned)))", code: .setupFailed)
         }
+        // The pidfd says when the host has ended, without racing a reused pid.
+        let pidfd = apphost_pidfd_open(pid)
+        guard pidfd >= 0 else {
+            let error = errno
+            kill(pid, SIGKILL)
+            var status: Int32 = 0
+            while waitpid(pid, &status, 0) == -1 && errno == EINTR {}
+            for fd in [input[1], output[0], errors[0]] { closeIgnoringErrors(fd) }
+            throw TestHostError("pidfd_open: \(String(cString: strerror(error))) (apphost needs Linux 5.3 or later)", code: .setupFailed)
+        }
         self.pid = pid
-        pidfd = apphost_pidfd_open(pid)
+        self.pidfd = pidfd
         lifeline = Mutex(input[1])
 
         // The host's end is known once it has been reaped and its output read to the end.
@@ -111,7 +121,7 @@ final class HostProcess: Sendable {
 
     deinit {
         closeLifeline()
-        if pidfd >= 0 { closeIgnoringErrors(pidfd) }
+        closeIgnoringErrors(pidfd)
     }
 
     /// Asks the host to quit: closes its standard input. Safe to call more than once.
@@ -125,11 +135,7 @@ final class HostProcess: Sendable {
 
     /// Sends `signal` to the host, through its pidfd (never to a process that reused its pid).
     func send(_ signal: Int32) {
-        if pidfd >= 0 {
-            _ = apphost_pidfd_send_signal(pidfd, signal)
-        } else if log.exit == nil {
-            kill(pid, signal)
-        }
+        _ = apphost_pidfd_send_signal(pidfd, signal)
     }
 
     /// Waits until the host has ended and its output is read; false if `timeout` passed first.
@@ -157,10 +163,8 @@ final class HostProcess: Sendable {
             guard errno == EINTR else {
                 // Someone else reaped it (a test harness reaping every child): its pidfd still
                 // says when it ended, not how.
-                if pidfd >= 0 {
-                    var entry = pollfd(fd: pidfd, events: Int16(POLLIN), revents: 0)
-                    while poll(&entry, 1, -1) == -1 && errno == EINTR {}
-                }
+                var entry = pollfd(fd: pidfd, events: Int16(POLLIN), revents: 0)
+                while poll(&entry, 1, -1) == -1 && errno == EINTR {}
                 return HostExit(status: nil, signal: nil)
             }
         }
