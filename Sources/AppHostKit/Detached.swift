@@ -362,6 +362,7 @@ public final class DetachedApplication<Delegate: ApplicationDelegate> {
 public struct DetachedApplicationError: Error, CustomStringConvertible, Equatable {
     /// What went wrong; an open set.
     public struct Code: Hashable, Sendable, CustomStringConvertible {
+        /// The code's name, e.g. "timeout".
         public let rawValue: String
         /// A completion handler or `setTaskCompleted(success:)` was not called in time.
         public static let timeout = Code(rawValue: "timeout")
@@ -369,9 +370,11 @@ public struct DetachedApplicationError: Error, CustomStringConvertible, Equatabl
         public static let noLaunchHandler = Code(rawValue: "no-launch-handler")
         /// The Info.plist given could not be read as a dictionary.
         public static let badInfoPlist = Code(rawValue: "bad-info-plist")
+        /// The code's name.
         public var description: String { rawValue }
     }
 
+    /// What went wrong.
     public let code: Code
     /// One line for the person reading the test's failure.
     public let message: String
@@ -381,6 +384,7 @@ public struct DetachedApplicationError: Error, CustomStringConvertible, Equatabl
         self.code = code
     }
 
+    /// The message.
     public var description: String { message }
 }
 

@@ -141,13 +141,17 @@ extension TestHost {
     ///
     ///     for await event in host.events where event.event == .suspended { break }
     public struct Events: AsyncSequence, Sendable {
+        /// One event line of the host, decoded.
         public typealias Element = HostEvent
         let log: EventLog
 
+        /// Reads the events in order, waiting for the next one while the host runs.
         public struct AsyncIterator: AsyncIteratorProtocol {
             let log: EventLog
             var index = 0
 
+            /// The next event; nil once the host has exited and every event is read, or when
+            /// the task is cancelled.
             public mutating func next() async -> HostEvent? {
                 while true {
                     if let event = log.event(at: index) {
@@ -160,6 +164,7 @@ extension TestHost {
             }
         }
 
+        /// An iterator from the host's first event.
         public func makeAsyncIterator() -> AsyncIterator { AsyncIterator(log: log) }
     }
 }

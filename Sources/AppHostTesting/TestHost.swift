@@ -44,6 +44,8 @@ public final class TestHost: Sendable {
         /// to look at it after a failure; its path is `directory`.
         public var keepsDirectory: Bool
 
+        /// The defaults: the binary found as `executable` says, the first app to the foreground,
+        /// 30 s to start, the private directory removed with the host.
         public init(
             executable: URL? = nil, background: Bool = false, arguments: [String] = [], environment: [String: String] = [:],
             startTimeout: Duration = .seconds(30), keepsDirectory: Bool = false

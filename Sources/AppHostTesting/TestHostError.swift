@@ -5,7 +5,9 @@ public import AppHostRuntime
 public struct TestHostError: Error, CustomStringConvertible, Sendable {
     /// What went wrong; an open set.
     public struct Code: Hashable, Sendable, CustomStringConvertible {
+        /// The code's name, e.g. "timeout".
         public let rawValue: String
+        /// A code by name; the static members are the ones TestHost throws.
         public init(rawValue: String) { self.rawValue = rawValue }
 
         /// The apphost binary (or apphost-init beside it) could not be found.
@@ -24,9 +26,11 @@ public struct TestHostError: Error, CustomStringConvertible, Sendable {
         /// A termination report could not be read.
         public static let unreadableReport = Code(rawValue: "unreadable-report")
 
+        /// The code's name.
         public var description: String { rawValue }
     }
 
+    /// What went wrong.
     public let code: Code
     /// What failed, on what, and what the host said.
     public let message: String
@@ -56,6 +60,7 @@ public struct HostExit: Sendable, Equatable, CustomStringConvertible {
     /// Whether it exited with status 0.
     public var isSuccess: Bool { status == 0 }
 
+    /// "exited with status 0", "was killed by signal 9".
     public var description: String {
         if let status { return "exited with status \(status)" }
         if let signal { return "was killed by signal \(signal)" }
