@@ -34,7 +34,9 @@ let apps = [
 ]
 
 // A package that depends on apphost builds only what its targets use: AppHostKit (with
-// AppHostProtocol and AppHostSystem) and the BundleApp plugin. The examples and fixtures below
+// AppHostProtocol and AppHostSystem), the BundleApp plugin, and for its tests AppHostTesting
+// (with AppHostRuntime) and the apphost and apphost-init products it builds for TestHost
+// (Examples/TodoApp is such a package; it is not part of this one). The examples and fixtures below
 // are products only so that `bundle-app --all` and the tests here can build them; SwiftPM 6.3
 // builds a dependency's products only when a dependent names them (checked with a throwaway
 // package depending on this one by path: README.md, "Writing an app"). No `platforms`: apphost
@@ -46,6 +48,8 @@ let package = Package(
         // The init of each app's PID namespace; apphost finds it beside itself.
         .executable(name: "apphost-init", targets: ["apphost-init"]),
         .library(name: "AppHostKit", targets: ["AppHostKit"]),
+        // For an app's own tests: a real host on a private instance (README.md, "Testing your app").
+        .library(name: "AppHostTesting", targets: ["AppHostTesting"]),
         .plugin(name: "BundleApp", targets: ["BundleApp"]),
         // A shared object that is not an apphost plugin, and one whose ABI record is forged:
         // the runner must refuse both with a clear message.
@@ -110,6 +114,13 @@ let package = Package(
             ],
             swiftSettings: strictSettings
         ),
+        // TestHost: runs the apphost binary for a test and reads its events and reports, which
+        // are AppHostRuntime's types (it brings no ArgumentParser).
+        .target(
+            name: "AppHostTesting",
+            dependencies: ["AppHostRuntime", "AppHostSystem", "CAppHostShims"],
+            swiftSettings: strictSettings
+        ),
         .executableTarget(
             name: "apphost",
             dependencies: [
@@ -145,6 +156,16 @@ let package = Package(
         .testTarget(
             name: "AppHostRuntimeTests",
             dependencies: ["AppHostRuntime", "AppHostProtocol", "AppHostSystem", "CAppHostShims"],
+            swiftSettings: strictSettings
+        ),
+        .testTarget(
+            name: "AppHostKitTests",
+            dependencies: ["AppHostKit"],
+            swiftSettings: strictSettings
+        ),
+        .testTarget(
+            name: "AppHostTestingTests",
+            dependencies: ["AppHostTesting", "AppHostSystem", "CAppHostShims"],
             swiftSettings: strictSettings
         ),
         .testTarget(

@@ -6,7 +6,7 @@ extension Application {
     /// `AppHostEntitlements` → `com.apple.security.application-groups`), or nil if it is not
     /// entitled to that group. Every app of the group reads and writes the same directory.
     public nonisolated func containerURL(forApplicationGroup identifier: String) -> URL? {
-        hostLink.configuration.sandbox?.groupContainers?[identifier].map { URL(fileURLWithPath: $0, isDirectory: true) }
+        link.configuration.sandbox?.groupContainers?[identifier].map { URL(fileURLWithPath: $0, isDirectory: true) }
     }
 }
 

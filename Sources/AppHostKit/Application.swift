@@ -4,10 +4,22 @@ import AppHostProtocol
 
 /// The running app, as `UIApplication`: its state, its delegate, its windows and its background
 /// time. There is one per app process: `Application.shared`.
+///
+/// Outside a host — in a unit test — `Application.shared` is a detached application that never
+/// traps: its background tasks, BGTaskScheduler and completion handlers work, and nothing drives
+/// its delegate. `DetachedApplication` makes one with a delegate and drives its callbacks.
 @MainActor
 public final class Application {
-    /// The app's single instance.
-    public nonisolated static let shared = Application()
+    /// The app's single instance. Outside a host: the detached application whose callback is
+    /// running, else the one made last by `DetachedApplication`, else a bare detached one.
+    public nonisolated static var shared: Application {
+        if let driving = Detached.driving { return driving }
+        if hostLink.isAttached { return hosted }
+        return Detached.latestOrBare()
+    }
+
+    /// The app process's application, driven by its host.
+    nonisolated static let hosted = Application(link: hostLink)
 
     /// The app's execution state. Raw values as UIKit's: active 0, inactive 1, background 2.
     public enum State: Int, Sendable {
@@ -26,15 +38,15 @@ public final class Application {
     public var windows: [Window] = []
 
     /// The bundle's `CFBundleIdentifier`.
-    public nonisolated var bundleIdentifier: String { hostLink.configuration.bundleIdentifier }
+    public nonisolated var bundleIdentifier: String { link.configuration.bundleIdentifier }
 
     /// The app's container: Documents, Library and tmp live here, and Foundation's directory
     /// look-ups (`FileManager.urls(for:in:)`, `NSHomeDirectory()`, `NSTemporaryDirectory()`) resolve into it.
-    public nonisolated var containerURL: URL { URL(fileURLWithPath: hostLink.configuration.containerPath, isDirectory: true) }
+    public nonisolated var containerURL: URL { URL(fileURLWithPath: link.configuration.containerPath, isDirectory: true) }
 
-    /// The bundle's Info.plist, read once.
-    public private(set) lazy var infoDictionary: [String: Any] = {
-        let url = URL(fileURLWithPath: hostLink.configuration.bundlePath).appendingPathComponent("Info.plist")
+    /// The bundle's Info.plist, read once (a detached application's is the one it was given).
+    public internal(set) lazy var infoDictionary: [String: Any] = {
+        let url = URL(fileURLWithPath: link.configuration.bundlePath).appendingPathComponent("Info.plist")
         guard let data = try? Data(contentsOf: url),
               let plist = try? PropertyListSerialization.propertyList(from: data, format: nil) as? [String: Any]
         else { return [:] }
@@ -42,11 +54,15 @@ public final class Application {
     }()
 
     private nonisolated let background = Mutex(BackgroundLedger())
-    /// Set once `application(_:didFinishLaunchingWithOptions:)` has returned: the end of the
-    /// window for registering BGTaskScheduler launch handlers.
-    nonisolated static let launchFinished = Atomic<Bool>(false)
+    /// Where what the SDK tells the host goes: the control socket, or a detached observer.
+    nonisolated let link: HostLink
+    /// The app's `BGTaskScheduler.shared`.
+    nonisolated let scheduler: BGTaskScheduler
 
-    private nonisolated init() {}
+    nonisolated init(link: HostLink) {
+        self.link = link
+        scheduler = BGTaskScheduler(link: link)
+    }
 
     // MARK: Background time
 
@@ -71,7 +87,7 @@ public final class Application {
             return ledger.open(name: taskName, expirationHandler: handler)
         }
         if identifier != .invalid {
-            hostLink.send(.taskBegan(id: UInt64(identifier.rawValue), name: taskName))
+            link.send(.taskBegan(id: UInt64(identifier.rawValue), name: taskName))
         }
         return identifier
     }
@@ -88,9 +104,9 @@ public final class Application {
     public nonisolated func endBackgroundTask(_ identifier: BackgroundTaskIdentifier) {
         let ended = background.withLock { $0.close(identifier) }
         if ended {
-            hostLink.send(.taskEnded(id: UInt64(identifier.rawValue)))
+            link.send(.taskEnded(id: UInt64(identifier.rawValue)))
         } else {
-            hostLink.warn(
+            link.warn(
                 "endBackgroundTask(_:) called with \(identifier), which is not an open background task; ignoring it"
             )
         }
@@ -118,12 +134,12 @@ public final class Application {
     public nonisolated func setMinimumBackgroundFetchInterval(_ minimumBackgroundFetchInterval: TimeInterval) {
         let interval = minimumBackgroundFetchInterval
         guard interval.isFinite, interval >= 0, interval < Application.backgroundFetchIntervalNever else {
-            if interval == Application.backgroundFetchIntervalNever { hostLink.send(.fetchInterval(nil)) } else {
-                hostLink.warn("setMinimumBackgroundFetchInterval(_:) called with \(interval), which is not a number of seconds; ignoring it")
+            if interval == Application.backgroundFetchIntervalNever { link.send(.fetchInterval(nil)) } else {
+                link.warn("setMinimumBackgroundFetchInterval(_:) called with \(interval), which is not a number of seconds; ignoring it")
             }
             return
         }
-        hostLink.send(.fetchInterval(interval))
+        link.send(.fetchInterval(interval))
     }
 
     // MARK: Driven by the host
@@ -136,13 +152,19 @@ public final class Application {
         background.withLock { $0.enterForeground() }
     }
 
-    /// Runs the expiration handlers of the given tasks that are still open, on the main actor.
-    func expire(taskIDs: [UInt64], remaining: Double) {
+    /// Runs the expiration handlers of the given tasks (nil: every open one) that are still
+    /// open, on the main actor.
+    func expire(taskIDs: [UInt64]?, remaining: Double) {
         let handlers = background.withLock { ledger in
             ledger.expire(remaining: remaining, now: .now)
-            return taskIDs.compactMap { ledger.expirationHandler(of: Int($0)) }
+            return (taskIDs?.map { Int($0) } ?? ledger.openTaskIDs).compactMap { ledger.expirationHandler(of: $0) }
         }
         for handler in handlers { handler() }
+    }
+
+    /// The open background tasks' names (nil for a task begun without one), oldest first.
+    nonisolated var openBackgroundTaskNames: [String?] {
+        background.withLock { $0.openTaskNames }
     }
 
     /// The visible windows' content, which the host stores as the app's snapshot.
@@ -156,6 +178,7 @@ private struct BackgroundLedger {
     typealias Handler = @MainActor @Sendable () -> Void
 
     private var tasks: [Int: Handler?] = [:]
+    private var names: [Int: String] = [:]
     private var nextIdentifier = 1
     private var inBackground = false
     private var deadline: ContinuousClock.Instant?
@@ -176,12 +199,18 @@ private struct BackgroundLedger {
         let identifier = nextIdentifier
         nextIdentifier += 1
         tasks[identifier] = .some(expirationHandler)
+        names[identifier] = name
         return BackgroundTaskIdentifier(rawValue: identifier)
     }
 
     mutating func close(_ identifier: BackgroundTaskIdentifier) -> Bool {
-        tasks.removeValue(forKey: identifier.rawValue) != nil
+        names.removeValue(forKey: identifier.rawValue)
+        return tasks.removeValue(forKey: identifier.rawValue) != nil
     }
+
+    var openTaskIDs: [Int] { tasks.keys.sorted() }
+
+    var openTaskNames: [String?] { openTaskIDs.map { names[$0] } }
 
     func expirationHandler(of identifier: Int) -> Handler? {
         tasks[identifier] ?? nil

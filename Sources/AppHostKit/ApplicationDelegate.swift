@@ -62,14 +62,14 @@ extension ApplicationDelegate {
         _ application: Application,
         performFetchWithCompletionHandler completionHandler: @escaping @Sendable (Application.BackgroundFetchResult) -> Void
     ) {
-        hostLink.warn("the app declares the fetch background mode but its delegate does not implement application(_:performFetchWithCompletionHandler:); answering noData")
+        application.link.warn("the app declares the fetch background mode but its delegate does not implement application(_:performFetchWithCompletionHandler:); answering noData")
         completionHandler(.noData)
     }
     public func application(
         _ application: Application, didReceiveRemoteNotification userInfo: [AnyHashable: Any],
         fetchCompletionHandler completionHandler: @escaping @Sendable (Application.BackgroundFetchResult) -> Void
     ) {
-        hostLink.warn("the app declares the remote-notification background mode but its delegate does not implement application(_:didReceiveRemoteNotification:fetchCompletionHandler:); answering noData")
+        application.link.warn("the app declares the remote-notification background mode but its delegate does not implement application(_:didReceiveRemoteNotification:fetchCompletionHandler:); answering noData")
         completionHandler(.noData)
     }
 }

@@ -76,11 +76,13 @@ public final class BGProcessingTaskRequest: BGTaskRequest {
 public class BGTask: @unchecked Sendable {
     public let identifier: String
     let work: UInt64
+    private let link: HostLink
     private let state = Mutex<(handler: (@Sendable () -> Void)?, completed: Bool)>((nil, false))
 
-    init(identifier: String, work: UInt64) {
+    init(identifier: String, work: UInt64, link: HostLink) {
         self.identifier = identifier
         self.work = work
+        self.link = link
     }
 
     /// Called when the host ends the task early. Set it first thing in the launch handler.
@@ -97,10 +99,10 @@ public class BGTask: @unchecked Sendable {
             return !state.completed
         }
         guard first else {
-            hostLink.warn("setTaskCompleted(success:) called twice for task \(identifier); ignoring the second call")
+            link.warn("setTaskCompleted(success:) called twice for task \(identifier); ignoring the second call")
             return
         }
-        hostLink.send(.workCompleted(id: work, result: success ? "success" : "failure"))
+        link.send(.workCompleted(id: work, result: success ? "success" : "failure"))
     }
 
     var isCompleted: Bool { state.withLock { $0.completed } }
@@ -119,8 +121,8 @@ public final class BGProcessingTask: BGTask, @unchecked Sendable {}
 
 /// Registers launch handlers and submits task requests, as BackgroundTasks' class of that name.
 public final class BGTaskScheduler: Sendable {
-    /// The app's scheduler.
-    public static let shared = BGTaskScheduler()
+    /// The app's scheduler: `Application.shared`'s.
+    public static var shared: BGTaskScheduler { Application.shared.scheduler }
 
     /// Why `submit(_:)` refused a request. Codes as BackgroundTasks': unavailable 1,
     /// tooManyPendingTaskRequests 2, notPermitted 3. Catch one with
@@ -164,8 +166,12 @@ public final class BGTaskScheduler: Sendable {
     }
 
     private let state = Mutex(State())
+    private let link: HostLink
+    /// Set once `application(_:didFinishLaunchingWithOptions:)` has returned: the end of the
+    /// window for registering launch handlers.
+    let launchFinished = Atomic<Bool>(false)
 
-    private init() {}
+    init(link: HostLink) { self.link = link }
 
     /// Registers the code that runs a task. Call it for every identifier before
     /// `application(_:didFinishLaunchingWithOptions:)` returns: a later registration, or a second
@@ -177,9 +183,9 @@ public final class BGTaskScheduler: Sendable {
         forTaskWithIdentifier identifier: String, using queue: DispatchQueue?,
         launchHandler: @escaping @Sendable (BGTask) -> Void
     ) -> Bool {
-        let permitted = hostLink.configuration.backgroundTasks?.permittedIdentifiers ?? []
+        let permitted = link.configuration.backgroundTasks?.permittedIdentifiers ?? []
         guard permitted.contains(identifier) else {
-            hostLink.warn(
+            link.warn(
                 "register(forTaskWithIdentifier:) refused \(identifier): it is not in BGTaskSchedulerPermittedIdentifiers (\(permitted.joined(separator: ", ")))")
             return false
         }
@@ -188,8 +194,12 @@ public final class BGTaskScheduler: Sendable {
             state.registrations[identifier] = Registration(queue: queue, handler: launchHandler)
             return true
         }
-        hostLink.send(.registerTask(identifier))
-        if !first || Application.launchFinished.load(ordering: .acquiring) {
+        let late = launchFinished.load(ordering: .acquiring)
+        link.send(.registerTask(identifier))
+        if !first || late {
+            // Outside a host the test is told (DetachedApplication.terminationReason) and the
+            // call fails; it must not hang the test.
+            if link.isDetached { return false }
             // The host terminates the app for this, as iOS raises an exception; nothing after
             // this call may run in the meantime.
             while true { pause() }
@@ -201,7 +211,7 @@ public final class BGTaskScheduler: Sendable {
     /// request with the identifier of a pending one replaces it. Throws `BGTaskScheduler.Error`.
     public func submit(_ taskRequest: BGTaskRequest) throws {
         let request = taskRequest.wire
-        let tasks = hostLink.configuration.backgroundTasks
+        let tasks = link.configuration.backgroundTasks
         let modes = tasks?.modes ?? []
         let permitted = tasks?.permittedIdentifiers ?? []
         guard permitted.contains(request.identifier) else {
@@ -225,7 +235,7 @@ public final class BGTaskScheduler: Sendable {
             }
             state.pending = others + [request]
         }
-        hostLink.send(.submitTask(request))
+        link.send(.submitTask(request))
     }
 
     /// Cancels the pending request with this identifier, if any.
@@ -234,7 +244,7 @@ public final class BGTaskScheduler: Sendable {
             loadPending(&state)
             state.pending.removeAll { $0.identifier == identifier }
         }
-        hostLink.send(.cancelTask(identifier))
+        link.send(.cancelTask(identifier))
     }
 
     /// Cancels every pending request of the app.
@@ -243,7 +253,7 @@ public final class BGTaskScheduler: Sendable {
             loadPending(&state)
             state.pending = []
         }
-        hostLink.send(.cancelTask(nil))
+        link.send(.cancelTask(nil))
     }
 
     /// The app's pending requests, including those submitted by earlier launches.
@@ -257,7 +267,7 @@ public final class BGTaskScheduler: Sendable {
         pendingWireRequests().map(BGTaskRequest.from)
     }
 
-    private func pendingWireRequests() -> [WireTaskRequest] {
+    func pendingWireRequests() -> [WireTaskRequest] {
         state.withLock { state in
             loadPending(&state)
             return state.pending
@@ -267,11 +277,16 @@ public final class BGTaskScheduler: Sendable {
     private func loadPending(_ state: inout State) {
         guard !state.pendingLoaded else { return }
         state.pendingLoaded = true
-        state.pending = hostLink.configuration.backgroundTasks?.pending ?? []
+        state.pending = link.configuration.backgroundTasks?.pending ?? []
     }
 
-    /// Runs the launch handler of the event's task on its queue. False if none is registered.
-    func launch(_ event: WireBackgroundEvent) -> BGTask? {
+    /// The identifiers with a launch handler, in no order.
+    var registeredIdentifiers: [String] { state.withLock { Array($0.registrations.keys) } }
+
+    /// Runs the launch handler of the event's task on its queue, as `application`'s (so that
+    /// `Application.shared` there is the detached application that runs it). Nil if none is
+    /// registered.
+    func launch(_ event: WireBackgroundEvent, for application: Application) -> BGTask? {
         guard let identifier = event.taskIdentifier else { return nil }
         let registration = state.withLock { state -> Registration? in
             loadPending(&state)
@@ -280,22 +295,26 @@ public final class BGTaskScheduler: Sendable {
         }
         guard let registration else { return nil }
         let task: BGTask = event.kind == .processing
-            ? BGProcessingTask(identifier: identifier, work: event.work)
-            : BGAppRefreshTask(identifier: identifier, work: event.work)
+            ? BGProcessingTask(identifier: identifier, work: event.work, link: link)
+            : BGAppRefreshTask(identifier: identifier, work: event.work, link: link)
         running.withLock { running in
-            running = running.filter { !$0.value.0.isCompleted }
-            running[event.work] = (task, registration.queue)
+            running = running.filter { !$0.value.task.isCompleted }
+            running[event.work] = (task, registration.queue, application)
         }
         let handler = registration.handler
-        (registration.queue ?? DispatchQueue.global()).async { handler(task) }
+        (registration.queue ?? DispatchQueue.global()).async {
+            Detached.$driving.withValue(application) { handler(task) }
+        }
         return task
     }
 
     /// Runs the expiration handler of a running task, on its queue.
     func expire(work: UInt64) {
-        guard let (task, queue) = running.withLock({ $0[work] }) else { return }
-        (queue ?? DispatchQueue.global()).async { task.expire() }
+        guard let (task, queue, application) = running.withLock({ $0[work] }) else { return }
+        (queue ?? DispatchQueue.global()).async {
+            Detached.$driving.withValue(application) { task.expire() }
+        }
     }
 
-    private let running = Mutex<[UInt64: (BGTask, DispatchQueue?)]>([:])
+    private let running = Mutex<[UInt64: (task: BGTask, queue: DispatchQueue?, application: Application)]>([:])
 }

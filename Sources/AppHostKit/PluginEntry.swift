@@ -56,7 +56,7 @@ enum AppMain {
     private static var launchOptions: [Application.LaunchOptionsKey: Any] = [:]
 
     static func start(configuration: WireConfiguration, controlFD: Int32) {
-        let application = Application.shared
+        let application = Application.hosted
         let className = configuration.delegateClassName
         // The bundle by its directory (its CFBundleName may differ), and the class's module by
         // the plugin's library: libNotesExample.so holds module NotesExample.
@@ -118,9 +118,9 @@ enum AppMain {
         case .callback(let request):
             run(request)
         case .expire(let taskIDs, let remaining):
-            Application.shared.expire(taskIDs: taskIDs, remaining: remaining)
+            Application.hosted.expire(taskIDs: taskIDs, remaining: remaining)
         case .expireWork(let work):
-            BGTaskScheduler.shared.expire(work: work)
+            Application.hosted.scheduler.expire(work: work)
         case .configure:
             writeStandardError("AppHostKit: unexpected configure message\n")
             _exit(70)
@@ -129,22 +129,7 @@ enum AppMain {
 
     /// A fetch or notification completion handler: tells the host the work is done, once.
     private static func completion(_ event: WireBackgroundEvent?) -> @Sendable (Application.BackgroundFetchResult) -> Void {
-        let work = event?.work ?? 0
-        let called = Atomic<Bool>(false)
-        let method = event?.kind == .remoteNotification
-            ? "application(_:didReceiveRemoteNotification:fetchCompletionHandler:)" : "application(_:performFetchWithCompletionHandler:)"
-        return { result in
-            guard !called.exchange(true, ordering: .acquiringAndReleasing) else {
-                hostLink.warn("the completion handler of \(method) was called twice; ignoring the second call")
-                return
-            }
-            let name = switch result {
-            case .newData: "newData"
-            case .noData: "noData"
-            case .failed: "failed"
-            }
-            hostLink.send(.workCompleted(id: work, result: name))
-        }
+        fetchCompletion(work: event?.work ?? 0, notification: event?.kind == .remoteNotification, link: hostLink)
     }
 
     /// A notification's JSON payload as UIKit hands it over: `[AnyHashable: Any]`.
@@ -154,7 +139,7 @@ enum AppMain {
     }
 
     private static func run(_ request: WireCallbackRequest) {
-        let application = Application.shared
+        let application = Application.hosted
         application.applicationState = Application.State(rawValue: request.state.rawValue) ?? .inactive
         switch request.callback {
         case .didEnterBackground: application.enterBackground(remaining: request.backgroundTimeRemaining)
@@ -182,17 +167,43 @@ enum AppMain {
                     application, didReceiveRemoteNotification: notificationPayload(request.event?.payload ?? "{}"),
                     fetchCompletionHandler: completion(request.event))
             case .launchTask:
-                if let event = request.event, BGTaskScheduler.shared.launch(event) == nil {
+                if let event = request.event, application.scheduler.launch(event, for: application) == nil {
                     hostLink.warn("no launch handler is registered for task \(event.taskIdentifier ?? "?"); it ends unrun")
                     hostLink.send(.workCompleted(id: event.work, result: "failure"))
                 }
             case .snapshot: snapshot = application.snapshot()
             }
         }
-        if request.callback == .didFinishLaunching { Application.launchFinished.store(true, ordering: .releasing) }
+        if request.callback == .didFinishLaunching { application.scheduler.launchFinished.store(true, ordering: .releasing) }
         if let after = request.stateAfter {
             application.applicationState = Application.State(rawValue: after.rawValue) ?? application.applicationState
         }
         hostLink.send(.ack(id: request.id, returned: returned, snapshot: snapshot))
+    }
+}
+
+/// A fetch or notification completion handler: tells the host (through `link`) that the work is
+/// done, once; a second call is a warning.
+func fetchCompletion(work: UInt64, notification: Bool, link: HostLink) -> @Sendable (Application.BackgroundFetchResult) -> Void {
+    let called = Atomic<Bool>(false)
+    let method = notification
+        ? "application(_:didReceiveRemoteNotification:fetchCompletionHandler:)" : "application(_:performFetchWithCompletionHandler:)"
+    return { result in
+        guard !called.exchange(true, ordering: .acquiringAndReleasing) else {
+            link.warn("the completion handler of \(method) was called twice; ignoring the second call")
+            return
+        }
+        link.send(.workCompleted(id: work, result: result.name))
+    }
+}
+
+extension Application.BackgroundFetchResult {
+    /// The result's name on the wire and in the host's events.
+    var name: String {
+        switch self {
+        case .newData: "newData"
+        case .noData: "noData"
+        case .failed: "failed"
+        }
     }
 }

@@ -21,6 +21,27 @@ import Testing
         }
     }
 
+    /// AppHostTesting hands a test's policy to its host as a file: what it writes must read back
+    /// as the same policy, every knob included.
+    @Test func aWrittenPolicyReadsBackAsItself() throws {
+        var policy = Policy()
+        #expect(try Policy.load(contentsOf: try write(String(decoding: policy.fileContents(), as: UTF8.self))) == policy)
+        policy.backgroundTime = .seconds(2)
+        policy.expirationWarning = .milliseconds(500)
+        policy.maximumViolations = 3
+        policy.memoryBudget = 300 << 20
+        policy.foregroundMemoryLimit = 96 << 20
+        policy.backgroundMemoryLimit = 64 << 20
+        policy.perAppUsers = false
+        policy.appUserRange = 3_000_000...3_000_999
+        policy.allowedCapabilities = ["CAP_NET_BIND_SERVICE"]
+        policy.sharedResources = ["/dev/null"]
+        policy.backgroundCPULimit = 12.5
+        let text = String(decoding: policy.fileContents(), as: UTF8.self)
+        #expect(try Policy.load(contentsOf: try write(text)) == policy)
+        #expect(text.contains(#""backgroundTime" : 2"#))
+    }
+
     @Test func readmesExampleLoads() throws {
         let policy = try Policy.load(contentsOf: try write(#"{ "backgroundTime": 10, "expirationWarning": 2, "didEnterBackgroundTimeout": 1 }"#))
         #expect(policy.backgroundTime == .seconds(10))

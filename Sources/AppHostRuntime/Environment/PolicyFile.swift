@@ -6,7 +6,7 @@ public import Foundation
 // taken for true), and it accepts a trailing comma.
 
 /// One value of a policy file, as JSON wrote it. Each knob's kind decides what it accepts.
-enum PolicyFileValue: Decodable, Equatable {
+enum PolicyFileValue: Codable, Equatable {
     case bool(Bool)
     /// A number, whole or not: JSON does not tell 1 from 1.0.
     case number(Double)
@@ -28,6 +28,17 @@ enum PolicyFileValue: Decodable, Equatable {
             self = .array(array)
         } else {
             self = .other
+        }
+    }
+
+    func encode(to encoder: any Encoder) throws {
+        var container = encoder.singleValueContainer()
+        switch self {
+        case .bool(let flag): try container.encode(flag)
+        case .number(let number): try container.encode(number)
+        case .string(let string): try container.encode(string)
+        case .array(let values): try container.encode(values)
+        case .other: try container.encodeNil()
         }
     }
 
@@ -74,6 +85,20 @@ extension Policy {
         policy.lowerBackgroundMemoryLimit(unlessSet: values.keys.contains("backgroundMemoryLimit"))
         try policy.validate()
         return policy
+    }
+
+    /// The policy as a policy file: a JSON object with every knob's key (but those of optional
+    /// knobs left unset), keys sorted, which `load(contentsOf:)` reads back as this policy.
+    /// AppHostTesting hands a test's policy to the host it starts this way.
+    public func fileContents() -> Data {
+        var values: [String: PolicyFileValue] = [:]
+        for knob in Self.knobs {
+            values[knob.key] = knob.kind.fileValue(in: self)
+        }
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .prettyPrinted, .withoutEscapingSlashes]
+        // Our own enum of Bools, Doubles, strings and arrays always encodes.
+        return (try? encoder.encode(values)) ?? Data("{}".utf8)
     }
 
     /// "unknown key backgroundTim; did you mean backgroundTime?", or the known keys when no key
@@ -124,5 +149,23 @@ extension Policy {
             text = context.debugDescription
         }
         return text.split(whereSeparator: \.isNewline).joined(separator: " ")
+    }
+}
+
+extension PolicyKnob.Kind {
+    /// The knob's value in `policy` as a policy file writes it; nil for an optional knob that
+    /// is not set.
+    func fileValue(in policy: Policy) -> PolicyFileValue? {
+        switch self {
+        case .seconds(let path): .number(policy[keyPath: path].seconds)
+        case .count(let path): .number(Double(policy[keyPath: path]))
+        case .optionalCount(let path): policy[keyPath: path].map { .number(Double($0)) }
+        case .mebibytes(let path): .number(Double(policy[keyPath: path]) / 1_048_576)
+        case .optionalMebibytes(let path): policy[keyPath: path].map { .number(Double($0) / 1_048_576) }
+        case .percentOfCore(let path): .number(policy[keyPath: path])
+        case .toggle(let path): .bool(policy[keyPath: path])
+        case .capabilityNames(let path), .absolutePaths(let path): .array(policy[keyPath: path].map { .string($0) })
+        case .userRange(let path): .string("\(policy[keyPath: path].lowerBound)-\(policy[keyPath: path].upperBound)")
+        }
     }
 }

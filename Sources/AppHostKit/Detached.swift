@@ -1,0 +1,518 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+public import Foundation
+import Synchronization
+import AppHostProtocol
+import AppHostSystem
+
+// Outside a host — a unit test of an app's own package — there is no host to drive the
+// delegate and nothing to tell. `Application.shared` is then a detached application: it never
+// traps, background tasks, BGTaskScheduler and completion handlers work as under a host, and what
+// the SDK would have told the host is recorded. `DetachedApplication` makes one with a delegate
+// and drives its callbacks in LIFECYCLE.md's order, as the host would.
+
+/// Which detached application `Application.shared` is outside a host.
+enum Detached {
+    /// The detached application whose callback, expiration handler or task is running: each
+    /// test's own, even when tests run in parallel.
+    @TaskLocal static var driving: Application?
+
+    private struct Weak: @unchecked Sendable {
+        weak var application: Application?
+    }
+
+    private static let latest = Mutex(Weak())
+    private static let bare = Mutex<Application?>(nil)
+
+    /// Makes `application` what `Application.shared` answers outside its callbacks.
+    static func makeLatest(_ application: Application) {
+        latest.withLock { $0.application = application }
+    }
+
+    /// The detached application made last that is still alive, else a bare one: no delegate, a
+    /// temporary container, no background modes.
+    static func latestOrBare() -> Application {
+        if let application = latest.withLock({ $0.application }) { return application }
+        return bare.withLock { bare in
+            if let bare { return bare }
+            let container = bareContainer
+            makeContainer(at: URL(fileURLWithPath: container))
+            atexit { try? FileManager.default.removeItem(atPath: Detached.bareContainer) }
+            let configuration = WireConfiguration(
+                bundleIdentifier: "app.detached", bundleName: "Detached", bundlePath: "", pluginPath: "", delegateClassName: "",
+                containerPath: container, launchReason: "user")
+            let application = Application(link: HostLink(detached: configuration) { _ in })
+            bare = application
+            return application
+        }
+    }
+
+    /// The bare detached application's container, removed when the process exits.
+    private static var bareContainer: String { NSTemporaryDirectory() + "apphost-detached-\(getpid())" }
+
+    /// Documents, Library (Caches, Preferences, Application Support) and tmp, as the host makes them.
+    static func makeContainer(at url: URL) {
+        for directory in ["Documents", "Library/Caches", "Library/Preferences", "Library/Application Support", "tmp"] {
+            try? FileManager.default.createDirectory(at: url.appendingPathComponent(directory), withIntermediateDirectories: true)
+        }
+    }
+}
+
+/// An app's delegate driven by a unit test instead of a host, in the order the host would drive
+/// it (README.md, "The life cycle"), in the test's own process.
+///
+///     @MainActor @Test func savesWhenItGoesToTheBackground() throws {
+///         let app = try DetachedApplication(infoPlist: infoPlistURL)   // AppDelegate()
+///         app.launch()                                  // willFinish…, didFinish…, didBecomeActive
+///         app.enterBackground()                         // willResignActive, didEnterBackground
+///         #expect(app.openBackgroundTasks == ["Save"])
+///         app.expireBackgroundTime()                    // the expiration handlers run now
+///         #expect(app.openBackgroundTasks.isEmpty)
+///     }
+///
+/// Each callback runs synchronously, on the main actor: mark the tests `@MainActor`. While a
+/// callback, an expiration handler or a BGTaskScheduler launch handler runs, `Application.shared`
+/// and `BGTaskScheduler.shared` are this application's, even with tests running in parallel;
+/// elsewhere (a test's own code, a block the app dispatched to a queue) they are the detached
+/// application made last — so a suite whose app uses `Application.shared` from such blocks
+/// runs its tests one at a time (`@Suite(.serialized)`). Nothing is confined and no process is
+/// started: for the real thing, with budgets, suspension and reports, use `TestHost` from
+/// AppHostTesting.
+///
+/// The app's container is a temporary directory, removed when this is released, unless a
+/// `containerURL` is given; `Application.containerURL` names it. Foundation's directory
+/// look-ups (`FileManager.urls(for:in:)`, `NSHomeDirectory()`) are the test process's own here,
+/// so an app that finds its files through `containerURL` is the easier one to test.
+@MainActor
+public final class DetachedApplication<Delegate: ApplicationDelegate> {
+    /// The application the delegate is given, with its state, windows and background tasks.
+    public let application: Application
+    /// The delegate, created before anything else, as the host creates it.
+    public let delegate: Delegate
+
+    private let recorder: DetachedRecorder
+    private let temporary: TemporaryDirectory
+    private let backgroundTime: Duration
+    private var nextWork: UInt64 = 1
+
+    /// Makes the application and its delegate; nothing is called yet (`launch` does).
+    ///
+    /// `infoDictionary` stands for the bundle's Info.plist: its `CFBundleIdentifier`,
+    /// `CFBundleName`, `UIBackgroundModes`, `BGTaskSchedulerPermittedIdentifiers` and app groups
+    /// (`AppHostEntitlements` → `com.apple.security.application-groups`) count as under a host.
+    /// `backgroundTime` is what `backgroundTimeRemaining` starts from in the background (the
+    /// policy's 30 s by default).
+    public init(
+        delegate makeDelegate: @autoclosure () -> Delegate = Delegate(), infoDictionary: [String: Any] = [:], containerURL: URL? = nil,
+        backgroundTime: Duration = .seconds(30)
+    ) {
+        let temporary = TemporaryDirectory()
+        let container = containerURL ?? temporary.url.appendingPathComponent("Container", isDirectory: true)
+        Detached.makeContainer(at: container)
+        let entitlements = infoDictionary["AppHostEntitlements"] as? [String: Any]
+        let groups = entitlements?["com.apple.security.application-groups"] as? [String] ?? []
+        var groupContainers: [String: String] = [:]
+        for group in groups {
+            let url = temporary.url.appendingPathComponent("AppGroups/\(group)", isDirectory: true)
+            try? FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
+            groupContainers[group] = url.path
+        }
+        let name = infoDictionary["CFBundleName"] as? String ?? "\(Delegate.self)"
+        var configuration = WireConfiguration(
+            bundleIdentifier: infoDictionary["CFBundleIdentifier"] as? String ?? "app.detached.\(name.lowercased())",
+            bundleName: name, bundlePath: "", pluginPath: "", delegateClassName: String(reflecting: Delegate.self),
+            containerPath: container.path, launchReason: "user",
+            sandbox: WireSandbox(entitlements: [], writablePaths: [container.path] + groupContainers.values.sorted(), groupContainers: groupContainers))
+        configuration.backgroundTasks = WireBackgroundTasks(
+            modes: infoDictionary["UIBackgroundModes"] as? [String] ?? [],
+            permittedIdentifiers: infoDictionary["BGTaskSchedulerPermittedIdentifiers"] as? [String] ?? [],
+            pending: [], maximumPendingRefresh: 1, maximumPendingProcessing: 10, available: true)
+
+        let recorder = DetachedRecorder()
+        let application = Application(link: HostLink(detached: configuration) { recorder.record($0) })
+        application.infoDictionary = infoDictionary
+        self.recorder = recorder
+        self.temporary = temporary
+        self.backgroundTime = backgroundTime
+        self.application = application
+        Detached.makeLatest(application)
+        delegate = Detached.$driving.withValue(application) { makeDelegate() }
+        application.delegate = delegate
+    }
+
+    /// `init(delegate:infoDictionary:…)` with the dictionary of an Info.plist file, such as the
+    /// app's own beside its sources.
+    public convenience init(
+        delegate makeDelegate: @autoclosure () -> Delegate = Delegate(), infoPlist: URL, containerURL: URL? = nil, backgroundTime: Duration = .seconds(30)
+    ) throws {
+        let data = try Data(contentsOf: infoPlist)
+        guard let dictionary = try PropertyListSerialization.propertyList(from: data, format: nil) as? [String: Any] else {
+            throw DetachedApplicationError("\(infoPlist.path) does not hold a dictionary", code: .badInfoPlist)
+        }
+        self.init(delegate: makeDelegate(), infoDictionary: dictionary, containerURL: containerURL, backgroundTime: backgroundTime)
+    }
+
+    // MARK: The life cycle
+
+    /// The application's state, as its delegate sees it.
+    public var state: Application.State { application.applicationState }
+
+    /// Launches the app: `application(_:willFinishLaunchingWithOptions:)` and
+    /// `application(_:didFinishLaunchingWithOptions:)`, then, for the user (`.user`),
+    /// `applicationDidBecomeActive` (sequence 1), or for any other reason
+    /// `applicationDidEnterBackground` (sequence 5). The options hold `.launchReason` and what
+    /// `options` adds (e.g. `.remoteNotification`). Returns false, having stopped there, if a
+    /// launching method returned false (the host would end the app with `launch-failed`).
+    @discardableResult
+    public func launch(_ reason: Application.LaunchReason = .user, options: [Application.LaunchOptionsKey: Any] = [:]) -> Bool {
+        var launchOptions = options
+        launchOptions[.launchReason] = reason
+        let launchState: Application.State = reason == .user ? .inactive : .background
+        let willFinish = drive(launchState) { $0.application(application, willFinishLaunchingWithOptions: launchOptions) }
+        guard willFinish else { return false }
+        let didFinish = drive(launchState) { $0.application(application, didFinishLaunchingWithOptions: launchOptions) }
+        application.scheduler.launchFinished.store(true, ordering: .releasing)
+        recorder.finishLaunching()
+        guard didFinish else { return false }
+        if reason == .user {
+            drive(.active) { $0.applicationDidBecomeActive(application) }
+        } else {
+            application.enterBackground(remaining: backgroundTime.seconds)
+            drive(.background) { $0.applicationDidEnterBackground(application) }
+        }
+        return true
+    }
+
+    /// An interruption begins (an alert, a call): `applicationWillResignActive`; the state
+    /// becomes `.inactive` (sequence 4).
+    public func resignActive() {
+        drive(.active, after: .inactive) { $0.applicationWillResignActive(application) }
+    }
+
+    /// `applicationDidBecomeActive`: the end of an interruption; the state becomes `.active`.
+    public func becomeActive() {
+        drive(.active) { $0.applicationDidBecomeActive(application) }
+    }
+
+    /// To the background, as `home` does (sequence 2): `applicationWillResignActive` if the app
+    /// is active, then `applicationDidEnterBackground`, with `backgroundTime` to run background
+    /// tasks in. Nothing is suspended: see what the app holds with `openBackgroundTasks`.
+    public func enterBackground() {
+        if state == .active { resignActive() }
+        application.enterBackground(remaining: backgroundTime.seconds)
+        drive(.background) { $0.applicationDidEnterBackground(application) }
+    }
+
+    /// Back to the foreground (sequence 3): `applicationWillEnterForeground` if the app is in
+    /// the background, then `applicationDidBecomeActive`.
+    public func enterForeground() {
+        if state == .background {
+            application.enterForeground()
+            drive(.background, after: .inactive) { $0.applicationWillEnterForeground(application) }
+        }
+        becomeActive()
+    }
+
+    /// `applicationWillTerminate`, as the host ends a running app (sequence 7).
+    public func terminate() {
+        drive(state) { $0.applicationWillTerminate(application) }
+    }
+
+    /// `applicationDidReceiveMemoryWarning`.
+    public func receiveMemoryWarning() {
+        drive(state) { $0.applicationDidReceiveMemoryWarning(application) }
+    }
+
+    // MARK: Background time
+
+    /// The names of the open background tasks (nil for one begun without a name), oldest first.
+    public var openBackgroundTasks: [String?] { application.openBackgroundTaskNames }
+
+    /// Waits until the app has ended every background task it began — when the host would
+    /// suspend it — while the main actor runs what the app dispatched to it. Throws if tasks
+    /// are still open after `timeout`, naming them.
+    public func waitForBackgroundTasks(timeout: Duration = .seconds(30)) async throws {
+        guard await recorder.tasksEnded(within: timeout) else {
+            let open = openBackgroundTasks.map { $0.map { "\"\($0)\"" } ?? "unnamed" }.joined(separator: ", ")
+            throw DetachedApplicationError("background tasks still open after \(timeout): \(open)", code: .timeout)
+        }
+    }
+
+    /// Ends the background time now, as the host's `expire APP` does: the expiration handler of
+    /// every open background task runs, at once, and `backgroundTimeRemaining` is 0.
+    public func expireBackgroundTime() {
+        Detached.$driving.withValue(application) { application.expire(taskIDs: nil, remaining: 0) }
+    }
+
+    // MARK: Background modes
+
+    /// `application(_:performFetchWithCompletionHandler:)`, in the current state; returns the
+    /// result the app passes to the completion handler. Throws if it is not called within
+    /// `timeout` (the host would end the app with 0x2182bad4 after its 30 s).
+    public func performFetch(timeout: Duration = .seconds(30)) async throws -> Application.BackgroundFetchResult {
+        let work = takeWork()
+        let completion = fetchCompletion(work: work, notification: false, link: application.link)
+        drive(state) { $0.application(application, performFetchWithCompletionHandler: completion) }
+        return try fetchResult(await recorder.result(of: work, timeout: timeout, awaiting: "the completion handler of application(_:performFetchWithCompletionHandler:)"))
+    }
+
+    /// `application(_:didReceiveRemoteNotification:fetchCompletionHandler:)` with `userInfo`,
+    /// in the current state; returns the result the app passes to the completion handler, or
+    /// throws if it is not called within `timeout`.
+    public func receiveRemoteNotification(
+        _ userInfo: [AnyHashable: Any], timeout: Duration = .seconds(30)
+    ) async throws -> Application.BackgroundFetchResult {
+        let work = takeWork()
+        let completion = fetchCompletion(work: work, notification: true, link: application.link)
+        drive(state) { $0.application(application, didReceiveRemoteNotification: userInfo, fetchCompletionHandler: completion) }
+        return try fetchResult(await recorder.result(
+            of: work, timeout: timeout, awaiting: "the completion handler of application(_:didReceiveRemoteNotification:fetchCompletionHandler:)"))
+    }
+
+    /// Starts the BGTaskScheduler task `identifier`, due or not, as the host's `run-task` does:
+    /// the launch handler registered for it runs on its queue with a `BGProcessingTask` if a
+    /// processing request for it is pending, else a `BGAppRefreshTask` if the app has the
+    /// `fetch` mode, else a `BGProcessingTask`. Throws if no launch handler is registered.
+    public func startTask(_ identifier: String) throws -> BGTask {
+        let pending = application.scheduler.pendingWireRequests().first { $0.identifier == identifier }
+        let modes = application.link.configuration.backgroundTasks?.modes ?? []
+        let kind: WireBackgroundEvent.Kind = switch pending?.kind {
+        case .processing: .processing
+        case .appRefresh: .appRefresh
+        case nil: modes.contains("fetch") ? .appRefresh : .processing
+        }
+        let event = WireBackgroundEvent(work: takeWork(), kind: kind, taskIdentifier: identifier)
+        guard let task = application.scheduler.launch(event, for: application) else {
+            let registered = registeredTaskIdentifiers
+            throw DetachedApplicationError(
+                "no launch handler is registered for \(identifier) (registered: \(registered.isEmpty ? "none" : registered.joined(separator: ", "))); "
+                    + "register it with BGTaskScheduler.shared.register(forTaskWithIdentifier:using:launchHandler:) before "
+                    + "application(_:didFinishLaunchingWithOptions:) returns", code: .noLaunchHandler)
+        }
+        return task
+    }
+
+    /// Ends a running task early, as the host does when its time is up: its `expirationHandler`
+    /// runs on its queue.
+    public func expire(_ task: BGTask) {
+        application.scheduler.expire(work: task.work)
+    }
+
+    /// Waits until the task calls `setTaskCompleted(success:)` and returns `success`; throws if
+    /// it has not within `timeout`.
+    public func completion(of task: BGTask, timeout: Duration = .seconds(30)) async throws -> Bool {
+        try await recorder.result(of: task.work, timeout: timeout, awaiting: "setTaskCompleted(success:) of task \(task.identifier)") == "success"
+    }
+
+    /// `startTask(identifier)`, then `completion(of:timeout:)`.
+    @discardableResult
+    public func runTask(_ identifier: String, timeout: Duration = .seconds(30)) async throws -> Bool {
+        try await completion(of: try startTask(identifier), timeout: timeout)
+    }
+
+    /// The identifiers the app registered launch handlers for, sorted.
+    public var registeredTaskIdentifiers: [String] { application.scheduler.registeredIdentifiers.sorted() }
+
+    /// The app's pending BGTaskScheduler requests.
+    public var pendingTaskRequests: [BGTaskRequest] { application.scheduler.pendingWireRequests().map(BGTaskRequest.from) }
+
+    /// What the app last passed to `setMinimumBackgroundFetchInterval(_:)`, nil if it never did
+    /// (`Application.backgroundFetchIntervalNever` for never).
+    public var minimumBackgroundFetchInterval: TimeInterval? { recorder.snapshot.fetchInterval }
+
+    // MARK: What the host would have seen
+
+    /// The SDK's warnings, as the host's `warning` events would show them: an unknown
+    /// `endBackgroundTask` identifier, a completion handler called twice…
+    public var warnings: [String] { recorder.snapshot.warnings }
+
+    /// Set when the app did what the host terminates an app for at once: registering a
+    /// BGTaskScheduler launch handler twice, or after launching. Nil otherwise.
+    public var terminationReason: String? { recorder.snapshot.terminationReason }
+
+    /// The visible windows' content: what the host's snapshot would show now.
+    public var snapshot: String { application.snapshot() }
+
+    // MARK: Helpers
+
+    /// Runs `body` with the delegate as its callback: the state set first (and `after` it), and
+    /// `Application.shared` this application while it runs.
+    @discardableResult
+    private func drive<Result>(
+        _ state: Application.State, after: Application.State? = nil, _ body: (Delegate) -> Result
+    ) -> Result {
+        application.applicationState = state
+        let result = Detached.$driving.withValue(application) { body(delegate) }
+        if let after { application.applicationState = after }
+        return result
+    }
+
+    private func takeWork() -> UInt64 {
+        defer { nextWork += 1 }
+        return nextWork
+    }
+
+    private func fetchResult(_ name: String) throws -> Application.BackgroundFetchResult {
+        [Application.BackgroundFetchResult.newData, .noData, .failed].first { $0.name == name } ?? .failed
+    }
+}
+
+/// Why a `DetachedApplication` could not do what a test asked: a struct with a code and one line.
+public struct DetachedApplicationError: Error, CustomStringConvertible, Equatable {
+    /// What went wrong; an open set.
+    public struct Code: Hashable, Sendable, CustomStringConvertible {
+        /// The code's name, e.g. "timeout".
+        public let rawValue: String
+        /// A completion handler or `setTaskCompleted(success:)` was not called in time.
+        public static let timeout = Code(rawValue: "timeout")
+        /// `startTask` named an identifier with no launch handler.
+        public static let noLaunchHandler = Code(rawValue: "no-launch-handler")
+        /// The Info.plist given could not be read as a dictionary.
+        public static let badInfoPlist = Code(rawValue: "bad-info-plist")
+        /// The code's name.
+        public var description: String { rawValue }
+    }
+
+    /// What went wrong.
+    public let code: Code
+    /// One line for the person reading the test's failure.
+    public let message: String
+
+    init(_ message: String, code: Code) {
+        self.message = message
+        self.code = code
+    }
+
+    /// The message.
+    public var description: String { message }
+}
+
+/// What the SDK of a detached application would have told the host, and the test's waits for it.
+final class DetachedRecorder: Sendable {
+    struct Snapshot {
+        var warnings: [String] = []
+        var fetchInterval: TimeInterval?
+        var terminationReason: String?
+        var registered: Set<String> = []
+        var launchFinished = false
+        var results: [UInt64: String] = [:]
+        var waiters: [UInt64: CheckedContinuation<String?, Never>] = [:]
+        /// Work whose wait timed out before it began waiting.
+        var timedOut: Set<UInt64> = []
+        /// Background tasks begun and not ended, and who waits for there to be none.
+        var openTasks = 0
+        var idleWaiters: [UInt64: CheckedContinuation<Bool, Never>] = [:]
+        var nextIdleWaiter: UInt64 = 0
+    }
+
+    private let state = Mutex(Snapshot())
+
+    var snapshot: Snapshot { state.withLock { $0 } }
+
+    func finishLaunching() {
+        state.withLock { $0.launchFinished = true }
+    }
+
+    /// One message the SDK sent.
+    func record(_ message: AppMessage) {
+        var resume: (CheckedContinuation<String?, Never>, String)?
+        var idle: [CheckedContinuation<Bool, Never>] = []
+        state.withLock { state in
+            switch message {
+            case .taskBegan:
+                state.openTasks += 1
+            case .taskEnded:
+                state.openTasks -= 1
+                if state.openTasks == 0 {
+                    idle = Array(state.idleWaiters.values)
+                    state.idleWaiters = [:]
+                }
+            case .warning(let text):
+                state.warnings.append(text)
+            case .fetchInterval(let interval):
+                state.fetchInterval = interval ?? Application.backgroundFetchIntervalNever
+            case .registerTask(let identifier):
+                let (inserted, _) = state.registered.insert(identifier)
+                if !inserted {
+                    state.terminationReason = state.terminationReason
+                        ?? "registered a launch handler for \(identifier) twice; the host terminates the app for it (bg-task-registration)"
+                } else if state.launchFinished {
+                    state.terminationReason = state.terminationReason
+                        ?? "registered a launch handler for \(identifier) after application(_:didFinishLaunchingWithOptions:) returned; the host terminates the app for it (bg-task-registration)"
+                }
+            case .workCompleted(let work, let result):
+                if let waiter = state.waiters.removeValue(forKey: work) { resume = (waiter, result) } else { state.results[work] = result }
+            default:
+                break
+            }
+        }
+        if let (waiter, result) = resume { waiter.resume(returning: result) }
+        idle.forEach { $0.resume(returning: true) }
+    }
+
+    /// Whether the app had no background task open by `timeout`.
+    func tasksEnded(within timeout: Duration) async -> Bool {
+        await withCheckedContinuation { continuation in
+            let id = state.withLock { state -> UInt64? in
+                if state.openTasks == 0 { return nil }
+                defer { state.nextIdleWaiter += 1 }
+                state.idleWaiters[state.nextIdleWaiter] = continuation
+                return state.nextIdleWaiter
+            }
+            guard let id else { return continuation.resume(returning: true) }
+            Task {
+                try? await Task.sleep(for: timeout)
+                state.withLock { $0.idleWaiters.removeValue(forKey: id) }?.resume(returning: false)
+            }
+        }
+    }
+
+    /// The result of a piece of work, once its completion is called; throws after `timeout`.
+    func result(of work: UInt64, timeout: Duration, awaiting what: String) async throws(DetachedApplicationError) -> String {
+        let timer = Task {
+            try await Task.sleep(for: timeout)
+            let waiter = state.withLock { state in
+                let waiter = state.waiters.removeValue(forKey: work)
+                if waiter == nil { state.timedOut.insert(work) }
+                return waiter
+            }
+            waiter?.resume(returning: nil)
+        }
+        defer { timer.cancel() }
+        let result = await withCheckedContinuation { (continuation: CheckedContinuation<String?, Never>) in
+            let done = state.withLock { state -> String?? in
+                if let result = state.results.removeValue(forKey: work) { return .some(result) }
+                if state.timedOut.remove(work) != nil { return .some(nil) }
+                state.waiters[work] = continuation
+                return nil
+            }
+            if let done { continuation.resume(returning: done) }
+        }
+        guard let result else {
+            throw DetachedApplicationError("\(what) was not called within \(timeout)", code: .timeout)
+        }
+        return result
+    }
+}
+
+/// A directory of its own under the temporary directory, removed with everything in it when
+/// released.
+final class TemporaryDirectory: Sendable {
+    let url: URL
+
+    init() {
+        var template = Array((NSTemporaryDirectory() + "apphost-detached-XXXXXX").utf8CString)
+        let made = template.withUnsafeMutableBufferPointer { mkdtemp($0.baseAddress!) }
+        url = made.map { URL(fileURLWithPath: String(cString: $0), isDirectory: true) }
+            ?? URL(fileURLWithPath: NSTemporaryDirectory() + "apphost-detached-\(getpid())-\(UInt32.random(in: 0...UInt32.max))")
+        try? FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
+    }
+
+    deinit { try? FileManager.default.removeItem(at: url) }
+}
+
+extension Duration {
+    /// The duration in seconds, as a Double.
+    var seconds: Double { Double(components.seconds) + Double(components.attoseconds) / 1e18 }
+}
