@@ -4,8 +4,9 @@ public import Foundation
 ///
 /// Codable as the `--json` lines are: `time` (ISO 8601 with milliseconds), `app` (always
 /// present: null for the host's own notices), `name`, `pid`, `event`, `state`, `detail`,
-/// `elapsedMs`, for `terminated` the termination's `kind`, `namespace`, `code` and `reason` and
-/// the `report`'s path, and for `started` the host's mechanisms (`HostSummary`). Other absent
+/// `elapsedMs`, for `terminated` the termination's `kind`, `namespace`, `code` and `reason`, the
+/// `report`'s path and, for a crash or a watchdog kill, `fatalError`, `backtrace` (the top
+/// frames) and `appFrame` (the first frame in the app's code), and for `started` the host's mechanisms (`HostSummary`). Other absent
 /// fields are omitted. README.md, "JSON", lists them.
 public struct HostEvent: Sendable, Equatable, Codable {
     public var time: Date
@@ -24,6 +25,13 @@ public struct HostEvent: Sendable, Equatable, Codable {
     public var termination: Termination?
     /// For `terminated`: the report's path.
     public var report: String?
+    /// For `terminated` by a crash: the Swift runtime's fatal-error message (the report's `fatalError`).
+    public var fatalError: String?
+    /// For `terminated` by a crash or a watchdog: the backtrace's top frames, one line each.
+    public var backtrace: [String]?
+    /// For `terminated` by a crash or a watchdog: the first frame in the app's own code
+    /// ("Notes.AppDelegate.save() + 36").
+    public var appFrame: String?
     /// For `started`: how this host suspends, confines and limits apps, as fields.
     public var host: HostSummary?
 
@@ -47,6 +55,7 @@ public struct HostEvent: Sendable, Equatable, Codable {
 
     private enum CodingKeys: String, CodingKey {
         case time, app, name, pid, event, state, detail, elapsedMs, kind, namespace, code, reason, report
+        case fatalError, backtrace, appFrame
         case suspension, sandbox, memory, storage, instance, stateDirectory, schedulerClock
     }
 
@@ -72,6 +81,9 @@ public struct HostEvent: Sendable, Equatable, Codable {
                 reason: try container.decode(String.self, forKey: .reason))
         }
         report = try container.decodeIfPresent(String.self, forKey: .report)
+        fatalError = try container.decodeIfPresent(String.self, forKey: .fatalError)
+        backtrace = try container.decodeIfPresent([String].self, forKey: .backtrace)
+        appFrame = try container.decodeIfPresent(String.self, forKey: .appFrame)
         if let instance = try container.decodeIfPresent(String.self, forKey: .instance) {
             host = HostSummary(
                 suspension: try container.decode(String.self, forKey: .suspension),
@@ -100,6 +112,9 @@ public struct HostEvent: Sendable, Equatable, Codable {
             try container.encode(termination.reason, forKey: .reason)
         }
         try container.encodeIfPresent(report, forKey: .report)
+        try container.encodeIfPresent(fatalError, forKey: .fatalError)
+        try container.encodeIfPresent(backtrace, forKey: .backtrace)
+        try container.encodeIfPresent(appFrame, forKey: .appFrame)
         if let host {
             try container.encode(host.suspension, forKey: .suspension)
             try container.encode(host.sandbox, forKey: .sandbox)
