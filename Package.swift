@@ -142,7 +142,7 @@ let package = Package(
 
         .testTarget(
             name: "AppHostRuntimeTests",
-            dependencies: ["AppHostRuntime", "AppHostProtocol", "AppHostSystem", "CAppHostShims"],
+            dependencies: ["AppHostRuntime", "AppHostProtocol", "AppHostSystem", "CAppHostShims", "CAppHostCrash"],
             swiftSettings: strictSettings
         ),
         .testTarget(

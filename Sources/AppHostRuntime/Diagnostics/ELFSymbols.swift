@@ -37,14 +37,15 @@ final class ELFSymbols {
     private var tables: [Table] = []
 
     /// Caps on what one file may make the host read.
-    static let maximumTableBytes: UInt64 = 64 << 20
+    static let maximumTableBytes: UInt64 = 16 << 20
     static let maximumSections = 4096
     static let maximumSegments = 256
     static let maximumNameLength = 4096
 
     /// Opens `path` if it is a regular ELF file with this inode (the file the process mapped,
-    /// not whatever is at the path now); nil otherwise.
-    init?(path: String, inode: UInt64) {
+    /// not whatever is at the path now); nil otherwise. Its symbol tables are read whole, each
+    /// only if it fits in what is left of `budget` (bytes), which shrinks by what was read.
+    init?(path: String, inode: UInt64, budget: inout Int) {
         // O_NONBLOCK: a FIFO put at the path must not block the host's open.
         fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY)
         guard fd >= 0 else { return nil }
@@ -54,7 +55,7 @@ final class ELFSymbols {
             return nil
         }
         fileSize = UInt64(info.st_size)
-        guard readHeaders() else {
+        guard readHeaders(budget: &budget) else {
             closeIgnoringErrors(fd)
             return nil
         }
@@ -111,7 +112,7 @@ final class ELFSymbols {
         return bytes
     }
 
-    private func readHeaders() -> Bool {
+    private func readHeaders(budget: inout Int) -> Bool {
         guard let header = read(64, at: 0),
               header[0] == 0x7f, header[1] == UInt8(ascii: "E"), header[2] == UInt8(ascii: "L"), header[3] == UInt8(ascii: "F"),
               header[4] == 2, header[5] == 1  // ELFCLASS64, little-endian
@@ -137,7 +138,9 @@ final class ELFSymbols {
             for index in 0..<sectionCount where u32(sections, index * sectionSize + 4) == wanted {
                 let base = index * sectionSize
                 let offset = u64(sections, base + 24), size = u64(sections, base + 32), link = Int(u32(sections, base + 40))
-                guard size <= Self.maximumTableBytes, link < sectionCount, let entries = read(Int(size), at: offset) else { continue }
+                guard size <= Self.maximumTableBytes, size <= UInt64(max(budget, 0)), link < sectionCount,
+                      let entries = read(Int(size), at: offset) else { continue }
+                budget -= Int(size)
                 let strings = link * sectionSize
                 tables.append(Table(entries: entries, stringsOffset: u64(sections, strings + 24), stringsSize: u64(sections, strings + 32)))
                 break

@@ -13,8 +13,10 @@ struct BacktraceCapture: Sendable {
 /// function from the image's symbol tables, demangled where it is Swift. Runs in the host, on
 /// files the app had mapped (ELFSymbols reads them defensively), once per report.
 enum Symbolizer {
-    /// At most this many distinct images are read for one backtrace.
-    static let maximumImages = 24
+    /// At most this many distinct images, and this many bytes of their symbol tables, are read
+    /// for one backtrace (the Swift runtime's .symtab is under 1 MiB).
+    static let maximumImages = 16
+    static let maximumBytesRead = 64 << 20
 
     /// `appPaths`: the files of the app's bundle (its plugin, resolved), whose frames are the app's.
     static func backtrace(_ capture: BacktraceCapture, role: String, bundlePath: String, appPaths: Set<String>) -> TerminationReport.Backtrace {
@@ -23,28 +25,28 @@ enum Symbolizer {
         // Frame 0 is the interrupted instruction; the others are return addresses, named by the
         // call before them (a call to a function that never returns may end its caller).
         let lookups = record.frames.enumerated().map { index, address in index == 0 ? address : address &- 1 }
-        var images: [String: ELFSymbols?] = [:]
-        var byImage: [String: [(frame: Int, address: UInt64)]] = [:]
-        var regions: [MemoryMap.Region?] = []
-        for (index, lookup) in lookups.enumerated() {
-            let region = map?.region(containing: lookup)
-            regions.append(region)
-            guard let region else { continue }
-            if images[region.path] == nil {
-                guard images.count < maximumImages else { continue }
-                images[region.path] = ELFSymbols(path: region.path, inode: region.inode)
-            }
-            if let image = images[region.path] ?? nil, let address = image.address(ofFileOffset: lookup - region.start + region.offset) {
-                byImage[region.path, default: []].append((index, address))
-            }
+        let regions = lookups.map { map?.region(containing: $0) }
+        var framesByImage: [String: [Int]] = [:]
+        for (index, region) in regions.enumerated() {
+            if let region { framesByImage[region.path, default: []].append(index) }
         }
         var symbols = [ELFSymbols.Symbol?](repeating: nil, count: lookups.count)
         var imageAddresses = [UInt64?](repeating: nil, count: lookups.count)
-        for (path, wanted) in byImage {
-            guard let image = images[path] ?? nil else { continue }
+        // One image at a time, each released before the next is read, within a budget of bytes
+        // for the whole backtrace: an app can map many large files of its own making.
+        var budget = maximumBytesRead
+        for (path, indices) in framesByImage.sorted(by: { $0.value[0] < $1.value[0] }).prefix(maximumImages) {
+            guard let region = regions[indices[0]], let image = ELFSymbols(path: path, inode: region.inode, budget: &budget) else { continue }
+            var wanted: [(frame: Int, address: UInt64)] = []
+            for index in indices {
+                guard let frameRegion = regions[index],
+                      let address = image.address(ofFileOffset: lookups[index] - frameRegion.start + frameRegion.offset) else { continue }
+                wanted.append((index, address))
+            }
             for (hit, entry) in zip(image.symbols(at: wanted.map(\.address)), wanted) {
                 symbols[entry.frame] = hit
-                imageAddresses[entry.frame] = entry.address
+                // The frame's own address in the image (a return address, not the call before it).
+                imageAddresses[entry.frame] = entry.address + (entry.frame == 0 ? 0 : 1)
             }
         }
         let frames = record.frames.enumerated().map { index, address in
@@ -57,7 +59,7 @@ enum Symbolizer {
             if let hit = symbols[index], let imageAddress = imageAddresses[index] {
                 symbol = demangled(hit.name)
                 // The offset of the address itself (not of the call before it), as crash reports print it.
-                offset = imageAddress - hit.start + (index == 0 ? 0 : 1)
+                offset = imageAddress - hit.start
             }
             let hex = "0x" + String(address, radix: 16).leftPadded(to: 16)
             let where_ = symbol.map { "\($0) + \(offset ?? 0)" }
@@ -74,7 +76,7 @@ enum Symbolizer {
             role: role,
             thread: .init(id: record.thread, name: record.threadName, isMain: record.isMainThread),
             signal: record.kind == .crash ? signalName(record.signal) : nil,
-            faultAddress: record.kind == .crash && [4, 5, 7, 8, 11].contains(record.signal) ? "0x" + String(record.address, radix: 16) : nil,
+            faultAddress: record.kind == .crash && [SIGSEGV, SIGBUS].contains(record.signal) ? "0x" + String(record.address, radix: 16) : nil,
             unwinder: record.usedUnwindTables ? "unwind-tables" : "frame-pointers", truncated: record.truncated,
             capturedBy: "app-process", imagesUnavailable: imagesUnavailable, frames: frames)
     }

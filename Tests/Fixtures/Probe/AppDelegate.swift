@@ -39,6 +39,7 @@ final class AppDelegate: ApplicationDelegate {
         if behavior["blockIn"] as? String == name {
             Thread.sleep(forTimeInterval: behavior["blockSeconds"] as? Double ?? 3600)
         }
+        if behavior["spinIn"] as? String == name { spinForever() }
         backgroundSetup(in: name, application)
         storageProbes(in: name)
     }
@@ -47,8 +48,31 @@ final class AppDelegate: ApplicationDelegate {
         switch behavior["crash"] as? String ?? "trap" {
         case "segv": raise(SIGSEGV)
         case "exit3": exit(3)
+        case "fault": writeThroughABadPointer()
+        case "nil": unwrapNothing()
         default: fatalError("Probe crashes on purpose")
         }
+    }
+
+    /// A real fault (not a raised signal): a store to an address nothing maps.
+    @inline(never)
+    private func writeThroughABadPointer() {
+        let address = behavior["faultAddress"] as? Int ?? 8
+        UnsafeMutablePointer<Int>(bitPattern: address)!.pointee = 42
+    }
+
+    @inline(never)
+    private func unwrapNothing() {
+        let missing: String? = behavior["absent"] as? String
+        record("unwrapped \(missing!)")
+    }
+
+    /// Hangs the main thread in app code without a system call, for the watchdog's backtrace.
+    @inline(never)
+    private func spinForever() {
+        var spins = 0
+        while behavior["neverSet"] == nil { spins &+= 1 }
+        record("spun \(spins)")
     }
 
     private func beginTasks(_ application: Application) {
