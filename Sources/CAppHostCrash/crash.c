@@ -28,6 +28,9 @@
 extern void *__libc_stack_end;
 
 static int diagnostics_fd = -1;
+/// The app process, and its main thread (the same number). A child it forks inherits the
+/// handlers but is not the app process: it dies of its signal without a record.
+static pid_t app_process;
 static pid_t main_thread;
 /// The thread writing a crash record, and the signal it crashed with.
 static _Atomic pid_t crashing_thread;
@@ -144,8 +147,9 @@ static void die(int number) {
 
 static void crash_handler(int number, siginfo_t *info, void *context) {
     pid_t self = current_thread();
-    if (atomic_load(&sampling_thread) == self) {
-        // The sampler itself faulted on a corrupt stack: no record, the host is killing it anyway.
+    if (getpid() != app_process || atomic_load(&sampling_thread) == self) {
+        // A forked child, or the sampler itself faulted on a corrupt stack (the host is killing
+        // the app anyway): no record.
         die(number);
         return;
     }
@@ -173,7 +177,9 @@ static void crash_handler(int number, siginfo_t *info, void *context) {
 static void sample_handler(int number, siginfo_t *info, void *context) {
     int saved = errno;
     pid_t self = current_thread();
-    if (self != main_thread) {
+    if (getpid() != app_process) {
+        // A forked child was not asked.
+    } else if (self != main_thread) {
         // A process-directed signal may land on any thread: the main thread is the one asked for.
         syscall(SYS_tgkill, getpid(), main_thread, number);
     } else {
@@ -189,6 +195,7 @@ static void sample_handler(int number, siginfo_t *info, void *context) {
 int apphost_crash_install(int fd) {
     if (fcntl(fd, F_SETFD, FD_CLOEXEC) != 0) return -1;
     diagnostics_fd = fd;
+    app_process = getpid();
     main_thread = current_thread();
     stack_t alternate = {.ss_sp = alternate_stack, .ss_size = ALTERNATE_STACK_SIZE, .ss_flags = 0};
     if (sigaltstack(&alternate, NULL) != 0) return -1;
