@@ -113,4 +113,29 @@ struct BacktraceTests {
         host.closeInput()
         #expect(try host.waitForExit() == 0)
     }
+
+    @Test func aMainThreadThatCannotAnswerIsKilledOnTimeAndTheReportSaysWhy() throws {
+        let scratch = try Scratch()
+        let host = try HostSession(
+            [try scratch.bundle("Deaf", behavior: ["maskSampleSignalIn": "willResignActive", "spinIn": "willResignActive"])],
+            scratch: scratch, arguments: ["--callback-timeout", "0.5"])
+        try host.waitFor("Deaf", "didBecomeActive")
+        host.send("home")
+        let resigned = try host.waitFor("Deaf", "terminated")
+        #expect(resigned.kind == "watchdog")
+        let report = try Report(resigned)
+        #expect(report["backtrace"] == nil)
+        #expect(report["backtraceUnavailable"] as? String
+            == "the main thread did not answer within 0.1 s (it blocks the sample signal, or app code replaced apphost's handler)")
+        host.closeInput()
+        #expect(try host.waitForExit() == 0)
+    }
+
+    @Test func anAppFloodingItsDiagnosticsSocketIsNoLongerHeardAndTheHostCarriesOn() throws {
+        let (end, report) = try crash(["crash": "fault", "floodDiagnosticsIn": "didFinishLaunching", "diagnosticsCount": 40])
+        #expect(end.kind == "crash")
+        #expect(end.code == "11")
+        #expect(report["backtrace"] == nil)
+        #expect(report["backtraceUnavailable"] as? String == "the app process had sent more than 16 diagnostics records; no more were read")
+    }
 }
