@@ -40,13 +40,13 @@ enum Symbolizer {
             var wanted: [(frame: Int, address: UInt64)] = []
             for index in indices {
                 guard let frameRegion = regions[index],
-                      let address = image.address(ofFileOffset: lookups[index] - frameRegion.start + frameRegion.offset) else { continue }
+                      let address = image.address(ofFileOffset: lookups[index] - frameRegion.start &+ frameRegion.offset) else { continue }
                 wanted.append((index, address))
             }
             for (hit, entry) in zip(image.symbols(at: wanted.map(\.address)), wanted) {
                 symbols[entry.frame] = hit
                 // The frame's own address in the image (a return address, not the call before it).
-                imageAddresses[entry.frame] = entry.address + (entry.frame == 0 ? 0 : 1)
+                imageAddresses[entry.frame] = entry.address &+ (entry.frame == 0 ? 0 : 1)
             }
         }
         let frames = record.frames.enumerated().map { index, address in
@@ -58,17 +58,18 @@ enum Symbolizer {
             var offset: UInt64?
             if let hit = symbols[index], let imageAddress = imageAddresses[index] {
                 symbol = demangled(hit.name)
-                // The offset of the address itself (not of the call before it), as crash reports print it.
-                offset = imageAddress - hit.start
+                // The offset of the address itself (not of the call before it), as crash reports
+                // print it. Wrapping: a hostile image's addresses may be anything.
+                offset = imageAddress &- hit.start
             }
             let hex = "0x" + String(address, radix: 16).leftPadded(to: 16)
-            let where_ = symbol.map { "\($0) + \(offset ?? 0)" }
+            let location = symbol.map { "\($0) + \(offset ?? 0)" }
                 ?? imageAddresses[index].map { "\(image) + 0x\(String($0, radix: 16))" }
-                ?? region.map { "\(image) + 0x\(String(address - $0.start + $0.offset, radix: 16))" } ?? hex
+                ?? region.map { "\(image) + 0x\(String(address &- $0.start &+ $0.offset, radix: 16))" } ?? hex
             return TerminationReport.Backtrace.Frame(
                 index: index, image: image, imagePath: path, address: hex,
                 imageAddress: imageAddresses[index].map { "0x" + String($0, radix: 16) }, symbol: symbol, symbolOffset: offset,
-                isApp: isApp, line: "\(index)  \(image)  \(hex)  \(where_)")
+                isApp: isApp, line: "\(index)  \(image)  \(hex)  \(location)")
         }
         var imagesUnavailable: String?
         if case .failure(let error) = capture.map { imagesUnavailable = error.what }
