@@ -64,6 +64,9 @@ let package = Package(
     targets: [
         // C: syscalls and macros that do not import into Swift. Never a product.
         .target(name: "CAppHostShims"),
+        // C: the app process's crash and watchdog handlers (async-signal-safe) and the record
+        // they send the host. libgcc_s's unwinder reads the unwind tables.
+        .target(name: "CAppHostCrash", linkerSettings: [.linkedLibrary("gcc_s")]),
         // libcap, from Debian's libcap-dev (scripts/setup installs it).
         .systemLibrary(name: "CCap", pkgConfig: "libcap", providers: [.apt(["libcap-dev"])]),
         // libseccomp, from Debian's libseccomp-dev.
@@ -100,7 +103,7 @@ let package = Package(
         ),
         .target(
             name: "AppHostRunner",
-            dependencies: ["AppHostProtocol", "AppHostSandbox", "AppHostSystem", "CAppHostShims"],
+            dependencies: ["AppHostProtocol", "AppHostSandbox", "AppHostSystem", "CAppHostShims", "CAppHostCrash"],
             swiftSettings: strictSettings
         ),
         .target(
@@ -111,6 +114,7 @@ let package = Package(
                 "AppHostSystem",
                 "CAppHostShims",
                 .product(name: "Logging", package: "swift-log"),
+                "CAppHostCrash",
             ],
             swiftSettings: strictSettings
         ),
@@ -155,7 +159,7 @@ let package = Package(
 
         .testTarget(
             name: "AppHostRuntimeTests",
-            dependencies: ["AppHostRuntime", "AppHostProtocol", "AppHostSystem", "CAppHostShims"],
+            dependencies: ["AppHostRuntime", "AppHostProtocol", "AppHostSystem", "CAppHostShims", "CAppHostCrash"],
             swiftSettings: strictSettings
         ),
         .testTarget(

@@ -5,6 +5,7 @@ import Foundation
 import AppHostProtocol
 import AppHostSandbox
 import CAppHostShims
+import CAppHostCrash
 
 /// The app process before any app code runs: it is apphost's own binary re-executed in an internal
 /// mode, with the control socket on fd 3. It greets the supervisor, receives its configuration,
@@ -16,6 +17,8 @@ public enum AppProcessRunner {
     public static let argument = appProcessArgument
     /// The control socket's descriptor in the app process.
     public static let controlFD: Int32 = 3
+    /// The diagnostics socket: backtraces to the host (APPHOST_CRASH_FD).
+    public static let diagnosticsFD: Int32 = APPHOST_CRASH_FD
     /// Environment variable naming the supervisor's pid, to detect a parent that died before
     /// the parent-death signal was armed.
     public static let parentPIDVariable = "APPHOST_PARENT_PID"
@@ -53,6 +56,10 @@ public enum AppProcessRunner {
         // The host's working directory means nothing to the app (and may be out of its user's
         // reach): it starts in its container.
         _ = chdir(configuration.containerPath)
+        // Before any plugin code (its initializers included): a crash sends its backtrace, and
+        // the host's sample signal the main thread's (CAppHostCrash). A few system calls; if
+        // they fail, the reports say that no backtrace came.
+        _ = apphost_crash_install(diagnosticsFD)
 
         let entry = loadPlugin(configuration, socket: socket)
         let text = String(decoding: WireCoding.encode(configuration), as: UTF8.self)

@@ -46,7 +46,7 @@ package enum Namespaces {
     }
 
     /// In the runner: the descriptor on which the init reports the file system's isolation.
-    package static let isolationReportFD: Int32 = 4
+    package static let isolationReportFD: Int32 = 5
 
     /// In the runner, in the app's namespaces: waits until the init has isolated the file
     /// system (`apphost_isolate_file_system`, which it does while the runner starts up).

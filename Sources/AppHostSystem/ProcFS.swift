@@ -23,6 +23,12 @@ package enum ProcFS {
         }
     }
 
+    /// Whether the process is stopped (state T or t in /proc/PID/stat).
+    package static func isStopped(pid: pid_t) -> Bool {
+        let state = statFields("/proc/\(pid)/stat").first
+        return state == "T" || state == "t"
+    }
+
     /// The children of `pid`: from /proc/PID/task/PID/children, or where the kernel lacks that
     /// file, from the parent pid of every process.
     package static func children(of pid: pid_t) -> [pid_t] {

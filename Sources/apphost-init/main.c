@@ -4,13 +4,14 @@
 //
 // The host starts it in the app's new PID and mount namespaces (apphost_spawn), which starts
 // the app process (the runner, pid 2) just before this program, with a socket to the host on
-// descriptor 4 and, on 5, the write end of the pipe the runner reads as its descriptor 4. While
+// descriptor 5 and, on 6, the write end of the pipe the runner reads as its descriptor 5 (the
+// runner's 4 is its diagnostics socket, which this closes). While
 // the runner starts up, this isolates the namespace's file system (apphost_isolate_file_system:
 // DIR hidden but for the PATHs, everything read-only but the writable PATHs, a /proc of the
 // namespace) and tells the runner how that went ('0', or '1' and the failure), which the runner
 // waits for before it confines itself and loads any app code. Then it keeps nothing of the
 // app's open, gives up every capability, reaps whatever is orphaned in the namespace, and when
-// the app process ends writes how it ended on descriptor 4 and exits: the kernel then ends every
+// the app process ends writes how it ended on descriptor 5 and exits: the kernel then ends every
 // process left in the namespace. It is a small C program, not a fork of the runner, so that
 // starting an app costs one short exec, made while the runner starts, rather than a copy of a
 // Swift process (README, Performance).
@@ -36,7 +37,7 @@
 extern char **environ;
 
 /// The socket to the host, and the write end of the runner's isolation report.
-enum { channel_fd = 4, report_fd = 5 };
+enum { channel_fd = 5, report_fd = 6 };
 /// The app process: the first process of the namespace after this one.
 enum { app_pid = 2 };
 

@@ -28,6 +28,10 @@ struct SimulatedHost {
     var pluginLoads = true
     /// False: a freeze stays unverified until the test sends `.suspensionVerified`.
     var verifiesSuspension = true
+    /// False: the main thread never answers a watchdog's sample signal.
+    var answersSample = true
+    /// Main-thread backtraces asked for, by watchdogs.
+    var samples = 0
 
     init(policy: Policy = Policy()) {
         machine = LifecycleMachine(policy: policy)
@@ -58,6 +62,9 @@ struct SimulatedHost {
                     if verifiesSuspension { queue.append(.suspensionVerified) }
                 case .thaw:
                     frozen = false
+                case .sampleMainThread:
+                    samples += 1
+                    if answersSample { queue.append(.mainThreadSampled) }
                 case .kill:
                     kills += 1
                     if processDies { queue.append(.exited(ProcessExit(status: .signaled(9, coreDumped: false)))) }
@@ -200,6 +207,50 @@ struct SimulatedHost {
         #expect(host.finished?.code == TerminationCode.watchdog.rawValue)
         #expect(host.finished?.reason == "did not return from \(callback.delegateMethodName) within 5.0 s")
         #expect(host.kills == 1)
+    }
+
+    @Test func aWatchdogAsksForTheMainThreadsBacktraceThenKillsWhenItComes() {
+        var host = SimulatedHost()
+        host.hangIn = [.didEnterBackground]
+        host.send(.launch(.foreground, reason: "user"))
+        host.send(.moveToBackground)
+        host.advance(by: .seconds(5))
+        #expect(host.samples == 1)
+        #expect(host.kills == 1, "the answer ends the wait at once")
+        #expect(host.finished?.kind == .watchdog)
+    }
+
+    @Test func aWatchdogKillsAfterTheSampleTimeoutWhenTheAppDoesNotAnswer() {
+        var host = SimulatedHost()
+        host.hangIn = [.didEnterBackground]
+        host.answersSample = false
+        host.send(.launch(.foreground, reason: "user"))
+        host.send(.moveToBackground)
+        host.advance(by: .seconds(5))
+        #expect(host.samples == 1)
+        #expect(host.kills == 0)
+        #expect(host.machine.isEnding, "the termination is decided while the backtrace is awaited")
+        host.advance(by: LifecycleMachine.mainThreadSampleTimeout - .milliseconds(1))
+        #expect(host.kills == 0)
+        host.advance(by: .milliseconds(1))
+        #expect(host.kills == 1)
+        #expect(host.finished?.kind == .watchdog)
+    }
+
+    @Test func anAppThatDiesWhileSampledIsStillAWatchdogKill() {
+        // What the app process does in answer (its own handler, app code too) cannot change
+        // how it is reported: the termination was decided before the sample signal.
+        var host = SimulatedHost()
+        host.hangIn = [.didEnterBackground]
+        host.answersSample = false
+        host.send(.launch(.foreground, reason: "user"))
+        host.send(.moveToBackground)
+        host.advance(by: .seconds(5))
+        host.send(.exited(ProcessExit(status: .signaled(11, coreDumped: false))))
+        #expect(host.finished?.kind == .watchdog)
+        #expect(host.finished?.code == TerminationCode.watchdog.rawValue)
+        host.send(.mainThreadSampled)
+        #expect(host.kills == 0)
     }
 
     @Test func theLaunchBudgetSpansEveryLaunchCallback() {
@@ -378,6 +429,9 @@ struct SimulatedHost {
                         #expect(pending.isEmpty, "one callback at a time (step \(step))")
                         pending.append(request.id)
                     case .freeze: queue.append(.suspensionVerified)
+                    case .sampleMainThread:
+                        pending = []
+                        queue.append(.mainThreadSampled)
                     case .kill:
                         killed += 1
                         pending = []

@@ -6,6 +6,7 @@ import AppHostProtocol
 import AppHostSandbox
 import AppHostSystem
 import CAppHostShims
+import CAppHostCrash
 
 /// One app process and everything the host holds for it: its pidfd, its control channel, its
 /// output pipe, its cgroups, its seccomp listener and the event sources watching them.
@@ -51,6 +52,10 @@ final class AppProcess: @unchecked Sendable {
     /// Where the process is in its conversation with the host (see `ControlStage`).
     private(set) var stage = ControlStage.awaitingHello
     private let output: OutputForwarder
+    /// The host's end of the diagnostics socket: backtrace records from the app process.
+    private let diagnostics: Int32
+    /// Records taken so far, valid or not; past `maximumDiagnostics` the socket is no longer read.
+    private var diagnosticsReceived = 0
     private let groups: Groups
     /// The seccomp listener, once the runner has handed it over.
     private(set) var listener: SyscallListener?
@@ -59,6 +64,7 @@ final class AppProcess: @unchecked Sendable {
     private var outputSource: (any DispatchSourceRead)?
     private var listenerSource: (any DispatchSourceRead)?
     private var memorySource: (any DispatchSourceRead)?
+    private var diagnosticsSource: (any DispatchSourceRead)?
     private(set) var isClosed = false
     /// The host's queue, once watching started: removals that must wait are retried there.
     private var queue: DispatchQueue?
@@ -78,6 +84,7 @@ final class AppProcess: @unchecked Sendable {
         // seccomp listener) may still come.
         receiver.descriptorAllowance = 1
         output = OutputForwarder(fd: spawned.output, name: name, pid: spawned.pid, forward: forwardOutput)
+        diagnostics = spawned.diagnostics
         var joined = groups
         if let group = groups.freezer, (try? group.add(pid: spawned.pid)) == nil {
             group.remove()
@@ -164,13 +171,15 @@ final class AppProcess: @unchecked Sendable {
     // MARK: Watching
 
     /// Starts watching the process: `control` when its control socket is readable, `exit` when
-    /// it has ended, `memory` when its memory group runs out. Its output is forwarded by itself.
+    /// it has ended, `memory` when its memory group runs out, `diagnostics` when a backtrace
+    /// record has come. Its output is forwarded by itself.
     func start(
         on queue: DispatchQueue, control: @escaping @Sendable () -> Void, exit: @escaping @Sendable () -> Void,
-        memory: @escaping @Sendable () -> Void
+        memory: @escaping @Sendable () -> Void, diagnostics: @escaping @Sendable () -> Void
     ) {
         self.queue = queue
         controlSource = watch(channel.fd, on: queue, handler: control)
+        diagnosticsSource = watch(self.diagnostics, on: queue, handler: diagnostics)
         exitSource = watch(pidfd, on: queue, handler: exit)
         outputSource = watch(output.fd, on: queue) { [weak self] in
             guard let self, !output.drain() else { return }
@@ -232,6 +241,62 @@ final class AppProcess: @unchecked Sendable {
         controlSource = nil
     }
 
+    // MARK: Diagnostics
+
+    /// How many records one process may send in its life: a crash sends one, each watchdog
+    /// sample one. An app that sends more is no longer heard (its reports say so).
+    static let maximumDiagnostics = 16
+
+    /// Whether the process sent more records than it may.
+    private(set) var diagnosticsExhausted = false
+
+    /// The records waiting on the diagnostics socket (at most 4 a turn), checked; malformed
+    /// datagrams are dropped. Descriptors passed with them are closed by the kernel (`recv`
+    /// takes no control data).
+    func receiveDiagnostics() -> [CrashRecord] {
+        guard diagnosticsSource != nil else { return [] }
+        var records: [CrashRecord] = []
+        var buffer = [UInt8](repeating: 0, count: CrashRecord.size + 1)
+        for _ in 0..<4 {
+            let count = buffer.withUnsafeMutableBytes { recv(diagnostics, $0.baseAddress, $0.count, Int32(MSG_DONTWAIT)) }
+            if count < 0 && errno == EINTR { continue }
+            if count < 0 && (errno == EAGAIN || errno == EWOULDBLOCK) { break }
+            guard count > 0 else {
+                stopDiagnostics()
+                break
+            }
+            diagnosticsReceived += 1
+            if let record = CrashRecord(datagram: buffer[0..<count]) { records.append(record) }
+            if diagnosticsReceived >= Self.maximumDiagnostics {
+                diagnosticsExhausted = true
+                stopDiagnostics()
+                break
+            }
+        }
+        return records
+    }
+
+    /// Tells a crashing thread that the host has read what it needs from the living process:
+    /// it may die now.
+    func acknowledgeCrash() {
+        guard diagnosticsSource != nil else { return }
+        _ = Glibc.send(diagnostics, "k", 1, Int32(MSG_DONTWAIT | MSG_NOSIGNAL))
+    }
+
+    private func stopDiagnostics() {
+        diagnosticsSource?.cancel()
+        diagnosticsSource = nil
+    }
+
+    /// The last fatal-error message of the Swift runtime in the app's recent output.
+    var fatalErrorMessage: String? { output.recentFatalMessage }
+
+    /// Asks the main thread for its backtrace (CAppHostCrash's sample signal, to the process:
+    /// its handler passes it on to the main thread).
+    func requestMainThreadSample() {
+        signal(APPHOST_CRASH_SAMPLE_SIGNAL)
+    }
+
     // MARK: The seccomp listener
 
     /// Takes the runner's seccomp listener; `refusals` runs when refused calls wait in it.
@@ -257,7 +322,8 @@ final class AppProcess: @unchecked Sendable {
         isClosed = true
         if outputSource != nil { output.finish() }
         closeChannel()
-        for source in [exitSource, outputSource, listenerSource, memorySource] { source?.cancel() }
+        for source in [exitSource, outputSource, listenerSource, memorySource, diagnosticsSource] { source?.cancel() }
+        diagnosticsSource = nil
         exitSource = nil
         outputSource = nil
         listenerSource = nil

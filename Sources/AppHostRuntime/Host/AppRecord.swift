@@ -48,6 +48,10 @@ final class AppRun: @unchecked Sendable {
     var stepStartedAt: HostInstant?
     /// The latest events (at most 32), for the report.
     private(set) var events: [HostEvent] = []
+    /// The crash record the app process sent, with the memory map read when it came.
+    var crashCapture: BacktraceCapture?
+    /// A watchdog's request for the main thread's backtrace, and its answer.
+    var mainThreadSample: MainThreadSample?
     /// CPU time by the state it was used in, and the total at the last account.
     private(set) var cpuForeground: Duration = .zero
     private(set) var cpuBackground: Duration = .zero
@@ -97,6 +101,14 @@ final class AppRun: @unchecked Sendable {
         violations.append(violation)
         if violations.count > Self.historyLength { violations.removeFirst() }
     }
+}
+
+/// Where a watchdog's request for the main thread's backtrace stands.
+enum MainThreadSample {
+    case requested
+    case answered(BacktraceCapture)
+    /// The kill came first; why the app did not answer.
+    case unanswered(String)
 }
 
 final class Waiter: @unchecked Sendable {

@@ -17,6 +17,9 @@ extension HostEvent {
                 line += " \(termination.kind)"
             }
             line += ", \(TerminalText.escaping(termination.reason))"
+            // Still one line: the crash's message and where in the app it was.
+            if let fatalError { line += "; \(TerminalText.escaping(fatalError))" }
+            if let appFrame { line += "; at \(TerminalText.escaping(appFrame))" }
         } else if let detail, !detail.isEmpty {
             line += "  \(TerminalText.escaping(detail.replacingOccurrences(of: "\n", with: " ⏎ ")))"
         }

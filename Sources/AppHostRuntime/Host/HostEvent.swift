@@ -4,9 +4,10 @@ public import Foundation
 ///
 /// Codable as the `--json` lines are: `time` (ISO 8601 with milliseconds), `app` (always
 /// present: null for the host's own notices), `name`, `pid`, `event`, `state`, `detail`,
-/// `elapsedMs`, for `terminated` the termination's `kind`, `namespace`, `code` and `reason` and
-/// the `report`'s path, for `log` the record's `level` and `label`, and for `started` the host's
-/// mechanisms (`HostSummary`). Other absent
+/// `elapsedMs`, for `terminated` the termination's `kind`, `namespace`, `code` and `reason`, the
+/// `report`'s path and, for a crash or a watchdog kill, `fatalError`, `backtrace` (the top
+/// frames) and `appFrame` (the first frame in the app's code), for `log` the record's `level`
+/// and `label`, and for `started` the host's mechanisms (`HostSummary`). Other absent
 /// fields are omitted. README.md, "JSON", lists them.
 public struct HostEvent: Sendable, Equatable, Codable {
     public var time: Date
@@ -25,6 +26,13 @@ public struct HostEvent: Sendable, Equatable, Codable {
     public var termination: Termination?
     /// For `terminated`: the report's path.
     public var report: String?
+    /// For `terminated` by a crash: the Swift runtime's fatal-error message (the report's `fatalError`).
+    public var fatalError: String?
+    /// For `terminated` by a crash or a watchdog: the backtrace's top frames, one line each.
+    public var backtrace: [String]?
+    /// For `terminated` by a crash or a watchdog: the first frame in the app's own code
+    /// ("Notes.AppDelegate.save() + 36").
+    public var appFrame: String?
     /// For `started`: how this host suspends, confines and limits apps, as fields.
     public var host: HostSummary?
     /// For `log`: the swift-log record's level and its logger's label (the message is `detail`).
@@ -53,6 +61,7 @@ public struct HostEvent: Sendable, Equatable, Codable {
 
     private enum CodingKeys: String, CodingKey {
         case time, app, name, pid, event, state, detail, elapsedMs, kind, namespace, code, reason, report, level, label
+        case fatalError, backtrace, appFrame
         case suspension, sandbox, memory, storage, instance, stateDirectory, schedulerClock
     }
 
@@ -80,6 +89,9 @@ public struct HostEvent: Sendable, Equatable, Codable {
         report = try container.decodeIfPresent(String.self, forKey: .report)
         level = try container.decodeIfPresent(LogLevel.self, forKey: .level)
         label = try container.decodeIfPresent(String.self, forKey: .label)
+        fatalError = try container.decodeIfPresent(String.self, forKey: .fatalError)
+        backtrace = try container.decodeIfPresent([String].self, forKey: .backtrace)
+        appFrame = try container.decodeIfPresent(String.self, forKey: .appFrame)
         if let instance = try container.decodeIfPresent(String.self, forKey: .instance) {
             host = HostSummary(
                 suspension: try container.decode(String.self, forKey: .suspension),
@@ -110,6 +122,9 @@ public struct HostEvent: Sendable, Equatable, Codable {
         try container.encodeIfPresent(report, forKey: .report)
         try container.encodeIfPresent(level, forKey: .level)
         try container.encodeIfPresent(label, forKey: .label)
+        try container.encodeIfPresent(fatalError, forKey: .fatalError)
+        try container.encodeIfPresent(backtrace, forKey: .backtrace)
+        try container.encodeIfPresent(appFrame, forKey: .appFrame)
         if let host {
             try container.encode(host.suspension, forKey: .suspension)
             try container.encode(host.sandbox, forKey: .sandbox)

@@ -23,6 +23,14 @@ final class OutputForwarder {
     /// The unfinished line (at most `maximumLineLength` bytes).
     private var line: [UInt8] = []
     private var buffer = [UInt8](repeating: 0, count: 16 * 1024)
+    /// The last line that reads like a fatal-error message of the Swift runtime, and how many
+    /// lines came after it (the runtime may print a stack trace of its own after it).
+    private var fatalMessage: String?
+    private var linesSinceFatalMessage = 0
+    /// How many lines after it a message still counts as the crash's.
+    static let fatalMessageReach = 64
+    /// The longest message kept.
+    static let maximumFatalMessageLength = 2048
 
     /// `fd`: the non-blocking read end of the app's output pipe. With `forward` false, output is
     /// read and dropped (so the app never blocks on a full pipe).
@@ -94,8 +102,41 @@ final class OutputForwarder {
         line.append(contentsOf: rest)
     }
 
+    /// The fatal-error message printed last, if few lines came after it: what a crash report
+    /// shows as the crash's message. It is whatever the app printed (the runtime prints in the
+    /// app's process), so it is the app's own account.
+    var recentFatalMessage: String? {
+        linesSinceFatalMessage <= Self.fatalMessageReach ? fatalMessage : nil
+    }
+
+    /// The runtime's messages: `FILE:LINE: Fatal error: MESSAGE` (fatalError, a nil unwrapped,
+    /// an index out of range), `Precondition failed`, `Assertion failed`, and the runtime's own
+    /// (exclusivity, casts, retain counts).
+    static let fatalMarkers: [[UInt8]] = [
+        "Fatal error", "Precondition failed", "Assertion failed", "Fatal access conflict detected",
+        "Could not cast value of type", "Simultaneous accesses to",
+    ].map { Array($0.utf8) }
+
+    static func isFatalMessage(_ line: [UInt8]) -> Bool {
+        line.withUnsafeBufferPointer { bytes in
+            fatalMarkers.contains { marker in
+                guard bytes.count >= marker.count else { return false }
+                for start in 0...(bytes.count - marker.count) where bytes[start] == marker[0] {
+                    if marker.indices.allSatisfy({ bytes[start + $0] == marker[$0] }) { return true }
+                }
+                return false
+            }
+        }
+    }
+
     private func emit(cut: Bool) {
         defer { line.removeAll(keepingCapacity: true) }
+        if Self.isFatalMessage(line) {
+            fatalMessage = String(decoding: TerminalText.escaping(line.prefix(Self.maximumFatalMessageLength)), as: UTF8.self)
+            linesSinceFatalMessage = 0
+        } else if fatalMessage != nil {
+            linesSinceFatalMessage += 1
+        }
         guard forward else { return }
         var text = prefix
         text.append(contentsOf: TerminalText.escaping(line))

@@ -34,6 +34,9 @@ public struct ReportStore: Sendable {
         var violations: [SandboxViolation]
         var lastEvents: [HostEvent]
         var storage: StorageUsage?
+        var fatalError: String? = nil
+        var backtrace: TerminationReport.Backtrace? = nil
+        var backtraceUnavailable: String? = nil
     }
 
     /// Writes the report atomically (a temporary file renamed into place) and returns its path.

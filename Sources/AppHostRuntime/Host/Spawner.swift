@@ -54,18 +54,22 @@ struct SpawnedProcess: Sendable {
     var control: Int32
     /// The read end of the app's stdout and stderr (non-blocking).
     var output: Int32
+    /// The supervisor's end of the diagnostics socket (SOCK_SEQPACKET, non-blocking): crash
+    /// and main-thread backtraces from the app process's handlers (CAppHostCrash).
+    var diagnostics: Int32
     /// In namespaces of its own: the socket on which the namespace's init writes how the app
     /// process ended (non-blocking).
     var initChannel: Int32?
 }
 
 enum AppProcessSpawner {
-    /// Spawns `executable arguments…` with the control socket on fd 3, stdout and stderr on a
-    /// pipe, stdin on /dev/null, no other descriptors, default signal handling, an empty signal
-    /// mask and its own process group (so the terminal's Ctrl-C reaches only the host, which
-    /// ends the apps as sequence 7 says). With `namespaces` (Namespaces.Support.flags) it is the
-    /// init of a PID namespace, with the socket to the host on fd 4, and `app` (the runner and
-    /// its arguments) its first child, pid 2, with those descriptors but the last.
+    /// Spawns `executable arguments…` with the control socket on fd 3, the diagnostics socket on
+    /// fd 4, stdout and stderr on a pipe, stdin on /dev/null, no other descriptors, default
+    /// signal handling, an empty signal mask and its own process group (so the terminal's Ctrl-C
+    /// reaches only the host, which ends the apps as sequence 7 says). With `namespaces`
+    /// (Namespaces.Support.flags) it is the init of a PID namespace, with the socket to the host
+    /// on fd 5, and `app` (the runner and its arguments) its first child, pid 2, with those
+    /// descriptors but the last.
     static func spawn(
         executable: String, arguments: [String], environment: [String], namespaces: Int32, app: [String]? = nil
     ) throws(SystemError) -> SpawnedProcess {
@@ -81,9 +85,13 @@ enum AppProcessSpawner {
 
         let (control, appControl) = try pair("socketpair") { socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0, &$0) }
         let (output, appOutput) = try pair("pipe2") { apphost_pipe_cloexec(&$0) }
+        // Datagrams: one record each, whole or not at all, whatever the app writes on its end.
+        let (diagnostics, appDiagnostics) = try pair("socketpair") {
+            socketpair(AF_UNIX, Int32(SOCK_SEQPACKET.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0, &$0)
+        }
         let null = try valueOrErrno("open /dev/null") { open("/dev/null", O_RDONLY | O_CLOEXEC) }
         opened.append(null)
-        var descriptors = [null, appOutput, appOutput, appControl]
+        var descriptors = [null, appOutput, appOutput, appControl, appDiagnostics]
         var initChannel: Int32?
         if namespaces != 0 {
             let (host, initEnd) = try pair("socketpair") { socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0, &$0) }
@@ -101,10 +109,11 @@ enum AppProcessSpawner {
         let pid = apphost_spawn(
             executable, argv, envp, descriptors, Int32(descriptors.count), namespaces, app == nil ? nil : appArgv[0], appArgv, &pidfd)
         guard pid > 0 else { throw SystemError("spawn \(executable)", errno: errno) }
-        for fd in [control, output] + (initChannel.map { [$0] } ?? []) {
+        for fd in [control, output, diagnostics] + (initChannel.map { [$0] } ?? []) {
             _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK)
             keep.insert(fd)
         }
-        return SpawnedProcess(pid: pid, pidfd: pidfd, control: control, output: output, initChannel: initChannel)
+        return SpawnedProcess(
+            pid: pid, pidfd: pidfd, control: control, output: output, diagnostics: diagnostics, initChannel: initChannel)
     }
 }

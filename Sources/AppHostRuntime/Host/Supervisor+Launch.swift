@@ -142,6 +142,9 @@ extension Supervisor {
         }, memory: { [weak self, weak record, weak run] in
             guard let self, let record, let run else { return }
             memoryGroupFull(record, run)
+        }, diagnostics: { [weak self, weak record, weak run] in
+            guard let self, let record, let run else { return }
+            readDiagnostics(record, run)
         })
         // Compiled while the app process starts up (about a millisecond, in parallel with it).
         do {

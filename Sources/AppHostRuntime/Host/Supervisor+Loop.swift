@@ -57,12 +57,20 @@ extension Supervisor {
         case .thaw:
             logger.debug("\(name): thawing")
             thaw(run)
+        case .sampleMainThread:
+            recordUsage(run)
+            run.backgroundTimeRemainingAtEnd = run.machine.backgroundTimeRemaining(at: clock.now)
+            guard let process = run.process else { break }
+            process.closeChannel()
+            run.mainThreadSample = .requested
+            process.requestMainThreadSample()
         case .kill(let termination):
             logger.debug("\(name): killing, \(termination.kind): \(termination.reason)")
             // The figures of the report, as they stand when the host decides.
             recordUsage(run)
             run.backgroundTimeRemainingAtEnd = run.machine.backgroundTimeRemaining(at: clock.now)
             guard let process = run.process else { break }
+            if case .requested = run.mainThreadSample { run.mainThreadSample = .unanswered(unansweredSampleReason(process)) }
             // Nothing it sends after this counts.
             process.closeChannel()
             if termination.kind == .forbiddenSyscall {
@@ -161,6 +169,8 @@ extension Supervisor {
         for _ in 0..<64 where process.isReadingControl {
             guard readControl(record, run) else { break }
         }
+        // A crash record the host had not read yet (its loop was busy): the memory map is gone.
+        readDiagnostics(record, run)
         handle(record, run, .exited(exit))
     }
 
@@ -172,6 +182,7 @@ extension Supervisor {
         run.timer.cancel()
 
         let pid = run.process?.pid ?? 0
+        let diagnostics = diagnostics(of: record, run, termination: termination, exit: exit)
         var reportPath: String?
         do {
             reportPath = try reports.write(ReportStore.Contents(
@@ -184,7 +195,9 @@ extension Supervisor {
                 backgroundTimeRemaining: run.backgroundTimeRemainingAtEnd,
                 held: run.held,
                 violationCount: run.violationCount, violations: run.violations,
-                lastEvents: run.events, storage: storageUsage(of: record.bundle))).path
+                lastEvents: run.events, storage: storageUsage(of: record.bundle),
+                fatalError: diagnostics.fatalError, backtrace: diagnostics.backtrace,
+                backtraceUnavailable: diagnostics.unavailable)).path
             configuration.logger.debug("\(record.bundle.name): ended (\(exit.description)), report \(reportPath ?? "")")
         } catch {
             publish(HostEvent(time: Date(), event: .warning, detail: "cannot write the report of \(record.bundle.name): \(error)"), run: nil)
@@ -193,9 +206,13 @@ extension Supervisor {
         if termination.kind == .forceQuit || termination.kind == .userTerminated { userForceQuit(record) }
         updateSampler()
         pressureVictimEnded(record)
-        publish(HostEvent(
+        var ended = HostEvent(
             time: Date(), app: record.bundle.identifier, name: record.bundle.name, pid: pid, event: .terminated,
-            state: .terminated, termination: termination, report: reportPath), run: run)
+            state: .terminated, termination: termination, report: reportPath)
+        ended.fatalError = diagnostics.fatalError
+        ended.backtrace = diagnostics.backtrace.map { Array($0.frames.prefix(5).map(\.line)) }
+        ended.appFrame = diagnostics.appFrame
+        publish(ended, run: run)
         purgeIfPending(record)
         resolveWaiters(for: record)
         resumeShutdownIfDone()

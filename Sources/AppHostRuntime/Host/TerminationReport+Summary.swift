@@ -17,6 +17,7 @@ extension TerminationReport {
         field("why", ["\(namespace)\(code.map { " " + $0 } ?? "") (\(kind)): \(reason)"])
         let end = signal.map { "killed by \($0)" } ?? exitStatus.map { "exited with status \($0)" } ?? "ended"
         field("process", ["\(end); \(crash ? "a crash: the app ended without the host deciding it" : "ended by the host")"])
+        if let fatalError { field("fatal error", [fatalError]) }
         if !held.isEmpty { field("held", held.map(\.summary)) }
         if violationCount > 0 {
             let latest = violations.suffix(3).map { "\($0.call) (\($0.state.rawValue)\($0.fatal ? ", fatal" : ""))" }
@@ -35,6 +36,17 @@ extension TerminationReport {
         }
         use.append("\(seconds(usage.timeInStateSeconds)) in its last state")
         field("usage", use)
+        if let backtrace {
+            let role = backtrace.role == "crashed" ? "the crashed thread" : "the main thread at the kill"
+            let name = backtrace.thread.name.isEmpty ? "" : " \"\(backtrace.thread.name)\""
+            lines.append("backtrace   \(role): thread \(backtrace.thread.id)\(name)\(backtrace.thread.isMain ? " (main)" : "")\(backtrace.signal.map { ", \($0)" } ?? "")")
+            lines += backtrace.frames.prefix(Self.summaryFrames).map { "  " + $0.line }
+            if backtrace.frames.count > Self.summaryFrames {
+                lines.append("  … \(backtrace.frames.count - Self.summaryFrames) more frames (--json shows them all)")
+            }
+        } else if let backtraceUnavailable {
+            field("backtrace", ["none: \(backtraceUnavailable)"])
+        }
         if !lastEvents.isEmpty {
             lines.append("last events")
             for event in lastEvents {
@@ -54,6 +66,9 @@ extension TerminationReport {
     public var listingFields: [String] {
         [HostEvent.isoFormatter.string(from: time), name, String(pid), "\(namespace) \(code ?? "-")", kind]
     }
+
+    /// Frames of a backtrace the summary shows.
+    static let summaryFrames = 16
 
     private func seconds(_ value: Double) -> String { String(format: "%.3f s", value) }
 }

@@ -31,6 +31,16 @@ public struct TerminationReport: Codable, Sendable, Equatable {
     public var usage: Usage
     /// The last life-cycle events (at most 32).
     public var lastEvents: [Event]
+    /// For a crash: the message the Swift runtime printed just before it ("Probe/AppDelegate.swift:42:
+    /// Fatal error: Unexpectedly found nil while unwrapping an Optional value"), read from the app's
+    /// output, as iOS puts it under "Application Specific Information". The app's own account.
+    public var fatalError: String?
+    /// For a crash, the crashed thread's backtrace; for a watchdog kill (0x8badf00d), the main
+    /// thread's at the moment of the kill. Absent from reports written before backtraces.
+    public var backtrace: Backtrace?
+    /// Why a crash or watchdog report has no backtrace ("the app process did not answer the
+    /// sample signal within 100 ms").
+    public var backtraceUnavailable: String?
 
     public struct Held: Codable, Sendable, Equatable {
         public struct Lock: Codable, Sendable, Equatable {
@@ -73,6 +83,54 @@ public struct TerminationReport: Codable, Sendable, Equatable {
         public var storageLimitBytes: UInt64?
         public var storageMechanism: String?
         public var storage: [StoragePart]?
+    }
+
+    /// One thread's backtrace, captured inside the app process by apphost's handlers (installed
+    /// by the runner before the plugin loads) and symbolized by the host against the memory map
+    /// it read itself. App code shares that process and could send a backtrace of its own: it is
+    /// the app's account (`capturedBy`), and never decides the report's kind or code.
+    public struct Backtrace: Codable, Sendable, Equatable {
+        public struct Thread: Codable, Sendable, Equatable {
+            /// The thread's id as the app process sees it (in its PID namespace).
+            public var id: Int32
+            public var name: String
+            public var isMain: Bool
+        }
+
+        public struct Frame: Codable, Sendable, Equatable {
+            public var index: Int
+            /// The image's file name ("libNotesExample.so", "libswiftCore.so"), "???" if unknown.
+            public var image: String
+            public var imagePath: String?
+            /// The address in the process, hex.
+            public var address: String
+            /// The address in the image's own address space, hex, for `addr2line -e IMAGE`.
+            public var imageAddress: String?
+            /// The function, demangled where it is Swift ("Notes.AppDelegate.save()").
+            public var symbol: String?
+            /// Bytes from the function's start.
+            public var symbolOffset: UInt64?
+            /// Whether the image is the app's own plugin (its bundle), not the system's.
+            public var isApp: Bool
+            /// The frame as a crash report prints it: "0  libNotesExample.so  0x00007f…  Notes.AppDelegate.save() + 36".
+            public var line: String
+        }
+
+        /// "crashed" (the thread that crashed) or "main-at-kill" (the main thread, sampled by a watchdog).
+        public var role: String
+        public var thread: Thread
+        /// For a crash: the signal the thread crashed with, and the faulting address where there is one.
+        public var signal: String?
+        public var faultAddress: String?
+        /// "unwind-tables" (.eh_frame, through libc and the signal frame) or "frame-pointers".
+        public var unwinder: String
+        /// Whether deeper frames were cut (at most 128 are kept).
+        public var truncated: Bool
+        /// "app-process": the app's own account (see the type's summary).
+        public var capturedBy: String
+        /// Why the frames name no image or symbol, when the host could not read the memory map.
+        public var imagesUnavailable: String?
+        public var frames: [Frame]
     }
 
     public struct Event: Codable, Sendable, Equatable {
@@ -118,6 +176,9 @@ public struct TerminationReport: Codable, Sendable, Equatable {
             storageBytes: contents.storage?.bytes, storageLimitBytes: contents.storage?.limitBytes,
             storageMechanism: contents.storage?.mechanism.rawValue, storage: contents.storage?.parts)
         lastEvents = contents.lastEvents.map { Event(time: $0.time, event: $0.event, state: $0.state, detail: $0.detail) }
+        fatalError = contents.fatalError
+        backtrace = contents.backtrace
+        backtraceUnavailable = contents.backtraceUnavailable
     }
 
     /// The report as its file holds it: pretty-printed, keys sorted, ISO 8601 times; or, not

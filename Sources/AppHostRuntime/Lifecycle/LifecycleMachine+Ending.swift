@@ -9,6 +9,9 @@ extension LifecycleMachine {
             guard deadlines[timer] != nil else { continue }
             deadlines[timer] = nil
             switch timer {
+            case .mainThreadSample:
+                guard case .terminating(let termination) = phase else { break }
+                actions += killNow(termination)
             case .killEscalation:
                 guard isEnding else { break }
                 deadlines[.killEscalation] = now + Self.killRetry
@@ -68,12 +71,31 @@ extension LifecycleMachine {
 
     mutating func kill(_ termination: Termination) -> [Action] {
         guard isLive else { return [] }
+        let wasSuspended = phase == .suspended || phase == .suspending
         finalState = observedStateForReport
         phase = .terminating(termination)
         inFlight = nil
         deadlines.removeAll()
+        // A watchdog report carries the main thread's backtrace at the kill, as iOS's do: asked
+        // for first, for a bounded moment. A frozen app could not answer.
+        if termination.kind == .watchdog, !wasSuspended {
+            deadlines[.mainThreadSample] = now + Self.mainThreadSampleTimeout
+            return [.sampleMainThread(termination)]
+        }
+        return killNow(termination)
+    }
+
+    /// The kill itself, with its escalation armed. The termination was decided before.
+    mutating func killNow(_ termination: Termination) -> [Action] {
+        deadlines.removeAll()
         deadlines[.killEscalation] = now + (termination.kind == .forbiddenSyscall ? Self.signalEscalation : Self.killRetry)
         return [.kill(termination)]
+    }
+
+    /// The main thread's backtrace came: the kill waits no longer.
+    mutating func mainThreadSampled() -> [Action] {
+        guard case .terminating(let termination) = phase, deadlines[.mainThreadSample] != nil else { return [] }
+        return killNow(termination)
     }
 
     /// How a requested termination ends an app that cannot run `applicationWillTerminate`.

@@ -49,6 +49,8 @@ extension LifecycleMachine {
         /// A host rule ends the app now, without a callback: a forbidden system call, too many
         /// sandbox violations.
         case enforce(Termination)
+        /// The main thread's backtrace that a watchdog asked for has come.
+        case mainThreadSampled
     }
 
     package enum Action: Sendable, Equatable {
@@ -59,6 +61,9 @@ extension LifecycleMachine {
         case expireWork(UInt64)
         case freeze
         case thaw
+        /// A watchdog decided to end the app: ask its main thread for its backtrace (the sample
+        /// signal); `kill` follows when it comes or after `mainThreadSampleTimeout`.
+        case sampleMainThread(Termination)
         /// End the process now, without a callback: SIGSYS for a forbidden system call, else
         /// SIGKILL to every process of the app.
         case kill(Termination)

@@ -51,8 +51,12 @@ package struct LifecycleMachine: Sendable {
         case controlClosed
         /// The kill was sent; if the process has not ended by then, it is killed again.
         case killEscalation
+        /// A watchdog asked for the main thread's backtrace; the kill follows by then at the latest.
+        case mainThreadSample
     }
 
+    /// How long a watchdog kill waits for the main thread's backtrace before it kills regardless.
+    static let mainThreadSampleTimeout: Duration = .milliseconds(100)
     /// A forbidden system call is answered with SIGSYS, which the app cannot handle; SIGKILL
     /// follows if it is still alive this long after.
     static let signalEscalation: Duration = .milliseconds(100)
@@ -250,6 +254,9 @@ package struct LifecycleMachine: Sendable {
 
         case .enforce(let termination):
             return kill(termination)
+
+        case .mainThreadSampled:
+            return mainThreadSampled()
 
         case .tick:
             actions += fireDeadlines(now: now)

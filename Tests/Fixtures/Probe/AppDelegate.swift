@@ -39,6 +39,20 @@ final class AppDelegate: ApplicationDelegate {
         if behavior["blockIn"] as? String == name {
             Thread.sleep(forTimeInterval: behavior["blockSeconds"] as? Double ?? 3600)
         }
+        if behavior["maskSampleSignalIn"] as? String == name {
+            // The host's sample signal (61) blocked on the main thread: a watchdog gets no answer.
+            var set = sigset_t()
+            sigemptyset(&set)
+            sigaddset(&set, 61)
+            pthread_sigmask(SIG_BLOCK, &set, nil)
+        }
+        if let count = behavior["floodDiagnosticsIn"] as? String == name ? behavior["diagnosticsCount"] as? Int : nil {
+            // Garbage on the diagnostics socket (descriptor 4): the host drops it, and stops
+            // listening after 16 records.
+            let junk = [UInt8](repeating: 0x41, count: 64)
+            for _ in 0..<count { _ = junk.withUnsafeBytes { send(4, $0.baseAddress, $0.count, Int32(MSG_DONTWAIT)) } }
+        }
+        if behavior["spinIn"] as? String == name { spinForever() }
         backgroundSetup(in: name, application)
         storageProbes(in: name)
         loggingProbes(in: name)
@@ -48,8 +62,31 @@ final class AppDelegate: ApplicationDelegate {
         switch behavior["crash"] as? String ?? "trap" {
         case "segv": raise(SIGSEGV)
         case "exit3": exit(3)
+        case "fault": writeThroughABadPointer()
+        case "nil": unwrapNothing()
         default: fatalError("Probe crashes on purpose")
         }
+    }
+
+    /// A real fault (not a raised signal): a store to an address nothing maps.
+    @inline(never)
+    private func writeThroughABadPointer() {
+        let address = behavior["faultAddress"] as? Int ?? 8
+        UnsafeMutablePointer<Int>(bitPattern: address)!.pointee = 42
+    }
+
+    @inline(never)
+    private func unwrapNothing() {
+        let missing: String? = behavior["absent"] as? String
+        record("unwrapped \(missing!)")
+    }
+
+    /// Hangs the main thread in app code without a system call, for the watchdog's backtrace.
+    @inline(never)
+    private func spinForever() {
+        var spins = 0
+        while behavior["neverSet"] == nil { spins &+= 1 }
+        record("spun \(spins)")
     }
 
     private func beginTasks(_ application: Application) {
