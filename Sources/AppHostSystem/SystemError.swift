@@ -63,11 +63,22 @@ package func writeStandardError(_ text: String) {
 
 /// Writes bytes to standard error, retrying EINTR and short writes; dropped if it fails.
 package func writeStandardError(_ bytes: [UInt8]) {
+    _ = writeWhole(2, bytes)
+}
+
+/// Writes text to standard output the same way; false once it cannot be written (its reader is
+/// gone: EPIPE, with SIGPIPE ignored).
+package func writeStandardOutput(_ text: String) -> Bool {
+    writeWhole(1, Array(text.utf8))
+}
+
+private func writeWhole(_ fd: Int32, _ bytes: [UInt8]) -> Bool {
     var offset = 0
     while offset < bytes.count {
-        let written = bytes.withUnsafeBytes { Glibc.write(2, $0.baseAddress! + offset, $0.count - offset) }
+        let written = bytes.withUnsafeBytes { Glibc.write(fd, $0.baseAddress! + offset, $0.count - offset) }
         if written < 0 && Glibc.errno == EINTR { continue }
-        if written <= 0 { return }
+        if written <= 0 { return false }
         offset += written
     }
+    return true
 }

@@ -1,5 +1,6 @@
 import ArgumentParser
 import AppHostRuntime
+import AppHostSystem
 import Foundation
 
 struct AppHost: AsyncParsableCommand {
@@ -51,6 +52,6 @@ struct StateOptions: ParsableArguments {
 
 /// Prints one line on standard error and exits with status 1: how every user error ends.
 func fail(_ message: String) -> Never {
-    FileHandle.standardError.write(Data("apphost: \(message)\n".utf8))
+    writeStandardError("apphost: \(message)\n")
     exit(1)
 }

@@ -1,5 +1,7 @@
 import AppHostRuntime
+import AppHostSystem
 import Foundation
+import Synchronization
 
 /// Prints events and command output, whole lines at a time: on standard output and standard
 /// error, or into a control connection's reply (`apphost ctl`).
@@ -8,10 +10,14 @@ struct EventPrinter: Sendable {
     private let output: @Sendable (String) -> Void
     private let errorOutput: @Sendable (String) -> Void
 
-    /// On standard output and standard error.
-    init(json: Bool) {
-        self.init(json: json, output: { FileHandle.standardOutput.write(Data(($0 + "\n").utf8)) }) {
-            FileHandle.standardError.write(Data(($0 + "\n").utf8))
+    /// On standard output and standard error. `outputGone` runs once when standard output can
+    /// no longer be written (its reader went away: `apphost launch | head`).
+    init(json: Bool, outputGone: @escaping @Sendable () -> Void = {}) {
+        let gone = Atomic(false)
+        self.init(json: json, output: { line in
+            if !writeStandardOutput(line + "\n"), !gone.exchange(true, ordering: .relaxed) { outputGone() }
+        }) {
+            writeStandardError($0 + "\n")
         }
     }
 

@@ -1,5 +1,6 @@
 import ArgumentParser
 import AppHostRuntime
+import AppHostSystem
 import Foundation
 
 struct Ctl: ParsableCommand {
@@ -40,9 +41,9 @@ struct Ctl: ParsableCommand {
         let status: Int32
         do {
             status = try ControlClient.send(request, to: paths, output: { line in
-                FileHandle.standardOutput.write(Data((line + "\n").utf8))
+                _ = writeStandardOutput(line + "\n")
             }, error: { line in
-                FileHandle.standardError.write(Data((line + "\n").utf8))
+                writeStandardError(line + "\n")
             })
         } catch {
             fail(error.message)

@@ -1,5 +1,6 @@
 import ArgumentParser
 import AppHostRuntime
+import AppHostSystem
 import Foundation
 import Logging
 
@@ -20,7 +21,7 @@ struct HostLogHandler: LogHandler {
         all.merge(event.metadata ?? [:]) { $1 }
         var line = "apphost: \(event.level.rawValue): \(event.message)"
         if !all.isEmpty { line += " " + all.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: " ") }
-        FileHandle.standardError.write(Data((TerminalText.escaping(line) + "\n").utf8))
+        writeStandardError(TerminalText.escaping(line) + "\n")
     }
 
     /// Sends every Logger of the host process to standard error from `level` up.

@@ -19,8 +19,8 @@ struct Launch: AsyncParsableCommand {
             finish a launch, suspension or other transition under way. tasks shows the scheduler's clock, \
             which advance moves on (kept across hosts) and advance reset puts back on real time. If the \
             first app is already running (launched into the background for a fetch, a task or a push), \
-            it is opened. End of input, quit, Ctrl-C or SIGTERM terminate the apps (applicationWillTerminate \
-            for running ones) and exit.
+            it is opened. End of input, quit, Ctrl-C, SIGTERM or a reader of standard output that goes away \
+            terminate the apps (applicationWillTerminate for running ones) and exit.
 
             Exit status: 0 when no app was ended by the system; 1 for bad input (a bundle, policy or \
             --script line that cannot be used, an app that cannot launch); otherwise the first system \
@@ -95,7 +95,10 @@ struct Launch: AsyncParsableCommand {
         configuration.storageMechanism = storage.mechanism
         configuration.appLogLevel = logLevel
 
-        let printer = EventPrinter(json: json)
+        // A reader of the events that goes away (`apphost launch | head`) ends the host as
+        // SIGTERM does, apps terminated and reported, instead of killing it mid-write.
+        signal(SIGPIPE, SIG_IGN)
+        let printer = EventPrinter(json: json) { kill(getpid(), SIGTERM) }
         let firstLaunch = FirstLaunch(identifier: appBundles[0].identifier, label: appBundles[0].url.lastPathComponent)
         let outcome = LaunchOutcome()
         let recording = RunRecording(stateDirectory: state.stateDirectory, tracePath: trace)

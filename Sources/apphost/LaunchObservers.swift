@@ -1,4 +1,5 @@
 import AppHostRuntime
+import AppHostSystem
 import Foundation
 import Synchronization
 
@@ -29,7 +30,7 @@ final class LaunchOutcome: Sendable {
     /// script command). Says on standard error why it is not 0.
     func exitStatus(requested: Int32) -> Int32 {
         guard let end = first.withLock({ $0 }) else { return requested }
-        FileHandle.standardError.write(Data("apphost: exit status \(end.status.rawValue): \(end.status.meaning); \(end.line)\n".utf8))
+        writeStandardError("apphost: exit status \(end.status.rawValue): \(end.status.meaning); \(end.line)\n")
         return end.status.rawValue
     }
 }
@@ -73,7 +74,7 @@ final class FirstLaunch: Sendable {
                 return
             }
             if !isDecided {
-                FileHandle.standardError.write(Data("apphost: \(label) cannot launch: \(termination.reason)\n".utf8))
+                writeStandardError("apphost: \(label) cannot launch: \(termination.reason)\n")
                 beforeExit?()
                 Foundation.exit(1)
             }
@@ -134,7 +135,7 @@ final class RunRecording: Sendable {
                     journal = try EventJournal(stateDirectory: stateDirectory)
                 } catch {
                     journalFailed.withLock { $0 = true }
-                    FileHandle.standardError.write(Data("apphost: the run is not journaled (no timeline): \(error)\n".utf8))
+                    writeStandardError("apphost: the run is not journaled (no timeline): \(error)\n")
                 }
             }
             return journal

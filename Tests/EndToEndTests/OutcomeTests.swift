@@ -131,4 +131,30 @@ struct OutcomeTests {
         #expect(result.status == 1)
         #expect(result.error.hasPrefix("apphost: cannot write the trace /nonexistent/trace.json: "))
     }
+
+    @Test func aReaderThatGoesAwayEndsTheHostCleanly() throws {
+        let scratch = try Scratch()
+        let script = scratch.url.appendingPathComponent("script")
+        try Data("wait Listed active\nsleep 20\n".utf8).write(to: script)
+        // head reads the first line and leaves: the host's next write finds no reader.
+        let pipeline = "'\(Paths.apphost.path)' launch --state-dir '\(scratch.stateDirectory.path)' --script '\(script.path)' "
+            + "'\(try scratch.bundle("Listed").path)' | head -n 1 >/dev/null; echo \"${PIPESTATUS[0]}\""
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/bin/bash")
+        process.arguments = ["-c", pipeline]
+        let output = Pipe()
+        process.standardOutput = output
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        let status = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        process.waitUntilExit()
+        #expect(status == "0\n", "not killed by SIGPIPE (141)")
+        let reports = try FileManager.default.contentsOfDirectory(atPath: scratch.stateDirectory.appendingPathComponent("reports").path)
+        #expect(reports.count == 1)
+        let report = try #require(try JSONSerialization.jsonObject(
+            with: Data(contentsOf: scratch.stateDirectory.appendingPathComponent("reports/\(reports[0])"))) as? [String: Any])
+        #expect(report["kind"] as? String == "host-shutdown")
+        // Ended wherever its launch had got to when the second line found no reader.
+        #expect((report["reason"] as? String)?.hasPrefix("the host shut down") == true)
+    }
 }
