@@ -38,6 +38,10 @@ struct PolicyOptions: ParsableArguments {
     @Option(name: .knob("processingTaskTime"), help: .knob("processingTaskTime")) var processingTaskTime: String?
     @Option(name: .knob("minimumBackgroundFetchInterval"), help: .knob("minimumBackgroundFetchInterval"))
     var minimumBackgroundFetchInterval: String?
+    @Option(name: .knob("minimumRefreshTaskInterval"), help: .knob("minimumRefreshTaskInterval"))
+    var minimumRefreshTaskInterval: String?
+    @Option(name: .knob("minimumProcessingTaskInterval"), help: .knob("minimumProcessingTaskInterval"))
+    var minimumProcessingTaskInterval: String?
     @Option(name: .knob("maximumPendingRefreshRequests"), help: .knob("maximumPendingRefreshRequests"))
     var maximumPendingRefreshRequests: String?
     @Option(name: .knob("maximumPendingProcessingRequests"), help: .knob("maximumPendingProcessingRequests"))

@@ -32,10 +32,20 @@ package struct BackgroundSchedule: Codable, Equatable, Sendable {
         package var forceQuit = false
         /// The kind of each identifier's last request: what `run-task` runs when none is pending.
         package var taskKinds: [String: WireTaskRequest.Kind] = [:]
+        /// When each identifier's task last began, on the scheduler's clock: the next may begin a
+        /// minimum interval later (absent from stores written before it was kept).
+        package var lastRuns: [String: Double]?
 
         package init() {}
 
-        var isEmpty: Bool { requests.isEmpty && fetchInterval == nil && !forceQuit && taskKinds.isEmpty }
+        var isEmpty: Bool { requests.isEmpty && fetchInterval == nil && !forceQuit && taskKinds.isEmpty && (lastRuns ?? [:]).isEmpty }
+
+        /// When `request` may next begin: its earliest begin date, and a minimum interval
+        /// after its identifier's last run.
+        package func notBefore(_ request: WireTaskRequest, minimumInterval: (WireTaskRequest.Kind) -> Double) -> Double {
+            let afterLastRun = lastRuns?[request.identifier].map { $0 + minimumInterval(request.kind) } ?? 0
+            return max(request.earliestBeginDate ?? 0, afterLastRun)
+        }
     }
 
     /// The conditions a processing request may need.
@@ -108,12 +118,20 @@ package struct BackgroundSchedule: Codable, Equatable, Sendable {
         set(entry, for: app)
     }
 
+    /// Records that the task `identifier` began at `now` (the scheduler ran it, or `run-task`).
+    package mutating func ran(_ identifier: String, for app: String, at now: Double) {
+        var entry = apps[app] ?? AppEntry()
+        entry.lastRuns = (entry.lastRuns ?? [:]).merging([identifier: now]) { $1 }
+        set(entry, for: app)
+    }
+
     /// Takes the app's requests that are due at `now` and whose conditions hold, oldest first,
     /// and whether its fetch is due (moving the next one an interval on). A request whose
-    /// identifier's task is still `running` waits for it to end: one task per identifier at a time.
+    /// identifier's task is still `running` waits for it to end: one task per identifier at a
+    /// time; one whose identifier ran less than `minimumInterval` ago waits for the interval.
     package mutating func takeDue(
         for app: String, now: Double, conditions: Conditions, refreshAvailable: Bool, fetchFloor: Double,
-        running: Set<String> = []
+        running: Set<String> = [], minimumInterval: (WireTaskRequest.Kind) -> Double = { _ in 0 }
     ) -> (fetch: Bool, tasks: [WireTaskRequest]) {
         guard var entry = apps[app], !entry.forceQuit else { return (false, []) }
         var fetch = false
@@ -123,23 +141,27 @@ package struct BackgroundSchedule: Codable, Equatable, Sendable {
         }
         let due = entry.requests.filter { request in
             !running.contains(request.identifier)
-                && (request.earliestBeginDate ?? 0) <= now && conditions.unmet(by: request).isEmpty
+                && entry.notBefore(request, minimumInterval: minimumInterval) <= now && conditions.unmet(by: request).isEmpty
                 && (request.kind == .processing || refreshAvailable)
         }
         entry.requests.removeAll { request in due.contains { $0.identifier == request.identifier } }
+        for request in due { entry.lastRuns = (entry.lastRuns ?? [:]).merging([request.identifier: now]) { $1 } }
         set(entry, for: app)
         return (fetch, due)
     }
 
     /// The earliest time after `now` at which something of these apps becomes due, counting only
     /// requests whose conditions hold now (a change of conditions is an event of its own).
-    package func nextDate(after now: Double, apps names: [String], conditions: Conditions, refreshAvailable: Bool) -> Double? {
+    package func nextDate(
+        after now: Double, apps names: [String], conditions: Conditions, refreshAvailable: Bool,
+        minimumInterval: (WireTaskRequest.Kind) -> Double = { _ in 0 }
+    ) -> Double? {
         var earliest: Double?
         for name in names {
             guard let entry = apps[name], !entry.forceQuit else { continue }
             var dates = entry.requests
                 .filter { conditions.unmet(by: $0).isEmpty && ($0.kind == .processing || refreshAvailable) }
-                .compactMap(\.earliestBeginDate)
+                .map { entry.notBefore($0, minimumInterval: minimumInterval) }
             if refreshAvailable, entry.fetchInterval != nil, let next = entry.nextFetch { dates.append(next) }
             for date in dates where date > now { earliest = min(earliest ?? date, date) }
         }

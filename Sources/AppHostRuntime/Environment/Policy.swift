@@ -38,6 +38,11 @@ public struct Policy: Sendable, Equatable {
     public var processingTaskTime: Duration = .seconds(300)
     /// The least time between two background fetches of an app, whatever interval it asks for.
     public var minimumBackgroundFetchInterval: Duration = .seconds(900)
+    /// The least time between two runs of the same BGTaskScheduler task identifier, by the
+    /// scheduler (and `advance`); `run-task` is not held to it. iOS runs an app's refresh at most
+    /// every quarter of an hour or so, and its processing tasks rarely more than once a day.
+    public var minimumRefreshTaskInterval: Duration = .seconds(900)
+    public var minimumProcessingTaskInterval: Duration = .seconds(3600)
     /// Pending BGTaskScheduler requests one app may have.
     public var maximumPendingRefreshRequests = 1
     public var maximumPendingProcessingRequests = 10

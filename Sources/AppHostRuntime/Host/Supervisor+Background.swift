@@ -44,10 +44,10 @@ extension Supervisor {
                     "\(bundle.name) registered no launch handler for \(identifier) while it launched; register it before application(_:didFinishLaunchingWithOptions:) returns", code: .refused)
             }
             try refuseUnreachable(record, pushOnly: false)
-            if pending != nil {
-                schedule.cancel(identifier, for: bundle.identifier)
-                saveSchedule()
-            }
+            if pending != nil { schedule.cancel(identifier, for: bundle.identifier) }
+            // Run early, but run: the scheduler's next run of it keeps its interval from now.
+            schedule.ran(identifier, for: bundle.identifier, at: schedulerNow)
+            saveSchedule()
             let event = BackgroundEvent(
                 kind: kind == .appRefresh ? .appRefresh : .processing, taskIdentifier: identifier,
                 requiresExternalPower: pending?.requiresExternalPower ?? false,
@@ -174,8 +174,12 @@ extension Supervisor {
                         waiting = "the user force quit the app"
                     } else if request.kind == .appRefresh && !configuration.backgroundAppRefresh {
                         waiting = "background app refresh is off"
-                    } else if let date = request.earliestBeginDate, date > now {
+                    } else if let date = request.earliestBeginDate, date > now,
+                              date >= entry.notBefore(request, minimumInterval: minimumTaskInterval) {
                         waiting = "its earliest begin date, \(HostEvent.isoFormatter.string(from: Date(timeIntervalSince1970: date)))"
+                    } else if case let next = entry.notBefore(request, minimumInterval: minimumTaskInterval), next > now {
+                        let interval = Duration.seconds(minimumTaskInterval(request.kind)).formatted
+                        waiting = "\(HostEvent.isoFormatter.string(from: Date(timeIntervalSince1970: next))): at least \(interval) between runs of \(request.identifier), which last began \(HostEvent.isoFormatter.string(from: Date(timeIntervalSince1970: entry.lastRuns?[request.identifier] ?? 0)))"
                     } else if !unmet.isEmpty {
                         waiting = unmet.joined(separator: " and ")
                     } else if let run = record.run, run.machine.isAlive, run.machine.isInForeground {

@@ -44,7 +44,7 @@ extension Supervisor {
             } ?? []
             let (fetch, tasks) = schedule.takeDue(
                 for: id, now: now, conditions: conditions, refreshAvailable: configuration.backgroundAppRefresh, fetchFloor: floor,
-                running: running)
+                running: running, minimumInterval: minimumTaskInterval)
             changed = changed || schedule.apps[id] != before
             var events: [BackgroundEvent] = []
             if fetch && record.bundle.backgroundModes.contains(.fetch) { events.append(BackgroundEvent(kind: .fetch)) }
@@ -72,13 +72,20 @@ extension Supervisor {
 
     func armSchedulerTimer(now: Double, conditions: BackgroundSchedule.Conditions) {
         let names = apps.map(\.bundle.identifier)
-        guard let next = schedule.nextDate(after: now, apps: names, conditions: conditions, refreshAvailable: configuration.backgroundAppRefresh)
+        guard let next = schedule.nextDate(
+            after: now, apps: names, conditions: conditions, refreshAvailable: configuration.backgroundAppRefresh,
+            minimumInterval: minimumTaskInterval)
         else {
             schedulerTimer.schedule(deadline: .distantFuture)
             return
         }
         let delay = max(0, next - now)
         schedulerTimer.schedule(wallDeadline: .now() + delay, leeway: .milliseconds(10))
+    }
+
+    /// The policy's least time between two runs of one task identifier of this kind, in seconds.
+    func minimumTaskInterval(_ kind: WireTaskRequest.Kind) -> Double {
+        (kind == .appRefresh ? configuration.policy.minimumRefreshTaskInterval : configuration.policy.minimumProcessingTaskInterval).seconds
     }
 
     /// Whether the scheduler may wake the app now: not force quit, not in the foreground, not
