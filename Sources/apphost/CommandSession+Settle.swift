@@ -21,7 +21,7 @@ extension HostCommand {
             .app(app)
         case .memoryWarning(let app):
             app.map(Settling.app) ?? .everyApp
-        case .home, .open, .memoryPressure, .storagePressure, .power, .network, .advance, .resetClock, .tasks, .ps:
+        case .home, .open, .switcher, .memoryPressure, .storagePressure, .power, .network, .advance, .resetClock, .tasks, .ps:
             .everyApp
         case .sleep, .wait, .help, .quit:
             .nothing

@@ -62,6 +62,8 @@ struct CommandSession {
                 try supervisor.open(app)
             case .interrupt(let app, let duration):
                 try supervisor.interrupt(app, for: duration)
+            case .switcher:
+                try supervisor.openSwitcher()
             case .wake(let app):
                 try supervisor.wake(app)
             case .terminate(let app):

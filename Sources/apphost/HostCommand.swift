@@ -10,9 +10,12 @@ enum HostCommand: Sendable, Equatable {
     case open(String)
     /// Interrupt the foreground app (an alert, a call) for some seconds, or until open/home.
     case interrupt(String, Duration?)
+    /// Open the app switcher over the foreground app, until open/home.
+    case switcher
     /// Launch an app into the background, or resume a suspended one there, for no event.
     case wake(String)
-    /// Terminate an app: `applicationWillTerminate` if it runs, nothing if it is suspended.
+    /// Terminate an app: `applicationWillTerminate` if it runs (an active app first resigns
+    /// active, as through the app switcher), nothing if it is suspended.
     case terminate(String)
     /// Send `applicationDidReceiveMemoryWarning` to one app, or to every running app.
     case memoryWarning(String?)
@@ -57,8 +60,9 @@ enum HostCommand: Sendable, Equatable {
         ("home", "send the foreground app to the background"),
         ("open APP", "bring APP to the foreground, launching it if needed"),
         ("interrupt APP [SECONDS]", "an alert or a call: resign active, then become active after SECONDS (or at open/home)"),
+        ("switcher", "open the app switcher: the foreground app resigns active until open or home"),
         ("wake APP", "launch APP into the background, or resume it there, for no event"),
-        ("terminate APP", "terminate APP (applicationWillTerminate if it runs)"),
+        ("terminate APP", "terminate APP (applicationWillTerminate if it runs; an active app resigns active first, as in the app switcher)"),
         ("memory-warning [APP]", "applicationDidReceiveMemoryWarning to APP, or to every running app"),
         ("memory-pressure [MIB]", "memory runs short: warn, then end apps until all fit in MIB"),
         ("storage-pressure", "storage runs short: purge the caches and tmp of apps not running"),
@@ -121,6 +125,9 @@ enum HostCommand: Sendable, Equatable {
         case "interrupt":
             try count(1...2, "interrupt APP [SECONDS]")
             return .interrupt(arguments[0], try arguments.count == 2 ? seconds(arguments[1], "SECONDS") : nil)
+        case "switcher":
+            try count(0...0, "switcher")
+            return .switcher
         case "wake":
             try count(1...1, "wake APP")
             return .wake(arguments[0])

@@ -10,7 +10,7 @@ struct Launch: AsyncParsableCommand {
         discussion: """
             Prints one line per life-cycle event (--json: JSON lines). Reads commands from --script FILE \
             and then from standard input, one per line:
-              home | open APP | interrupt APP [SECONDS] | wake APP | terminate APP | memory-warning [APP]
+              home | open APP | interrupt APP [SECONDS] | switcher | wake APP | terminate APP | memory-warning [APP]
               memory-pressure [MIB] | storage-pressure | fetch APP | run-task APP IDENTIFIER | expire APP [IDENTIFIER]
               push APP FILE.json | power plugged|battery | network online|offline | advance SECONDS | tasks
               advance reset | sleep SECONDS | wait APP STATE [TIMEOUT] | ps | help | quit

@@ -44,4 +44,27 @@ struct FidelityTests {
         host.closeInput()
         #expect(try host.waitForExit() == 0)
     }
+
+    /// `switcher`: the foreground app resigns active; `open` makes it active again, `home` sends it
+    /// to the background.
+    @Test func theAppSwitcherMakesTheForegroundAppInactiveUntilOpenOrHome() throws {
+        let scratch = try Scratch()
+        let host = try HostSession([try scratch.bundle("Switched")], scratch: scratch)
+        try host.waitFor("Switched", "didBecomeActive")
+        host.send("switcher")
+        try host.waitFor("Switched", "willResignActive")
+        #expect(host.allEvents.filter { $0.name == "Switched" }.map(\.event).suffix(2) == ["switcher", "willResignActive"])
+        host.send("open Switched")
+        try host.waitFor("Switched", "didBecomeActive", occurrence: 2)
+        host.send("switcher")
+        host.send("home")
+        try host.waitFor("Switched", "suspended")
+        #expect(scratch.callbacks("Switched").suffix(4) == [
+            "willResignActive active", "didBecomeActive active", "willResignActive active", "didEnterBackground background",
+        ])
+        host.send("switcher")
+        try host.waitForStandardError(containing: "apphost: stdin: no app is in the foreground")
+        host.closeInput()
+        #expect(try host.waitForExit() == 0)
+    }
 }

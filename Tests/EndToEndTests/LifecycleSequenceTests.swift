@@ -96,13 +96,15 @@ struct LifecycleSequenceTests {
         #expect(try host.waitForExit() == 0)
     }
 
+    /// As a user does it: the app switcher first, where the app resigns active, then swiped away.
     @Test func terminatingARunningAppCallsWillTerminate() throws {
         let scratch = try Scratch()
         let host = try HostSession([try scratch.bundle("Ending")], scratch: scratch)
         try host.waitFor("Ending", "didBecomeActive")
         host.send("terminate Ending")
         let end = try host.waitFor("Ending", "terminated")
-        #expect(scratch.callbacks("Ending").last == "willTerminate active")
+        #expect(scratch.callbacks("Ending").suffix(2) == ["willResignActive active", "willTerminate inactive"])
+        #expect(host.allEvents.filter { $0.name == "Ending" }.map(\.event).suffix(4) == ["switcher", "willResignActive", "willTerminate", "terminated"])
         #expect(end.kind == "user-terminated")
         #expect(end.namespace == "USER")
         let report = try Report(end)

@@ -8,7 +8,7 @@ struct OutcomeTests {
     /// One app terminated as asked, then one that crashes: a run with one of each end.
     private func runWithACrash(_ scratch: Scratch, trace: URL) throws -> (status: Int32, output: String, error: String) {
         let script = scratch.url.appendingPathComponent("script")
-        try Data("wait Listed active\nterminate Listed\nwait Listed terminated\nopen Crasher\nwait Crasher terminated\n".utf8).write(to: script)
+        try Data("wait Listed active\nsleep 0.5\nterminate Listed\nwait Listed terminated\nopen Crasher\nwait Crasher terminated\n".utf8).write(to: script)
         return try runApphost([
             "launch", "--state-dir", scratch.stateDirectory.path, "--script", script.path, "--trace", trace.path,
             try scratch.bundle("Listed").path,
@@ -112,7 +112,7 @@ struct OutcomeTests {
         let crasher = try #require(process("Crasher (test.crasher)"))
         #expect(process("apphost") == 1)
         let states = events.filter { $0["pid"] as? Int == listed && $0["cat"] as? String == "state" }
-        #expect(states.map { $0["name"] as? String } == ["launching", "inactive", "active"])
+        #expect(states.map { $0["name"] as? String } == ["launching", "inactive", "active", "inactive"], "terminated through the app switcher")
         #expect(states.allSatisfy { $0["ph"] as? String == "X" && ($0["dur"] as? Int).map { $0 >= 0 } == true })
         let callback = try #require(events.first { $0["pid"] as? Int == listed && $0["name"] as? String == "didBecomeActive" })
         #expect(callback["ph"] as? String == "X" && callback["tid"] as? Int == 2 && (callback["dur"] as? Int ?? 0) > 0)

@@ -259,6 +259,19 @@ public final class Supervisor: @unchecked Sendable {
         queue.sync { sendForegroundAppAway(except: nil) }
     }
 
+    /// Opens the app switcher (`switcher`): the foreground app resigns active until `open` or
+    /// `home`. Returns the app's name; throws when no app is in the foreground.
+    @discardableResult
+    public func openSwitcher() throws -> String {
+        try queue.sync {
+            guard let record = apps.first(where: { $0.run.map { $0.machine.isAlive && $0.machine.isInForeground } ?? false }),
+                  let run = record.run
+            else { throw SupervisorError("no app is in the foreground", code: .wrongState) }
+            handle(record, run, .openSwitcher)
+            return record.bundle.name
+        }
+    }
+
     /// Interrupts the foreground app, for `duration` or until `open`/`home` (`interrupt APP`).
     public func interrupt(_ name: String, for duration: Duration?) throws {
         try queue.sync {

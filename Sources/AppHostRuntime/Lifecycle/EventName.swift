@@ -30,6 +30,8 @@ public struct EventName: RawRepresentable, Hashable, Sendable, Codable, CustomSt
     public static let launchTask = EventName(rawValue: "launchTask")
     // The life cycle.
     public static let interrupted = EventName(rawValue: "interrupted")
+    /// The app switcher opened over the app (`switcher`, or a user's `terminate` of the active app).
+    public static let switcher = EventName(rawValue: "switcher")
     public static let snapshot = EventName(rawValue: "snapshot")
     public static let suspended = EventName(rawValue: "suspended")
     public static let resumed = EventName(rawValue: "resumed")

@@ -26,6 +26,9 @@ extension LifecycleMachine {
         case moveToBackground
         case interrupt(Duration?)
         case endInterruption
+        /// The app switcher opened over the foreground app: it resigns active until `open` or
+        /// `home` (or a user termination) ends it.
+        case openSwitcher
         case terminate(byUser: Bool)
         /// Resume a suspended app into the background (sequence 6); the seam where background
         /// events (fetch, push, tasks) will be delivered.

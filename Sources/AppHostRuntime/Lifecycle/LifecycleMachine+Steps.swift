@@ -126,6 +126,11 @@ extension LifecycleMachine {
         }
         if case .terminated(let request) = placement {
             guard phase != .suspended else { return kill(endWithoutCallback(request, while: "suspended")) }
+            if request.kind == .userTerminated && phase == .active {
+                // The user swipes the app away in the app switcher, which first makes it resign
+                // active: applicationWillTerminate then runs in .inactive, as on a device.
+                return [event(.switcher)] + send(.willResignActive, state: .active, after: .inactive, now: now)
+            }
             return send(.willTerminate, state: observedState, now: now)
         }
         if pendingMemoryWarning && phase != .suspended {

@@ -283,6 +283,12 @@ package struct LifecycleMachine: Sendable {
             placement = .interrupted
             deadlines[.interruption] = duration.map { now + $0 }
 
+        case .openSwitcher:
+            guard isAlive, isInForeground else { return [] }
+            placement = .interrupted
+            deadlines[.interruption] = nil
+            actions.append(event(.switcher))
+
         case .endInterruption:
             guard placement == .interrupted else { return [] }
             placement = .foreground
