@@ -118,7 +118,10 @@ enum AppMain {
         case .callback(let request):
             run(request)
         case .expire(let taskIDs, let remaining):
+            // The host's watchdog times the handlers, which run here, on the main thread.
+            hostLink.send(.expirationHandlers(taskIDs: taskIDs, returned: false))
             Application.hosted.expire(taskIDs: taskIDs, remaining: remaining)
+            hostLink.send(.expirationHandlers(taskIDs: taskIDs, returned: true))
         case .expireWork(let work):
             Application.hosted.scheduler.expire(work: work)
         case .configure:

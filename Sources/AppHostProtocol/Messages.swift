@@ -274,6 +274,9 @@ package enum AppMessage: Codable, Sendable, Equatable {
     case submitTask(WireTaskRequest)
     /// `cancel(taskRequestWithIdentifier:)`; nil: `cancelAllTaskRequests()`.
     case cancelTask(String?)
+    /// The expiration handlers of these background tasks began (`returned` false) or all
+    /// returned (true), on the main thread: the host's watchdog of expiration handlers.
+    case expirationHandlers(taskIDs: [UInt64], returned: Bool)
     /// A swift-log record: its level (`trace` … `critical`), the logger's label, and the message
     /// with its metadata.
     case log(level: String, label: String, message: String)

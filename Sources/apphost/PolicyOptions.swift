@@ -18,6 +18,7 @@ struct PolicyOptions: ParsableArguments {
     @Option(name: .knob("backgroundTime"), help: .knob("backgroundTime")) var backgroundTime: String?
     @Option(name: .knob("expirationWarning"), help: .knob("expirationWarning")) var expirationWarning: String?
     @Option(name: .knob("expirationGrace"), help: .knob("expirationGrace")) var expirationGrace: String?
+    @Option(name: .knob("expirationHandlerTimeout"), help: .knob("expirationHandlerTimeout")) var expirationHandlerTimeout: String?
     @Option(name: .knob("maximumBackgroundTasks"), help: .knob("maximumBackgroundTasks")) var maximumBackgroundTasks: String?
     @Option(name: .knob("allowedCapabilities"), help: .knob("allowedCapabilities")) var allowedCapabilities: [String] = []
     @Option(name: .knob("openFileLimit"), help: .knob("openFileLimit")) var openFileLimit: String?

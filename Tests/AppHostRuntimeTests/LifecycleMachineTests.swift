@@ -30,6 +30,10 @@ struct SimulatedHost {
     var verifiesSuspension = true
     /// False: the main thread never answers a watchdog's sample signal.
     var answersSample = true
+    /// The main thread is blocked: expiration handlers never begin.
+    var mainThreadBlocked = false
+    /// Expiration handlers begin but never return.
+    var expirationHandlersHang = false
     /// Main-thread backtraces asked for, by watchdogs.
     var samples = 0
 
@@ -55,6 +59,9 @@ struct SimulatedHost {
                     }
                 case .expire(let ids, _):
                     expirations.append(ids)
+                    // The SDK runs the handlers on the main thread and says when they begin and return.
+                    if !mainThreadBlocked { queue.append(.expirationHandlers(taskIDs: ids, returned: false)) }
+                    if !mainThreadBlocked && !expirationHandlersHang { queue.append(.expirationHandlers(taskIDs: ids, returned: true)) }
                 case .expireWork(let id):
                     workExpirations.append(id)
                 case .freeze:
@@ -302,6 +309,46 @@ struct SimulatedHost {
         host.advance(by: .milliseconds(1))
         #expect(host.finished?.code == TerminationCode.backgroundTimeExhausted.rawValue)
         #expect(host.finished?.reason == "background task #1 \"upload\" still open 5.0 s after its background time (30.0 s) ran out")
+    }
+
+    /// Apple: expiration handlers must run in "less than a second or so".
+    @Test func aSlowExpirationHandlerIsEndedByTheWatchdog() {
+        var host = SimulatedHost()
+        host.expirationHandlersHang = true
+        host.send(.launch(.foreground, reason: "user"))
+        host.send(.taskBegan(id: 1, name: "upload"))
+        host.send(.moveToBackground)
+        host.advance(by: .seconds(25))
+        #expect(host.expirations == [[1]])
+        host.advance(by: .milliseconds(999))
+        #expect(host.finished == nil)
+        host.advance(by: .milliseconds(1))
+        #expect(host.finished?.code == TerminationCode.watchdog.rawValue)
+        #expect(host.finished?.reason == "the expiration handler of background task #1 \"upload\" did not return within 1.0 s (it has run 1.0 s); expiration handlers must finish in about a second")
+        #expect(host.samples == 1, "with the main thread's backtrace")
+    }
+
+    @Test func aBlockedMainThreadIsNamedAsWhyTheExpirationHandlerDidNotRun() {
+        var host = SimulatedHost()
+        host.mainThreadBlocked = true
+        host.send(.launch(.foreground, reason: "user"))
+        host.send(.taskBegan(id: 1, name: "upload"))
+        host.send(.moveToBackground)
+        host.advance(by: .seconds(35))
+        #expect(host.finished?.code == TerminationCode.backgroundTimeExhausted.rawValue)
+        #expect(host.finished?.reason == "background task #1 \"upload\" still open 5.0 s after its background time (30.0 s) ran out; "
+            + "its expiration handler could not run: the main thread was blocked, not answering for 35.0 s (since the snapshot was taken)")
+    }
+
+    @Test func expirationHandlersThatReturnInTimeChangeNothing() {
+        var host = SimulatedHost()
+        host.send(.launch(.foreground, reason: "user"))
+        host.send(.taskBegan(id: 1, name: "upload"))
+        host.send(.moveToBackground)
+        host.advance(by: .seconds(25))
+        host.send(.taskEnded(id: 1))
+        #expect(host.state == .suspended)
+        #expect(host.finished == nil)
     }
 
     @Test func endingEveryTaskSuspends() {

@@ -67,4 +67,43 @@ struct FidelityTests {
         host.closeInput()
         #expect(try host.waitForExit() == 0)
     }
+
+    /// Background time of 2 s: the expiration handlers run at 1 s, the grace ends at 3 s.
+    private static let shortBackground = ["--background-time", "2", "--expiration-warning", "1", "--expiration-grace", "1"]
+
+    @Test func aSlowExpirationHandlerIsEndedByTheWatchdog() throws {
+        let scratch = try Scratch()
+        let host = try HostSession(
+            [try scratch.bundle("Slow", behavior: ["beginTaskIn": "didEnterBackground", "expirationBlocks": 3.0])], scratch: scratch,
+            arguments: Self.shortBackground)
+        try host.waitFor("Slow", "didBecomeActive")
+        host.send("home")
+        let end = try host.waitFor("Slow", "terminated")
+        #expect(end.code == "0x8badf00d")
+        #expect(end.reason == "the expiration handler of background task #1 \"probe-0\" did not return within 1.0 s (it has run 1.0 s); expiration handlers must finish in about a second")
+        #expect(scratch.recorded("Slow").contains { $0.hasPrefix("expiration background main=true") })
+        let report = try Report(end)
+        let frames = (report["backtrace"] as? [String: Any])?["frames"] as? [[String: Any]] ?? []
+        #expect(frames.contains { ($0["symbol"] as? String)?.contains("AppDelegate") == true }, "the main thread, in the handler")
+        host.closeInput()
+        #expect(try host.waitForExit() == HostExit.watchdog)
+    }
+
+    @Test func aBlockedMainThreadIsWhyTheExpirationHandlerDidNotRun() throws {
+        let scratch = try Scratch()
+        let host = try HostSession(
+            [try scratch.bundle("Stuck", behavior: ["beginTaskIn": "didEnterBackground", "blockMainAfter": "didEnterBackground"])],
+            scratch: scratch, arguments: Self.shortBackground)
+        try host.waitFor("Stuck", "didBecomeActive")
+        host.send("home")
+        let end = try host.waitFor("Stuck", "terminated")
+        #expect(end.code == "0x2182bad2")
+        let reason = try #require(end.reason)
+        #expect(reason.hasPrefix("background task #1 \"probe-0\" still open 1.0 s after its background time (2.0 s) ran out; "
+            + "its expiration handler could not run: the main thread was blocked, not answering for "), "\(reason)")
+        #expect(reason.hasSuffix(" s (since applicationDidEnterBackground(_:) returned)") || reason.hasSuffix(" s (since the snapshot was taken)"), "\(reason)")
+        #expect(!scratch.recorded("Stuck").contains { $0.hasPrefix("expiration ") })
+        host.closeInput()
+        #expect(try host.waitForExit() == HostExit.backgroundRules)
+    }
 }

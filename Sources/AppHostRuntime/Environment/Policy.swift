@@ -28,6 +28,9 @@ public struct Policy: Sendable, Equatable {
     public var expirationWarning: Duration = .seconds(5)
     /// How long after the background time ends the app may still hold tasks before it is killed.
     public var expirationGrace: Duration = .seconds(5)
+    /// The watchdog of one expiry's expiration handlers on the main thread, all together: Apple
+    /// asks for "less than a second or so"; longer ends the app with 0x8badf00d.
+    public var expirationHandlerTimeout: Duration = .seconds(1)
     /// More open background tasks than this in one app: killed with 0xbada5e47.
     public var maximumBackgroundTasks = 1000
     /// A background fetch or background remote notification, to call its completion handler.

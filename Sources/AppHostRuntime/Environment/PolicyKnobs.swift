@@ -86,6 +86,8 @@ extension Policy {
               "Expiration handlers run this long before the background time ends"),
         .init("expirationGrace", "expiration-grace", .seconds(\.expirationGrace),
               "Grace after the background time ends before 0x2182bad2"),
+        .init("expirationHandlerTimeout", "expiration-handler-timeout", .seconds(\.expirationHandlerTimeout),
+              "Watchdog of one expiry's expiration handlers on the main thread, together (0x8badf00d)"),
         .init("maximumBackgroundTasks", "maximum-background-tasks", .count(\.maximumBackgroundTasks),
               "Most open background tasks per app before 0xbada5e47"),
         .init("allowedCapabilities", "allow-capability", .capabilityNames(\.allowedCapabilities),

@@ -34,7 +34,7 @@ enum ControlStage: Equatable {
         // The runner fails before the plugin runs; the SDK before the delegate exists.
         case .launchFailed: self == .confining || self == .loading
         case .warning, .log: self == .loading || self == .running
-        case .ack, .taskBegan, .taskEnded, .fetchInterval, .workCompleted, .registerTask, .submitTask, .cancelTask:
+        case .ack, .taskBegan, .taskEnded, .expirationHandlers, .fetchInterval, .workCompleted, .registerTask, .submitTask, .cancelTask:
             self == .running
         }
     }
@@ -63,6 +63,7 @@ extension AppMessage {
         case .taskEnded: "taskEnded"
         case .warning: "warning"
         case .log: "log"
+        case .expirationHandlers: "expirationHandlers"
         case .fetchInterval: "fetchInterval"
         case .workCompleted: "workCompleted"
         case .registerTask: "registerTask"

@@ -109,6 +109,7 @@ extension Supervisor {
             handle(record, run, .acknowledged(id: id, returned: returned, snapshot: snapshot?.cut(to: Self.textLimit)))
         case .taskBegan(let id, let name): handle(record, run, .taskBegan(id: id, name: name))
         case .taskEnded(let id): handle(record, run, .taskEnded(id: id))
+        case .expirationHandlers(let ids, let returned): handle(record, run, .expirationHandlers(taskIDs: ids, returned: returned))
         case .warning(let text): handle(record, run, .warning(text.cut(to: Self.textLimit)))
         case .log(let level, let label, let text):
             guard let level = LogLevel(rawValue: level) else {

@@ -35,6 +35,7 @@ extension LifecycleMachine {
             case .backgroundWarning:
                 guard !openTasks.isEmpty, !expirationSent else { break }
                 expirationSent = true
+                expirationBegan = false
                 let ids = openTasks.keys.sorted()
                 actions.append(event(.expiration, detail: ids.map(taskLabel).joined(separator: ", ")))
                 actions.append(.expire(taskIDs: ids, remaining: policy.expirationWarning.seconds))
@@ -43,7 +44,14 @@ extension LifecycleMachine {
                 let tasks = openTasks.keys.sorted().map(taskLabel).joined(separator: ", ")
                 actions += kill(Termination(
                     kind: .backgroundTime, namespace: .runningBoard, code: TerminationCode.backgroundTimeExhausted.rawValue,
-                    reason: "background task \(tasks) still open \(policy.expirationGrace.formatted) after its background time (\(policy.backgroundTime.formatted)) ran out"))
+                    reason: "background task \(tasks) still open \(policy.expirationGrace.formatted) after its background time (\(policy.backgroundTime.formatted)) ran out"
+                        + (expirationSent && !expirationBegan ? "; \(blockedMainThread(now: now))" : "")))
+            case .expirationHandlers:
+                guard let (ids, began) = expirationsRunning.min(by: { $0.value < $1.value }) else { break }
+                let tasks = ids.map(taskLabel).joined(separator: ", ")
+                actions += kill(.watchdog(
+                    "the expiration handler of background task \(tasks) did not return within \(policy.expirationHandlerTimeout.formatted) "
+                        + "(it has run \(began.duration(to: now).formatted)); expiration handlers must finish in about a second"))
             case .interruption:
                 if placement == .interrupted { placement = .foreground }
             case .work(let id):
@@ -65,6 +73,16 @@ extension LifecycleMachine {
             }
         }
         return actions
+    }
+
+    /// Why expiration handlers never began: "its expiration handler could not run: the main
+    /// thread was blocked, not answering for 31.0 s (since applicationDidEnterBackground(_:) returned)".
+    func blockedMainThread(now: HostInstant) -> String {
+        guard let (at, how) = mainThreadAnswered else {
+            return "its expiration handler could not run: the main thread never answered"
+        }
+        return "its expiration handler could not run: the main thread was blocked, "
+            + "not answering for \(at.duration(to: now).formatted) (since \(how))"
     }
 
     // MARK: Ending

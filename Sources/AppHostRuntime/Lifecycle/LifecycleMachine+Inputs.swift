@@ -26,6 +26,8 @@ extension LifecycleMachine {
         case moveToBackground
         case interrupt(Duration?)
         case endInterruption
+        /// The expiration handlers of these tasks began, or all returned, on the main thread.
+        case expirationHandlers(taskIDs: [UInt64], returned: Bool)
         /// The app switcher opened over the foreground app: it resigns active until `open` or
         /// `home` (or a user termination) ends it.
         case openSwitcher

@@ -53,6 +53,8 @@ package struct LifecycleMachine: Sendable {
         case killEscalation
         /// A watchdog asked for the main thread's backtrace; the kill follows by then at the latest.
         case mainThreadSample
+        /// Expiration handlers began; they must all have returned by then.
+        case expirationHandlers
     }
 
     /// How long a watchdog kill waits for the main thread's backtrace before it kills regardless.
@@ -108,6 +110,14 @@ package struct LifecycleMachine: Sendable {
     package internal(set) var work: [UInt64: Work] = [:]
     var nextWorkID: UInt64 = 1
     var expirationSent = false
+    /// Expiration handlers running on the main thread, by the tasks they expire: when they began.
+    var expirationsRunning: [[UInt64]: HostInstant] = [:]
+    /// Whether the handlers of the last expiry sent have begun: if not, the main thread never
+    /// took the message (it was blocked).
+    var expirationBegan = false
+    /// The last time the app's main thread was seen to answer, and how: a callback returned,
+    /// expiration handlers ran.
+    var mainThreadAnswered: (at: HostInstant, how: String)?
     /// When `expire APP` ended the background time before its budget.
     var backgroundTimeEndedEarly: HostInstant?
     /// The time of the input being handled: every deadline armed while handling it counts from it.
@@ -194,7 +204,20 @@ package struct LifecycleMachine: Sendable {
             }
             inFlight = nil
             deadlines[.callback] = nil
+            mainThreadAnswered = (now, flight.callback == .snapshot ? "the snapshot was taken" : "\(flight.callback.delegateMethodName) returned")
             actions += acknowledged(flight, returned: returned, snapshot: snapshot, now: now)
+
+        case .expirationHandlers(let ids, let returned):
+            guard isLive else { return [] }
+            mainThreadAnswered = (now, returned ? "expiration handlers returned" : "expiration handlers began")
+            if returned {
+                expirationsRunning[ids] = nil
+            } else {
+                expirationBegan = true
+                // Bounded: an app that sends begins and never returns has at most a few timed.
+                if expirationsRunning.count < 8 { expirationsRunning[ids] = now }
+            }
+            deadlines[.expirationHandlers] = expirationsRunning.values.min().map { $0 + policy.expirationHandlerTimeout }
 
         case .taskBegan(let id, let name):
             guard isLive else { return [] }
@@ -356,6 +379,7 @@ package struct LifecycleMachine: Sendable {
             deadlines[.backgroundWarning] = nil
             deadlines[.backgroundEnd] = now + policy.expirationGrace
             let ids = openTasks.keys.sorted()
+            expirationBegan = false
             actions.append(event(.expiration, detail: ids.map(taskLabel).joined(separator: ", ")))
             actions.append(.expire(taskIDs: ids, remaining: 0))
 

@@ -36,6 +36,10 @@ final class AppDelegate: ApplicationDelegate {
         if let grow = behavior["growMiB"] as? [String: Any], grow["in"] as? String == name {
             memoryUse.grow(step: grow["step"] as? Int ?? 10, every: grow["every"] as? Double ?? 0.05, upTo: grow["upTo"] as? Int)
         }
+        // The main thread blocked just after the callback returns (expiration handlers cannot run).
+        if behavior["blockMainAfter"] as? String == name {
+            DispatchQueue.main.async { Thread.sleep(forTimeInterval: 3600) }
+        }
         if behavior["blockIn"] as? String == name {
             Thread.sleep(forTimeInterval: behavior["blockSeconds"] as? Double ?? 3600)
         }
@@ -95,6 +99,8 @@ final class AppDelegate: ApplicationDelegate {
             let identifier = application.beginBackgroundTask(withName: "probe-\(index)") { [weak self] in
                 guard let self else { return }
                 record("expiration \(Application.shared.applicationState) main=\(Thread.isMainThread) remaining=\(String(format: "%.1f", Application.shared.backgroundTimeRemaining))")
+                // A slow handler, which the host's expiration watchdog ends.
+                if let seconds = behavior["expirationBlocks"] as? Double { Thread.sleep(forTimeInterval: seconds) }
                 if behavior["endTaskOnExpiration"] as? Bool == true {
                     Application.shared.endBackgroundTask(task)
                     task = .invalid
