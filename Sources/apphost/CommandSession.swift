@@ -68,6 +68,9 @@ struct CommandSession {
                 try supervisor.wake(app)
             case .terminate(let app):
                 try supervisor.terminate(app)
+                // Over when the command is: the app has ended and its report is written, so a
+                // script's or `apphost ctl`'s next step (`apphost reports`) finds it.
+                try await supervisor.settle([app])
             case .memoryWarning(let app):
                 try supervisor.memoryWarning(app)
             case .memoryPressure(let target):

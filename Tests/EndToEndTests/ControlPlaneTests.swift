@@ -31,6 +31,13 @@ import Testing
         #expect(try runApphost(state + ["home"]).status == 0)
         #expect(try runApphost(state + ["wait", "Hello", "suspended", "10"]).status == 0)
         try host.waitFor("Hello", "suspended")
+
+        // terminate returns once the app has ended: its report is there at once.
+        #expect(try runApphost(state + ["terminate", "Hello"]).status == 0)
+        let report = try runApphost(["reports", "--state-dir", scratch.stateDirectory.path, "hello", "--last", "--json"])
+        #expect(report.status == 0)
+        let fields = try #require(try JSONSerialization.jsonObject(with: Data(report.output.utf8)) as? [String: Any])
+        #expect(fields["kind"] as? String == "force-quit")
     }
 
     @Test func ctlEventsFollowsOneAppsEventsUntilInterrupted() throws {
