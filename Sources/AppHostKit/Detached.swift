@@ -10,7 +10,7 @@ import AppHostSystem
 // delegate and nothing to tell. `Application.shared` is then a detached application: it never
 // traps, background tasks, BGTaskScheduler and completion handlers work as under a host, and what
 // the SDK would have told the host is recorded. `DetachedApplication` makes one with a delegate
-// and drives its callbacks in LIFECYCLE.md's order, as the host would.
+// and drives its callbacks in the order of README.md's "The life cycle", as the host would.
 
 /// Which detached application `Application.shared` is outside a host.
 enum Detached {

@@ -9,7 +9,7 @@ package let appProcessArgument = "__app-process"
 /// The version both sides send first; a mismatch ends the connection with a clear error.
 package let wireProtocolVersion = 1
 
-/// `applicationState` as the app observes it. Raw values as in LIFECYCLE.md.
+/// `applicationState` as the app observes it. Raw values as UIKit's.
 package enum WireApplicationState: Int, Codable, Sendable {
     case active = 0
     case inactive = 1

@@ -5,7 +5,7 @@ import Glibc
 import CAppHostShims
 import CCap
 
-/// What the runner does to its own process before any app code runs (DESIGN.md, Sandbox), in
+/// What the runner does to its own process before any app code runs (README.md, "The sandbox"), in
 /// this order: bounding and ambient capabilities dropped; the per-app user; the capabilities
 /// the app keeps; NO_NEW_PRIVS; resource limits; Landlock; seccomp last, so that none of the
 /// steps before it needs a syscall the app is refused.
@@ -73,7 +73,7 @@ package enum Confinement {
             }
             try valueOrErrno("setresuid(\(user.uid))") { apphost_switch_user(user.uid, user.gid, user.groups.count, user.groups) }
             _ = apphost_set_keep_capabilities(0)
-            // A uid change clears the parent-death signal (DESIGN.md, Known traps).
+            // A uid change clears the parent-death signal.
             if let parent = plan.parentPID {
                 _ = apphost_set_parent_death_signal(SIGKILL)
                 if getppid() != parent { _exit(0) }

@@ -4,7 +4,7 @@ import Glibc
 #endif
 import CAppHostShims
 
-/// Each app in a PID namespace and a mount namespace of its own (DESIGN.md, Sandbox).
+/// Each app in a PID namespace and a mount namespace of its own (README.md, "The sandbox").
 ///
 /// The host starts `apphost-init` as the init (pid 1) of a new PID namespace, and it starts the
 /// app's runner (pid 2): when the init ends, however it ends (the host killed with SIGKILL

@@ -123,7 +123,7 @@ package enum Seccomp {
 }
 
 /// The supervisor's end of an app's seccomp listener: each refused call waits in the kernel until
-/// the supervisor answers it. Never approves a call (DESIGN.md, Known traps): it only refuses,
+/// the supervisor answers it. Never approves a call (a notification that approves could be raced): it only refuses,
 /// and records what was refused.
 package final class SyscallListener {
     /// A call the filter did not allow, as the kernel reports it.

@@ -1,4 +1,4 @@
-/// What an app may ask the kernel for (DESIGN.md, Sandbox): a base allow-list that the Swift
+/// What an app may ask the kernel for (README.md, "The sandbox"): a base allow-list that the Swift
 /// runtime, Foundation and Dispatch need, widened by the entitlement groups its bundle declares.
 /// Everything else is refused with EPERM and reported; a few dangerous calls end the app.
 ///
@@ -55,7 +55,7 @@ package struct SyscallProfile: Sendable, Equatable {
     }
 
     /// Answered with ENOSYS, not EPERM, and not reported: glibc creates threads with clone3 and
-    /// falls back to clone (whose flags a filter can read) only on ENOSYS (DESIGN.md, Known traps).
+    /// falls back to clone (whose flags a filter can read) only on ENOSYS.
     /// openat2 likewise: its mode sits in a struct the filter cannot read, and glibc's open does
     /// not use it (callers that do fall back to openat).
     package static let unimplemented = ["clone3", "openat2"]

@@ -4,7 +4,7 @@ import Testing
 @testable import AppHostRuntime
 
 /// Background events in the life-cycle machine, on a virtual clock: the 30 s and 5 min budgets
-/// of LIFECYCLE.md are checked in microseconds.
+/// of the life cycle are checked in microseconds.
 @Suite struct BackgroundWorkMachineTests {
     static let refresh = BackgroundEvent(kind: .appRefresh, taskIdentifier: "com.example.refresh")
     static let processing = BackgroundEvent(kind: .processing, taskIdentifier: "com.example.clean", requiresExternalPower: true)

@@ -1,7 +1,7 @@
 import Foundation
 import Testing
 
-/// LIFECYCLE.md's sequences 1–7 against real app processes. Each test checks what the app itself
+/// README.md's life-cycle sequences 1–7 against real app processes. Each test checks what the app itself
 /// recorded inside each callback (its applicationState), not the host's log.
 @Suite(.serialized, .timeLimit(.minutes(1)))
 struct LifecycleSequenceTests {

@@ -2,7 +2,7 @@ public import Foundation
 import AppHostSandbox
 
 /// An app bundle on disk, `Name.app/` with `Info.plist` and the plugin. The supervisor reads it as
-/// data only: it never loads the plugin (DESIGN.md, the one rule).
+/// data only: it never loads the plugin (the supervisor never runs app code).
 public struct AppBundle: Sendable, Equatable {
     public var url: URL
     /// `CFBundleIdentifier`, e.g. com.example.notes.

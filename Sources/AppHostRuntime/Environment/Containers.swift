@@ -129,7 +129,7 @@ enum Containers {
             "PATH=/usr/local/bin:/usr/bin:/bin",
             "LANG=C.UTF-8",
             // Without CAP_SYS_NICE libdispatch complains about every worker's priority, through
-            // syslog's /dev/log (DESIGN.md, Known traps) or, set to stderr, into the app's output.
+            // syslog's /dev/log or, set to stderr, into the app's output.
             "LIBDISPATCH_LOG=NO",
             // The backtracer spawns a helper on every crash; a crash should stay a plain crash.
             "SWIFT_BACKTRACE=enable=no",

@@ -104,7 +104,7 @@ extension Supervisor {
 
     /// Every thread is stopped. Before the app counts as suspended, what it holds is checked: it
     /// can no longer take or release anything, so the check sees exactly what it would keep.
-    /// 0xdead10cc if it holds something shared (DESIGN.md, Shared resources).
+    /// 0xdead10cc if it holds something shared (README.md, "Resource rules").
     private func frozen(_ record: AppRecord, _ run: AppRun) {
         guard run.machine.phase == .suspending, !endIfHoldingSharedResources(record, run) else { return }
         handle(record, run, .suspensionVerified)

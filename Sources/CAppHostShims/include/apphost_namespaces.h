@@ -2,7 +2,7 @@
 #define APPHOST_NAMESPACES_H
 
 // Starting an app process in namespaces of its own, and what its init does inside them
-// (DESIGN.md, Sandbox). Everything here that runs in a child between clone and execve, or in
+// (README.md, "The sandbox"). Everything here that runs in a child between clone and execve, or in
 // the namespace's init, makes system calls only: no allocation, no locks.
 
 #include <sys/types.h>
