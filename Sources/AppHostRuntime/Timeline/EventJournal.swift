@@ -20,7 +20,7 @@ public final class EventJournal: Sendable {
 
     public let url: URL
     private let fd: Int32
-    private let queue = DispatchQueue(label: "apphost.journal")
+    private let queue = RecordingQueue(label: "apphost.journal")
     nonisolated(unsafe) private let state = State()  // touched only on `queue`
 
     /// Starts the journal of a run that began at `start`, and removes the oldest beyond `keptRuns`.
@@ -37,9 +37,13 @@ public final class EventJournal: Sendable {
 
     /// Records one event; returns at once.
     public func record(_ event: HostEvent) {
-        queue.async { [self] in
+        queue.async { [self] dropped in
             guard !state.full else { return }
             var line = Array((event.jsonLine + "\n").utf8)
+            if dropped > 0 {
+                let notice = HostEvent(time: event.time, event: .warning, detail: "\(dropped) events were not journaled: they came faster than the journal could write them")
+                line = Array((notice.jsonLine + "\n").utf8) + line
+            }
             if state.written + line.count > Self.maximumBytes {
                 state.full = true
                 let notice = HostEvent(time: event.time, event: .warning, detail: "the journal stopped at \(Self.maximumBytes) bytes; later events are not recorded")

@@ -12,14 +12,19 @@ import AppHostSystem
 /// `background tasks` (async spans, which may overlap) and `events` (every other event as an
 /// instant, terminations with their code and reason). The host's own notices are the `apphost`
 /// process. Times are microseconds since the first event. A host that is killed leaves the
-/// array unclosed, which both viewers accept.
+/// array unclosed, which both viewers accept. The file stops growing at `maximumBytes`, with an
+/// instant that says so.
 public final class TraceEventWriter: Sendable {
+    public static let maximumBytes = 256 * 1024 * 1024
+
     private final class State {
         var timeline = Timeline()
         var processes: [String: Int] = [:]
         var wroteFirst = false
         var nextAsyncID = 1
         var origin: Date?
+        var written = 0
+        var full = false
     }
 
     private enum Track: Int, CaseIterable {
@@ -36,7 +41,7 @@ public final class TraceEventWriter: Sendable {
     }
 
     private let fd: Int32
-    private let queue = DispatchQueue(label: "apphost.trace")
+    private let queue = RecordingQueue(label: "apphost.trace")
     nonisolated(unsafe) private let state = State()  // touched only on `queue`
 
     /// Creates (or truncates) `url` and writes the array's opening and the host's track.
@@ -48,10 +53,16 @@ public final class TraceEventWriter: Sendable {
 
     /// Records one event; returns at once.
     public func record(_ event: HostEvent) {
-        queue.async { [self] in
+        queue.async { [self] dropped in
             if state.origin == nil { state.origin = event.time }
+            if dropped > 0 { note("\(dropped) events dropped: they came faster than the trace could write them", at: event.time) }
             for item in state.timeline.add(event) { write(item) }
         }
+    }
+
+    /// An instant on the `apphost` process: something about the trace itself.
+    private func note(_ text: String, at time: Date) {
+        emit(["name": text, "cat": "trace", "ph": "i", "s": "g", "pid": 1, "tid": Track.events.rawValue, "ts": microseconds(time)])
     }
 
     /// Ends the spans still open at `time`, closes the array and the file.
@@ -123,9 +134,17 @@ public final class TraceEventWriter: Sendable {
     }
 
     private func emit(_ object: [String: Any]) {
-        guard let data = try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys]) else { return }
+        guard !state.full, let data = try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys]) else { return }
+        if state.written + data.count > Self.maximumBytes {
+            state.full = true
+            let stop = ["name": "the trace stopped at \(Self.maximumBytes) bytes; later events are not in it", "cat": "trace", "ph": "i", "s": "g", "pid": 1, "tid": Track.events.rawValue] as [String: Any]
+            guard let last = try? JSONSerialization.data(withJSONObject: stop, options: [.sortedKeys]) else { return }
+            _ = try? writeAll(fd, Array(",\n".utf8) + Array(last), call: "write trace")
+            return
+        }
         let separator = state.wroteFirst ? ",\n" : ""
         state.wroteFirst = true
+        state.written += data.count + separator.utf8.count
         _ = try? writeAll(fd, Array(separator.utf8) + Array(data), call: "write trace")
     }
 }
