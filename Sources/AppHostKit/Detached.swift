@@ -171,15 +171,17 @@ public final class DetachedApplication<Delegate: ApplicationDelegate> {
         let launchState: Application.State = reason == .user ? .inactive : .background
         let willFinish = drive(launchState) { $0.application(application, willFinishLaunchingWithOptions: launchOptions) }
         guard willFinish else { return false }
-        let didFinish = drive(launchState) { $0.application(application, didFinishLaunchingWithOptions: launchOptions) }
+        let didFinish = drive(launchState, posting: .didFinishLaunching, launchOptions: launchOptions) {
+            $0.application(application, didFinishLaunchingWithOptions: launchOptions)
+        }
         application.scheduler.launchFinished.store(true, ordering: .releasing)
         recorder.finishLaunching()
         guard didFinish else { return false }
         if reason == .user {
-            drive(.active) { $0.applicationDidBecomeActive(application) }
+            drive(.active, posting: .didBecomeActive) { $0.applicationDidBecomeActive(application) }
         } else {
             application.enterBackground(remaining: backgroundTime.seconds)
-            drive(.background) { $0.applicationDidEnterBackground(application) }
+            drive(.background, posting: .didEnterBackground) { $0.applicationDidEnterBackground(application) }
         }
         return true
     }
@@ -187,12 +189,12 @@ public final class DetachedApplication<Delegate: ApplicationDelegate> {
     /// An interruption begins (an alert, a call): `applicationWillResignActive`; the state
     /// becomes `.inactive` (sequence 4).
     public func resignActive() {
-        drive(.active, after: .inactive) { $0.applicationWillResignActive(application) }
+        drive(.active, after: .inactive, posting: .willResignActive) { $0.applicationWillResignActive(application) }
     }
 
     /// `applicationDidBecomeActive`: the end of an interruption; the state becomes `.active`.
     public func becomeActive() {
-        drive(.active) { $0.applicationDidBecomeActive(application) }
+        drive(.active, posting: .didBecomeActive) { $0.applicationDidBecomeActive(application) }
     }
 
     /// To the background, as `home` does (sequence 2): `applicationWillResignActive` if the app
@@ -201,7 +203,7 @@ public final class DetachedApplication<Delegate: ApplicationDelegate> {
     public func enterBackground() {
         if state == .active { resignActive() }
         application.enterBackground(remaining: backgroundTime.seconds)
-        drive(.background) { $0.applicationDidEnterBackground(application) }
+        drive(.background, posting: .didEnterBackground) { $0.applicationDidEnterBackground(application) }
     }
 
     /// Back to the foreground (sequence 3): `applicationWillEnterForeground` if the app is in
@@ -209,19 +211,19 @@ public final class DetachedApplication<Delegate: ApplicationDelegate> {
     public func enterForeground() {
         if state == .background {
             application.enterForeground()
-            drive(.background, after: .inactive) { $0.applicationWillEnterForeground(application) }
+            drive(.background, after: .inactive, posting: .willEnterForeground) { $0.applicationWillEnterForeground(application) }
         }
         becomeActive()
     }
 
     /// `applicationWillTerminate`, as the host ends a running app (sequence 7).
     public func terminate() {
-        drive(state) { $0.applicationWillTerminate(application) }
+        drive(state, posting: .willTerminate) { $0.applicationWillTerminate(application) }
     }
 
     /// `applicationDidReceiveMemoryWarning`.
     public func receiveMemoryWarning() {
-        drive(state) { $0.applicationDidReceiveMemoryWarning(application) }
+        drive(state, posting: .didReceiveMemoryWarning) { $0.applicationDidReceiveMemoryWarning(application) }
     }
 
     // MARK: Background time
@@ -337,13 +339,19 @@ public final class DetachedApplication<Delegate: ApplicationDelegate> {
     // MARK: Helpers
 
     /// Runs `body` with the delegate as its callback: the state set first (and `after` it), and
-    /// `Application.shared` this application while it runs.
+    /// `Application.shared` this application while it runs; then posts the notification UIKit
+    /// posts after `posting`, as the host's app process does.
     @discardableResult
     private func drive<Result>(
-        _ state: Application.State, after: Application.State? = nil, _ body: (Delegate) -> Result
+        _ state: Application.State, after: Application.State? = nil, posting callback: WireCallback? = nil,
+        launchOptions: [Application.LaunchOptionsKey: Any] = [:], _ body: (Delegate) -> Result
     ) -> Result {
         application.applicationState = state
-        let result = Detached.$driving.withValue(application) { body(delegate) }
+        let result = Detached.$driving.withValue(application) { () -> Result in
+            let result = body(delegate)
+            if let callback { application.postNotification(after: callback, launchOptions: launchOptions) }
+            return result
+        }
         if let after { application.applicationState = after }
         return result
     }
