@@ -34,9 +34,14 @@ let apps = [
     // Test fixtures: real plugins that the end-to-end tests and the benchmark launch.
     // Xcode's iOS App template, unchanged, on UIKit, BackgroundTasks and os (README.md, "Porting iOS code").
     // Built as Xcode 16 builds a new iOS project: Swift 5 language mode, no upcoming features.
+    // Its `@main` would define `main`, which the test runner that links it (AppHostKitTests)
+    // defines too: the entry point gets another name (README.md, "Porting iOS code").
     appPlugin(
         "XcodeTemplateFixture", path: "Tests/Fixtures/XcodeTemplate", dependencies: ["UIKit", "BackgroundTasks", "os"],
-        swiftSettings: [.swiftLanguageMode(.v5)]),
+        swiftSettings: [
+            .swiftLanguageMode(.v5),
+            .unsafeFlags(["-Xfrontend", "-entry-point-function-name", "-Xfrontend", "XcodeTemplateFixture_main"]),
+        ]),
     appPlugin("ProbeFixture", path: "Tests/Fixtures/Probe", dependencies: ["ProbeSyscalls", "CSQLite", "AppHostProtocol", "CAppHostShims", .product(name: "Logging", package: "swift-log")]),
 ]
 
@@ -185,7 +190,7 @@ let package = Package(
         ),
         .testTarget(
             name: "AppHostKitTests",
-            dependencies: ["AppHostKit", "UIKit", "BackgroundTasks", "os"],
+            dependencies: ["AppHostKit", "UIKit", "BackgroundTasks", "os", "XcodeTemplateFixture"],
             swiftSettings: strictSettings
         ),
         .testTarget(

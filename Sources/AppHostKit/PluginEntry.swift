@@ -150,6 +150,11 @@ enum AppMain {
         }
         var returned: Bool?
         var snapshot: String?
+        if request.callback == .willFinishLaunching, application.infoDictionary["UIApplicationSceneManifest"] != nil {
+            hostLink.warn(
+                "Info.plist declares UIApplicationSceneManifest, but scenes are not driven yet: "
+                    + "the app-delegate life cycle applies and no scene delegate is called")
+        }
         if let delegate = application.delegate {
             switch request.callback {
             case .willFinishLaunching:

@@ -4,6 +4,7 @@ import UIKit
 import BackgroundTasks
 @testable import AppHostKit
 @testable import os
+@testable import XcodeTemplateFixture
 
 /// An app delegate written as on iOS: UIKit's names, `UIResponder`, notifications observed.
 @MainActor
@@ -68,6 +69,17 @@ struct UIKitModuleTests {
             "willTerminate", "UIApplicationWillTerminateNotification",
         ])
         #expect(delegate.launchReason == .user)
+    }
+
+    /// Xcode's template AppDelegate, `@main` and all, driven detached in a test process that has
+    /// its own `main` (the fixture renames its entry point).
+    @MainActor @Test func theXcodeTemplatesAppDelegateRunsDetached() throws {
+        let plist = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
+            .appendingPathComponent("../Fixtures/XcodeTemplate/Info.plist").standardizedFileURL
+        let app = try DetachedApplication<XcodeTemplateFixture.AppDelegate>(infoPlist: plist)
+        #expect(app.launch())
+        #expect(app.registeredTaskIdentifiers == ["com.example.XcodeTemplate.refresh"])
+        #expect(app.state == .active)
     }
 
     /// The scene types the Xcode template needs exist with UIKit's shapes (the scene life cycle

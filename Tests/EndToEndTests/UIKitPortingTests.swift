@@ -82,6 +82,27 @@ struct UIKitPortingTests {
         #expect(try host.waitForExit() == 0)
     }
 
+    /// Xcode's template declares a scene manifest; until scenes come, the app-delegate life cycle
+    /// applies and the host says so.
+    @Test func aSceneManifestIsNamedInAWarningAndTheAppDelegateLifeCycleApplies() throws {
+        let scratch = try Scratch()
+        let manifest: [String: Any] = [
+            "UIApplicationSupportsMultipleScenes": false,
+            "UISceneConfigurations": ["UIWindowSceneSessionRoleApplication": [[
+                "UISceneConfigurationName": "Default Configuration",
+                "UISceneDelegateClassName": "XcodeTemplateFixture.SceneDelegate",
+            ]]],
+        ]
+        let app = try scratch.bundle("Scenic", from: "XcodeTemplate", changes: ["UIApplicationSceneManifest": manifest])
+        let host = try HostSession([app], scratch: scratch)
+        try host.waitFor("Scenic", "didBecomeActive")
+        let warning = try host.waitFor("Scenic", "warning")
+        #expect(warning.detail == "Info.plist declares UIApplicationSceneManifest, but scenes are not driven yet: the app-delegate life cycle applies and no scene delegate is called")
+        #expect(host.allEvents.contains { $0.name == "Scenic" && $0.detail == "applicationDidBecomeActive state=0" })
+        host.closeInput()
+        #expect(try host.waitForExit() == 0)
+    }
+
     @Test func userDefaultsStandardPersistsToTheBundleIdentifiersPlistAcrossRelaunches() throws {
         let scratch = try Scratch()
         let host = try launched(scratch)
