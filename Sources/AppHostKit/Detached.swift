@@ -349,7 +349,8 @@ public final class DetachedApplication<Delegate: ApplicationDelegate> {
         application.applicationState = state
         let result = Detached.$driving.withValue(application) { () -> Result in
             let result = body(delegate)
-            if let callback { application.postNotification(after: callback, launchOptions: launchOptions) }
+            // As in the app process: a launching method that returned false posts nothing.
+            if let callback, result as? Bool != false { application.postNotification(after: callback, launchOptions: launchOptions) }
             return result
         }
         if let after { application.applicationState = after }

@@ -135,6 +135,8 @@ public protocol WindowSceneDelegate: SceneDelegate {
 }
 
 extension WindowSceneDelegate {
+    /// Nil, and setting it keeps nothing, unless the delegate declares `var window: Window?`
+    /// (UIKit's requirement is optional; Xcode's template declares it).
     public var window: Window? {
         get { nil }
         set {}

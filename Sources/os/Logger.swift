@@ -67,7 +67,7 @@ public final class OSLog: Sendable {
 
     /// Whether records of `type` reach the host (the host's `--log-level` decides).
     public func isEnabled(type: OSLogType) -> Bool {
-        enabled && handler().logLevel <= type.level
+        enabled && AppHostLogHandler(label: label).logLevel <= type.level
     }
 
     /// "SUBSYSTEM/CATEGORY"; SUBSYSTEM alone without a category; the bundle identifier for the default log.
@@ -76,12 +76,11 @@ public final class OSLog: Sendable {
         return category.isEmpty ? subsystem : "\(subsystem)/\(category)"
     }
 
-    private func handler() -> AppHostLogHandler { AppHostLogHandler(label: label) }
-
+    /// Sends a record through AppHostKit's swift-log backend, whatever swift-log was bootstrapped
+    /// with (in a unit test, nothing is).
     func send(_ type: OSLogType, _ message: @autoclosure () -> String) {
         guard enabled else { return }
-        var logger = Logging.Logger(label: label) { AppHostLogHandler(label: $0) }
-        logger.logLevel = handler().logLevel
+        let logger = Logging.Logger(label: label) { AppHostLogHandler(label: $0) }
         logger.log(level: type.level, "\(message())")
     }
 }
@@ -235,8 +234,9 @@ public func os_log(_ type: OSLogType = .default, log: OSLog = .default, _ messag
     log.send(type, message.text)
 }
 
-/// `message` with its arguments, its privacy annotations (`%{public}@`) dropped.
+/// `message` with its arguments, its privacy annotations (`%{public}@`) dropped. Without
+/// arguments only `%%` is replaced: a conversion with nothing to convert must not read memory.
 func formatted(_ message: StaticString, _ arguments: [any CVarArg]) -> String {
     let format = message.description.replacingOccurrences(of: #"%\{[^}]*\}"#, with: "%", options: .regularExpression)
-    return arguments.isEmpty ? format : String(format: format, arguments: arguments)
+    return arguments.isEmpty ? format.replacingOccurrences(of: "%%", with: "%") : String(format: format, arguments: arguments)
 }
