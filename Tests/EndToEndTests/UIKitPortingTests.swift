@@ -40,7 +40,7 @@ struct UIKitPortingTests {
     }
 
     private func launch(_ launches: Int) -> [String] {
-        ["willFinishLaunching launches=\(launches)", "[willFinishLaunching]", "registered \(Self.identifier).refresh"]
+        ["willFinishLaunching launches=\(launches)", "registered \(Self.identifier).refresh", "[willFinishLaunching]"]
             + callback("didFinishLaunching", logged: nil, notification: "DidFinishLaunching")
             + callback("didBecomeActive", logged: "applicationDidBecomeActive state=0", notification: "DidBecomeActive")
     }

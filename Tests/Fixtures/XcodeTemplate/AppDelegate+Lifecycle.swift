@@ -2,7 +2,8 @@
 //  AppDelegate+Lifecycle.swift
 //  XcodeTemplate
 //
-//  What an iOS app adds to the template, written as on iOS: the app-delegate life cycle logged
+//  What an iOS app adds to the template (AppDelegate.swift and SceneDelegate.swift are Xcode's,
+//  unchanged), written as on iOS: the app-delegate life cycle logged
 //  with os, life-cycle notifications observed, a background-task save to UserDefaults and a
 //  BGTaskScheduler refresh. The end-to-end test (UIKitPortingTests) reads the log events.
 //
@@ -19,6 +20,8 @@ extension AppDelegate {
         let launches = UserDefaults.standard.integer(forKey: "launches") + 1
         UserDefaults.standard.set(launches, forKey: "launches")
         logger.info("willFinishLaunching launches=\(launches, privacy: .public)")
+        registerBackgroundTasks()
+        observeLifecycleNotifications()
         return true
     }
 

@@ -6,8 +6,6 @@
 //
 
 import UIKit
-import BackgroundTasks
-import os
 
 @main
 class AppDelegate: UIResponder, UIApplicationDelegate {
@@ -16,8 +14,6 @@ class AppDelegate: UIResponder, UIApplicationDelegate {
 
     func application(_ application: UIApplication, didFinishLaunchingWithOptions launchOptions: [UIApplication.LaunchOptionsKey: Any]?) -> Bool {
         // Override point for customization after application launch.
-        registerBackgroundTasks()
-        observeLifecycleNotifications()
         return true
     }
 
