@@ -71,9 +71,10 @@ enum Detached {
 ///         #expect(app.openBackgroundTasks.isEmpty)
 ///     }
 ///
-/// Each callback runs synchronously, on the main actor: mark the tests `@MainActor`. While a
-/// callback, an expiration handler or a BGTaskScheduler launch handler runs, `Application.shared`
-/// and `BGTaskScheduler.shared` are this application's, even with tests running in parallel;
+/// Each callback runs synchronously, on the main actor: mark the tests `@MainActor`. After each
+/// life-cycle method returns, UIKit's notification is posted (`Application.didBecomeActiveNotification`,
+/// …), as in the app process. While a callback, an expiration handler or a BGTaskScheduler
+/// launch handler runs, `Application.shared` and `BGTaskScheduler.shared` are this application's, even with tests running in parallel;
 /// elsewhere (a test's own code, a block the app dispatched to a queue) they are the detached
 /// application made last — so a suite whose app uses `Application.shared` from such blocks
 /// runs its tests one at a time (`@Suite(.serialized)`). Nothing is confined and no process is
