@@ -10,7 +10,9 @@ let strictSettings: [SwiftSetting] = [
 /// An app plugin: a dynamic library that links the SDK statically, plus its Info.plist beside
 /// the sources (bundled by `swift package bundle-app`). Target names must be unique across a
 /// package graph, so these carry a suffix that leaves Hello, Notes… free for app authors.
-func appPlugin(_ name: String, path: String, dependencies: [Target.Dependency] = []) -> (Product, Target) {
+func appPlugin(
+    _ name: String, path: String, dependencies: [Target.Dependency] = [], swiftSettings: [SwiftSetting] = strictSettings
+) -> (Product, Target) {
     (
         .library(name: name, type: .dynamic, targets: [name]),
         .target(
@@ -18,7 +20,7 @@ func appPlugin(_ name: String, path: String, dependencies: [Target.Dependency] =
             dependencies: ["AppHostKit"] + dependencies,
             path: path,
             exclude: ["Info.plist"],
-            swiftSettings: strictSettings
+            swiftSettings: swiftSettings
         )
     )
 }
@@ -30,6 +32,16 @@ let apps = [
     appPlugin("WeatherExample", path: "Examples/Weather"),
     appPlugin("CleanupExample", path: "Examples/Cleanup"),
     // Test fixtures: real plugins that the end-to-end tests and the benchmark launch.
+    // Xcode's iOS App template, unchanged, on UIKit, BackgroundTasks and os (README.md, "Porting iOS code").
+    // Built as Xcode 16 builds a new iOS project: Swift 5 language mode, no upcoming features.
+    // Its `@main` would define `main`, which the test runner that links it (AppHostKitTests)
+    // defines too: the entry point gets another name (README.md, "Porting iOS code").
+    appPlugin(
+        "XcodeTemplateFixture", path: "Tests/Fixtures/XcodeTemplate", dependencies: ["UIKit", "BackgroundTasks", "os"],
+        swiftSettings: [
+            .swiftLanguageMode(.v5),
+            .unsafeFlags(["-Xfrontend", "-entry-point-function-name", "-Xfrontend", "XcodeTemplateFixture_main"]),
+        ]),
     appPlugin("ProbeFixture", path: "Tests/Fixtures/Probe", dependencies: ["ProbeSyscalls", "CSQLite", "AppHostProtocol", "CAppHostShims", .product(name: "Logging", package: "swift-log")]),
 ]
 
@@ -48,6 +60,11 @@ let package = Package(
         // The init of each app's PID namespace; apphost finds it beside itself.
         .executable(name: "apphost-init", targets: ["apphost-init"]),
         .library(name: "AppHostKit", targets: ["AppHostKit"]),
+        // Apple's module names for AppHostKit's life-cycle subset, so iOS code compiles unchanged
+        // (README.md, "Porting iOS code"). Linked statically into each app, as AppHostKit is.
+        .library(name: "UIKit", targets: ["UIKit"]),
+        .library(name: "BackgroundTasks", targets: ["BackgroundTasks"]),
+        .library(name: "os", targets: ["os"]),
         // For an app's own tests: a real host on a private instance (README.md, "Testing your app").
         .library(name: "AppHostTesting", targets: ["AppHostTesting"]),
         .plugin(name: "BundleApp", targets: ["BundleApp"]),
@@ -94,6 +111,15 @@ let package = Package(
                 "AppHostProtocol", "AppHostSystem", "CAppHostShims", "CAppHostKitRecord",
                 .product(name: "Logging", package: "swift-log"),
             ],
+            swiftSettings: strictSettings
+        ),
+        .target(name: "UIKit", dependencies: ["AppHostKit", "_Testing_UIKit"], swiftSettings: strictSettings),
+        // Empty: what the compiler imports for a file that imports both Testing and UIKit (Overlay.swift).
+        .target(name: "_Testing_UIKit", swiftSettings: strictSettings),
+        .target(name: "BackgroundTasks", dependencies: ["AppHostKit"], swiftSettings: strictSettings),
+        .target(
+            name: "os",
+            dependencies: ["AppHostKit", .product(name: "Logging", package: "swift-log")],
             swiftSettings: strictSettings
         ),
         .target(
@@ -164,7 +190,7 @@ let package = Package(
         ),
         .testTarget(
             name: "AppHostKitTests",
-            dependencies: ["AppHostKit"],
+            dependencies: ["AppHostKit", "UIKit", "BackgroundTasks", "os", "XcodeTemplateFixture"],
             swiftSettings: strictSettings
         ),
         .testTarget(

@@ -1,3 +1,8 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import AppHostSystem
+
 /// The object that responds to the life-cycle events of an app, as `UIApplicationDelegate` does.
 ///
 /// Name the conforming class in Info.plist under `ApplicationDelegateClassName`
@@ -43,6 +48,14 @@ public protocol ApplicationDelegate: AnyObject {
     func application(
         _ application: Application, didReceiveRemoteNotification userInfo: [AnyHashable: Any],
         fetchCompletionHandler completionHandler: @escaping @Sendable (Application.BackgroundFetchResult) -> Void)
+    /// A scene session is connecting: return the configuration to create its scene with. The
+    /// scene life cycle comes with scenes; today the host connects none (Scenes.swift).
+    func application(
+        _ application: Application, configurationForConnecting connectingSceneSession: SceneSession,
+        options: Scene.ConnectionOptions
+    ) -> SceneConfiguration
+    /// The user discarded scene sessions: release what was kept for them. Not called until scenes come.
+    func application(_ application: Application, didDiscardSceneSessions sceneSessions: Set<SceneSession>)
 }
 
 extension ApplicationDelegate {
@@ -71,5 +84,25 @@ extension ApplicationDelegate {
     ) {
         application.link.warn("the app declares the remote-notification background mode but its delegate does not implement application(_:didReceiveRemoteNotification:fetchCompletionHandler:); answering noData")
         completionHandler(.noData)
+    }
+    public func application(
+        _ application: Application, configurationForConnecting connectingSceneSession: SceneSession,
+        options: Scene.ConnectionOptions
+    ) -> SceneConfiguration {
+        SceneConfiguration(name: nil, sessionRole: connectingSceneSession.role)
+    }
+    public func application(_ application: Application, didDiscardSceneSessions sceneSessions: Set<SceneSession>) {}
+}
+
+extension ApplicationDelegate {
+    /// What `@main` on the delegate class calls, as UIKit's `UIApplicationDelegate.main()` does,
+    /// so that Xcode's `@main class AppDelegate: UIResponder, UIApplicationDelegate` compiles
+    /// unchanged. An app is a plugin that the host loads, never an executable: the host creates
+    /// the delegate from Info.plist and never calls this. Linked into an executable and run, it
+    /// says so and exits with status 64 (EX_USAGE).
+    public static func main() {
+        writeStandardError(
+            "\(Self.self) is an apphost app, not a program: bundle it (swift package bundle-app) and run it with apphost launch\n")
+        exit(64)
     }
 }

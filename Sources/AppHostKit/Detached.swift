@@ -71,9 +71,10 @@ enum Detached {
 ///         #expect(app.openBackgroundTasks.isEmpty)
 ///     }
 ///
-/// Each callback runs synchronously, on the main actor: mark the tests `@MainActor`. While a
-/// callback, an expiration handler or a BGTaskScheduler launch handler runs, `Application.shared`
-/// and `BGTaskScheduler.shared` are this application's, even with tests running in parallel;
+/// Each callback runs synchronously, on the main actor: mark the tests `@MainActor`. After each
+/// life-cycle method returns, UIKit's notification is posted (`Application.didBecomeActiveNotification`,
+/// …), as in the app process. While a callback, an expiration handler or a BGTaskScheduler
+/// launch handler runs, `Application.shared` and `BGTaskScheduler.shared` are this application's, even with tests running in parallel;
 /// elsewhere (a test's own code, a block the app dispatched to a queue) they are the detached
 /// application made last — so a suite whose app uses `Application.shared` from such blocks
 /// runs its tests one at a time (`@Suite(.serialized)`). Nothing is confined and no process is
@@ -171,15 +172,17 @@ public final class DetachedApplication<Delegate: ApplicationDelegate> {
         let launchState: Application.State = reason == .user ? .inactive : .background
         let willFinish = drive(launchState) { $0.application(application, willFinishLaunchingWithOptions: launchOptions) }
         guard willFinish else { return false }
-        let didFinish = drive(launchState) { $0.application(application, didFinishLaunchingWithOptions: launchOptions) }
+        let didFinish = drive(launchState, posting: .didFinishLaunching, launchOptions: launchOptions) {
+            $0.application(application, didFinishLaunchingWithOptions: launchOptions)
+        }
         application.scheduler.launchFinished.store(true, ordering: .releasing)
         recorder.finishLaunching()
         guard didFinish else { return false }
         if reason == .user {
-            drive(.active) { $0.applicationDidBecomeActive(application) }
+            drive(.active, posting: .didBecomeActive) { $0.applicationDidBecomeActive(application) }
         } else {
             application.enterBackground(remaining: backgroundTime.seconds)
-            drive(.background) { $0.applicationDidEnterBackground(application) }
+            drive(.background, posting: .didEnterBackground) { $0.applicationDidEnterBackground(application) }
         }
         return true
     }
@@ -187,12 +190,12 @@ public final class DetachedApplication<Delegate: ApplicationDelegate> {
     /// An interruption begins (an alert, a call): `applicationWillResignActive`; the state
     /// becomes `.inactive` (sequence 4).
     public func resignActive() {
-        drive(.active, after: .inactive) { $0.applicationWillResignActive(application) }
+        drive(.active, after: .inactive, posting: .willResignActive) { $0.applicationWillResignActive(application) }
     }
 
     /// `applicationDidBecomeActive`: the end of an interruption; the state becomes `.active`.
     public func becomeActive() {
-        drive(.active) { $0.applicationDidBecomeActive(application) }
+        drive(.active, posting: .didBecomeActive) { $0.applicationDidBecomeActive(application) }
     }
 
     /// To the background, as `home` does (sequence 2): `applicationWillResignActive` if the app
@@ -201,7 +204,7 @@ public final class DetachedApplication<Delegate: ApplicationDelegate> {
     public func enterBackground() {
         if state == .active { resignActive() }
         application.enterBackground(remaining: backgroundTime.seconds)
-        drive(.background) { $0.applicationDidEnterBackground(application) }
+        drive(.background, posting: .didEnterBackground) { $0.applicationDidEnterBackground(application) }
     }
 
     /// Back to the foreground (sequence 3): `applicationWillEnterForeground` if the app is in
@@ -209,19 +212,19 @@ public final class DetachedApplication<Delegate: ApplicationDelegate> {
     public func enterForeground() {
         if state == .background {
             application.enterForeground()
-            drive(.background, after: .inactive) { $0.applicationWillEnterForeground(application) }
+            drive(.background, after: .inactive, posting: .willEnterForeground) { $0.applicationWillEnterForeground(application) }
         }
         becomeActive()
     }
 
     /// `applicationWillTerminate`, as the host ends a running app (sequence 7).
     public func terminate() {
-        drive(state) { $0.applicationWillTerminate(application) }
+        drive(state, posting: .willTerminate) { $0.applicationWillTerminate(application) }
     }
 
     /// `applicationDidReceiveMemoryWarning`.
     public func receiveMemoryWarning() {
-        drive(state) { $0.applicationDidReceiveMemoryWarning(application) }
+        drive(state, posting: .didReceiveMemoryWarning) { $0.applicationDidReceiveMemoryWarning(application) }
     }
 
     // MARK: Background time
@@ -337,13 +340,20 @@ public final class DetachedApplication<Delegate: ApplicationDelegate> {
     // MARK: Helpers
 
     /// Runs `body` with the delegate as its callback: the state set first (and `after` it), and
-    /// `Application.shared` this application while it runs.
+    /// `Application.shared` this application while it runs; then posts the notification UIKit
+    /// posts after `posting`, as the host's app process does.
     @discardableResult
     private func drive<Result>(
-        _ state: Application.State, after: Application.State? = nil, _ body: (Delegate) -> Result
+        _ state: Application.State, after: Application.State? = nil, posting callback: WireCallback? = nil,
+        launchOptions: [Application.LaunchOptionsKey: Any] = [:], _ body: (Delegate) -> Result
     ) -> Result {
         application.applicationState = state
-        let result = Detached.$driving.withValue(application) { body(delegate) }
+        let result = Detached.$driving.withValue(application) { () -> Result in
+            let result = body(delegate)
+            // As in the app process: a launching method that returned false posts nothing.
+            if let callback, result as? Bool != false { application.postNotification(after: callback, launchOptions: launchOptions) }
+            return result
+        }
         if let after { application.applicationState = after }
         return result
     }

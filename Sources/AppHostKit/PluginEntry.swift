@@ -32,6 +32,8 @@ public func _apphostPluginMain(_ arguments: UnsafeRawPointer) -> Int32 {
     // The app's output goes to the host through a pipe: line-buffer it, so a line printed just
     // before a kill is not lost in a buffer.
     apphost_line_buffer_stdout()
+    // Before any app code: UserDefaults.standard is Library/Preferences/BUNDLE-ID.plist.
+    nameStandardDefaultsDomain(configuration.bundleIdentifier)
     let controlFD = arguments.control_fd
     hostLink.start(socket: ControlChannel(fd: controlFD), configuration: configuration)
     // Before any app code: every Logger the app makes sends its records to the host.
@@ -151,6 +153,11 @@ enum AppMain {
         }
         var returned: Bool?
         var snapshot: String?
+        if request.callback == .willFinishLaunching, application.infoDictionary["UIApplicationSceneManifest"] != nil {
+            hostLink.warn(
+                "Info.plist declares UIApplicationSceneManifest, but scenes are not driven yet: "
+                    + "the app-delegate life cycle applies and no scene delegate is called")
+        }
         if let delegate = application.delegate {
             switch request.callback {
             case .willFinishLaunching:
@@ -177,6 +184,11 @@ enum AppMain {
             case .snapshot: snapshot = application.snapshot()
             }
         }
+        // A failed launch ends the app: nothing observes it as launched.
+        if returned != false { application.postNotification(after: request.callback, launchOptions: launchOptions) }
+        // iOS writes the app's defaults out before it can be suspended or ended; Foundation on
+        // Linux only when asked.
+        if request.callback == .didEnterBackground || request.callback == .willTerminate { UserDefaults.standard.synchronize() }
         if request.callback == .didFinishLaunching { application.scheduler.launchFinished.store(true, ordering: .releasing) }
         if let after = request.stateAfter {
             application.applicationState = Application.State(rawValue: after.rawValue) ?? application.applicationState
