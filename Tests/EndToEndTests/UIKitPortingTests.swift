@@ -121,6 +121,8 @@ struct UIKitPortingTests {
         let expected: [[String]] = [
             callback("willEnterForeground", logged: "applicationWillEnterForeground", notification: "WillEnterForeground"),
             callback("didBecomeActive", logged: "applicationDidBecomeActive state=0", notification: "DidBecomeActive"),
+            // The user's terminate goes through the app switcher: it resigns active first.
+            callback("willResignActive", logged: "applicationWillResignActive", notification: "WillResignActive"),
             terminate,
             launch(2),  // UserDefaults.standard kept the count
             terminate,  // quit
