@@ -121,6 +121,8 @@ enum AppMain {
             Application.hosted.expire(taskIDs: taskIDs, remaining: remaining)
         case .expireWork(let work):
             Application.hosted.scheduler.expire(work: work)
+        case .audioInterruption(let began):
+            AVAudioSession.sharedInstance().interruption(began: began)
         case .configure:
             writeStandardError("AppHostKit: unexpected configure message\n")
             _exit(70)
@@ -170,6 +172,10 @@ enum AppMain {
                 if let event = request.event, application.scheduler.launch(event, for: application) == nil {
                     hostLink.warn("no launch handler is registered for task \(event.taskIdentifier ?? "?"); it ends unrun")
                     hostLink.send(.workCompleted(id: event.work, result: "failure"))
+                }
+            case .didReceiveIncomingPush:
+                if !PKPushRegistry.deliver(payload: request.event?.payload ?? "{}") {
+                    hostLink.warn("a VoIP push came, but no PKPushRegistry with desiredPushTypes [.voIP] has a delegate; nothing reports a call")
                 }
             case .snapshot: snapshot = application.snapshot()
             }

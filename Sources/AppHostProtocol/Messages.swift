@@ -31,6 +31,8 @@ package enum WireCallback: String, Codable, Sendable, CaseIterable {
     case performFetch
     case didReceiveRemoteNotification
     case launchTask
+    /// A PushKit VoIP push: the app must report an incoming call to CallKit before it returns.
+    case didReceiveIncomingPush
     /// Not a delegate callback: the SDK answers with the app's window content.
     case snapshot
 
@@ -48,6 +50,7 @@ package enum WireCallback: String, Codable, Sendable, CaseIterable {
         case .performFetch: "application(_:performFetchWithCompletionHandler:)"
         case .didReceiveRemoteNotification: "application(_:didReceiveRemoteNotification:fetchCompletionHandler:)"
         case .launchTask: "the BGTaskScheduler launch handler"
+        case .didReceiveIncomingPush: "pushRegistry(_:didReceiveIncomingPushWith:for:completion:)"
         case .snapshot: "snapshot"
         }
     }
@@ -155,6 +158,8 @@ package struct WireBackgroundEvent: Codable, Sendable, Equatable {
         case remoteNotification
         case appRefresh
         case processing
+        /// A PushKit VoIP push; it starts no work to complete: the callback must report a call.
+        case voipPush
     }
 
     /// The host's number for this piece of work; the app's completion names it.
@@ -243,6 +248,9 @@ package enum HostMessage: Codable, Sendable, Equatable {
     case expire(taskIDs: [UInt64], remaining: Double)
     /// Run the expiration handler of this BGTaskScheduler task (its work number) now.
     case expireWork(UInt64)
+    /// The app's audio session was interrupted (a call, `audio-interrupt`), or the interruption
+    /// ended: AVAudioSession.interruptionNotification with this type.
+    case audioInterruption(began: Bool)
 }
 
 /// App to host.
@@ -277,6 +285,13 @@ package enum AppMessage: Codable, Sendable, Equatable {
     /// A swift-log record: its level (`trace` … `critical`), the logger's label, and the message
     /// with its metadata.
     case log(level: String, label: String, message: String)
+    /// The app's audio: whether its AVAudioSession is active, and whether it plays (category
+    /// playback, active, and a player playing). Sent when either changes.
+    case audio(active: Bool, playing: Bool)
+    /// `CXProvider.reportNewIncomingCall(with:update:completion:)`: a call, by its UUID.
+    case callReported(uuid: String)
+    /// `CXProvider.reportCall(with:endedAt:reason:)`: the call ended.
+    case callEnded(uuid: String)
 }
 
 /// JSON coding of messages; one shared encoder and decoder per process.

@@ -17,7 +17,7 @@ extension HostCommand {
     var settling: Settling {
         switch self {
         case .interrupt(let app, _), .wake(let app), .terminate(let app), .fetch(let app), .runTask(let app, _),
-             .expire(let app, _), .push(let app, _):
+             .expire(let app, _), .push(let app, _), .voipPush(let app, _), .audioInterrupt(let app), .audioResume(let app):
             .app(app)
         case .memoryWarning(let app):
             app.map(Settling.app) ?? .everyApp

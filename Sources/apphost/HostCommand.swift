@@ -30,6 +30,11 @@ enum HostCommand: Sendable, Equatable {
     case expire(String, identifier: String?)
     /// Deliver a background remote notification read from a JSON file.
     case push(String, file: String)
+    /// Deliver a PushKit VoIP push read from a JSON file.
+    case voipPush(String, file: String)
+    /// Interrupt the app's audio session, or end the interruption.
+    case audioInterrupt(String)
+    case audioResume(String)
     /// Set the simulated power source.
     case power(PowerState)
     /// Set the simulated network.
@@ -66,6 +71,9 @@ enum HostCommand: Sendable, Equatable {
         ("run-task APP IDENTIFIER", "run the BGTaskScheduler task now, due or not"),
         ("expire APP [IDENTIFIER]", "end background work now: one running task, or all of APP's"),
         ("push APP FILE.json", "deliver the background notification in FILE.json"),
+        ("voip-push APP FILE.json", "deliver the VoIP push in FILE.json; APP must report a call"),
+        ("audio-interrupt APP", "interrupt APP's audio session (interruption began)"),
+        ("audio-resume APP", "end the interruption of APP's audio session (interruption ended)"),
         ("power plugged|battery", "set the simulated power source"),
         ("network online|offline", "set the simulated network"),
         ("advance SECONDS", "move the scheduler's clock on"),
@@ -152,6 +160,15 @@ enum HostCommand: Sendable, Equatable {
         case "push":
             try count(2...2, "push APP FILE.json")
             return .push(arguments[0], file: arguments[1])
+        case "voip-push":
+            try count(2...2, "voip-push APP FILE.json")
+            return .voipPush(arguments[0], file: arguments[1])
+        case "audio-interrupt":
+            try count(1...1, "audio-interrupt APP")
+            return .audioInterrupt(arguments[0])
+        case "audio-resume":
+            try count(1...1, "audio-resume APP")
+            return .audioResume(arguments[0])
         case "power":
             try count(1...1, "power plugged|battery")
             guard let state = PowerState(rawValue: arguments[0]) else { throw CommandError("power must be plugged or battery, not \(arguments[0])") }

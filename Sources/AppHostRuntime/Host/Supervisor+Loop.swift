@@ -51,6 +51,8 @@ extension Supervisor {
         case .expireWork(let work):
             logger.debug("\(name): expiring background work #\(work)")
             send(.expireWork(work), record, run)
+        case .audioInterruption(let began):
+            send(.audioInterruption(began: began), record, run)
         case .freeze:
             logger.debug("\(name): freezing (\(environment.suspensionMechanism.rawValue))")
             freeze(record, run)

@@ -343,6 +343,7 @@ public final class Supervisor: @unchecked Sendable {
                     pid: run?.process?.pid, state: currentState(of: record),
                     timeInState: run.map { $0.stateSince.duration(to: now) } ?? .zero,
                     openBackgroundTasks: run?.machine.openTasks.count ?? 0,
+                    keptRunningBy: run.map { $0.machine.isLive ? $0.machine.holds.sorted() : [] } ?? [],
                     backgroundTimeRemaining: run?.machine.backgroundTimeRemaining(at: now),
                     cpuForeground: cpu?.foreground ?? .zero, cpuBackground: cpu?.background ?? .zero,
                     violations: run?.violationCount ?? 0,

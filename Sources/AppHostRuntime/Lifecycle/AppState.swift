@@ -47,6 +47,7 @@ package struct BackgroundEvent: Sendable, Equatable {
         case .remoteNotification: "remote notification"
         case .appRefresh: "BGAppRefreshTask \(taskIdentifier ?? "?")"
         case .processing: "BGProcessingTask \(taskIdentifier ?? "?")"
+        case .voipPush: "VoIP push"
         }
     }
 
@@ -58,6 +59,7 @@ package struct BackgroundEvent: Sendable, Equatable {
         case .fetch: .performFetch
         case .remoteNotification: .didReceiveRemoteNotification
         case .appRefresh, .processing: .launchTask
+        case .voipPush: .didReceiveIncomingPush
         }
     }
 }

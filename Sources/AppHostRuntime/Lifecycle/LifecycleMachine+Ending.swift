@@ -46,6 +46,7 @@ extension LifecycleMachine {
                     reason: "background task \(tasks) still open \(policy.expirationGrace.formatted) after its background time (\(policy.backgroundTime.formatted)) ran out"))
             case .interruption:
                 if placement == .interrupted { placement = .foreground }
+                actions += endCallInterruptionOfAudio()
             case .work(let id):
                 guard let item = work[id] else { break }
                 let budget = budget(of: item.event.kind)
