@@ -47,9 +47,9 @@ public final class AVAudioSession {
     /// Posted on the main queue through `NotificationCenter.default` when a call or the host
     /// (`audio-interrupt APP`, `audio-resume APP`) interrupts the session and when the
     /// interruption ends. `userInfo[interruptionTypeKey]` is the `InterruptionType`'s raw value.
-    public static let interruptionNotification = Notification.Name("AVAudioSessionInterruptionNotification")
-    public static let interruptionTypeKey = "AVAudioSessionInterruptionTypeKey"
-    public static let interruptionOptionKey = "AVAudioSessionInterruptionOptionKey"
+    public nonisolated static let interruptionNotification = Notification.Name("AVAudioSessionInterruptionNotification")
+    public nonisolated static let interruptionTypeKey = "AVAudioSessionInterruptionTypeKey"
+    public nonisolated static let interruptionOptionKey = "AVAudioSessionInterruptionOptionKey"
 
     private static let shared = AVAudioSession()
 
