@@ -123,6 +123,12 @@ enum AppMain {
             Application.hosted.scheduler.expire(work: work)
         case .audioInterruption(let began):
             AVAudioSession.sharedInstance().interruption(began: began)
+        case .location(let location):
+            _ = CLLocationManager.deliver(location)
+        case .locationFailed(let code):
+            CLLocationManager.fail(code: code)
+        case .locationAuthorization(let status):
+            CLLocationManager.authorizationChanged(status)
         case .configure:
             writeStandardError("AppHostKit: unexpected configure message\n")
             _exit(70)
@@ -176,6 +182,11 @@ enum AppMain {
             case .didReceiveIncomingPush:
                 if !PKPushRegistry.deliver(payload: request.event?.payload ?? "{}") {
                     hostLink.warn("a VoIP push came, but no PKPushRegistry with desiredPushTypes [.voIP] has a delegate; nothing reports a call")
+                }
+            case .didUpdateLocations:
+                let location = (request.event?.payload).flatMap { try? WireCoding.decode(WireLocation.self, from: Array($0.utf8)) }
+                if location.map({ CLLocationManager.deliver($0, significantOnly: true) }) != true {
+                    hostLink.warn("a significant location change came, but no CLLocationManager monitors significant changes; start monitoring while launching")
                 }
             case .snapshot: snapshot = application.snapshot()
             }

@@ -79,6 +79,18 @@ struct CommandSession {
                 _ = try supervisor.push(app, payload: try read(file), source: file)
             case .voipPush(let app, let file):
                 _ = try supervisor.voipPush(app, payload: try read(file), source: file)
+            case .locationSet(let coordinate):
+                _ = supervisor.setLocation(coordinate)
+            case .locationRoute(let file, let speed):
+                let route: LocationRoute
+                do { route = try LocationRoute(gpx: try read(file), speed: speed) } catch let error as LocationError {
+                    throw CommandError("\(file): \(error.description)")
+                }
+                _ = supervisor.replayRoute(route, name: URL(fileURLWithPath: file).lastPathComponent)
+            case .locationClear:
+                _ = supervisor.clearLocation()
+            case .authorize(let app, let authorization):
+                _ = try supervisor.authorizeLocation(app, authorization)
             case .audioInterrupt(let app):
                 try supervisor.audioInterruption(app, began: true)
             case .audioResume(let app):

@@ -192,4 +192,134 @@ struct ContinuousModeTests {
         try host.waitForStandardError(containing: "Plain has no voip")
         #expect(!host.allEvents.contains { $0.event == "didReceiveIncomingPush" })
     }
+
+    // MARK: Location
+
+    func locations(_ scratch: Scratch, _ name: String) -> [String] {
+        scratch.recorded(name).filter { $0.hasPrefix("location ") && $0.contains(",") }.map { $0.replacingOccurrences(of: " main=true", with: "") }
+    }
+
+    @Test func locationUpdatesReachTheForegroundAndTheBackgroundOnlyWithTheMode() throws {
+        let scratch = try Scratch()
+        let runner = try app(scratch, "Runner", modes: ["location"], behavior: ["location": ["request": "always", "background": true, "stopAfter": 3]])
+        let walker = try app(scratch, "Walker", modes: [], behavior: ["location": ["request": "whenInUse"]])
+        let host = try HostSession([runner, walker], scratch: scratch)
+        try host.waitFor("Runner", "didBecomeActive")
+        let asked = try host.waitFor("location request") { $0.name == "Runner" && $0.event == "location" && $0.detail?.hasPrefix("asked") == true }
+        #expect(asked.detail == "asked for always authorization; it is notDetermined (answer with authorize Runner location always|whenInUse|denied)")
+        host.send("location set 48.0,2.0")
+        host.send("authorize Runner location always")
+        try host.waitFor("first delivery") { $0.name == "Runner" && $0.detail == "delivered 48.000000,2.000000" }
+        host.send("home")
+        try host.waitFor("Runner", "snapshot")
+        #expect(try keptRunningBy(host, "Runner", occurrence: 1) == ["location"])
+        host.send("location set 48.001,2.0")
+        host.send("location set 48.002,2.0")  // the third update: Runner stops updating
+        try host.waitFor("Runner", "suspended")
+        #expect(locations(scratch, "Runner") == [
+            "location 48.000000,2.000000 active", "location 48.001000,2.000000 background", "location 48.002000,2.000000 background",
+        ])
+        #expect(scratch.recorded("Runner").contains("location stopped"))
+        #expect(scratch.recorded("Runner").contains("authorization 3"), "locationManagerDidChangeAuthorization: authorizedAlways")
+
+        // Without the mode, updates stop once the app leaves the foreground, and it is suspended.
+        host.send("authorize Walker location whenInUse")
+        host.send("open Walker")
+        try host.waitFor("Walker", "didBecomeActive")
+        host.send("location set 48.003,2.0")
+        try host.waitFor("Walker delivery") { $0.name == "Walker" && $0.detail == "delivered 48.003000,2.000000" }
+        host.send("home")
+        try host.waitFor("Walker", "suspended")
+        host.send("location set 48.004,2.0")
+        host.send("ps")
+        try host.waitFor("ps of Walker") { $0.event == "ps" && $0.name == "Walker" }
+        #expect(locations(scratch, "Walker") == ["location 48.003000,2.000000 active"])
+        #expect(locations(scratch, "Runner").count == 3, "a suspended app gets nothing")
+    }
+
+    @Test func deniedAuthorizationFailsWithCLErrorDenied() throws {
+        let scratch = try Scratch()
+        let runner = try app(scratch, "Runner", modes: ["location"], behavior: ["location": ["request": "whenInUse"]])
+        let first = try HostSession([try scratch.bundle("Front"), runner], scratch: scratch)
+        try first.waitFor("Front", "didBecomeActive")
+        first.send("authorize Runner location denied")
+        first.closeInput()
+        _ = try first.waitForExit()
+        #expect(FileManager.default.fileExists(atPath: scratch.stateDirectory.appendingPathComponent("location-authorization.json").path))
+
+        // The authorization is kept by the host: the next host's app starts denied.
+        let host = try HostSession([runner], scratch: scratch)
+        try host.waitFor("Runner", "didBecomeActive")
+        host.send("location set 48.0,2.0")
+        host.send("ps")
+        try host.waitFor("ps of Runner") { $0.event == "ps" && $0.name == "Runner" }
+        let recorded = scratch.recorded("Runner")
+        #expect(recorded.contains("location started 2"), "authorizationStatus is denied from launch")
+        #expect(recorded.contains("locationError denied"))
+        #expect(locations(scratch, "Runner").isEmpty)
+    }
+
+    @Test func aRouteReplaysItsPositionsInOrder() throws {
+        let scratch = try Scratch()
+        let gpx = scratch.url.appendingPathComponent("run.gpx")
+        try Data("""
+            <?xml version="1.0"?>
+            <gpx version="1.1" creator="test"><trk><trkseg>
+              <trkpt lat="48.000" lon="2.0"/><trkpt lat="48.001" lon="2.0"/><trkpt lat="48.002" lon="2.0"/><trkpt lat="48.003" lon="2.0"/>
+            </trkseg></trk></gpx>
+            """.utf8).write(to: gpx)
+        let runner = try app(scratch, "Runner", modes: ["location"], behavior: ["location": ["request": "always", "background": true]])
+        let host = try HostSession([runner], scratch: scratch, arguments: ["--location-update-interval", "0.1"])
+        try host.waitFor("Runner", "didBecomeActive")
+        host.send("authorize Runner location always")
+        host.send("home")
+        try host.waitFor("Runner", "snapshot")
+        host.send("location route \(gpx.path) --speed 500")
+        let started = try host.waitFor("route start") { $0.event == "location" && $0.detail?.hasPrefix("replaying run.gpx") == true }
+        #expect(started.detail == "replaying run.gpx: 4 points over 0.7 s")
+        try host.waitFor("route end") { $0.event == "location" && $0.detail == "run.gpx finished at 48.003000,2.000000" }
+        host.send("ps")
+        try host.waitFor("ps of Runner") { $0.event == "ps" && $0.name == "Runner" }
+        let latitudes = locations(scratch, "Runner").compactMap { Double($0.dropFirst("location ".count).prefix { $0 != "," }) }
+        #expect(latitudes.count >= 4, "one update per interval over the route")
+        #expect(latitudes.first == 48.0 && latitudes.last == 48.003)
+        #expect(latitudes == latitudes.sorted(), "in the route's order")
+        #expect(locations(scratch, "Runner").allSatisfy { $0.hasSuffix(" background") })
+    }
+
+    @Test func aSignificantChangeWakesOrRelaunchesTheAppButNotAfterAForceQuit() throws {
+        let scratch = try Scratch()
+        let tracker = try app(scratch, "Tracker", modes: ["location"], behavior: ["location": ["request": "always", "significant": true, "updating": false]])
+        let host = try HostSession([tracker], scratch: scratch)
+        try host.waitFor("Tracker", "didBecomeActive")
+        host.send("authorize Tracker location always")
+        host.send("location set 48.0,2.0")
+        host.send("home")
+        try host.waitFor("Tracker", "suspended")
+        host.send("location set 48.002,2.0")  // 222 m: not significant
+        host.send("location set 48.01,2.0")  // 1.1 km: significant
+        try host.waitFor("Tracker", "didUpdateLocations")
+        try host.waitFor("Tracker", "suspended", occurrence: 2)
+        // The first position reached it running (no significant position yet), the second woke it.
+        #expect(locations(scratch, "Tracker") == ["location 48.000000,2.000000 active", "location 48.010000,2.000000 background"])
+
+        // Ended by the system (not the user): the next significant change relaunches it.
+        host.send("memory-pressure")
+        try host.waitFor("Tracker", "terminated")
+        host.send("location set 48.02,2.0")
+        let relaunch = try host.waitFor("Tracker", "launching", occurrence: 2)
+        #expect(relaunch.detail == "location")
+        try host.waitFor("Tracker", "didUpdateLocations", occurrence: 2)
+        try host.waitFor("Tracker", "suspended", occurrence: 3)
+        #expect(scratch.recorded("Tracker").contains("launch reason=location remaining=max"))
+        #expect(locations(scratch, "Tracker").last == "location 48.020000,2.000000 background")
+
+        // Force quit by the user: it is not relaunched.
+        host.send("terminate Tracker")
+        try host.waitFor("Tracker", "terminated", occurrence: 2)
+        host.send("location set 48.03,2.0")
+        host.send("ps")
+        try host.waitFor("ps of Tracker") { $0.event == "ps" && $0.name == "Tracker" }
+        #expect(host.allEvents.filter { $0.name == "Tracker" && $0.event == "launching" }.count == 2)
+    }
 }

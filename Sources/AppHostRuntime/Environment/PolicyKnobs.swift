@@ -133,6 +133,8 @@ extension Policy {
               "Resumptions by VoIP pushes an app may have within --voip-resume-window before 0xbad22222"),
         .init("voipResumeWindow", "voip-resume-window", .seconds(\.voipResumeWindow),
               "The window of --voip-resume-limit"),
+        .init("locationUpdateInterval", "location-update-interval", .seconds(\.locationUpdateInterval),
+              "How often a replayed location route moves the device and updates reach apps"),
         // Storage (README.md, "Storage limits").
         .init("storageLimit", "storage-limit", .mebibytes(\.storageLimit),
               "Disk space an app's container may take (Documents, Library, tmp): the size of its file system, or its project quota"),

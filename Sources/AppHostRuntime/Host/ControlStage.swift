@@ -35,7 +35,7 @@ enum ControlStage: Equatable {
         case .launchFailed: self == .confining || self == .loading
         case .warning, .log: self == .loading || self == .running
         case .ack, .taskBegan, .taskEnded, .fetchInterval, .workCompleted, .registerTask, .submitTask, .cancelTask,
-             .audio, .callReported, .callEnded:
+             .audio, .callReported, .callEnded, .locationManager, .requestLocationAuthorization:
             self == .running
         }
     }
@@ -72,6 +72,8 @@ extension AppMessage {
         case .audio: "audio"
         case .callReported: "callReported"
         case .callEnded: "callEnded"
+        case .locationManager: "locationManager"
+        case .requestLocationAuthorization: "requestLocationAuthorization"
         }
     }
 }

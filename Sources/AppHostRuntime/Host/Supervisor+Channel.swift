@@ -119,6 +119,10 @@ extension Supervisor {
                 detail: text.cut(to: Self.textLimit), level: level, label: label.cut(to: 256)), run: nil)
         case .fetchInterval, .workCompleted, .registerTask, .submitTask, .cancelTask:
             receiveBackgroundMessage(message, record, run)
+        case .locationManager(let updating, let background, let significant):
+            receiveLocationManager(LocationRequest(updating: updating, background: background, significant: significant), record, run)
+        case .requestLocationAuthorization(let always):
+            receiveAuthorizationRequest(always: always, record, run)
         case .audio(let active, let playing):
             handle(record, run, .audio(active: active, playing: playing))
         case .callReported(let uuid), .callEnded(let uuid):

@@ -166,6 +166,7 @@ extension Supervisor {
             openFileLimit: UInt64(policy.openFileLimit), sandbox: sandbox)
         configurationMessage.launchPayload = run.machine.pendingEvents.first { $0.kind == .remoteNotification }?.payload
         configurationMessage.backgroundTasks = backgroundTasksConfiguration(for: bundle)
+        configurationMessage.locationAuthorization = locationAuthorizations[bundle.identifier]?.wireName
         configurationMessage.logLevel = configuration.appLogLevel.rawValue
         send(.configure(configurationMessage), record, run)
     }

@@ -29,6 +29,7 @@ public struct EventName: RawRepresentable, Hashable, Sendable, Codable, CustomSt
     public static let didReceiveRemoteNotification = EventName(rawValue: "didReceiveRemoteNotification")
     public static let launchTask = EventName(rawValue: "launchTask")
     public static let didReceiveIncomingPush = EventName(rawValue: "didReceiveIncomingPush")
+    public static let didUpdateLocations = EventName(rawValue: "didUpdateLocations")
     // Continuous background modes: what the app does that may keep it running.
     /// The app's audio started or stopped playing, or was interrupted.
     public static let audio = EventName(rawValue: "audio")

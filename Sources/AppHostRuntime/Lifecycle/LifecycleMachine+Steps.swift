@@ -54,10 +54,11 @@ extension LifecycleMachine {
 
     /// Sends a background event's callback; its work starts now, with its budget.
     mutating func deliver(_ backgroundEvent: BackgroundEvent, state: WireApplicationState, now: HostInstant) -> [Action] {
-        if backgroundEvent.kind == .voipPush {
-            // No work to complete: the callback itself must report a call before it returns.
+        if backgroundEvent.isCallbackOnly {
+            // No work to complete: the callback is all of it (a VoIP push's must report a call
+            // before it returns).
             pushReportedCall = false
-            let wire = WireBackgroundEvent(work: 0, kind: .voipPush, payload: backgroundEvent.payload)
+            let wire = WireBackgroundEvent(work: 0, kind: backgroundEvent.kind, payload: backgroundEvent.payload)
             return send(backgroundEvent.callback, state: state, event: wire, now: now)
         }
         let id = nextWorkID
@@ -75,7 +76,7 @@ extension LifecycleMachine {
         case .fetch, .remoteNotification: policy.backgroundFetchTime
         case .appRefresh: policy.appRefreshTaskTime
         case .processing: policy.processingTaskTime
-        case .voipPush: policy.callbackTimeout
+        case .voipPush, .significantLocationChange: policy.callbackTimeout
         }
     }
 
@@ -116,7 +117,7 @@ extension LifecycleMachine {
             break
         case .snapshot:
             return [event(.snapshot, detail: snapshot ?? "")]
-        case .performFetch, .didReceiveRemoteNotification, .launchTask:
+        case .performFetch, .didReceiveRemoteNotification, .launchTask, .didUpdateLocations:
             break
         case .didReceiveIncomingPush:
             guard pushReportedCall else {

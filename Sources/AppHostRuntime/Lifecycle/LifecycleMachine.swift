@@ -434,7 +434,7 @@ package struct LifecycleMachine: Sendable {
             case .remoteNotification: actions.append(event(.notificationCompleted, detail: result))
             case .appRefresh, .processing:
                 actions.append(event(.taskCompleted, detail: "\(done.event.taskIdentifier ?? "?") \(result)"))
-            case .voipPush:
+            case .voipPush, .significantLocationChange:
                 break
             }
 

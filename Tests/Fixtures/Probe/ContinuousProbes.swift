@@ -10,14 +10,21 @@ import Foundation
 //   "voip": "report" | "none"     register for VoIP pushes while launching; on a push, report an
 //                                 incoming call, or nothing (0xbaadca11)
 //   "endCallAfter": S             report the call ended S seconds after it was reported
+//   "location": {"request": "always" | "whenInUse", "in": CALLBACK (default didFinishLaunching),
+//                "background": true, "significant": true, "stopAfter": N}
+//                                 a CLLocationManager: ask for authorization, set
+//                                 allowsBackgroundLocationUpdates, start updating (unless
+//                                 "significant" only: "updating": false), stop after N updates
 // Each records what it did and the interruptions and pushes it saw, with applicationState.
 @MainActor
-final class ContinuousProbe: PKPushRegistryDelegate, AVAudioPlayerDelegate {
+final class ContinuousProbe: PKPushRegistryDelegate, AVAudioPlayerDelegate, CLLocationManagerDelegate {
     private let behavior: [String: Any]
     private let record: (String) -> Void
     private var player: AVAudioPlayer?
     private var registry: PKPushRegistry?
     private let provider = CXProvider(configuration: CXProviderConfiguration())
+    private var locationManager: CLLocationManager?
+    private var updates = 0
 
     init(behavior: [String: Any], record: @escaping (String) -> Void) {
         self.behavior = behavior
@@ -32,6 +39,9 @@ final class ContinuousProbe: PKPushRegistryDelegate, AVAudioPlayerDelegate {
 
     func step(_ callback: String) {
         if behavior["playIn"] as? String == callback { play() }
+        if let location = behavior["location"] as? [String: Any], callback == location["in"] as? String ?? "didFinishLaunching" {
+            startLocation(location)
+        }
         if callback == "didFinishLaunching", let voip = behavior["voip"] as? String {
             let registry = PKPushRegistry(queue: .main)
             registry.delegate = self
@@ -74,6 +84,37 @@ final class ContinuousProbe: PKPushRegistryDelegate, AVAudioPlayerDelegate {
 
     func audioPlayerDidFinishPlaying(_ player: AVAudioPlayer, successfully flag: Bool) {
         record("finished playing \(flag) \(Application.shared.applicationState)")
+    }
+
+    private func startLocation(_ settings: [String: Any]) {
+        let manager = CLLocationManager()
+        manager.delegate = self
+        locationManager = manager
+        if settings["request"] as? String == "always" { manager.requestAlwaysAuthorization() } else { manager.requestWhenInUseAuthorization() }
+        if settings["background"] as? Bool == true { manager.allowsBackgroundLocationUpdates = true }
+        if settings["significant"] as? Bool == true { manager.startMonitoringSignificantLocationChanges() }
+        if settings["updating"] as? Bool ?? true { manager.startUpdatingLocation() }
+        record("location started \(manager.authorizationStatus.rawValue)")
+    }
+
+    func locationManager(_ manager: CLLocationManager, didUpdateLocations locations: [CLLocation]) {
+        for location in locations {
+            record(String(format: "location %.6f,%.6f ", location.coordinate.latitude, location.coordinate.longitude)
+                + "\(Application.shared.applicationState) main=\(Thread.isMainThread)")
+        }
+        updates += 1
+        if let limit = (behavior["location"] as? [String: Any])?["stopAfter"] as? Int, updates >= limit {
+            manager.stopUpdatingLocation()
+            record("location stopped")
+        }
+    }
+
+    func locationManager(_ manager: CLLocationManager, didFailWithError error: any Error) {
+        record("locationError \((error as? CLError)?.code == .denied ? "denied" : "\(error)")")
+    }
+
+    func locationManagerDidChangeAuthorization(_ manager: CLLocationManager) {
+        record("authorization \(manager.authorizationStatus.rawValue)")
     }
 
     func pushRegistry(_ registry: PKPushRegistry, didUpdate pushCredentials: PKPushCredentials, for type: PKPushType) {
