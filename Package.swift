@@ -10,14 +10,14 @@ let strictSettings: [SwiftSetting] = [
 /// An app plugin: a dynamic library that links the SDK statically, plus its Info.plist beside
 /// the sources (bundled by `swift package bundle-app`). Target names must be unique across a
 /// package graph, so these carry a suffix that leaves Hello, Notes… free for app authors.
-func appPlugin(_ name: String, path: String, dependencies: [Target.Dependency] = []) -> (Product, Target) {
+func appPlugin(_ name: String, path: String, dependencies: [Target.Dependency] = [], exclude: [String] = []) -> (Product, Target) {
     (
         .library(name: name, type: .dynamic, targets: [name]),
         .target(
             name: name,
             dependencies: ["AppHostKit"] + dependencies,
             path: path,
-            exclude: ["Info.plist"],
+            exclude: ["Info.plist"] + exclude,
             swiftSettings: strictSettings
         )
     )
@@ -29,6 +29,10 @@ let apps = [
     appPlugin("UploaderExample", path: "Examples/Uploader"),
     appPlugin("WeatherExample", path: "Examples/Weather"),
     appPlugin("CleanupExample", path: "Examples/Cleanup"),
+    appPlugin("PlayerExample", path: "Examples/Player"),
+    // park-loop.gpx is the route README.md replays beside it.
+    appPlugin("RunTrackerExample", path: "Examples/RunTracker", exclude: ["park-loop.gpx"]),
+    appPlugin("SoftphoneExample", path: "Examples/Softphone"),
     // Test fixtures: real plugins that the end-to-end tests and the benchmark launch.
     appPlugin("ProbeFixture", path: "Tests/Fixtures/Probe", dependencies: ["ProbeSyscalls", "CSQLite", "AppHostProtocol", "CAppHostShims", .product(name: "Logging", package: "swift-log")]),
 ]

@@ -206,7 +206,12 @@ public final class AVAudioPlayer {
         }
         position = duration
         loopsPlayed = 0
-        halt()
+        isPlaying = false
+        startedAt = nil
+        generation += 1
+        // The delegate first: it may play the next track, and an app that stops playing in the
+        // background is suspended as soon as the host hears of it.
         delegate?.audioPlayerDidFinishPlaying(self, successfully: true)
+        if !isPlaying { AVAudioSession.sharedInstance().player(self, isPlaying: false) }
     }
 }

@@ -35,11 +35,8 @@ public final class CLLocation: Sendable {
 
     /// The great-circle distance to `location`, in metres.
     public func distance(from location: CLLocation) -> Double {
-        let radius = 6_371_008.8
-        let φ1 = coordinate.latitude * .pi / 180, φ2 = location.coordinate.latitude * .pi / 180
-        let Δφ = φ2 - φ1, Δλ = (location.coordinate.longitude - coordinate.longitude) * .pi / 180
-        let a = sin(Δφ / 2) * sin(Δφ / 2) + cos(φ1) * cos(φ2) * sin(Δλ / 2) * sin(Δλ / 2)
-        return 2 * radius * atan2(a.squareRoot(), (1 - a).squareRoot())
+        WireLocation.distance(
+            (coordinate.latitude, coordinate.longitude), (location.coordinate.latitude, location.coordinate.longitude))
     }
 }
 

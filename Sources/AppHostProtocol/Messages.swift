@@ -233,6 +233,16 @@ package struct WireLocation: Codable, Sendable, Equatable {
         self.longitude = longitude
         self.timestamp = timestamp
     }
+
+    /// The great-circle distance between two positions in degrees, in metres (haversine, mean
+    /// earth radius): the host's Coordinate and the SDK's CLLocation both measure with it.
+    package static func distance(_ from: (latitude: Double, longitude: Double), _ to: (latitude: Double, longitude: Double)) -> Double {
+        let radius = 6_371_008.8
+        let φ1 = from.latitude * .pi / 180, φ2 = to.latitude * .pi / 180
+        let Δφ = φ2 - φ1, Δλ = (to.longitude - from.longitude) * .pi / 180
+        let a = sin(Δφ / 2) * sin(Δφ / 2) + cos(φ1) * cos(φ2) * sin(Δλ / 2) * sin(Δλ / 2)
+        return 2 * radius * atan2(a.squareRoot(), (1 - a).squareRoot())
+    }
 }
 
 package struct WireCallbackRequest: Codable, Sendable, Equatable {

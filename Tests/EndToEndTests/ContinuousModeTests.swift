@@ -46,7 +46,7 @@ struct ContinuousModeTests {
         #expect(events(host, "Player", ["didEnterBackground", "snapshot", "audio", "suspended"]).suffix(4) == [
             "didEnterBackground ", "snapshot Probe", "audio stopped", "suspended ",
         ])
-        #expect(scratch.recorded("Player").contains("stopped background"), "it ran in the background until it stopped")
+        #expect(scratch.recorded("Player").contains("stopping background"), "it ran in the background until it stopped")
         #expect(try keptRunningBy(host, "Player", occurrence: 2) == [])
         host.closeInput()
         #expect(try host.waitForExit() == 0)
@@ -219,7 +219,7 @@ struct ContinuousModeTests {
         #expect(locations(scratch, "Runner") == [
             "location 48.000000,2.000000 active", "location 48.001000,2.000000 background", "location 48.002000,2.000000 background",
         ])
-        #expect(scratch.recorded("Runner").contains("location stopped"))
+        #expect(scratch.recorded("Runner").contains("location stopping"))
         #expect(scratch.recorded("Runner").contains("authorization 3"), "locationManagerDidChangeAuthorization: authorizedAlways")
 
         // Without the mode, updates stop once the app leaves the foreground, and it is suspended.

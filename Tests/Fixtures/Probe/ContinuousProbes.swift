@@ -66,8 +66,9 @@ final class ContinuousProbe: PKPushRegistryDelegate, AVAudioPlayerDelegate, CLLo
         if let seconds = behavior["stopAudioAfter"] as? Double {
             DispatchQueue.main.asyncAfter(deadline: .now() + seconds) { [weak self] in
                 MainActor.assumeIsolated {
+                    // Recorded first: once it stops playing in the background, it is suspended.
+                    self?.record("stopping \(Application.shared.applicationState)")
                     self?.player?.stop()
-                    self?.record("stopped \(Application.shared.applicationState)")
                 }
             }
         }
@@ -104,8 +105,8 @@ final class ContinuousProbe: PKPushRegistryDelegate, AVAudioPlayerDelegate, CLLo
         }
         updates += 1
         if let limit = (behavior["location"] as? [String: Any])?["stopAfter"] as? Int, updates >= limit {
+            record("location stopping")
             manager.stopUpdatingLocation()
-            record("location stopped")
         }
     }
 
@@ -138,8 +139,8 @@ final class ContinuousProbe: PKPushRegistryDelegate, AVAudioPlayerDelegate, CLLo
         if let seconds = behavior["endCallAfter"] as? Double {
             DispatchQueue.main.asyncAfter(deadline: .now() + seconds) { [weak self] in
                 MainActor.assumeIsolated {
+                    self?.record("call ending")
                     self?.provider.reportCall(with: call, endedAt: Date(), reason: .remoteEnded)
-                    self?.record("call ended")
                 }
             }
         }
