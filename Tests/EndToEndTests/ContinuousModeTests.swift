@@ -52,6 +52,21 @@ struct ContinuousModeTests {
         #expect(try host.waitForExit() == 0)
     }
 
+    @Test func theReportSaysWhichModeKeptTheAppRunningAtItsEnd() throws {
+        let scratch = try Scratch()
+        let player = try app(scratch, "Player", modes: ["audio"], behavior: ["playIn": "didBecomeActive"])
+        let host = try HostSession([player], scratch: scratch)
+        try host.waitFor("Player", "audio")
+        host.send("home")
+        try host.waitFor("Player", "snapshot")
+        host.send("terminate Player")
+        let end = try host.waitFor("Player", "terminated")
+        let report = try #require(end.report)
+        let json = try #require(try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: report))) as? [String: Any])
+        let usage = try #require(json["usage"] as? [String: Any])
+        #expect(usage["keptRunningBy"] as? [String] == ["audio"])
+    }
+
     @Test func withoutTheModeOrWithoutPlaybackAudioKeepsNothingRunning() throws {
         let scratch = try Scratch()
         let undeclared = try app(scratch, "Undeclared", modes: [], behavior: ["playIn": "didBecomeActive"])

@@ -194,6 +194,7 @@ extension Supervisor {
                 cpuForeground: run.cpuForeground, cpuBackground: run.cpuBackground,
                 memory: run.memory, peakMemory: run.peakMemory, backgroundWakeups: record.backgroundWakeups,
                 openBackgroundTasks: run.machine.openTasks.sorted { $0.key < $1.key }.map { "#\($0.key) \($0.value)" },
+                keptRunningBy: run.machine.holds.sorted(),
                 backgroundTimeRemaining: run.backgroundTimeRemainingAtEnd,
                 held: run.held,
                 violationCount: run.violationCount, violations: run.violations,
