@@ -118,6 +118,22 @@ import Testing
         #expect(host.state == .suspended)
     }
 
+    @Test func aVoIPPushReachesTheForegroundAppInItsActiveState() {
+        var host = Self.activeApp([.voip])
+        host.send(.deliver(BackgroundEvent(kind: .voipPush, payload: "{}"), reason: "voipPush"))
+        #expect(host.callbacks == ["didReceiveIncomingPush active"])
+        #expect(host.state == .active)
+        #expect(host.machine.activeCalls == ["CALL-1"])
+    }
+
+    @Test func aSignificantLocationChangeWakesASuspendedAppBriefly() {
+        var host = BackgroundWorkMachineTests.suspendedApp()
+        host.send(.deliver(BackgroundEvent(kind: .significantLocationChange, payload: "{}"), reason: "location"))
+        #expect(host.callbacks == ["didEnterBackground background", "didUpdateLocations background", "snapshot background"])
+        #expect(host.state == .suspended, "suspended again once the callback returns")
+        #expect(host.finished == nil)
+    }
+
     @Test func aVoIPPushWhoseCallbackReportsNoCallIsKilledWith0xbaadca11() {
         var host = Self.activeApp([.voip])
         host.send(.moveToBackground)

@@ -274,6 +274,23 @@ struct ContinuousModeTests {
         #expect(locations(scratch, "Runner").isEmpty)
     }
 
+    @Test func badLocationInputIsOneLineAndChangesNothing() throws {
+        let scratch = try Scratch()
+        let notGPX = scratch.url.appendingPathComponent("notes.gpx")
+        try Data("just text".utf8).write(to: notGPX)
+        let host = try HostSession([try app(scratch, "Runner", modes: ["location"], behavior: [:])], scratch: scratch)
+        try host.waitFor("Runner", "didBecomeActive")
+        host.send("location route \(notGPX.path)")
+        try host.waitForStandardError(containing: "apphost: stdin: \(notGPX.path): not a GPX file: no <gpx> element")
+        host.send("location route \(scratch.url.path)/missing.gpx")
+        try host.waitForStandardError(containing: "apphost: stdin: cannot read \(scratch.url.path)/missing.gpx")
+        host.send("location set 91,0")
+        try host.waitForStandardError(containing: "apphost: stdin: latitude must be within -90…90 and longitude within -180…180 degrees; got 91.0,0.0")
+        host.send("ps")
+        try host.waitFor("ps of Runner") { $0.event == "ps" && $0.name == "Runner" }
+        #expect(!host.allEvents.contains { $0.event == "location" && $0.name == nil }, "the device's position never changed")
+    }
+
     @Test func aRouteReplaysItsPositionsInOrder() throws {
         let scratch = try Scratch()
         let gpx = scratch.url.appendingPathComponent("run.gpx")
