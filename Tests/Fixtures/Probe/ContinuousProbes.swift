@@ -25,11 +25,12 @@ final class ContinuousProbe: PKPushRegistryDelegate, AVAudioPlayerDelegate, CLLo
     private let provider = CXProvider(configuration: CXProviderConfiguration())
     private var locationManager: CLLocationManager?
     private var updates = 0
+    private var interruptionObserver: (any NSObjectProtocol)?
 
     init(behavior: [String: Any], record: @escaping (String) -> Void) {
         self.behavior = behavior
         self.record = record
-        NotificationCenter.default.addObserver(
+        interruptionObserver = NotificationCenter.default.addObserver(
             forName: AVAudioSession.interruptionNotification, object: nil, queue: nil
         ) { [weak self] notification in
             let type = notification.userInfo?[AVAudioSession.interruptionTypeKey] as? UInt
