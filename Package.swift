@@ -11,7 +11,8 @@ let strictSettings: [SwiftSetting] = [
 /// the sources (bundled by `swift package bundle-app`). Target names must be unique across a
 /// package graph, so these carry a suffix that leaves Hello, Notes… free for app authors.
 func appPlugin(
-    _ name: String, path: String, dependencies: [Target.Dependency] = [], swiftSettings: [SwiftSetting] = strictSettings
+    _ name: String, path: String, dependencies: [Target.Dependency] = [], exclude: [String] = [],
+    swiftSettings: [SwiftSetting] = strictSettings
 ) -> (Product, Target) {
     (
         .library(name: name, type: .dynamic, targets: [name]),
@@ -19,7 +20,7 @@ func appPlugin(
             name: name,
             dependencies: ["AppHostKit"] + dependencies,
             path: path,
-            exclude: ["Info.plist"],
+            exclude: ["Info.plist"] + exclude,
             swiftSettings: swiftSettings
         )
     )
@@ -31,6 +32,10 @@ let apps = [
     appPlugin("UploaderExample", path: "Examples/Uploader"),
     appPlugin("WeatherExample", path: "Examples/Weather"),
     appPlugin("CleanupExample", path: "Examples/Cleanup"),
+    appPlugin("PlayerExample", path: "Examples/Player"),
+    // park-loop.gpx is the route README.md replays beside it.
+    appPlugin("RunTrackerExample", path: "Examples/RunTracker", exclude: ["park-loop.gpx"]),
+    appPlugin("SoftphoneExample", path: "Examples/Softphone"),
     // Test fixtures: real plugins that the end-to-end tests and the benchmark launch.
     // Xcode's iOS App template, unchanged, on UIKit, BackgroundTasks and os (README.md, "Porting iOS code").
     // Built as Xcode 16 builds a new iOS project: Swift 5 language mode, no upcoming features.

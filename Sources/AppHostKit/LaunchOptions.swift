@@ -27,6 +27,12 @@ extension Application {
         public static let remoteNotification = LaunchReason(rawValue: "remoteNotification")
         /// Launched into the background to run a BGTaskScheduler task.
         public static let backgroundTask = LaunchReason(rawValue: "backgroundTask")
+        /// Launched into the background for a PushKit VoIP push.
+        public static let voipPush = LaunchReason(rawValue: "voipPush")
+        /// Relaunched into the background for a significant location change, as UIKit's
+        /// `UIApplication.LaunchOptionsKey.location`: the app starts its location manager again
+        /// to receive it.
+        public static let location = LaunchReason(rawValue: "location")
 
         public var description: String { rawValue }
     }

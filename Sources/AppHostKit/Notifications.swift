@@ -28,7 +28,8 @@ extension Application {
         case .willEnterForeground: willEnterForegroundNotification
         case .willTerminate: willTerminateNotification
         case .didReceiveMemoryWarning: didReceiveMemoryWarningNotification
-        case .willFinishLaunching, .performFetch, .didReceiveRemoteNotification, .launchTask, .snapshot: nil
+        case .willFinishLaunching, .performFetch, .didReceiveRemoteNotification, .launchTask, .snapshot,
+             .didReceiveIncomingPush, .didUpdateLocations: nil
         }
     }
 

@@ -126,6 +126,14 @@ enum AppMain {
             hostLink.send(.expirationHandlers(taskIDs: taskIDs, returned: true))
         case .expireWork(let work):
             Application.hosted.scheduler.expire(work: work)
+        case .audioInterruption(let began):
+            AVAudioSession.sharedInstance().interruption(began: began)
+        case .location(let location):
+            _ = CLLocationManager.deliver(location)
+        case .locationFailed(let code):
+            CLLocationManager.fail(code: code)
+        case .locationAuthorization(let status):
+            CLLocationManager.authorizationChanged(status)
         case .configure:
             writeStandardError("AppHostKit: unexpected configure message\n")
             _exit(70)
@@ -180,6 +188,15 @@ enum AppMain {
                 if let event = request.event, application.scheduler.launch(event, for: application) == nil {
                     hostLink.warn("no launch handler is registered for task \(event.taskIdentifier ?? "?"); it ends unrun")
                     hostLink.send(.workCompleted(id: event.work, result: "failure"))
+                }
+            case .didReceiveIncomingPush:
+                if !PKPushRegistry.deliver(payload: request.event?.payload ?? "{}") {
+                    hostLink.warn("a VoIP push came, but no PKPushRegistry with desiredPushTypes [.voIP] has a delegate; nothing reports a call")
+                }
+            case .didUpdateLocations:
+                let location = (request.event?.payload).flatMap { try? WireCoding.decode(WireLocation.self, from: Array($0.utf8)) }
+                if location.map({ CLLocationManager.deliver($0, significantOnly: true) }) != true {
+                    hostLink.warn("a significant location change came, but no CLLocationManager monitors significant changes; start monitoring while launching")
                 }
             case .snapshot: snapshot = application.snapshot()
             }

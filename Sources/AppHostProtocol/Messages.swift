@@ -31,6 +31,11 @@ package enum WireCallback: String, Codable, Sendable, CaseIterable {
     case performFetch
     case didReceiveRemoteNotification
     case launchTask
+    /// A PushKit VoIP push: the app must report an incoming call to CallKit before it returns.
+    case didReceiveIncomingPush
+    /// A significant location change woke or relaunched the app: its location managers that
+    /// monitor significant changes get `locationManager(_:didUpdateLocations:)`.
+    case didUpdateLocations
     /// Not a delegate callback: the SDK answers with the app's window content.
     case snapshot
 
@@ -48,6 +53,8 @@ package enum WireCallback: String, Codable, Sendable, CaseIterable {
         case .performFetch: "application(_:performFetchWithCompletionHandler:)"
         case .didReceiveRemoteNotification: "application(_:didReceiveRemoteNotification:fetchCompletionHandler:)"
         case .launchTask: "the BGTaskScheduler launch handler"
+        case .didReceiveIncomingPush: "pushRegistry(_:didReceiveIncomingPushWith:for:completion:)"
+        case .didUpdateLocations: "locationManager(_:didUpdateLocations:)"
         case .snapshot: "snapshot"
         }
     }
@@ -79,6 +86,8 @@ package struct WireConfiguration: Codable, Sendable, Equatable {
     package var sandbox: WireSandbox?
     /// The least level of the app's swift-log records that reach the host (`--log-level`); nil: info.
     package var logLevel: String?
+    /// The app's location authorization on this host (see HostMessage.locationAuthorization); nil: notDetermined.
+    package var locationAuthorization: String?
 
     package init(
         protocolVersion: Int = wireProtocolVersion, bundleIdentifier: String, bundleName: String,
@@ -155,6 +164,10 @@ package struct WireBackgroundEvent: Codable, Sendable, Equatable {
         case remoteNotification
         case appRefresh
         case processing
+        /// A PushKit VoIP push; it starts no work to complete: the callback must report a call.
+        case voipPush
+        /// A significant location change (payload: a WireLocation's JSON); no work to complete.
+        case significantLocationChange
     }
 
     /// The host's number for this piece of work; the app's completion names it.
@@ -209,6 +222,29 @@ package struct WireSandbox: Codable, Sendable, Equatable {
     }
 }
 
+/// A position of the simulated device, as `CLLocation`: degrees and seconds since 1970.
+package struct WireLocation: Codable, Sendable, Equatable {
+    package var latitude: Double
+    package var longitude: Double
+    package var timestamp: Double
+
+    package init(latitude: Double, longitude: Double, timestamp: Double) {
+        self.latitude = latitude
+        self.longitude = longitude
+        self.timestamp = timestamp
+    }
+
+    /// The great-circle distance between two positions in degrees, in metres (haversine, mean
+    /// earth radius): the host's Coordinate and the SDK's CLLocation both measure with it.
+    package static func distance(_ from: (latitude: Double, longitude: Double), _ to: (latitude: Double, longitude: Double)) -> Double {
+        let radius = 6_371_008.8
+        let φ1 = from.latitude * .pi / 180, φ2 = to.latitude * .pi / 180
+        let Δφ = φ2 - φ1, Δλ = (to.longitude - from.longitude) * .pi / 180
+        let a = sin(Δφ / 2) * sin(Δφ / 2) + cos(φ1) * cos(φ2) * sin(Δλ / 2) * sin(Δλ / 2)
+        return 2 * radius * atan2(a.squareRoot(), (1 - a).squareRoot())
+    }
+}
+
 package struct WireCallbackRequest: Codable, Sendable, Equatable {
     package var id: UInt64
     package var callback: WireCallback
@@ -243,6 +279,15 @@ package enum HostMessage: Codable, Sendable, Equatable {
     case expire(taskIDs: [UInt64], remaining: Double)
     /// Run the expiration handler of this BGTaskScheduler task (its work number) now.
     case expireWork(UInt64)
+    /// A location update for the app's location managers that update (`didUpdateLocations`).
+    case location(WireLocation)
+    /// Location updates failed: `CLError.Code` raw value (1: denied).
+    case locationFailed(code: Int)
+    /// The app's location authorization changed (`authorizedAlways`, `authorizedWhenInUse`, `denied`, `notDetermined`).
+    case locationAuthorization(String)
+    /// The app's audio session was interrupted (a call, `audio-interrupt`), or the interruption
+    /// ended: AVAudioSession.interruptionNotification with this type.
+    case audioInterruption(began: Bool)
 }
 
 /// App to host.
@@ -280,6 +325,18 @@ package enum AppMessage: Codable, Sendable, Equatable {
     /// A swift-log record: its level (`trace` … `critical`), the logger's label, and the message
     /// with its metadata.
     case log(level: String, label: String, message: String)
+    /// The app's audio: whether its AVAudioSession is active, and whether it plays (category
+    /// playback, active, and a player playing). Sent when either changes.
+    case audio(active: Bool, playing: Bool)
+    /// What the app's location managers ask for together: standard updates, in the background
+    /// too (`allowsBackgroundLocationUpdates`), and significant-change monitoring. Sent when it changes.
+    case locationManager(updating: Bool, background: Bool, significant: Bool)
+    /// `requestWhenInUseAuthorization()` or `requestAlwaysAuthorization()`.
+    case requestLocationAuthorization(always: Bool)
+    /// `CXProvider.reportNewIncomingCall(with:update:completion:)`: a call, by its UUID.
+    case callReported(uuid: String)
+    /// `CXProvider.reportCall(with:endedAt:reason:)`: the call ended.
+    case callEnded(uuid: String)
 }
 
 /// JSON coding of messages; one shared encoder and decoder per process.

@@ -37,10 +37,45 @@ extension TestHost {
     /// `push APP FILE.json`: delivers the notification whose JSON payload is `json`; it must be
     /// a background one (`{"aps": {"content-available": 1}}`).
     public func push(_ app: String, json: String) async throws {
-        let file = directory.appendingPathComponent("push-\(UUID().uuidString).json")
-        try Data(json.utf8).write(to: file)
+        try await withFile(json, "push") { try await send("push \(app) \($0)") }
+    }
+
+    /// `voip-push APP FILE.json`: delivers the PushKit VoIP push whose payload is `json` (a JSON
+    /// object); the app must report a call before its callback returns (0xbaadca11).
+    public func voipPush(_ app: String, json: String) async throws {
+        try await withFile(json, "voip-push") { try await send("voip-push \(app) \($0)") }
+    }
+
+    /// `audio-interrupt APP`: interrupts the app's active audio session (type began).
+    public func audioInterrupt(_ app: String) async throws { try await send("audio-interrupt \(app)") }
+
+    /// `audio-resume APP`: ends the interruption of the app's audio session (type ended).
+    public func audioResume(_ app: String) async throws { try await send("audio-resume \(app)") }
+
+    /// `location set LAT,LON`: puts the simulated device there.
+    public func setLocation(latitude: Double, longitude: Double) async throws {
+        try await send("location set \(latitude),\(longitude)")
+    }
+
+    /// `location route FILE.gpx [--speed M/S]`: replays the GPX document `gpx`.
+    public func replayRoute(gpx: String, speed: Double? = nil) async throws {
+        try await withFile(gpx, "route", extension: "gpx") { try await send("location route \($0)\(speed.map { " --speed \($0)" } ?? "")") }
+    }
+
+    /// `location clear`: forgets the device's position.
+    public func clearLocation() async throws { try await send("location clear") }
+
+    /// `authorize APP location always|whenInUse|denied`.
+    public func authorizeLocation(_ app: String, _ authorization: LocationAuthorization) async throws {
+        try await send("authorize \(app) location \(authorization.rawValue)")
+    }
+
+    /// Runs `body` with the path of a file holding `text`, removed afterwards.
+    private func withFile(_ text: String, _ prefix: String, extension: String = "json", _ body: (String) async throws -> Void) async throws {
+        let file = directory.appendingPathComponent("\(prefix)-\(UUID().uuidString).\(`extension`)")
+        try Data(text.utf8).write(to: file)
         defer { try? FileManager.default.removeItem(at: file) }
-        try await send("push \(app) \(file.path)")
+        try await body(file.path)
     }
 
     /// `push APP FILE.json` with `payload` encoded as JSON.

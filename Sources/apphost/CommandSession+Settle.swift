@@ -17,11 +17,12 @@ extension HostCommand {
     var settling: Settling {
         switch self {
         case .interrupt(let app, _), .wake(let app), .terminate(let app), .fetch(let app), .runTask(let app, _),
-             .expire(let app, _), .push(let app, _):
+             .expire(let app, _), .push(let app, _), .voipPush(let app, _), .audioInterrupt(let app), .audioResume(let app),
+             .authorize(let app, _):
             .app(app)
         case .memoryWarning(let app):
             app.map(Settling.app) ?? .everyApp
-        case .home, .open, .switcher, .memoryPressure, .storagePressure, .power, .network, .advance, .resetClock, .tasks, .ps:
+        case .home, .open, .switcher, .memoryPressure, .storagePressure, .locationSet, .locationRoute, .locationClear, .power, .network, .advance, .resetClock, .tasks, .ps:
             .everyApp
         case .sleep, .wait, .help, .quit:
             .nothing

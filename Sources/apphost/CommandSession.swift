@@ -87,11 +87,25 @@ struct CommandSession {
             case .expire(let app, let identifier):
                 _ = try supervisor.expire(app, identifier: identifier)
             case .push(let app, let file):
-                let payload: Data
-                do { payload = try Data(contentsOf: URL(fileURLWithPath: file)) } catch {
-                    throw CommandError("cannot read \(file): \(error.localizedDescription)")
+                _ = try supervisor.push(app, payload: try read(file), source: file)
+            case .voipPush(let app, let file):
+                _ = try supervisor.voipPush(app, payload: try read(file), source: file)
+            case .locationSet(let coordinate):
+                _ = supervisor.setLocation(coordinate)
+            case .locationRoute(let file, let speed):
+                let route: LocationRoute
+                do { route = try LocationRoute(gpx: try read(file), speed: speed) } catch let error as LocationError {
+                    throw CommandError("\(file): \(error.description)")
                 }
-                _ = try supervisor.push(app, payload: payload, source: file)
+                _ = supervisor.replayRoute(route, name: URL(fileURLWithPath: file).lastPathComponent)
+            case .locationClear:
+                _ = supervisor.clearLocation()
+            case .authorize(let app, let authorization):
+                _ = try supervisor.authorizeLocation(app, authorization)
+            case .audioInterrupt(let app):
+                try supervisor.audioInterruption(app, began: true)
+            case .audioResume(let app):
+                try supervisor.audioInterruption(app, began: false)
             case .power(let state):
                 _ = supervisor.setPower(state)
             case .network(let state):
@@ -151,6 +165,13 @@ struct CommandSession {
         tableLines(rows).forEach(printer.write)
     }
 
+    /// A payload file's bytes, or one line saying why not.
+    private func read(_ file: String) throws -> Data {
+        do { return try Data(contentsOf: URL(fileURLWithPath: file)) } catch {
+            throw CommandError("cannot read \(file): \(error.localizedDescription)")
+        }
+    }
+
     private func printStatus() {
         let apps = supervisor.status()
         if printer.json {
@@ -159,13 +180,14 @@ struct CommandSession {
         }
         func seconds(_ duration: Duration) -> String { String(format: "%.2f s", duration.seconds) }
         func mebibytes(_ bytes: UInt64) -> String { String(format: "%.1f MiB", Double(bytes) / 1_048_576) }
-        var rows = [["NAME", "PID", "STATE", "IN STATE", "CPU FG", "CPU BG", "MEMORY", "PEAK", "STORAGE", "TASKS", "BG LEFT", "WAKE-UPS", "VIOLATIONS", "SNAPSHOT"]]
+        var rows = [["NAME", "PID", "STATE", "IN STATE", "CPU FG", "CPU BG", "MEMORY", "PEAK", "STORAGE", "TASKS", "KEPT RUNNING BY", "BG LEFT", "WAKE-UPS", "VIOLATIONS", "SNAPSHOT"]]
         for app in apps {
             rows.append([
                 app.name, app.pid.map(String.init) ?? "-", app.state.rawValue, seconds(app.timeInState),
                 seconds(app.cpuForeground), seconds(app.cpuBackground), mebibytes(app.memory), mebibytes(app.peakMemory),
                 app.storage.map { "\(mebibytes($0.bytes)) \($0.limitBytes.map { "of \(mebibytes($0))" } ?? "(no limit)")" } ?? "-",
-                String(app.openBackgroundTasks), app.backgroundTimeRemaining.map(seconds) ?? "-",
+                String(app.openBackgroundTasks), app.keptRunningBy.isEmpty ? "-" : app.keptRunningBy.map(\.rawValue).joined(separator: ","),
+                app.backgroundTimeRemaining.map(seconds) ?? "-",
                 String(app.backgroundWakeups), String(app.violations),
                 app.snapshot.map { $0.replacingOccurrences(of: "\n", with: " ⏎ ").debugDescription } ?? "-",
             ])

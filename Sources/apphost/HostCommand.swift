@@ -33,6 +33,17 @@ enum HostCommand: Sendable, Equatable {
     case expire(String, identifier: String?)
     /// Deliver a background remote notification read from a JSON file.
     case push(String, file: String)
+    /// Deliver a PushKit VoIP push read from a JSON file.
+    case voipPush(String, file: String)
+    /// Interrupt the app's audio session, or end the interruption.
+    case audioInterrupt(String)
+    case audioResume(String)
+    /// Set the device's position, replay a GPX route, or clear the position.
+    case locationSet(Coordinate)
+    case locationRoute(file: String, speed: Double?)
+    case locationClear
+    /// Set an app's location authorization.
+    case authorize(String, LocationAuthorization)
     /// Set the simulated power source.
     case power(PowerState)
     /// Set the simulated network.
@@ -70,6 +81,11 @@ enum HostCommand: Sendable, Equatable {
         ("run-task APP IDENTIFIER", "run the BGTaskScheduler task now, due or not"),
         ("expire APP [IDENTIFIER]", "end background work now: one running task, or all of APP's"),
         ("push APP FILE.json", "deliver the background notification in FILE.json"),
+        ("voip-push APP FILE.json", "deliver the VoIP push in FILE.json; APP must report a call"),
+        ("audio-interrupt APP", "interrupt APP's audio session (interruption began)"),
+        ("audio-resume APP", "end the interruption of APP's audio session (interruption ended)"),
+        ("location set LAT,LON | route FILE.gpx [--speed M/S] | clear", "move the simulated device, replay a route, or clear it"),
+        ("authorize APP location always|whenInUse|denied", "set APP's location authorization (kept by the host)"),
         ("power plugged|battery", "set the simulated power source"),
         ("network online|offline", "set the simulated network"),
         ("advance SECONDS", "move the scheduler's clock on"),
@@ -159,6 +175,46 @@ enum HostCommand: Sendable, Equatable {
         case "push":
             try count(2...2, "push APP FILE.json")
             return .push(arguments[0], file: arguments[1])
+        case "voip-push":
+            try count(2...2, "voip-push APP FILE.json")
+            return .voipPush(arguments[0], file: arguments[1])
+        case "audio-interrupt":
+            try count(1...1, "audio-interrupt APP")
+            return .audioInterrupt(arguments[0])
+        case "audio-resume":
+            try count(1...1, "audio-resume APP")
+            return .audioResume(arguments[0])
+        case "location":
+            let usage = "location set LAT,LON | location route FILE.gpx [--speed M/S] | location clear"
+            switch arguments.first {
+            case "set":
+                try count(2...2, usage)
+                switch Coordinate.parse(arguments[1]) {
+                case .success(let coordinate): return .locationSet(coordinate)
+                case .failure(let error): throw CommandError(error.description)
+                }
+            case "route":
+                guard arguments.count == 2 || (arguments.count == 4 && arguments[2] == "--speed") else { throw CommandError("usage: \(usage)") }
+                guard arguments.count == 4 else { return .locationRoute(file: arguments[1], speed: nil) }
+                guard let speed = Double(arguments[3]), speed > 0, speed.isFinite else {
+                    throw CommandError("--speed must be a positive number of metres per second, not \(arguments[3])")
+                }
+                return .locationRoute(file: arguments[1], speed: speed)
+            case "clear":
+                try count(1...1, usage)
+                return .locationClear
+            default:
+                throw CommandError("usage: \(usage)")
+            }
+        case "authorize":
+            try count(3...3, "authorize APP location always|whenInUse|denied")
+            guard arguments[1] == "location" else {
+                throw CommandError("authorize sets location authorization only: authorize APP location always|whenInUse|denied")
+            }
+            guard let authorization = LocationAuthorization(rawValue: arguments[2]) else {
+                throw CommandError("a location authorization is always, whenInUse or denied, not \(arguments[2])")
+            }
+            return .authorize(arguments[0], authorization)
         case "power":
             try count(1...1, "power plugged|battery")
             guard let state = PowerState(rawValue: arguments[0]) else { throw CommandError("power must be plugged or battery, not \(arguments[0])") }

@@ -12,7 +12,10 @@ struct Launch: AsyncParsableCommand {
             and then from standard input, one per line:
               home | open APP | interrupt APP [SECONDS] | switcher | wake APP | terminate APP | memory-warning [APP]
               memory-pressure [MIB] | storage-pressure | fetch APP | run-task APP IDENTIFIER | expire APP [IDENTIFIER]
-              push APP FILE.json | power plugged|battery | network online|offline | advance SECONDS | tasks
+              push APP FILE.json | voip-push APP FILE.json | audio-interrupt APP | audio-resume APP
+              location set LAT,LON | location route FILE.gpx [--speed M/S] | location clear
+              authorize APP location always|whenInUse|denied
+              power plugged|battery | network online|offline | advance SECONDS | tasks
               advance reset | sleep SECONDS | wait APP STATE [TIMEOUT] | ps | help | quit
             APP is a bundle's CFBundleName or identifier; STATE is inactive, active, background, suspended \
             or terminated. A command first waits (at most the launch timeout) for the apps it concerns to \

@@ -47,6 +47,9 @@ struct PolicyOptions: ParsableArguments {
     var maximumPendingRefreshRequests: String?
     @Option(name: .knob("maximumPendingProcessingRequests"), help: .knob("maximumPendingProcessingRequests"))
     var maximumPendingProcessingRequests: String?
+    @Option(name: .knob("voipResumeLimit"), help: .knob("voipResumeLimit")) var voipResumeLimit: String?
+    @Option(name: .knob("voipResumeWindow"), help: .knob("voipResumeWindow")) var voipResumeWindow: String?
+    @Option(name: .knob("locationUpdateInterval"), help: .knob("locationUpdateInterval")) var locationUpdateInterval: String?
     @Option(name: .knob("storageLimit"), help: .knob("storageLimit")) var storageLimit: String?
     @Option(name: .knob("appGroupStorageLimit"), help: .knob("appGroupStorageLimit")) var appGroupStorageLimit: String?
 

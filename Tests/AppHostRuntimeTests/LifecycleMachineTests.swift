@@ -36,9 +36,13 @@ struct SimulatedHost {
     var expirationHandlersHang = false
     /// Main-thread backtraces asked for, by watchdogs.
     var samples = 0
+    /// Audio interruptions posted in the app: true for began, false for ended.
+    var audioInterruptions: [Bool] = []
+    /// The app reports this call while a VoIP push's callback runs (nil: it reports none).
+    var callReportedInPush: String? = "CALL-1"
 
-    init(policy: Policy = Policy()) {
-        machine = LifecycleMachine(policy: policy)
+    init(policy: Policy = Policy(), continuousModes: Set<ContinuousMode> = []) {
+        machine = LifecycleMachine(policy: policy, continuousModes: continuousModes)
     }
 
     var state: AppState { machine.state }
@@ -54,6 +58,7 @@ struct SimulatedHost {
                 case .send(let request):
                     callbacks.append("\(request.callback.rawValue) \(name(request.state))")
                     if let event = request.event { work.append(event.work) }
+                    if request.callback == .didReceiveIncomingPush, let call = callReportedInPush { queue.append(.callReported(call)) }
                     if !hangIn.contains(request.callback) {
                         queue.append(.acknowledged(id: request.id, returned: returnsFalseFrom.contains(request.callback) ? false : true, snapshot: request.callback == .snapshot ? "window" : nil))
                     }
@@ -64,6 +69,8 @@ struct SimulatedHost {
                     if !mainThreadBlocked && !expirationHandlersHang { queue.append(.expirationHandlers(taskIDs: ids, returned: true)) }
                 case .expireWork(let id):
                     workExpirations.append(id)
+                case .audioInterruption(let began):
+                    audioInterruptions.append(began)
                 case .freeze:
                     frozen = true
                     if verifiesSuspension { queue.append(.suspensionVerified) }
@@ -445,9 +452,13 @@ struct SimulatedHost {
             .workCompleted(id: 1, result: "newData"), .workCompleted(id: 2, result: "success"),
             .expireWork(ids: nil, reason: "test"), .expireBackgroundTime,
             .conditionsChanged(externalPower: false, network: true),
+            .audio(active: true, playing: true), .audio(active: true, playing: false), .audioInterruption(began: true),
+            .audioInterruption(began: false), .backgroundLocation(true, why: "on"), .backgroundLocation(false, why: "off"),
+            .callReported("A"), .callEnded("A"),
+            .deliver(BackgroundEvent(kind: .voipPush, payload: "{}"), reason: "voipPush"),
         ]
         for _ in 0..<3000 {
-            var machine = LifecycleMachine(policy: Policy())
+            var machine = LifecycleMachine(policy: Policy(), continuousModes: [.audio, .location, .voip])
             var now = HostInstant(nanoseconds: 0)
             var pending: [UInt64] = []  // callbacks sent and not yet acknowledged
             var killed = 0
@@ -465,7 +476,12 @@ struct SimulatedHost {
                     default:
                         let input = inputs[Int(generator.next() % UInt64(inputs.count))]
                         // A frozen app sends nothing; only the host's commands reach it.
-                        if case .taskBegan = input, machine.state == .suspended { continue }
+                        if machine.state == .suspended {
+                            switch input {
+                            case .taskBegan, .audio, .callReported, .callEnded, .backgroundLocation: continue
+                            default: break
+                            }
+                        }
                         queue.append(input)
                     }
                 }
@@ -487,7 +503,7 @@ struct SimulatedHost {
                     case .finished:
                         finished += 1
                         exited = true
-                    case .thaw, .expire, .expireWork, .event, .escalateKill: break
+                    case .thaw, .expire, .expireWork, .event, .escalateKill, .audioInterruption: break
                     }
                 }
                 #expect(killed <= 1 && finished <= 1)
@@ -495,6 +511,7 @@ struct SimulatedHost {
                 if machine.state == .suspended {
                     #expect(machine.openTasks.isEmpty, "a suspended app holds no task")
                     #expect(machine.work.isEmpty, "a suspended app has no background work under way")
+                    #expect(machine.holds.isEmpty, "a suspended app is held by no continuous mode")
                 }
                 if let deadline = machine.nextDeadline { #expect(deadline.nanoseconds >= 0) }
             }

@@ -154,20 +154,21 @@ import Testing
 
     @Test func backgroundModesAndTaskIdentifiersAreRead() throws {
         var info = valid
-        info["UIBackgroundModes"] = ["fetch", "processing", "remote-notification"]
+        info["UIBackgroundModes"] = ["fetch", "processing", "remote-notification", "audio", "location", "voip"]
         info["BGTaskSchedulerPermittedIdentifiers"] = ["com.example.refresh", "com.example.cleanup"]
         let app = try AppBundle(url: try bundle(info))
-        #expect(app.backgroundModes == [.fetch, .processing, .remoteNotification])
+        #expect(app.backgroundModes == [.fetch, .processing, .remoteNotification, .audio, .location, .voip])
         #expect(app.permittedTaskIdentifiers == ["com.example.refresh", "com.example.cleanup"])
         #expect(try AppBundle(url: try bundle(valid)).backgroundModes.isEmpty)
         info["UIBackgroundModes"] = "fetch"
         #expect { try AppBundle(url: try bundle(info)) } throws: { error in
-            "\(error)" == "Notes.app/Info.plist: UIBackgroundModes must be an array of modes: fetch, processing, remote-notification"
+            "\(error)" == "Notes.app/Info.plist: UIBackgroundModes must be an array of modes: fetch, processing, remote-notification, audio, location, voip"
         }
     }
 
     @Test(arguments: [
-        (["audio"], nil, "UIBackgroundModes has audio, which apphost does not run; known modes: fetch, processing, remote-notification"),
+        (["bluetooth-central"], nil,
+         "UIBackgroundModes has bluetooth-central, which apphost does not run; known modes: fetch, processing, remote-notification, audio, location, voip"),
         (["remote-notification"], ["com.example.refresh"],
          "BGTaskSchedulerPermittedIdentifiers needs UIBackgroundModes fetch (for app refresh tasks) or processing (for processing tasks)"),
         (["processing"], nil, "UIBackgroundModes processing needs BGTaskSchedulerPermittedIdentifiers listing the identifiers of its tasks"),

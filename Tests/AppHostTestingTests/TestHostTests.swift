@@ -30,6 +30,27 @@ private func gone(_ pid: Int32, within timeout: Duration) -> Bool {
 /// runs its apps).
 @Suite("TestHost drives a real host", .serialized, .timeLimit(.minutes(2)))
 struct TestHostTests {
+    @Test("continuous modes: a VoIP push and the device's position, through TestHost's methods")
+    func continuousModes() async throws {
+        let host = try await TestHost.launch([try bundle("Softphone"), try bundle("RunTracker")])
+        try await host.wait("Softphone", .active)
+        try await host.home()
+        try await host.wait("Softphone", .suspended)
+        try await host.voipPush("Softphone", json: #"{"caller": "Alice", "seconds": 0.2}"#)
+        let call = try await host.nextEvent(.call, of: "Softphone")
+        #expect(call.detail?.hasPrefix("incoming call ") == true)
+        try await host.wait("Softphone", .suspended)
+
+        try await host.open("RunTracker")
+        try await host.authorizeLocation("RunTracker", .always)
+        try await host.setLocation(latitude: 48.8462, longitude: 2.3372)
+        let delivered = try await host.nextEvent("RunTracker's delivery") {
+            $0.event == .location && $0.concerns("RunTracker") && $0.detail?.hasPrefix("delivered") == true
+        }
+        #expect(delivered.detail == "delivered 48.846200,2.337200")
+        _ = await host.shutdown()
+    }
+
     @Test("the issue's example: home, wait until suspended, no report; quit writes host-shutdown")
     func homeThenSuspended() async throws {
         let host = try await TestHost.launch([try bundle("Notes")], policy: Policy {

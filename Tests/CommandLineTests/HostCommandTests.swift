@@ -57,9 +57,46 @@ import Testing
         #expect(throws: CommandError("usage: run-task APP IDENTIFIER")) { try HostCommand.parse("run-task Weather") }
         #expect(throws: CommandError("usage: storage-pressure")) { try HostCommand.parse("storage-pressure 100") }
         #expect(throws: CommandError("SECONDS must be a number of seconds, not tomorrow")) { try HostCommand.parse("advance tomorrow") }
-        #expect(throws: CommandError("unknown command launch; commands: home, open, interrupt, switcher, wake, terminate, memory-warning, memory-pressure, storage-pressure, fetch, run-task, expire, push, power, network, advance, tasks, sleep, wait, ps, help, quit")) {
+        #expect(throws: CommandError("unknown command launch; commands: home, open, interrupt, switcher, wake, terminate, memory-warning, memory-pressure, storage-pressure, fetch, run-task, expire, push, voip-push, audio-interrupt, audio-resume, location, authorize, power, network, advance, tasks, sleep, wait, ps, help, quit")) {
             try HostCommand.parse("launch Notes")
         }
+    }
+
+    @Test func continuousModeCommandsParse() throws {
+        #expect(try HostCommand.parse("voip-push Phone call.json") == .voipPush("Phone", file: "call.json"))
+        #expect(try HostCommand.parse("audio-interrupt Player") == .audioInterrupt("Player"))
+        #expect(try HostCommand.parse("audio-resume Player") == .audioResume("Player"))
+        #expect(try HostCommand.parse("location set 48.8584,2.2945") == .locationSet(Coordinate(latitude: 48.8584, longitude: 2.2945)))
+        #expect(try HostCommand.parse("location route run.gpx") == .locationRoute(file: "run.gpx", speed: nil))
+        #expect(try HostCommand.parse("location route run.gpx --speed 3.5") == .locationRoute(file: "run.gpx", speed: 3.5))
+        #expect(try HostCommand.parse("location clear") == .locationClear)
+        #expect(try HostCommand.parse("authorize RunTracker location whenInUse") == .authorize("RunTracker", .whenInUse))
+        #expect(try HostCommand.parse("location set 1,2")?.settling == .everyApp)
+        #expect(try HostCommand.parse("voip-push Phone call.json")?.settling == .app("Phone"))
+        #expect(try HostCommand.parse("authorize Runner location always")?.settling == .app("Runner"))
+    }
+
+    @Test func continuousModeMistakesSayWhatIsWrong() {
+        let usage = "usage: location set LAT,LON | location route FILE.gpx [--speed M/S] | location clear"
+        #expect(throws: CommandError(usage)) { try HostCommand.parse("location") }
+        #expect(throws: CommandError(usage)) { try HostCommand.parse("location go 1,2") }
+        #expect(throws: CommandError(usage)) { try HostCommand.parse("location route run.gpx fast") }
+        #expect(throws: CommandError("a position is LATITUDE,LONGITUDE in degrees, e.g. 48.8584,2.2945; got north")) {
+            try HostCommand.parse("location set north")
+        }
+        #expect(throws: CommandError("latitude must be within -90…90 and longitude within -180…180 degrees; got 95.0,2.0")) {
+            try HostCommand.parse("location set 95,2")
+        }
+        #expect(throws: CommandError("--speed must be a positive number of metres per second, not -1")) {
+            try HostCommand.parse("location route run.gpx --speed -1")
+        }
+        #expect(throws: CommandError("a location authorization is always, whenInUse or denied, not sometimes")) {
+            try HostCommand.parse("authorize Runner location sometimes")
+        }
+        #expect(throws: CommandError("authorize sets location authorization only: authorize APP location always|whenInUse|denied")) {
+            try HostCommand.parse("authorize Runner camera always")
+        }
+        #expect(throws: CommandError("usage: voip-push APP FILE.json")) { try HostCommand.parse("voip-push Phone") }
     }
 
     @Test func helpListsEveryCommandOnOneLineEach() {

@@ -222,4 +222,54 @@ extension ExampleAppTests {
         host.closeInput()
         #expect(try host.waitForExit() == 0)
     }
+
+    @Test func playerKeepsPlayingInTheBackgroundAndIsSuspendedWhenTheTrackEnds() throws {
+        let scratch = try Scratch()
+        let host = try HostSession([try example("Player")], scratch: scratch)
+        try host.waitFor("Player", "didBecomeActive")
+        try host.waitForStandardError(containing: "]: Player: playing a 4 s track")
+        host.send("home")
+        try host.waitFor("Player", "snapshot")
+        host.send("ps")
+        let status = try host.waitFor("ps of Player") { $0.event == "ps" && $0.name == "Player" }
+        #expect(status.fields["keptRunningBy"] as? [String] == ["audio"])
+        try host.waitFor("Player", "suspended")
+        try host.waitForStandardError(containing: "]: Player: the track ended (state background)")
+        host.closeInput()
+        #expect(try host.waitForExit() == 0)
+    }
+
+    @Test func runTrackerRecordsTheParkLoopInTheBackground() throws {
+        let scratch = try Scratch()
+        let route = Paths.packageRoot.appendingPathComponent("Examples/RunTracker/park-loop.gpx").path
+        let host = try HostSession([try example("RunTracker")], scratch: scratch, arguments: ["--location-update-interval", "0.1"])
+        try host.waitFor("RunTracker", "didBecomeActive")
+        host.send("authorize RunTracker location always")
+        host.send("home")
+        try host.waitFor("RunTracker", "snapshot")
+        host.send("location route \(route) --speed 2000")
+        try host.waitFor("route end") { $0.event == "location" && $0.detail?.hasPrefix("park-loop.gpx finished") == true }
+        try host.waitForStandardError(containing: "]: RunTracker: 48.84620,2.33720, ")
+        host.send("terminate RunTracker")
+        try host.waitFor("RunTracker", "terminated")
+        let data = try #require(scratch.containerFile("com.example.runtracker", "Documents/run.json"))
+        let run = try #require(try JSONSerialization.jsonObject(with: data) as? [String: Any])
+        let meters = try #require(run["meters"] as? Double)
+        #expect(meters > 1_000 && meters < 1_700, "about the loop's length")
+        #expect(!host.allEvents.contains { $0.name == "RunTracker" && $0.event == "suspended" }, "held by its updates all along")
+    }
+
+    @Test func softphoneAnswersAVoIPPushWithACallAndIsSuspendedWhenItEnds() throws {
+        let scratch = try Scratch()
+        let push = scratch.url.appendingPathComponent("call.json")
+        try Data(#"{"caller": "Alice", "seconds": 1}"#.utf8).write(to: push)
+        let host = try HostSession([try scratch.bundle("Front"), try example("Softphone")], scratch: scratch)
+        try host.waitFor("Front", "didBecomeActive")
+        host.send("voip-push Softphone \(push.path)")
+        try host.waitFor("Softphone", "call")
+        try host.waitFor("Softphone", "suspended")
+        try host.waitForStandardError(containing: "]: Softphone: Alice is calling")
+        try host.waitForStandardError(containing: "]: Softphone: Alice hung up")
+        #expect(!host.allEvents.contains { $0.event == "terminated" })
+    }
 }

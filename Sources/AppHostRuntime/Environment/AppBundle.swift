@@ -171,6 +171,13 @@ public enum BackgroundMode: String, Sendable, CaseIterable, Hashable {
     case processing
     /// Background pushes (content-available).
     case remoteNotification = "remote-notification"
+    /// Playing audio keeps the app running in the background (AVAudioSession, category playback).
+    case audio
+    /// Location updates keep the app running in the background (CLLocationManager with
+    /// `allowsBackgroundLocationUpdates`).
+    case location
+    /// PushKit VoIP pushes, and an active CallKit call keeps the app running.
+    case voip
 }
 
 /// A bundle that cannot be launched, with a message naming the file and the fix.

@@ -1,4 +1,5 @@
 public import Foundation
+import AppHostProtocol
 
 /// A position on the earth, in degrees (WGS 84), as the simulated device reports it.
 public struct Coordinate: Sendable, Equatable, Codable, CustomStringConvertible {
@@ -28,11 +29,7 @@ public struct Coordinate: Sendable, Equatable, Codable, CustomStringConvertible 
 
     /// The great-circle distance to `other`, in metres (haversine, mean earth radius).
     public func distance(to other: Coordinate) -> Double {
-        let radius = 6_371_008.8
-        let φ1 = latitude * .pi / 180, φ2 = other.latitude * .pi / 180
-        let Δφ = φ2 - φ1, Δλ = (other.longitude - longitude) * .pi / 180
-        let a = sin(Δφ / 2) * sin(Δφ / 2) + cos(φ1) * cos(φ2) * sin(Δλ / 2) * sin(Δλ / 2)
-        return 2 * radius * atan2(a.squareRoot(), (1 - a).squareRoot())
+        WireLocation.distance((latitude, longitude), (other.latitude, other.longitude))
     }
 
     /// The point a `fraction` of the way to `other` (linear in degrees: routes' legs are short).

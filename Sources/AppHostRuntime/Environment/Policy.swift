@@ -49,6 +49,12 @@ public struct Policy: Sendable, Equatable {
     /// Pending BGTaskScheduler requests one app may have.
     public var maximumPendingRefreshRequests = 1
     public var maximumPendingProcessingRequests = 10
+    /// A VoIP app resumed in the background by VoIP pushes more than this many times within
+    /// `voipResumeWindow` is ended with 0xbad22222.
+    public var voipResumeLimit = 10
+    public var voipResumeWindow: Duration = .seconds(60)
+    /// How often a replayed location route moves the simulated device and updates reach apps.
+    public var locationUpdateInterval: Duration = .seconds(1)
     /// Capabilities a bundle may ask for (Info.plist `AppHostCapabilities`), e.g.
     /// CAP_NET_BIND_SERVICE. Apps hold no capability unless asked for and allowed here.
     public var allowedCapabilities: [String] = []

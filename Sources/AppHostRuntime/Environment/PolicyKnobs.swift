@@ -135,6 +135,12 @@ extension Policy {
               "Pending BGAppRefreshTaskRequests per app"),
         .init("maximumPendingProcessingRequests", "maximum-pending-processing-requests", .count(\.maximumPendingProcessingRequests),
               "Pending BGProcessingTaskRequests per app"),
+        .init("voipResumeLimit", "voip-resume-limit", .count(\.voipResumeLimit),
+              "Resumptions by VoIP pushes an app may have within --voip-resume-window before 0xbad22222"),
+        .init("voipResumeWindow", "voip-resume-window", .seconds(\.voipResumeWindow),
+              "The window of --voip-resume-limit"),
+        .init("locationUpdateInterval", "location-update-interval", .seconds(\.locationUpdateInterval),
+              "How often a replayed location route moves the device and updates reach apps"),
         // Storage (README.md, "Storage limits").
         .init("storageLimit", "storage-limit", .mebibytes(\.storageLimit),
               "Disk space an app's container may take (Documents, Library, tmp): the size of its file system, or its project quota"),

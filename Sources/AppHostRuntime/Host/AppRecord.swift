@@ -15,6 +15,10 @@ final class AppRecord: @unchecked Sendable {
     var run: AppRun?
     /// Launches into the background and resumptions there, since the host started.
     var backgroundWakeups = 0
+    /// Whether the app monitors significant location changes: kept past its process, so that a
+    /// significant change relaunches it; and the position the last significant change was at.
+    var monitorsSignificantChanges = false
+    var lastSignificantPosition: Coordinate?
 
     init(bundle: AppBundle) { self.bundle = bundle }
 }
@@ -37,6 +41,8 @@ final class AppRun: @unchecked Sendable {
     private(set) var violationCount = 0
     /// BGTaskScheduler identifiers the app registered a launch handler for in this run.
     var registeredTasks: Set<String> = []
+    /// What its location managers ask for.
+    var location = LocationRequest()
     /// The latest violations (at most 32).
     private(set) var violations: [SandboxViolation] = []
     let timer: any DispatchSourceTimer

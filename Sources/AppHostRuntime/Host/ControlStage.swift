@@ -34,7 +34,8 @@ enum ControlStage: Equatable {
         // The runner fails before the plugin runs; the SDK before the delegate exists.
         case .launchFailed: self == .confining || self == .loading
         case .warning, .log: self == .loading || self == .running
-        case .ack, .taskBegan, .taskEnded, .expirationHandlers, .fetchInterval, .workCompleted, .registerTask, .submitTask, .cancelTask:
+        case .ack, .taskBegan, .taskEnded, .expirationHandlers, .fetchInterval, .workCompleted, .registerTask, .submitTask, .cancelTask,
+             .audio, .callReported, .callEnded, .locationManager, .requestLocationAuthorization:
             self == .running
         }
     }
@@ -69,6 +70,11 @@ extension AppMessage {
         case .registerTask: "registerTask"
         case .submitTask: "submitTask"
         case .cancelTask: "cancelTask"
+        case .audio: "audio"
+        case .callReported: "callReported"
+        case .callEnded: "callEnded"
+        case .locationManager: "locationManager"
+        case .requestLocationAuthorization: "requestLocationAuthorization"
         }
     }
 }

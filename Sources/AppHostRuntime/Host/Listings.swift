@@ -9,6 +9,9 @@ public struct AppStatus: Sendable, Equatable, Encodable {
     public var state: AppState
     public var timeInState: Duration
     public var openBackgroundTasks: Int
+    /// The continuous modes that keep it running in the background now (audio playing, location
+    /// updating in the background, a call), each declared in its UIBackgroundModes.
+    public var keptRunningBy: [ContinuousMode] = []
     public var backgroundTimeRemaining: Duration?
     public var cpuForeground: Duration
     public var cpuBackground: Duration
@@ -27,7 +30,7 @@ public struct AppStatus: Sendable, Equatable, Encodable {
     /// The figures have the names of a termination report's `usage` (TerminationReport.Usage),
     /// units included: one vocabulary for the same figure wherever it is printed.
     private enum CodingKeys: String, CodingKey {
-        case event, time, app, name, pid, state, timeInStateSeconds, openBackgroundTasks, backgroundTimeRemainingSeconds
+        case event, time, app, name, pid, state, timeInStateSeconds, openBackgroundTasks, keptRunningBy, backgroundTimeRemainingSeconds
         case cpuForegroundSeconds, cpuBackgroundSeconds, violations, memoryBytes, peakMemoryBytes, backgroundWakeups, snapshot
         case storageBytes, storageLimitBytes, storageMechanism, storage
     }
@@ -42,6 +45,7 @@ public struct AppStatus: Sendable, Equatable, Encodable {
         try container.encode(state, forKey: .state)
         try container.encode(timeInState.seconds, forKey: .timeInStateSeconds)
         try container.encode(openBackgroundTasks, forKey: .openBackgroundTasks)
+        try container.encode(keptRunningBy, forKey: .keptRunningBy)
         try container.encodeIfPresent(backgroundTimeRemaining?.seconds, forKey: .backgroundTimeRemainingSeconds)
         try container.encode(cpuForeground.seconds, forKey: .cpuForegroundSeconds)
         try container.encode(cpuBackground.seconds, forKey: .cpuBackgroundSeconds)

@@ -28,6 +28,7 @@ public struct ReportStore: Sendable {
         var peakMemory: UInt64
         var backgroundWakeups: Int
         var openBackgroundTasks: [String]
+        var keptRunningBy: [ContinuousMode]
         var backgroundTimeRemaining: Duration?
         var held: [HeldResource]
         var violationCount: Int

@@ -120,6 +120,21 @@ extension Supervisor {
                 detail: text.cut(to: Self.textLimit), level: level, label: label.cut(to: 256)), run: nil)
         case .fetchInterval, .workCompleted, .registerTask, .submitTask, .cancelTask:
             receiveBackgroundMessage(message, record, run)
+        case .locationManager(let updating, let background, let significant):
+            receiveLocationManager(LocationRequest(updating: updating, background: background, significant: significant), record, run)
+        case .requestLocationAuthorization(let always):
+            receiveAuthorizationRequest(always: always, record, run)
+        case .audio(let active, let playing):
+            handle(record, run, .audio(active: active, playing: playing))
+        case .callReported(let uuid), .callEnded(let uuid):
+            guard let call = UUID(uuidString: uuid) else {
+                return violate(record, run, "it sent \(message.name) for \(uuid.cut(to: 64).debugDescription), which is not a UUID")
+            }
+            if case .callReported = message {
+                handle(record, run, .callReported(call.uuidString))
+            } else {
+                handle(record, run, .callEnded(call.uuidString))
+            }
         }
     }
 

@@ -39,7 +39,8 @@ extension Supervisor {
     func start(_ record: AppRecord, kind: LaunchKind, reason: String, event: BackgroundEvent? = nil) {
         guard !isShuttingDown else { return }
         if kind == .background { record.backgroundWakeups += 1 }
-        let run = AppRun(machine: LifecycleMachine(policy: configuration.policy), now: clock.now, queue: queue)
+        let modes = Set(ContinuousMode.allCases.filter { record.bundle.backgroundModes.contains($0.backgroundMode) })
+        let run = AppRun(machine: LifecycleMachine(policy: configuration.policy, continuousModes: modes), now: clock.now, queue: queue)
         record.run = run
         run.timer.setEventHandler { [weak self, weak record, weak run] in
             guard let self, let record, let run else { return }
@@ -165,6 +166,7 @@ extension Supervisor {
             openFileLimit: UInt64(policy.openFileLimit), sandbox: sandbox)
         configurationMessage.launchPayload = run.machine.pendingEvents.first { $0.kind == .remoteNotification }?.payload
         configurationMessage.backgroundTasks = backgroundTasksConfiguration(for: bundle)
+        configurationMessage.locationAuthorization = locationAuthorizations[bundle.identifier]?.wireName
         configurationMessage.logLevel = configuration.appLogLevel.rawValue
         send(.configure(configurationMessage), record, run)
     }

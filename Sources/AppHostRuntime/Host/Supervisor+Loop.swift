@@ -51,6 +51,8 @@ extension Supervisor {
         case .expireWork(let work):
             logger.debug("\(name): expiring background work #\(work)")
             send(.expireWork(work), record, run)
+        case .audioInterruption(let began):
+            send(.audioInterruption(began: began), record, run)
         case .freeze:
             logger.debug("\(name): freezing (\(environment.suspensionMechanism.rawValue))")
             freeze(record, run)
@@ -192,6 +194,7 @@ extension Supervisor {
                 cpuForeground: run.cpuForeground, cpuBackground: run.cpuBackground,
                 memory: run.memory, peakMemory: run.peakMemory, backgroundWakeups: record.backgroundWakeups,
                 openBackgroundTasks: run.machine.openTasks.sorted { $0.key < $1.key }.map { "#\($0.key) \($0.value)" },
+                keptRunningBy: run.machine.holds.sorted(),
                 backgroundTimeRemaining: run.backgroundTimeRemainingAtEnd,
                 held: run.held,
                 violationCount: run.violationCount, violations: run.violations,

@@ -53,6 +53,12 @@ public final class Supervisor: @unchecked Sendable {
     var power: PowerState
     var network: NetworkState
     var schedulerPassQueued = false
+    /// The simulated device's position, and the route that moves it.
+    var location = DeviceLocation()
+    /// Fires every `locationUpdateInterval` while a route is replayed.
+    let locationTimer: any DispatchSourceTimer
+    /// Each app's location authorization, by bundle identifier (kept in the state directory).
+    var locationAuthorizations: [String: LocationAuthorization]
     /// A save of the scheduler's store is queued.
     var isSchedulePending = false
     /// Per-app uids and gids; nil on a non-root host (apps run as the host's user).
@@ -120,6 +126,13 @@ public final class Supervisor: @unchecked Sendable {
         sampler = DispatchSource.makeTimerSource(queue: queue)
         schedulerTimer = DispatchSource.makeTimerSource(queue: queue)
         pressureTimer = DispatchSource.makeTimerSource(queue: queue)
+        locationTimer = DispatchSource.makeTimerSource(queue: queue)
+        let (authorizations, authorizationWarning) = Self.loadLocationAuthorizations(configuration.stateDirectory)
+        locationAuthorizations = authorizations
+        if let authorizationWarning {
+            let warning = HostEvent(time: Date(), event: .warning, detail: authorizationWarning)
+            queue.async { observer(warning) }
+        }
         power = configuration.power
         network = configuration.network
         scheduleStore = ScheduleStore(stateDirectory: configuration.stateDirectory)
@@ -171,12 +184,16 @@ public final class Supervisor: @unchecked Sendable {
         schedulerTimer.setEventHandler { [weak self] in self?.runDueWork() }
         schedulerTimer.schedule(deadline: .distantFuture)
         schedulerTimer.activate()
+        locationTimer.setEventHandler { [weak self] in self?.stepRoute() }
+        locationTimer.schedule(deadline: .distantFuture)
+        locationTimer.activate()
     }
 
     deinit {
         sampler.cancel()
         schedulerTimer.cancel()
         pressureTimer.cancel()
+        locationTimer.cancel()
         environment.remove()
         _ = storage.unmountAll()
     }
@@ -356,6 +373,7 @@ public final class Supervisor: @unchecked Sendable {
                     pid: run?.process?.pid, state: currentState(of: record),
                     timeInState: run.map { $0.stateSince.duration(to: now) } ?? .zero,
                     openBackgroundTasks: run?.machine.openTasks.count ?? 0,
+                    keptRunningBy: run.map { $0.machine.isLive ? $0.machine.holds.sorted() : [] } ?? [],
                     backgroundTimeRemaining: run?.machine.backgroundTimeRemaining(at: now),
                     cpuForeground: cpu?.foreground ?? .zero, cpuBackground: cpu?.background ?? .zero,
                     violations: run?.violationCount ?? 0,

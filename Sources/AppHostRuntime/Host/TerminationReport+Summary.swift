@@ -30,6 +30,9 @@ extension TerminationReport {
         var background = "\(usage.openBackgroundTasks) open background task\(usage.openBackgroundTasks == 1 ? "" : "s")"
         if let remaining = usage.backgroundTimeRemainingSeconds { background += ", \(seconds(remaining)) of background time left" }
         background += ", \(usage.backgroundWakeups) background wake-up\(usage.backgroundWakeups == 1 ? "" : "s")"
+        if let modes = usage.keptRunningBy, !modes.isEmpty {
+            background += ", kept running by \(modes.map(\.rawValue).joined(separator: ", "))"
+        }
         use.append(background)
         if let bytes = usage.storageBytes {
             use.append("storage \(bytes.mebibytes)\(usage.storageLimitBytes.map { " of \($0.mebibytes)" } ?? "")\(usage.storageMechanism.map { " (\($0))" } ?? "")")

@@ -74,6 +74,9 @@ public struct TerminationReport: Codable, Sendable, Equatable {
         public var peakMemoryBytes: UInt64
         public var maximumResidentBytes: UInt64
         public var openBackgroundTasks: Int
+        /// The continuous modes that kept it running at its end (absent from reports written
+        /// before the continuous modes).
+        public var keptRunningBy: [ContinuousMode]?
         public var backgroundWakeups: Int
         public var violations: Int
         public var backgroundTimeRemainingSeconds: Double?
@@ -171,7 +174,7 @@ public struct TerminationReport: Codable, Sendable, Equatable {
             timeInStateSeconds: contents.timeInState.seconds, cpuForegroundSeconds: contents.cpuForeground.seconds,
             cpuBackgroundSeconds: contents.cpuBackground.seconds, memoryBytes: contents.memory, peakMemoryBytes: contents.peakMemory,
             maximumResidentBytes: contents.exit.maximumResidentBytes, openBackgroundTasks: contents.openBackgroundTasks.count,
-            backgroundWakeups: contents.backgroundWakeups, violations: contents.violationCount,
+            keptRunningBy: contents.keptRunningBy, backgroundWakeups: contents.backgroundWakeups, violations: contents.violationCount,
             backgroundTimeRemainingSeconds: contents.backgroundTimeRemaining?.seconds,
             storageBytes: contents.storage?.bytes, storageLimitBytes: contents.storage?.limitBytes,
             storageMechanism: contents.storage?.mechanism.rawValue, storage: contents.storage?.parts)

@@ -47,10 +47,15 @@ package struct BackgroundEvent: Sendable, Equatable {
         case .remoteNotification: "remote notification"
         case .appRefresh: "BGAppRefreshTask \(taskIdentifier ?? "?")"
         case .processing: "BGProcessingTask \(taskIdentifier ?? "?")"
+        case .voipPush: "VoIP push"
+        case .significantLocationChange: "significant location change"
         }
     }
 
     var isTask: Bool { kind == .appRefresh || kind == .processing }
+
+    /// Whether it starts no work: its callback is all of it (a VoIP push, a location change).
+    var isCallbackOnly: Bool { kind == .voipPush || kind == .significantLocationChange }
 
     /// The callback that delivers it.
     var callback: WireCallback {
@@ -58,6 +63,8 @@ package struct BackgroundEvent: Sendable, Equatable {
         case .fetch: .performFetch
         case .remoteNotification: .didReceiveRemoteNotification
         case .appRefresh, .processing: .launchTask
+        case .voipPush: .didReceiveIncomingPush
+        case .significantLocationChange: .didUpdateLocations
         }
     }
 }

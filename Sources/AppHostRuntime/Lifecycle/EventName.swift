@@ -28,6 +28,15 @@ public struct EventName: RawRepresentable, Hashable, Sendable, Codable, CustomSt
     public static let performFetch = EventName(rawValue: "performFetch")
     public static let didReceiveRemoteNotification = EventName(rawValue: "didReceiveRemoteNotification")
     public static let launchTask = EventName(rawValue: "launchTask")
+    public static let didReceiveIncomingPush = EventName(rawValue: "didReceiveIncomingPush")
+    public static let didUpdateLocations = EventName(rawValue: "didUpdateLocations")
+    // Continuous background modes: what the app does that may keep it running.
+    /// The app's audio started or stopped playing, or was interrupted.
+    public static let audio = EventName(rawValue: "audio")
+    /// A CallKit call reported or ended.
+    public static let call = EventName(rawValue: "call")
+    /// Location: updates started or stopped, a position delivered, authorization changed.
+    public static let location = EventName(rawValue: "location")
     // The life cycle.
     public static let interrupted = EventName(rawValue: "interrupted")
     /// The app switcher opened over the app (`switcher`, or a user's `terminate` of the active app).
@@ -52,6 +61,7 @@ public struct EventName: RawRepresentable, Hashable, Sendable, Codable, CustomSt
     public static let runTask = EventName(rawValue: "runTask")
     public static let expire = EventName(rawValue: "expire")
     public static let push = EventName(rawValue: "push")
+    public static let voipPush = EventName(rawValue: "voipPush")
     public static let scheduler = EventName(rawValue: "scheduler")
     public static let conditions = EventName(rawValue: "conditions")
     public static let advance = EventName(rawValue: "advance")

@@ -13,7 +13,8 @@ public enum HostExitStatus: Int32, Sendable, CaseIterable {
     /// The watchdog ended an app (FRONTBOARD 0x8badf00d).
     case watchdog = 3
     /// A background rule ended an app: background time, background work not completed, too many
-    /// background tasks, a shared resource held at suspension, caches reclaimed (RUNNINGBOARD).
+    /// background tasks, a shared resource held at suspension, caches reclaimed, a VoIP push
+    /// without a call or VoIP resumptions too often (RUNNINGBOARD).
     case backgroundRules = 4
     /// The sandbox ended an app: a forbidden system call or too many refused ones (SANDBOX).
     case sandbox = 5

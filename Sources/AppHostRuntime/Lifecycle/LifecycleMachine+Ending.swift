@@ -54,6 +54,7 @@ extension LifecycleMachine {
                         + "(it has run \(began.duration(to: now).formatted)); expiration handlers must finish in about a second"))
             case .interruption:
                 if placement == .interrupted { placement = .foreground }
+                actions += endCallInterruptionOfAudio()
             case .work(let id):
                 guard let item = work[id] else { break }
                 let budget = budget(of: item.event.kind)

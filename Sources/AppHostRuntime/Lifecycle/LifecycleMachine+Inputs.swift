@@ -56,6 +56,16 @@ extension LifecycleMachine {
         case enforce(Termination)
         /// The main thread's backtrace that a watchdog asked for has come.
         case mainThreadSampled
+        /// The app's audio session (the SDK's report): active, and playing.
+        case audio(active: Bool, playing: Bool)
+        /// Interrupt the app's audio session, or end the interruption (`audio-interrupt`,
+        /// `audio-resume`).
+        case audioInterruption(began: Bool)
+        /// The app now receives location updates in the background, or no longer; `why` for its event.
+        case backgroundLocation(Bool, why: String)
+        /// The app reported an incoming CallKit call (by UUID), or ended one.
+        case callReported(String)
+        case callEnded(String)
     }
 
     package enum Action: Sendable, Equatable {
@@ -64,6 +74,8 @@ extension LifecycleMachine {
         case expire(taskIDs: [UInt64], remaining: Double)
         /// Run this BGTaskScheduler task's expiration handler.
         case expireWork(UInt64)
+        /// Post AVAudioSession.interruptionNotification in the app: began, or ended.
+        case audioInterruption(began: Bool)
         case freeze
         case thaw
         /// A watchdog decided to end the app: ask its main thread for its backtrace (the sample

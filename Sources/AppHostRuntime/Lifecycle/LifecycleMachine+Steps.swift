@@ -54,6 +54,13 @@ extension LifecycleMachine {
 
     /// Sends a background event's callback; its work starts now, with its budget.
     mutating func deliver(_ backgroundEvent: BackgroundEvent, state: WireApplicationState, now: HostInstant) -> [Action] {
+        if backgroundEvent.isCallbackOnly {
+            // No work to complete: the callback is all of it (a VoIP push's must report a call
+            // before it returns).
+            pushReportedCall = false
+            let wire = WireBackgroundEvent(work: 0, kind: backgroundEvent.kind, payload: backgroundEvent.payload)
+            return send(backgroundEvent.callback, state: state, event: wire, now: now)
+        }
         let id = nextWorkID
         nextWorkID += 1
         work[id] = Work(event: backgroundEvent)
@@ -69,6 +76,7 @@ extension LifecycleMachine {
         case .fetch, .remoteNotification: policy.backgroundFetchTime
         case .appRefresh: policy.appRefreshTaskTime
         case .processing: policy.processingTaskTime
+        case .voipPush, .significantLocationChange: policy.callbackTimeout
         }
     }
 
@@ -109,8 +117,14 @@ extension LifecycleMachine {
             break
         case .snapshot:
             return [event(.snapshot, detail: snapshot ?? "")]
-        case .performFetch, .didReceiveRemoteNotification, .launchTask:
+        case .performFetch, .didReceiveRemoteNotification, .launchTask, .didUpdateLocations:
             break
+        case .didReceiveIncomingPush:
+            guard pushReportedCall else {
+                return kill(Termination(
+                    kind: .voipCallNotReported, namespace: .runningBoard, code: TerminationCode.voipCallNotReported.rawValue,
+                    reason: "\(flight.callback.delegateMethodName) returned without reporting an incoming call to CallKit (CXProvider.reportNewIncomingCall)"))
+            }
         }
         return [event(EventName(flight.callback), detail: flight.detail)]
     }
@@ -157,8 +171,9 @@ extension LifecycleMachine {
         case (.inactive, .foreground):
             return send(.didBecomeActive, state: .active, now: now)
         case (.active, .foreground):
-            // A remote notification reaches the foreground app; other events wait for the background.
-            guard let index = pendingEvents.firstIndex(where: { $0.kind == .remoteNotification }) else { return [] }
+            // A remote notification or a VoIP push reaches the foreground app; other events wait
+            // for the background.
+            guard let index = pendingEvents.firstIndex(where: { $0.kind == .remoteNotification || $0.kind == .voipPush }) else { return [] }
             return deliver(pendingEvents.remove(at: index), state: .active, now: now)
         case (.active, .interrupted), (.active, .background):
             return send(.willResignActive, state: .active, after: .inactive, now: now)
@@ -171,7 +186,9 @@ extension LifecycleMachine {
                 needsSnapshot = false
                 return send(.snapshot, state: .background, now: now)
             }
-            guard openTasks.isEmpty, work.isEmpty else { return [] }
+            // Background tasks, background work and continuous modes (audio, location, a call)
+            // each hold the app running; the last to let go suspends it.
+            guard openTasks.isEmpty, work.isEmpty, holds.isEmpty else { return [] }
             endBackgroundTime()
             phase = .suspending
             deadlines[.suspendVerification] = now + policy.suspendTimeout
@@ -206,6 +223,20 @@ extension LifecycleMachine {
 
     /// Whether no transition is under way (`transition` is nil).
     package var isSettled: Bool { transition == nil }
+
+    // MARK: Audio interruptions
+
+    mutating func interruptAudio(began: Bool, by cause: String) -> [Action] {
+        audio.interrupted = began
+        return [event(.audio, detail: "interruption \(began ? "began" : "ended") (\(cause))"), .audioInterruption(began: began)]
+    }
+
+    /// The call `interrupt APP` simulated is over: the audio interruption it began ends.
+    mutating func endCallInterruptionOfAudio() -> [Action] {
+        guard audio.interruptedByCall, audio.interrupted else { return [] }
+        audio.interruptedByCall = false
+        return interruptAudio(began: false, by: "the call ended")
+    }
 
     mutating func endBackgroundTime() {
         backgroundEnteredAt = nil

@@ -123,9 +123,47 @@ package struct LifecycleMachine: Sendable {
     /// The time of the input being handled: every deadline armed while handling it counts from it.
     var now = HostInstant(nanoseconds: 0)
 
-    package init(policy: Policy) {
+    /// The continuous modes the app declares in `UIBackgroundModes`: only these can hold it.
+    package var declaredContinuousModes: Set<ContinuousMode> = []
+    /// What the app does that a continuous mode keeps it running for, declared or not.
+    package internal(set) var audio = AudioActivity()
+    /// Whether the app receives location updates in the background (the host decides: the app
+    /// updates, allows background updates, is authorized for them).
+    package internal(set) var updatesLocationInBackground = false
+    /// CallKit calls under way, by UUID.
+    package internal(set) var activeCalls: Set<String> = []
+    /// A VoIP push's callback runs and has reported a call.
+    var pushReportedCall = false
+    /// When VoIP pushes resumed the app, within the policy's window.
+    var voipResumes: [HostInstant] = []
+
+    package init(policy: Policy, continuousModes: Set<ContinuousMode> = []) {
         self.policy = policy
+        self.declaredContinuousModes = continuousModes
     }
+
+    /// The app's audio as the SDK reports it.
+    package struct AudioActivity: Sendable, Equatable {
+        /// Its AVAudioSession is active.
+        package var active = false
+        /// It plays: category playback, the session active, a player playing.
+        package var playing = false
+        /// An interruption began and has not ended; `byCall` when `interrupt APP` began it.
+        package var interrupted = false
+        package var interruptedByCall = false
+    }
+
+    /// The continuous modes holding the app running now: what it does, where it declares the mode.
+    package var holds: Set<ContinuousMode> {
+        var doing: Set<ContinuousMode> = []
+        if audio.playing { doing.insert(.audio) }
+        if updatesLocationInBackground { doing.insert(.location) }
+        if !activeCalls.isEmpty { doing.insert(.voip) }
+        return doing.intersection(declaredContinuousModes)
+    }
+
+    /// More calls than this at once is not a phone: a protocol violation.
+    static let maximumCalls = 16
 
     /// The app's state as users see it.
     package var state: AppState {
@@ -289,6 +327,7 @@ package struct LifecycleMachine: Sendable {
             guard !isTerminationRequested else { return [] }
             placement = .foreground
             deadlines[.interruption] = nil
+            actions += endCallInterruptionOfAudio()
             // A processing task ends at once when the user opens the app; it is not held to it.
             for (id, item) in work.sorted(by: { $0.key < $1.key }) where item.event.kind == .processing {
                 actions += expire(work: id, because: "the user opened the app", now: now)
@@ -300,11 +339,17 @@ package struct LifecycleMachine: Sendable {
             guard !isTerminationRequested, isAlive else { return [] }
             placement = .background
             deadlines[.interruption] = nil
+            actions += endCallInterruptionOfAudio()
 
         case .interrupt(let duration):
             guard isAlive, isInForeground else { return [] }
             placement = .interrupted
             deadlines[.interruption] = duration.map { now + $0 }
+            // A call interrupts the app's audio too, until it ends.
+            if audio.active && !audio.interrupted {
+                audio.interruptedByCall = true
+                actions += interruptAudio(began: true, by: "a call (interrupt)")
+            }
 
         case .openSwitcher:
             guard isAlive, isInForeground else { return [] }
@@ -316,6 +361,49 @@ package struct LifecycleMachine: Sendable {
             guard placement == .interrupted else { return [] }
             placement = .foreground
             deadlines[.interruption] = nil
+            actions += endCallInterruptionOfAudio()
+
+        case .audioInterruption(let began):
+            guard isLive, phase != .suspended, phase != .suspending else { return [] }
+            if began {
+                guard audio.active, !audio.interrupted else { return [] }
+                actions += interruptAudio(began: true, by: "audio-interrupt")
+            } else {
+                guard audio.interrupted else { return [] }
+                audio.interruptedByCall = false
+                actions += interruptAudio(began: false, by: "audio-resume")
+            }
+
+        case .audio(let active, let playing):
+            guard isLive else { return [] }
+            let wasPlaying = audio.playing
+            audio.active = active
+            audio.playing = playing
+            if playing != wasPlaying {
+                let unheld = playing && !declaredContinuousModes.contains(.audio)
+                    ? " (no audio in UIBackgroundModes: it does not keep the app running in the background)" : ""
+                actions.append(event(.audio, detail: (playing ? "playing" : "stopped") + unheld))
+            }
+
+        case .backgroundLocation(let updating, let why):
+            guard isLive, updating != updatesLocationInBackground else { return [] }
+            updatesLocationInBackground = updating
+            actions.append(event(.location, detail: why))
+
+        case .callReported(let uuid):
+            guard isLive else { return [] }
+            if inFlight?.callback == .didReceiveIncomingPush { pushReportedCall = true }
+            guard activeCalls.insert(uuid).inserted else { return [] }
+            if activeCalls.count > Self.maximumCalls {
+                return protocolViolation("it reported more than \(Self.maximumCalls) calls at once", now: now)
+            }
+            let unheld = declaredContinuousModes.contains(.voip)
+                ? "" : " (no voip in UIBackgroundModes: it does not keep the app running in the background)"
+            actions.append(event(.call, detail: "incoming call \(uuid) reported\(unheld)"))
+
+        case .callEnded(let uuid):
+            guard isLive, activeCalls.remove(uuid) != nil else { return [] }
+            actions.append(event(.call, detail: "call \(uuid) ended"))
 
         case .terminate(let byUser):
             guard isLive, !isTerminationRequested else { return [] }
@@ -351,6 +439,15 @@ package struct LifecycleMachine: Sendable {
                 return handle(.launch(.background, reason: reason), now: now)
             }
             guard isLive, !isTerminationRequested else { return [] }
+            if backgroundEvent.kind == .voipPush, phase == .suspended || phase == .suspending {
+                // iOS ends a VoIP app that pushes resume too often (0xbad22222).
+                voipResumes = voipResumes.filter { $0.duration(to: now) < policy.voipResumeWindow } + [now]
+                if voipResumes.count > policy.voipResumeLimit {
+                    return kill(Termination(
+                        kind: .voipResumedTooOften, namespace: .runningBoard, code: TerminationCode.voipResumedTooOften.rawValue,
+                        reason: "resumed by VoIP pushes \(voipResumes.count) times within \(policy.voipResumeWindow.formatted); the policy allows \(policy.voipResumeLimit)"))
+                }
+            }
             pendingEvents.append(backgroundEvent)
             if phase == .suspended {
                 phase = .resumedInBackground
@@ -366,6 +463,8 @@ package struct LifecycleMachine: Sendable {
             case .remoteNotification: actions.append(event(.notificationCompleted, detail: result))
             case .appRefresh, .processing:
                 actions.append(event(.taskCompleted, detail: "\(done.event.taskIdentifier ?? "?") \(result)"))
+            case .voipPush, .significantLocationChange:
+                break
             }
 
         case .expireWork(let ids, let reason):

@@ -5,7 +5,8 @@ public struct TerminationNamespace: RawRepresentable, Hashable, Sendable, Codabl
 
     /// Watchdog kills (0x8badf00d).
     public static let frontBoard = TerminationNamespace(rawValue: "FRONTBOARD")
-    /// Background-time, background-work and resource rules (0x2182bad2, 0x2182bad4, 0xbada5e47, 0xdead10cc).
+    /// Background-time, background-work, VoIP and resource rules (0x2182bad2, 0x2182bad4, 0xbada5e47,
+    /// 0xdead10cc, 0xbaadca11, 0xbad22222).
     public static let runningBoard = TerminationNamespace(rawValue: "RUNNINGBOARD")
     /// The app died of a signal it did not get from the host; the code is the signal number.
     public static let signal = TerminationNamespace(rawValue: "SIGNAL")
@@ -45,6 +46,10 @@ public struct TerminationCode: RawRepresentable, Hashable, Sendable, CustomStrin
     public static let backgroundWorkOverrun = TerminationCode(rawValue: 0x2182_bad4)
     /// "bad disc": a suspended app ended while its caches are reclaimed under storage pressure.
     public static let cachesReclaimed = TerminationCode(rawValue: 0xbadd_d15c)
+    /// "bad call": a VoIP push callback returned without reporting an incoming call to CallKit.
+    public static let voipCallNotReported = TerminationCode(rawValue: 0xbaad_ca11)
+    /// A VoIP app resumed in the background more often than the policy allows.
+    public static let voipResumedTooOften = TerminationCode(rawValue: 0xbad2_2222)
 
     public var description: String { "0x" + String(rawValue, radix: 16) }
 }
@@ -94,6 +99,10 @@ public struct Termination: Sendable, Equatable {
         /// Ended while suspended so that its caches and temporary files could be purged under
         /// storage pressure (0xbaddd15c).
         public static let storagePressure = Kind(rawValue: "storage-pressure")
+        /// A VoIP push callback returned without reporting a call (0xbaadca11).
+        public static let voipCallNotReported = Kind(rawValue: "voip-call-not-reported")
+        /// Resumed by VoIP pushes more than `voipResumeLimit` times in `voipResumeWindow` (0xbad22222).
+        public static let voipResumedTooOften = Kind(rawValue: "voip-resumed-too-often")
 
         public var description: String { rawValue }
     }

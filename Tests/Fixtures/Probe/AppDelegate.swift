@@ -14,6 +14,7 @@ final class AppDelegate: ApplicationDelegate {
     private var task = BackgroundTaskIdentifier.invalid
     private lazy var held = HeldResources { [weak self] line in self?.record(line) }
     private let memoryUse = MemoryUse()
+    private lazy var continuous = ContinuousProbe(behavior: behavior) { [weak self] line in self?.record(line) }
 
     func record(_ line: String) {
         let url = Application.shared.containerURL.appendingPathComponent("Documents/lifecycle.log")
@@ -58,6 +59,7 @@ final class AppDelegate: ApplicationDelegate {
         }
         if behavior["spinIn"] as? String == name { spinForever() }
         backgroundSetup(in: name, application)
+        continuous.step(name)
         storageProbes(in: name)
         loggingProbes(in: name)
     }

@@ -1,0 +1,251 @@
+import Foundation
+import Dispatch
+import AppHostProtocol
+
+// Location (README.md, "Continuous background modes"): the simulated device's position (set,
+// a GPX route replayed on the host's clock, clear), each app's authorization (a setting of the
+// host, kept in the state directory), and who receives updates: an app whose location manager
+// updates, authorized, in the foreground — and in the background only with the location mode
+// and allowsBackgroundLocationUpdates, which then holds it running (the machine's `holds`).
+// Significant-change monitoring wakes a suspended app, or relaunches a terminated one that the
+// user did not force quit, after a move of `significantChangeDistance` metres.
+
+/// An app's location authorization, a setting of the host (`authorize APP location …`).
+public enum LocationAuthorization: String, Sendable, Codable, CaseIterable {
+    case always
+    case whenInUse
+    case denied
+
+    /// `CLAuthorizationStatus`'s name, as the SDK reads it.
+    var wireName: String {
+        switch self {
+        case .always: "authorizedAlways"
+        case .whenInUse: "authorizedWhenInUse"
+        case .denied: "denied"
+        }
+    }
+}
+
+/// The simulated device's position and what moves it.
+struct DeviceLocation {
+    var position: Coordinate?
+    /// The route being replayed, its file's name and when it began.
+    var route: (route: LocationRoute, name: String, startedAt: HostInstant)?
+}
+
+/// What an app's location managers ask for (AppMessage.locationManager), for one run.
+struct LocationRequest: Equatable {
+    var updating = false
+    var background = false
+    var significant = false
+}
+
+extension Supervisor {
+    /// A move of this many metres or more from the last significant position is a significant change.
+    static let significantChangeDistance = 500.0
+
+    // MARK: Commands
+
+    /// Sets the device's position (`location set LAT,LON`); a route being replayed stops.
+    public func setLocation(_ coordinate: Coordinate) -> String {
+        queue.sync {
+            stopRoute()
+            let line = "the device is at \(coordinate)"
+            publish(HostEvent(time: Date(), event: .location, detail: line), run: nil)
+            move(to: coordinate)
+            return line
+        }
+    }
+
+    /// Replays a GPX route (`location route FILE.gpx [--speed M/S]`): the device moves along it on
+    /// the host's clock, and updates reach apps every `locationUpdateInterval`.
+    public func replayRoute(_ route: LocationRoute, name: String) -> String {
+        queue.sync {
+            stopRoute()
+            location.route = (route, name, clock.now)
+            let line = "replaying \(name): \(route.points.count) points over \(String(format: "%.1f", route.duration)) s"
+            publish(HostEvent(time: Date(), event: .location, detail: line), run: nil)
+            // At its start now, then every interval until its end.
+            move(to: route.points[0])
+            let interval = DispatchTimeInterval.nanoseconds(Int(configuration.policy.locationUpdateInterval.nanoseconds))
+            locationTimer.schedule(deadline: .now() + interval, repeating: interval)
+            return line
+        }
+    }
+
+    /// Clears the simulated position (`location clear`): no updates until one is set again.
+    public func clearLocation() -> String {
+        queue.sync {
+            stopRoute()
+            location.position = nil
+            let line = "the device's position is cleared"
+            publish(HostEvent(time: Date(), event: .location, detail: line), run: nil)
+            return line
+        }
+    }
+
+    /// Sets APP's location authorization (`authorize APP location always|whenInUse|denied`),
+    /// kept in the state directory; a running app is told at once.
+    public func authorizeLocation(_ name: String, _ authorization: LocationAuthorization) throws -> String {
+        try queue.sync {
+            let record = try app(named: name)
+            locationAuthorizations[record.bundle.identifier] = authorization
+            try saveLocationAuthorizations()
+            let line = "\(record.bundle.name): location authorization \(authorization.rawValue)"
+            if let run = record.run, run.machine.isLive {
+                send(.locationAuthorization(authorization.wireName), record, run)
+                publish(HostEvent(
+                    time: Date(), app: record.bundle.identifier, name: record.bundle.name, pid: run.process?.pid, event: .location,
+                    state: currentState(of: record), detail: "authorization \(authorization.rawValue)"), run: run)
+                if authorization == .denied && run.location.updating { send(.locationFailed(code: 1), record, run) }
+                updateLocationHold(record, run)
+                if let position = location.position { deliver(position, to: record, run) }
+            }
+            return line
+        }
+    }
+
+    // MARK: The app's requests
+
+    /// The app's location managers changed what they ask for.
+    func receiveLocationManager(_ request: LocationRequest, _ record: AppRecord, _ run: AppRun) {
+        let before = run.location
+        run.location = request
+        let authorization = locationAuthorizations[record.bundle.identifier]
+        if request.significant && !before.significant {
+            record.monitorsSignificantChanges = true
+            record.lastSignificantPosition = location.position
+        } else if !request.significant && before.significant {
+            record.monitorsSignificantChanges = false
+        }
+        var parts = [request.updating ? "updating" : "not updating"]
+        if request.background { parts.append("in the background too") }
+        if request.significant { parts.append("monitoring significant changes") }
+        parts.append("authorization \(authorization?.rawValue ?? "notDetermined")")
+        publish(HostEvent(
+            time: Date(), app: record.bundle.identifier, name: record.bundle.name, pid: run.process?.pid, event: .location,
+            state: currentState(of: record), detail: parts.joined(separator: ", ")), run: run)
+        if request.updating && !before.updating && authorization == .denied {
+            send(.locationFailed(code: 1), record, run)
+        }
+        updateLocationHold(record, run)
+        if request.updating && !before.updating, let position = location.position { deliver(position, to: record, run) }
+    }
+
+    func receiveAuthorizationRequest(always: Bool, _ record: AppRecord, _ run: AppRun) {
+        let current = locationAuthorizations[record.bundle.identifier]
+        let detail = "asked for \(always ? "always" : "whenInUse") authorization; it is \(current?.rawValue ?? "notDetermined")"
+            + (current == nil ? " (answer with authorize \(record.bundle.name) location always|whenInUse|denied)" : "")
+        publish(HostEvent(
+            time: Date(), app: record.bundle.identifier, name: record.bundle.name, pid: run.process?.pid, event: .location,
+            state: currentState(of: record), detail: detail), run: run)
+    }
+
+    // MARK: Delivering
+
+    /// Whether the app's updates continue in the background: it updates, allows background
+    /// updates and is authorized. The machine holds it only with the location mode declared.
+    func updateLocationHold(_ record: AppRecord, _ run: AppRun) {
+        let authorized = locationAuthorizations[record.bundle.identifier].map { $0 != .denied } ?? false
+        let background = run.location.updating && run.location.background && authorized
+        guard background != run.machine.updatesLocationInBackground else { return }
+        handle(record, run, .backgroundLocation(background, why: background ? "updates continue in the background" : "updates stop in the background"))
+    }
+
+    /// Whether the app receives standard updates now: it updates, is authorized, runs, and is in
+    /// the foreground or held in the background by its location updates.
+    func receivesUpdates(_ record: AppRecord, _ run: AppRun) -> Bool {
+        guard run.location.updating, let authorization = locationAuthorizations[record.bundle.identifier], authorization != .denied,
+              run.machine.isLive, launchFinished(run)
+        else { return false }
+        switch run.machine.phase {
+        case .suspending, .suspended: return false
+        default: return run.machine.isInForeground || run.machine.holds.contains(.location)
+        }
+    }
+
+    func deliver(_ position: Coordinate, to record: AppRecord, _ run: AppRun) {
+        guard receivesUpdates(record, run) else { return }
+        send(.location(wire(position)), record, run)
+        publish(HostEvent(
+            time: Date(), app: record.bundle.identifier, name: record.bundle.name, pid: run.process?.pid, event: .location,
+            state: currentState(of: record), detail: "delivered \(position)"), run: run)
+    }
+
+    func wire(_ position: Coordinate) -> WireLocation {
+        WireLocation(latitude: position.latitude, longitude: position.longitude, timestamp: Date().timeIntervalSince1970)
+    }
+
+    /// The device moved: updates to the apps that receive them, then significant changes.
+    func move(to position: Coordinate) {
+        location.position = position
+        for record in apps {
+            if let run = record.run { deliver(position, to: record, run) }
+            significantChange(position, record)
+        }
+    }
+
+    /// A move far enough from the app's last significant position wakes it (or relaunches it)
+    /// for `locationManager(_:didUpdateLocations:)`, if it monitors and is authorized always.
+    func significantChange(_ position: Coordinate, _ record: AppRecord) {
+        guard record.monitorsSignificantChanges, locationAuthorizations[record.bundle.identifier] == .always else { return }
+        if let last = record.lastSignificantPosition, last.distance(to: position) < Self.significantChangeDistance { return }
+        record.lastSignificantPosition = position
+        if let run = record.run, run.machine.isAlive {
+            if receivesUpdates(record, run) { return }  // it has this position already
+            switch run.machine.phase {
+            case .suspended, .suspending: break
+            default:
+                if run.machine.isLive, launchFinished(run) { send(.location(wire(position)), record, run) }
+                return
+            }
+        }
+        guard schedule.apps[record.bundle.identifier]?.forceQuit != true, !isShuttingDown else { return }
+        let payload = String(decoding: WireCoding.encode(wire(position)), as: UTF8.self)
+        let how = deliver(BackgroundEvent(kind: .significantLocationChange, payload: payload), reason: "location", to: record)
+        announce(record, command: .location, "significant location change to \(position)", how)
+    }
+
+    /// A route's step: the device moves to where the route has it now.
+    func stepRoute() {
+        guard let active = location.route else { return }
+        let elapsed = active.startedAt.duration(to: clock.now).seconds
+        move(to: active.route.position(after: elapsed))
+        if elapsed >= active.route.duration {
+            stopRoute()
+            publish(HostEvent(time: Date(), event: .location, detail: "\(active.name) finished at \(active.route.points.last!)"), run: nil)
+        }
+    }
+
+    func stopRoute() {
+        location.route = nil
+        locationTimer.schedule(deadline: .distantFuture)
+    }
+
+    // MARK: The store
+
+    static func locationAuthorizationURL(_ stateDirectory: URL) -> URL {
+        stateDirectory.appendingPathComponent("location-authorization.json")
+    }
+
+    /// The authorizations kept in the state directory; a file that cannot be read is reported.
+    static func loadLocationAuthorizations(_ stateDirectory: URL) -> ([String: LocationAuthorization], String?) {
+        let url = locationAuthorizationURL(stateDirectory)
+        guard let data = try? Data(contentsOf: url) else { return ([:], nil) }
+        do {
+            return (try JSONDecoder().decode([String: LocationAuthorization].self, from: data), nil)
+        } catch {
+            return ([:], "the location authorizations in \(url.path) are unreadable (\(error)); every app starts notDetermined")
+        }
+    }
+
+    func saveLocationAuthorizations() throws {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
+        do {
+            try encoder.encode(locationAuthorizations).write(to: Self.locationAuthorizationURL(configuration.stateDirectory), options: .atomic)
+        } catch {
+            throw SupervisorError("cannot save the location authorizations: \(error.localizedDescription)", code: .unavailable)
+        }
+    }
+}
