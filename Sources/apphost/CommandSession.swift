@@ -50,6 +50,16 @@ struct CommandSession {
 
     let supervisor: Supervisor
     let printer: EventPrinter
+    /// Whether what a trigger did is also the command's answer: over the control socket, where
+    /// the host's event lines do not reach the one who asked (`apphost ctl advance 3600`).
+    var answersWithResults = false
+
+    /// A trigger's result, as the event line the host prints for it, when the command is
+    /// answered with it.
+    private func answer(_ summary: String, as event: EventName) {
+        guard answersWithResults else { return }
+        printer.print(HostEvent(time: Date(), event: event, detail: summary))
+    }
 
     func execute(_ line: String, origin: String) async -> Outcome {
         do {
@@ -81,39 +91,39 @@ struct CommandSession {
             // What each trigger did is in the events it publishes (fetch, runTask, expire, push,
             // conditions, advance), in both output modes.
             case .fetch(let app):
-                _ = try supervisor.fetch(app)
+                answer(try supervisor.fetch(app), as: .fetch)
             case .runTask(let app, let identifier):
-                _ = try supervisor.runTask(app, identifier: identifier)
+                answer(try supervisor.runTask(app, identifier: identifier), as: .runTask)
             case .expire(let app, let identifier):
-                _ = try supervisor.expire(app, identifier: identifier)
+                answer(try supervisor.expire(app, identifier: identifier), as: .expire)
             case .push(let app, let file):
-                _ = try supervisor.push(app, payload: try read(file), source: file)
+                answer(try supervisor.push(app, payload: try read(file), source: file), as: .push)
             case .voipPush(let app, let file):
-                _ = try supervisor.voipPush(app, payload: try read(file), source: file)
+                answer(try supervisor.voipPush(app, payload: try read(file), source: file), as: .voipPush)
             case .locationSet(let coordinate):
-                _ = supervisor.setLocation(coordinate)
+                answer(supervisor.setLocation(coordinate), as: .location)
             case .locationRoute(let file, let speed):
                 let route: LocationRoute
                 do { route = try LocationRoute(gpx: try read(file), speed: speed) } catch let error as LocationError {
                     throw CommandError("\(file): \(error.description)")
                 }
-                _ = supervisor.replayRoute(route, name: URL(fileURLWithPath: file).lastPathComponent)
+                answer(supervisor.replayRoute(route, name: URL(fileURLWithPath: file).lastPathComponent), as: .location)
             case .locationClear:
-                _ = supervisor.clearLocation()
+                answer(supervisor.clearLocation(), as: .location)
             case .authorize(let app, let authorization):
-                _ = try supervisor.authorizeLocation(app, authorization)
+                answer(try supervisor.authorizeLocation(app, authorization), as: .location)
             case .audioInterrupt(let app):
                 try supervisor.audioInterruption(app, began: true)
             case .audioResume(let app):
                 try supervisor.audioInterruption(app, began: false)
             case .power(let state):
-                _ = supervisor.setPower(state)
+                answer(supervisor.setPower(state), as: .conditions)
             case .network(let state):
-                _ = supervisor.setNetwork(state)
+                answer(supervisor.setNetwork(state), as: .conditions)
             case .advance(let duration):
-                _ = supervisor.advance(by: duration)
+                answer(supervisor.advance(by: duration), as: .advance)
             case .resetClock:
-                _ = supervisor.resetClock()
+                answer(supervisor.resetClock(), as: .advance)
             case .tasks:
                 printTasks()
             case .sleep(let duration):

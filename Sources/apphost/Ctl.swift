@@ -21,6 +21,8 @@ struct Ctl: ParsableCommand {
     var words: [String] = []
 
     func validate() throws {
+        // The words go to the host as they are, so help is asked for here.
+        if words.first == "--help" || words.first == "-h" { throw CleanExit.helpRequest(self) }
         guard !words.isEmpty else { throw ValidationError("name a command, e.g. apphost ctl ps, or apphost ctl events") }
     }
 

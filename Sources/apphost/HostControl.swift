@@ -15,14 +15,16 @@ final class HostControl: Sendable {
         do {
             let started = try ControlServer(paths: paths, handler: { command, reply in
                 let printer = EventPrinter(json: json, output: reply.output, error: reply.error)
-                switch await CommandSession(supervisor: supervisor, printer: printer).execute(command, origin: "ctl") {
+                var session = CommandSession(supervisor: supervisor, printer: printer)
+                session.answersWithResults = true
+                switch await session.execute(command, origin: "ctl") {
                 case .next: return 0
                 case .failed: return 1
                 case .quit:
                     quit()
                     return 0
                 }
-            }, formatter: { event, json in json ? event.jsonLine : event.humanLine })
+            }, formatter: { event, json in json ? event.jsonLine : event.humanLine }, unknownApp: { supervisor.unknownApp($0) })
             server.withLock { $0 = started }
             return nil
         } catch {

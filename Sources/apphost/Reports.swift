@@ -34,6 +34,15 @@ struct Reports: ParsableCommand {
     @Option(help: ArgumentHelp("With --timeline: columns of time (default: the terminal's width).", valueName: "columns"))
     var width: Int?
 
+    func validate() throws {
+        if timeline {
+            guard !json, !last else { throw ValidationError("--timeline draws a run; it does not go with --json or --last") }
+            if let width, !(10...1000).contains(width) { throw ValidationError("--width takes 10 to 1000 columns; not \(width)") }
+        } else if width != nil || runNumber != 1 {
+            throw ValidationError("--run and --width go with --timeline")
+        }
+    }
+
     func run() throws {
         if timeline { return drawTimeline() }
         let store = ReportStore(stateDirectory: state.stateDirectory)
@@ -77,7 +86,7 @@ struct Reports: ParsableCommand {
         let file = runs[runs.count - runNumber]
         do {
             let events = try EventJournal.events(in: file)
-            let columns = width ?? (ProcessInfo.processInfo.environment["COLUMNS"].flatMap(Int.init) ?? 100) - 20
+            let columns = width ?? min(1000, max(10, (ProcessInfo.processInfo.environment["COLUMNS"].flatMap(Int.init) ?? 100) - 20))
             print("run \(file.lastPathComponent)")
             SwimLanes.render(events, width: columns, app: app).forEach { print($0) }
         } catch {

@@ -34,6 +34,8 @@ struct SimulatedHost {
     var mainThreadBlocked = false
     /// Expiration handlers begin but never return.
     var expirationHandlersHang = false
+    /// The expiration handler ends these tasks, and the app is frozen before it returns.
+    var expirationHandlerEnds: [UInt64] = []
     /// Main-thread backtraces asked for, by watchdogs.
     var samples = 0
     /// Audio interruptions posted in the app: true for began, false for ended.
@@ -66,7 +68,10 @@ struct SimulatedHost {
                     expirations.append(ids)
                     // The SDK runs the handlers on the main thread and says when they begin and return.
                     if !mainThreadBlocked { queue.append(.expirationHandlers(taskIDs: ids, returned: false)) }
-                    if !mainThreadBlocked && !expirationHandlersHang { queue.append(.expirationHandlers(taskIDs: ids, returned: true)) }
+                    queue += expirationHandlerEnds.map { .taskEnded(id: $0) }
+                    if !mainThreadBlocked && !expirationHandlersHang && expirationHandlerEnds.isEmpty {
+                        queue.append(.expirationHandlers(taskIDs: ids, returned: true))
+                    }
                 case .expireWork(let id):
                     workExpirations.append(id)
                 case .audioInterruption(let began):
@@ -345,6 +350,21 @@ struct SimulatedHost {
         #expect(host.finished?.code == TerminationCode.backgroundTimeExhausted.rawValue)
         #expect(host.finished?.reason == "background task #1 \"upload\" still open 5.0 s after its background time (30.0 s) ran out; "
             + "its expiration handler could not run: the main thread was blocked, not answering for 35.0 s (since the snapshot was taken)")
+    }
+
+    /// The usual handler ends its task; the app is frozen the moment the last one ends, maybe
+    /// before its handler has returned: it is not timed while suspended.
+    @Test func aHandlerThatEndsTheLastTaskIsSuspendedNotKilled() {
+        var host = SimulatedHost()
+        host.expirationHandlerEnds = [1]
+        host.send(.launch(.foreground, reason: "user"))
+        host.send(.taskBegan(id: 1, name: "upload"))
+        host.send(.moveToBackground)
+        host.advance(by: .seconds(25))
+        #expect(host.state == .suspended)
+        host.advance(by: .seconds(60))
+        #expect(host.finished == nil)
+        #expect(host.state == .suspended)
     }
 
     @Test func expirationHandlersThatReturnInTimeChangeNothing() {

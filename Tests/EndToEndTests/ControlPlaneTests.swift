@@ -26,6 +26,19 @@ import Testing
         #expect(missing.status == 1)
         #expect(missing.output == "")
         #expect(missing.error == "apphost: ctl: no app named Nope; installed: Hello\n")
+        #expect(try runApphost(state + ["open", "Helo"]).error == "apphost: ctl: no app named Helo; did you mean Hello? installed: Hello\n")
+        let follower = try runApphost(state + ["events", "--app", "Helo"])
+        #expect(follower.status == 1, "an unknown app is refused, not followed forever")
+        #expect(follower.error == "apphost: ctl: no app named Helo; did you mean Hello? installed: Hello\n")
+        let help = try runApphost(state + ["--help"])
+        #expect(help.status == 0 && help.output.contains("USAGE: apphost ctl"), "\(help)")
+
+        // A trigger answers with the line of the event it caused.
+        let advanced = try runApphost(state + ["advance", "60"])
+        #expect(advanced.status == 0)
+        let line = try #require(try JSONSerialization.jsonObject(with: Data(advanced.output.utf8)) as? [String: Any])
+        #expect(line["event"] as? String == "advance")
+        #expect((line["detail"] as? String)?.hasPrefix("scheduler clock moved 60.0 s on, to ") == true, "\(line)")
 
         // A command that acts: the app goes to the background and is suspended, as from stdin.
         #expect(try runApphost(state + ["home"]).status == 0)

@@ -31,8 +31,9 @@ struct LoggingTests {
         let scratch = try Scratch()
         let script = scratch.url.appendingPathComponent("script")
         try Data("wait Logger active\n".utf8).write(to: script)
+        let trace = scratch.url.appendingPathComponent("trace.json")
         let run = try runApphost([
-            "launch", "--state-dir", scratch.stateDirectory.path, "--script", script.path, "--log-level", "debug",
+            "launch", "--state-dir", scratch.stateDirectory.path, "--script", script.path, "--log-level", "debug", "--trace", trace.path,
             try scratch.bundle("Logger", behavior: ["log": records]).path,
         ])
         #expect(run.status == 0)
@@ -46,6 +47,11 @@ struct LoggingTests {
         let errors = run.error.split(separator: "\n").map(String.init)
         #expect(errors.contains { $0.hasPrefix("apphost: debug: Logger: spawned for a user launch, pid ") }, "\(errors)")
         #expect(errors.contains { $0.hasPrefix("apphost: debug: Logger: ended (killed by SIGKILL), report ") })
+
+        // The trace carries a record's level and label too.
+        let events = try #require(try JSONSerialization.jsonObject(with: Data(contentsOf: trace)) as? [[String: Any]])
+        let record = try #require(events.first { $0["name"] as? String == "log" && ($0["args"] as? [String: Any])?["level"] as? String == "error" })
+        #expect((record["args"] as? [String: Any])?["label"] as? String == "com.example.store")
 
         let wrong = try runApphost(["launch", "--log-level", "loud", "Any.app"])
         #expect(wrong.status == 64)

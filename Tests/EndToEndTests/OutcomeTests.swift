@@ -95,6 +95,10 @@ struct OutcomeTests {
 
         let one = try runApphost(["reports", "--state-dir", scratch.stateDirectory.path, "--timeline", "crasher"])
         #expect(!one.output.contains("Listed "))
+        let narrow = try runApphost(["reports", "--state-dir", scratch.stateDirectory.path, "--timeline", "--width", "5"])
+        #expect(narrow.status == 64 && narrow.error.contains("--width takes 10 to 1000 columns; not 5"), "\(narrow)")
+        let mixed = try runApphost(["reports", "--state-dir", scratch.stateDirectory.path, "--width", "50"])
+        #expect(mixed.status == 64 && mixed.error.contains("--run and --width go with --timeline"), "\(mixed)")
         let missing = try runApphost(["reports", "--state-dir", scratch.stateDirectory.path, "--timeline", "--run", "2"])
         #expect(missing.status == 1)
         #expect(missing.error == "apphost: --run takes 1 to 1: 1 run is kept\n")

@@ -25,11 +25,39 @@ public enum ControlClient {
             case nil: throw SupervisorError("the host answered something unreadable: \(line.prefix(80))", code: .unavailable)
             }
         }
+        if case .events = request {
+            // Following ends with the host: the stream is over, not failed.
+            error("apphost: the host on \(paths.directory.deletingLastPathComponent().path) ended")
+            return 0
+        }
         throw SupervisorError("the host at \(paths.socket.path) ended before it answered", code: .unavailable)
     }
 
-    /// Connects to the control socket, or says why not in one line.
+    /// How long a client waits for the socket of a host that holds its instance but is still
+    /// starting (the lock comes before the socket).
+    static let startingGrace: Duration = .seconds(10)
+
+    /// Connects to the control socket, or says why not in one line. A host that is still
+    /// starting is waited for.
     static func connect(_ paths: ControlPaths) throws(SupervisorError) -> Int32 {
+        let deadline = ContinuousClock.now + startingGrace
+        while true {
+            do {
+                return try connectOnce(paths)
+            } catch where [ENOENT, ECONNREFUSED].contains(error.errno ?? 0) {
+                guard let pid = paths.runningHost() else { throw error }
+                guard ContinuousClock.now < deadline else {
+                    let state = paths.directory.deletingLastPathComponent().path
+                    throw SupervisorError(
+                        "a host runs on \(state)\(pid > 0 ? " (pid \(pid))" : "") but its control socket is not open: it is still starting, or it runs without one (its started line says why)",
+                        code: .unavailable, errno: error.errno)
+                }
+                usleep(20_000)
+            }
+        }
+    }
+
+    private static func connectOnce(_ paths: ControlPaths) throws(SupervisorError) -> Int32 {
         let address: ControlAddress
         do { address = try ControlAddress(paths) } catch {
             throw unreachable(paths, errno: error.errno)

@@ -21,6 +21,8 @@ public final class ControlServer: @unchecked Sendable {
     private let listener: Int32
     private let handler: Handler
     private let formatter: Formatter
+    /// Why an `events --app` filter names no app, or nil.
+    private let unknownApp: @Sendable (String) -> String?
     private let followers = Mutex<[ObjectIdentifier: Follower]>([:])
     /// Commands whose answer is not yet sent.
     private let answering = Mutex(0)
@@ -33,10 +35,14 @@ public final class ControlServer: @unchecked Sendable {
 
     /// Listens on the instance's control socket (the caller holds its `InstanceLock`, so a
     /// socket left there is a dead host's and is replaced).
-    public init(paths: ControlPaths, handler: @escaping Handler, formatter: @escaping Formatter) throws {
+    public init(
+        paths: ControlPaths, handler: @escaping Handler, formatter: @escaping Formatter,
+        unknownApp: @escaping @Sendable (String) -> String? = { _ in nil }
+    ) throws {
         self.paths = paths
         self.handler = handler
         self.formatter = formatter
+        self.unknownApp = unknownApp
         let address = try ControlAddress(paths)
         unlink(paths.socket.path)
         listener = try valueOrErrno("socket") { socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0) }
@@ -117,6 +123,10 @@ public final class ControlServer: @unchecked Sendable {
                 if case .status = line { return }
             }
         case .events(let json, let app):
+            if let app, let refusal = unknownApp(app) {
+                _ = sendAll(connection, ControlLine.error("apphost: ctl: \(refusal)").encoded + ControlLine.status(1).encoded)
+                return
+            }
             let outbox = Outbox(capacity: 10_000)
             let key = ObjectIdentifier(outbox)
             followers.withLock { $0[key] = Follower(outbox: outbox, json: json, app: app) }

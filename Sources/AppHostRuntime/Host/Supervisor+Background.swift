@@ -179,7 +179,8 @@ extension Supervisor {
                         waiting = "its earliest begin date, \(HostEvent.isoFormatter.string(from: Date(timeIntervalSince1970: date)))"
                     } else if case let next = entry.notBefore(request, minimumInterval: minimumTaskInterval), next > now {
                         let interval = Duration.seconds(minimumTaskInterval(request.kind)).formatted
-                        waiting = "\(HostEvent.isoFormatter.string(from: Date(timeIntervalSince1970: next))): at least \(interval) between runs of \(request.identifier), which last began \(HostEvent.isoFormatter.string(from: Date(timeIntervalSince1970: entry.lastRuns?[request.identifier] ?? 0)))"
+                        let last = HostEvent.isoFormatter.string(from: Date(timeIntervalSince1970: entry.lastRuns?[request.identifier] ?? 0))
+                        waiting = "its minimum interval between runs, \(HostEvent.isoFormatter.string(from: Date(timeIntervalSince1970: next))) (\(interval) after \(request.identifier) last began, at \(last))"
                     } else if !unmet.isEmpty {
                         waiting = unmet.joined(separator: " and ")
                     } else if let run = record.run, run.machine.isAlive, run.machine.isInForeground {

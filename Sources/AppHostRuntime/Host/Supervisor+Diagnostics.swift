@@ -15,10 +15,21 @@ extension Supervisor {
         var backtrace: TerminationReport.Backtrace?
         var unavailable: String?
 
-        /// The first frame in the app's own code, for the one-line `terminated` event.
+        /// The first frame in the app's own code, for the one-line `terminated` event: in the
+        /// plugin, and not in the SDK the plugin links (AppHostKit and the modules under it), which
+        /// is where a main thread waiting on the host would be.
         var appFrame: String? {
-            guard let frame = backtrace?.frames.first(where: \.isApp) else { return nil }
+            let frames = backtrace?.frames.filter(\.isApp) ?? []
+            guard let frame = frames.first(where: { !Self.isSDK($0.symbol) }) ?? frames.first else { return nil }
             return frame.symbol.map { "\($0) + \(frame.symbolOffset ?? 0)" } ?? frame.line
+        }
+
+        static let sdkModules = ["AppHostKit.", "AppHostProtocol.", "AppHostSystem.", "UIKit.", "os.", "Logging."]
+
+        /// Whether a demangled symbol is the SDK's: its module, or a closure or thunk in it.
+        static func isSDK(_ symbol: String?) -> Bool {
+            guard let symbol else { return false }
+            return sdkModules.contains { symbol.hasPrefix($0) || symbol.contains(" in \($0)") }
         }
     }
 

@@ -20,7 +20,8 @@ extension Supervisor {
             return record
         }
         let known = apps.map(\.bundle.name).joined(separator: ", ")
-        throw SupervisorError("no app named \(name); installed: \(known.isEmpty ? "none" : known)", code: .noSuchApp)
+        let nearest = NearestName.suggestion(for: name, among: apps.map(\.bundle.name)).map { "did you mean \($0)? " } ?? ""
+        throw SupervisorError("no app named \(name); \(nearest)installed: \(known.isEmpty ? "none" : known)", code: .noSuchApp)
     }
 
     func currentState(of record: AppRecord) -> AppState {

@@ -276,6 +276,19 @@ public final class Supervisor: @unchecked Sendable {
         queue.sync { sendForegroundAppAway(except: nil) }
     }
 
+    /// Why `name` names no installed app ("no app named Nots; did you mean Notes? installed: …"),
+    /// or nil when it names one: for `apphost ctl events --app`.
+    public func unknownApp(_ name: String) -> String? {
+        queue.sync {
+            do {
+                _ = try app(named: name)
+                return nil
+            } catch {
+                return (error as? SupervisorError)?.message ?? "\(error)"
+            }
+        }
+    }
+
     /// Opens the app switcher (`switcher`): the foreground app resigns active until `open` or
     /// `home`. Returns the app's name; throws when no app is in the foreground.
     @discardableResult

@@ -190,6 +190,10 @@ extension LifecycleMachine {
             // each hold the app running; the last to let go suspends it.
             guard openTasks.isEmpty, work.isEmpty, holds.isEmpty else { return [] }
             endBackgroundTime()
+            // An expiration handler that ended the last task is frozen where it is, as on iOS:
+            // it is not timed while suspended, and starts afresh with the next expiry.
+            expirationsRunning = [:]
+            deadlines[.expirationHandlers] = nil
             phase = .suspending
             deadlines[.suspendVerification] = now + policy.suspendTimeout
             return [.freeze]

@@ -352,7 +352,7 @@ package struct LifecycleMachine: Sendable {
             }
 
         case .openSwitcher:
-            guard isAlive, isInForeground else { return [] }
+            guard isAlive, isInForeground, placement != .interrupted else { return [] }
             placement = .interrupted
             deadlines[.interruption] = nil
             actions.append(event(.switcher))

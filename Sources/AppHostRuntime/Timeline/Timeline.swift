@@ -27,6 +27,9 @@ public struct Timeline: Sendable {
         public var detail: String?
         /// For a termination: why.
         public var termination: Termination?
+        /// For a `log` record: its level and its logger's label.
+        public var level: LogLevel?
+        public var label: String?
     }
 
     private struct Open {
@@ -62,6 +65,8 @@ public struct Timeline: Sendable {
         } else {
             var moment = item(.moment(event.event), from: event.time, to: nil, detail: event.detail)
             moment.termination = event.termination
+            moment.level = event.level
+            moment.label = event.label
             items.append(moment)
         }
         switch event.event {

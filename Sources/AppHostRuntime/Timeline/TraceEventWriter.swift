@@ -100,6 +100,8 @@ public final class TraceEventWriter: Sendable {
                 args["reason"] = termination.reason
                 if let code = termination.formattedCode { args["code"] = code }
             }
+            if let level = item.level { args["level"] = level.rawValue }
+            if let label = item.label { args["label"] = label }
             var instant: [String: Any] = ["name": name.rawValue, "cat": "event", "ph": "i", "s": "t", "pid": pid, "tid": Track.events.rawValue, "ts": start]
             if !args.isEmpty { instant["args"] = args }
             emit(instant)
