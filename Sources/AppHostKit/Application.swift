@@ -37,6 +37,19 @@ public final class Application {
     /// The app's windows; visible ones make up its snapshot.
     public var windows: [Window] = []
 
+    /// The scenes of an app that adopts them (Info.plist `UIApplicationSceneManifest`); nil for
+    /// an app-delegate app.
+    var scenes: SceneDriver?
+
+    /// The scenes connected now, as `UIApplication.connectedScenes` (empty without scenes).
+    public var connectedScenes: Set<Scene> { Set(scenes?.connectedScenes ?? []) }
+
+    /// The app's scene sessions, connected or not, as `UIApplication.openSessions`.
+    public var openSessions: Set<SceneSession> { Set(scenes?.sessions ?? []) }
+
+    /// Whether the app supports several scenes at once (`UIApplicationSupportsMultipleScenes`).
+    public var supportsMultipleScenes: Bool { scenes?.supportsMultipleScenes ?? false }
+
     /// The bundle's `CFBundleIdentifier`.
     public nonisolated var bundleIdentifier: String { link.configuration.bundleIdentifier }
 
@@ -169,7 +182,8 @@ public final class Application {
 
     /// The visible windows' content, which the host stores as the app's snapshot.
     func snapshot() -> String {
-        windows.filter { !$0.isHidden }.map(\.content).joined(separator: "\n")
+        if let scenes { return scenes.snapshot() }
+        return windows.filter { !$0.isHidden }.map(\.content).joined(separator: "\n")
     }
 }
 

@@ -48,13 +48,15 @@ public protocol ApplicationDelegate: AnyObject {
     func application(
         _ application: Application, didReceiveRemoteNotification userInfo: [AnyHashable: Any],
         fetchCompletionHandler completionHandler: @escaping @Sendable (Application.BackgroundFetchResult) -> Void)
-    /// A scene session is connecting: return the configuration to create its scene with. The
-    /// scene life cycle comes with scenes; today the host connects none (Scenes.swift).
+    /// A scene session is connecting: return the configuration to create its scene with,
+    /// normally one named in Info.plist's `UIApplicationSceneManifest` (the default: the
+    /// manifest's first configuration).
     func application(
         _ application: Application, configurationForConnecting connectingSceneSession: SceneSession,
         options: Scene.ConnectionOptions
     ) -> SceneConfiguration
-    /// The user discarded scene sessions: release what was kept for them. Not called until scenes come.
+    /// The user discarded scene sessions: release what was kept for them. (apphost discards no
+    /// session yet: README.md, "Scenes".)
     func application(_ application: Application, didDiscardSceneSessions sceneSessions: Set<SceneSession>)
 }
 

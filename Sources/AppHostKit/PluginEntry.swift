@@ -79,6 +79,7 @@ enum AppMain {
         }
         launchOptions = [.launchReason: Application.LaunchReason(rawValue: configuration.launchReason)]
         if let payload = configuration.launchPayload { launchOptions[.remoteNotification] = notificationPayload(payload) }
+        if let manifest = configuration.scenes { application.scenes = SceneDriver(manifest: manifest, link: hostLink) }
         application.delegate = delegateType.init()
 
         let source = DispatchSource.makeReadSource(fileDescriptor: controlFD, queue: .main)
@@ -161,12 +162,8 @@ enum AppMain {
         }
         var returned: Bool?
         var snapshot: String?
-        if request.callback == .willFinishLaunching, application.infoDictionary["UIApplicationSceneManifest"] != nil {
-            hostLink.warn(
-                "Info.plist declares UIApplicationSceneManifest, but scenes are not driven yet: "
-                    + "the app-delegate life cycle applies and no scene delegate is called")
-        }
-        if let delegate = application.delegate {
+        // An app with scenes: its scenes stand in for the app delegate's foreground and background methods.
+        if let delegate = application.delegate, application.scenes?.run(request.callback, application, delegate) != true {
             switch request.callback {
             case .willFinishLaunching:
                 returned = delegate.application(application, willFinishLaunchingWithOptions: launchOptions)

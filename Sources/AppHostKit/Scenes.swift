@@ -1,15 +1,12 @@
 public import Foundation
 
-// Scenes, as UIKit's UIScene family: enough for a scene-based app's code (Xcode's iOS App
-// template, with its SceneDelegate and its app delegate's scene-session methods) to compile
-// unchanged. The scene life cycle (LIFECYCLE.md, "Sequences (scene-based apps)") comes with
-// scenes: until then nothing creates a scene or calls a scene delegate, a scene manifest in
-// Info.plist is ignored, and the app-delegate life cycle applies.
+// Scenes, as UIKit's UIScene family. An app whose Info.plist declares UIApplicationSceneManifest
+// is driven through its scene delegates (SceneLifecycle.swift; README.md, "Scenes").
 
-/// One instance of the app's user interface, as `UIScene`. The scene life cycle comes with
-/// scenes; today nothing creates one.
+/// One instance of the app's user interface, as `UIScene`: the SDK creates it when its session
+/// connects, from the configuration `application(_:configurationForConnecting:options:)` returns.
 @MainActor
-open class Scene {
+open class Scene: Hashable {
     /// What the system passes to `scene(_:willConnectTo:options:)`, as `UIScene.ConnectionOptions`.
     @MainActor
     open class ConnectionOptions {
@@ -37,6 +34,9 @@ open class Scene {
     public required init(session: SceneSession, connectionOptions: ConnectionOptions) {
         self.session = session
     }
+
+    public nonisolated static func == (lhs: Scene, rhs: Scene) -> Bool { lhs === rhs }
+    public nonisolated func hash(into hasher: inout Hasher) { hasher.combine(ObjectIdentifier(self)) }
 }
 
 /// A scene that holds windows, as `UIWindowScene`.
@@ -152,8 +152,8 @@ extension Window {
 }
 
 extension Scene {
-    /// The scene notifications UIKit posts after the matching scene-delegate method; posted once
-    /// scenes come (their names are here so that code observing them compiles).
+    /// Posted after `scene(_:willConnectTo:options:)`, with the scene as its object (each scene
+    /// notification is posted after the matching scene-delegate method, as UIKit does).
     public nonisolated static let willConnectNotification = Notification.Name("UISceneWillConnectNotification")
     /// Posted after `sceneDidDisconnect(_:)`.
     public nonisolated static let didDisconnectNotification = Notification.Name("UISceneDidDisconnectNotification")

@@ -88,6 +88,9 @@ package struct WireConfiguration: Codable, Sendable, Equatable {
     package var logLevel: String?
     /// The app's location authorization on this host (see HostMessage.locationAuthorization); nil: notDetermined.
     package var locationAuthorization: String?
+    /// Info.plist `UIApplicationSceneManifest` as the host validated it; nil: the app does not
+    /// adopt scenes (the app-delegate life cycle applies).
+    package var scenes: WireSceneManifest?
 
     package init(
         protocolVersion: Int = wireProtocolVersion, bundleIdentifier: String, bundleName: String,
@@ -106,6 +109,35 @@ package struct WireConfiguration: Codable, Sendable, Equatable {
         self.capabilities = capabilities
         self.openFileLimit = openFileLimit
         self.sandbox = sandbox
+    }
+}
+
+/// Info.plist `UIApplicationSceneManifest`, validated by the host (AppBundle).
+package struct WireSceneManifest: Codable, Sendable, Equatable {
+    /// One entry of `UISceneConfigurations`' application role.
+    package struct Configuration: Codable, Sendable, Equatable {
+        /// `UISceneConfigurationName`.
+        package var name: String
+        /// `UISceneDelegateClassName`, e.g. Notes.SceneDelegate.
+        package var delegateClassName: String
+        /// `UISceneClassName`; nil: UIWindowScene.
+        package var sceneClassName: String?
+
+        package init(name: String, delegateClassName: String, sceneClassName: String? = nil) {
+            self.name = name
+            self.delegateClassName = delegateClassName
+            self.sceneClassName = sceneClassName
+        }
+    }
+
+    /// `UIApplicationSupportsMultipleScenes`.
+    package var supportsMultipleScenes: Bool
+    /// `UISceneConfigurations` → `UIWindowSceneSessionRoleApplication`, in Info.plist's order.
+    package var configurations: [Configuration]
+
+    package init(supportsMultipleScenes: Bool, configurations: [Configuration]) {
+        self.supportsMultipleScenes = supportsMultipleScenes
+        self.configurations = configurations
     }
 }
 

@@ -184,6 +184,60 @@ import Testing
         }
     }
 
+    @Test func aSceneManifestIsRead() throws {
+        var info = valid
+        #expect(try AppBundle(url: try bundle(info)).adoptsScenes == false)
+        info["UIApplicationSceneManifest"] = [
+            "UIApplicationSupportsMultipleScenes": true,
+            "UISceneConfigurations": ["UIWindowSceneSessionRoleApplication": [
+                ["UISceneConfigurationName": "Default Configuration", "UISceneDelegateClassName": "Notes.SceneDelegate", "UISceneStoryboardFile": "Main"],
+                ["UISceneConfigurationName": "Editor", "UISceneDelegateClassName": "Notes.EditorDelegate", "UISceneClassName": "UIWindowScene"],
+            ]],
+        ]
+        let app = try AppBundle(url: try bundle(info))
+        #expect(app.sceneManifest == WireSceneManifest(supportsMultipleScenes: true, configurations: [
+            .init(name: "Default Configuration", delegateClassName: "Notes.SceneDelegate"),
+            .init(name: "Editor", delegateClassName: "Notes.EditorDelegate", sceneClassName: "UIWindowScene"),
+        ]))
+        // An empty manifest adopts scenes with no configuration (the app delegate names classes in code).
+        info["UIApplicationSceneManifest"] = [String: Any]()
+        #expect(try AppBundle(url: try bundle(info)).sceneManifest == WireSceneManifest(supportsMultipleScenes: false, configurations: []))
+    }
+
+    @Test func aBadSceneManifestIsRefusedInOneLine() throws {
+        let role = "UIWindowSceneSessionRoleApplication"
+        let path = "UIApplicationSceneManifest UISceneConfigurations \(role)"
+        let example = "e.g. {UISceneConfigurationName: Default Configuration, UISceneDelegateClassName: Notes.SceneDelegate}"
+        let good: [String: Any] = ["UISceneConfigurationName": "Main", "UISceneDelegateClassName": "Notes.SceneDelegate"]
+        let cases: [(Any, String)] = [
+            ("scenes", "UIApplicationSceneManifest must be a dictionary with UIApplicationSupportsMultipleScenes and UISceneConfigurations"),
+            (["UIApplicationSupportsMultipleScenes": "yes"], "UIApplicationSceneManifest UIApplicationSupportsMultipleScenes must be a Boolean"),
+            (["UISceneConfigurations": [good]],
+             "UIApplicationSceneManifest UISceneConfigurations must be a dictionary keyed by session role, e.g. \(role)"),
+            (["UISceneConfigurations": ["UIWindowSceneSessionRoleExternalDisplay": [good]]],
+             "UIApplicationSceneManifest UISceneConfigurations has role UIWindowSceneSessionRoleExternalDisplay, which apphost does not connect; the one role is \(role)"),
+            (["UISceneConfigurations": [role: [Any]()]], "\(path) must be a non-empty array of configurations, \(example)"),
+            (["UISceneConfigurations": [role: ["Main"]]], "\(path) item 0 must be a dictionary, \(example)"),
+            (["UISceneConfigurations": [role: [["UISceneDelegateClassName": "Notes.SceneDelegate"]]]],
+             "\(path) item 0: UISceneConfigurationName is missing; name the configuration, e.g. Default Configuration"),
+            (["UISceneConfigurations": [role: [["UISceneConfigurationName": "Main"]]]],
+             "\(path) Main: UISceneDelegateClassName is missing; name the class that conforms to UIWindowSceneDelegate, e.g. Notes.SceneDelegate"),
+            (["UISceneConfigurations": [role: [good.merging(["UISceneDelegateClassName": " "]) { $1 }]]],
+             "\(path) item 0: UISceneDelegateClassName must be a non-empty string, \(example)"),
+            (["UISceneConfigurations": [role: [good.merging(["UISceneClassName": "CPTemplateApplicationScene"]) { $1 }]]],
+             "\(path) Main: UISceneClassName CPTemplateApplicationScene is not a scene class apphost makes; use UIWindowScene or leave it out"),
+            (["UISceneConfigurations": [role: [good, good]]],
+             "\(path) names configuration Main twice; each UISceneConfigurationName must be unique"),
+        ]
+        for (manifest, message) in cases {
+            var info = valid
+            info["UIApplicationSceneManifest"] = manifest
+            #expect { try AppBundle(url: try bundle(info)) } throws: { error in
+                "\(error)" == "Notes.app/Info.plist: \(message)"
+            }
+        }
+    }
+
     @Test func aMissingPluginAndAMissingPlist() throws {
         #expect { try AppBundle(url: try bundle(valid, plugin: false)) } throws: { error in
             "\(error)" == "Notes.app/libNotes.so is missing (named by CFBundleExecutable); rebuild the bundle"

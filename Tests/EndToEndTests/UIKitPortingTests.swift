@@ -22,12 +22,12 @@ struct UIKitPortingTests {
     /// The app's log events and its life-cycle events, in the order the host saw them: a log
     /// event as its message, any other as `[event]`. (Not `launchTask`: the launch handler runs
     /// on a background queue, so its records may come before the callback's acknowledgement.)
-    private func timeline(_ host: HostSession) -> [String] {
+    private func timeline(_ host: HostSession, _ name: String = "XcodeTemplate") -> [String] {
         let shown: Set = [
             "willFinishLaunching", "didFinishLaunching", "didBecomeActive", "willResignActive", "didEnterBackground",
             "willEnterForeground", "willTerminate", "didReceiveMemoryWarning", "taskCompleted", "suspended",
         ]
-        return host.allEvents.filter { $0.name == "XcodeTemplate" }.compactMap { event in
+        return host.allEvents.filter { $0.name == name }.compactMap { event in
             event.event == "log" ? event.detail : shown.contains(event.event) ? "[\(event.event)]" : nil
         }
     }
@@ -82,9 +82,10 @@ struct UIKitPortingTests {
         #expect(try host.waitForExit() == 0)
     }
 
-    /// Xcode's template declares a scene manifest; until scenes come, the app-delegate life cycle
-    /// applies and the host says so.
-    @Test func aSceneManifestIsNamedInAWarningAndTheAppDelegateLifeCycleApplies() throws {
+    /// Xcode's template with its scene manifest (as Xcode writes it): the scene delegate is driven
+    /// instead of the app delegate's foreground and background methods, each scene notification is
+    /// posted after its scene-delegate method and UIApplication's after the scene's.
+    @Test func withASceneManifestTheSceneLifeCycleApplies() throws {
         let scratch = try Scratch()
         let manifest: [String: Any] = [
             "UIApplicationSupportsMultipleScenes": false,
@@ -96,11 +97,24 @@ struct UIKitPortingTests {
         let app = try scratch.bundle("Scenic", from: "XcodeTemplate", changes: ["UIApplicationSceneManifest": manifest])
         let host = try HostSession([app], scratch: scratch)
         try host.waitFor("Scenic", "didBecomeActive")
-        let warning = try host.waitFor("Scenic", "warning")
-        #expect(warning.detail == "Info.plist declares UIApplicationSceneManifest, but scenes are not driven yet: the app-delegate life cycle applies and no scene delegate is called")
-        #expect(host.allEvents.contains { $0.name == "Scenic" && $0.detail == "applicationDidBecomeActive state=0" })
+        host.send("home")
+        try host.waitFor("Scenic", "suspended")
         host.closeInput()
         #expect(try host.waitForExit() == 0)
+
+        func scene(_ name: String) -> String { "notification UIScene\(name)Notification scene=true" }
+        func application(_ name: String) -> String { "notification UIApplication\(name)Notification main=true" }
+        let expected: [[String]] = [
+            ["willFinishLaunching launches=1", "registered \(Self.identifier).refresh", "[willFinishLaunching]"],
+            [application("DidFinishLaunching"), "[didFinishLaunching]"],
+            [scene("WillConnect"), scene("WillEnterForeground"), application("WillEnterForeground"),
+             scene("DidActivate"), application("DidBecomeActive"), "[didBecomeActive]"],
+            [scene("WillDeactivate"), application("WillResignActive"), "[willResignActive]"],
+            // No applicationDidEnterBackground, so no background-task save.
+            [scene("DidEnterBackground"), application("DidEnterBackground"), "[didEnterBackground]", "[suspended]"],
+        ]
+        #expect(timeline(host, "Scenic") == expected.flatMap { $0 })
+        #expect(!host.allEvents.contains { $0.name == "Scenic" && $0.event == "warning" })
     }
 
     @Test func userDefaultsStandardPersistsToTheBundleIdentifiersPlistAcrossRelaunches() throws {

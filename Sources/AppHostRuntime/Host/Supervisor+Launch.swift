@@ -169,6 +169,7 @@ extension Supervisor {
         configurationMessage.backgroundTasks = backgroundTasksConfiguration(for: bundle)
         configurationMessage.locationAuthorization = locationAuthorizations[bundle.identifier]?.wireName
         configurationMessage.logLevel = configuration.appLogLevel.rawValue
+        configurationMessage.scenes = bundle.sceneManifest
         send(.configure(configurationMessage), record, run)
     }
 

@@ -126,6 +126,7 @@ final class AppDelegate: ApplicationDelegate {
         let reason = launchOptions?[.launchReason] as? Application.LaunchReason
         record("launch reason=\(reason?.rawValue ?? "none") remaining=\(application.backgroundTimeRemaining == .greatestFiniteMagnitude ? "max" : "finite")")
         if let payload = launchOptions?[.remoteNotification] as? [AnyHashable: Any] { record("launch payload \(describe(payload))") }
+        if behavior["observeNotifications"] as? Bool == true { observeNotifications() }
         step("willFinishLaunching", application)
         return behavior["willFinishLaunchingReturns"] as? Bool ?? true
     }

@@ -4,7 +4,7 @@
 //
 //  What an iOS app adds to the template (AppDelegate.swift and SceneDelegate.swift are Xcode's,
 //  unchanged), written as on iOS: the app-delegate life cycle logged
-//  with os, life-cycle notifications observed, a background-task save to UserDefaults and a
+//  with os, life-cycle notifications (the application's and its scenes') observed, a background-task save to UserDefaults and a
 //  BGTaskScheduler refresh. The end-to-end test (UIKitPortingTests) reads the log events.
 //
 
@@ -91,6 +91,17 @@ extension AppDelegate {
             _ = NotificationCenter.default.addObserver(forName: name, object: UIApplication.shared, queue: nil) { notification in
                 let main = Thread.isMainThread
                 logger.info("notification \(notification.name.rawValue) main=\(main)")
+            }
+        }
+        // Each scene's notifications carry the scene as their object.
+        let sceneNames: [Notification.Name] = [
+            UIScene.willConnectNotification, UIScene.willEnterForegroundNotification, UIScene.didActivateNotification,
+            UIScene.willDeactivateNotification, UIScene.didEnterBackgroundNotification, UIScene.didDisconnectNotification,
+        ]
+        for name in sceneNames {
+            _ = NotificationCenter.default.addObserver(forName: name, object: nil, queue: nil) { notification in
+                let scene = notification.object is UIWindowScene
+                logger.info("notification \(notification.name.rawValue) scene=\(scene)")
             }
         }
     }

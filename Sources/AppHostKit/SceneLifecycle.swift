@@ -1,0 +1,180 @@
+import Foundation
+import AppHostProtocol
+
+// The scene life cycle (README.md, "Scenes"). The host drives the app's state, as for every app;
+// for an app that adopts scenes (its Info.plist declares UIApplicationSceneManifest, which the
+// host validated and sent in the configuration) the SDK turns each of the app's transitions into
+// its scene's, as UIKit derives the app's state from its scenes: the scene delegate is called
+// instead of the app delegate's foreground and background methods, the UIScene notification is
+// posted after each scene-delegate method, and UIApplication's own notification after that.
+
+/// The scenes of a scene-based app: its sessions and the scenes connected to them.
+@MainActor
+final class SceneDriver {
+    private let manifest: WireSceneManifest
+    private let link: HostLink
+    /// Every open session, oldest first.
+    private(set) var sessions: [SceneSession] = []
+    /// The scenes connected now, in the order they connected (a session holds its scene weakly).
+    private(set) var connectedScenes: [Scene] = []
+
+    var supportsMultipleScenes: Bool { manifest.supportsMultipleScenes }
+
+    init(manifest: WireSceneManifest, link: HostLink) {
+        self.manifest = manifest
+        self.link = link
+    }
+
+    /// Runs the scene side of an app-level transition; true if it stands in for the app
+    /// delegate's method (which is then not called, as UIKit does for an app with scenes).
+    func run(_ callback: WireCallback, _ application: Application, _ delegate: any ApplicationDelegate) -> Bool {
+        switch callback {
+        case .willEnterForeground:
+            // An app launched into the background (no scene) and now opened connects its scene here.
+            if connectedScenes.isEmpty { connect(application, delegate) } else { forEachScene(in: [.background]) { enterForeground($0, application) } }
+            return true
+        case .didBecomeActive:
+            if connectedScenes.isEmpty {
+                // Launched to the foreground: inactive while the scene connects, as while launching.
+                application.applicationState = .inactive
+                connect(application, delegate)
+                // The app came to the foreground with the scene: UIKit posts the app's
+                // notification after the scene's, at launch too.
+                application.post(Application.willEnterForegroundNotification)
+            }
+            forEachScene(in: [.foregroundInactive]) { becomeActive($0, application) }
+            return true
+        case .willResignActive:
+            forEachScene(in: [.foregroundActive]) { scene in
+                call(scene, application) { $0.sceneWillResignActive(scene) }
+                scene.activationState = .foregroundInactive
+                NotificationCenter.default.post(name: Scene.willDeactivateNotification, object: scene)
+            }
+            return true
+        case .didEnterBackground:
+            // A background launch connects no scene; a scene already in the background (an app
+            // resumed into the background for an event) is called nothing again.
+            forEachScene(in: [.foregroundActive, .foregroundInactive]) { scene in
+                scene.activationState = .background
+                derive(application)
+                call(scene, application) { $0.sceneDidEnterBackground(scene) }
+                NotificationCenter.default.post(name: Scene.didEnterBackgroundNotification, object: scene)
+            }
+            return true
+        case .willTerminate:
+            // Termination disconnects every connected scene first (its session is kept for the
+            // next launch), then the app delegate hears applicationWillTerminate.
+            forEachScene(in: [.foregroundActive, .foregroundInactive, .background]) { disconnect($0, application) }
+            return false
+        case .snapshot, .willFinishLaunching, .didFinishLaunching, .didReceiveMemoryWarning, .performFetch,
+             .didReceiveRemoteNotification, .launchTask, .didReceiveIncomingPush, .didUpdateLocations:
+            return false
+        }
+    }
+
+    /// The connected scenes' visible windows, scene by scene: the app's snapshot.
+    func snapshot() -> String {
+        connectedScenes.flatMap { ($0 as? WindowScene)?.windows ?? [] }.filter { !$0.isHidden }.map(\.content).joined(separator: "\n")
+    }
+
+    /// A new session and its scene: `configurationForConnecting`, the scene delegate made from
+    /// the configuration's class, `scene(_:willConnectTo:options:)`, then to the foreground.
+    private func connect(_ application: Application, _ delegate: any ApplicationDelegate) {
+        let role = SceneSession.Role.windowApplication
+        let first = manifest.configurations.first
+        let session = SceneSession(
+            persistentIdentifier: UUID().uuidString, role: role,
+            configuration: SceneConfiguration(name: first?.name, sessionRole: role))
+        sessions.append(session)
+        let options = Scene.ConnectionOptions()
+        let asked = delegate.application(application, configurationForConnecting: session, options: options)
+        // A configuration made in code with no name (the delegate's default) is the manifest's first.
+        let entry = manifest.configurations.first { $0.name == (asked.name ?? first?.name) }
+        let configuration = SceneConfiguration(name: asked.name ?? entry?.name, sessionRole: role)
+        configuration.sceneClass = asked.sceneClass
+        configuration.delegateClass = asked.delegateClass ?? entry.flatMap { delegateClass(named: $0.delegateClassName) }
+        if asked.name != nil, entry == nil, asked.delegateClass == nil {
+            link.warn(
+                "configurationForConnecting returned configuration \(asked.name!), which Info.plist's UIApplicationSceneManifest "
+                    + "does not have (it has \(manifest.configurations.map(\.name).joined(separator: ", "))); the scene connects without a delegate")
+        }
+        session.configuration = configuration
+        let sceneType = (configuration.sceneClass as? Scene.Type) ?? WindowScene.self
+        let scene = sceneType.init(session: session, connectionOptions: options)
+        session.scene = scene
+        scene.delegate = (configuration.delegateClass as? any SceneDelegate.Type)?.init()
+        connectedScenes.append(scene)
+        call(scene, application) { $0.scene(scene, willConnectTo: session, options: options) }
+        NotificationCenter.default.post(name: Scene.willConnectNotification, object: scene)
+        enterForeground(scene, application)
+    }
+
+    /// `sceneWillEnterForeground` (the scene still in its old state), then foreground-inactive.
+    private func enterForeground(_ scene: Scene, _ application: Application) {
+        call(scene, application) { $0.sceneWillEnterForeground(scene) }
+        scene.activationState = .foregroundInactive
+        NotificationCenter.default.post(name: Scene.willEnterForegroundNotification, object: scene)
+        derive(application)
+    }
+
+    private func becomeActive(_ scene: Scene, _ application: Application) {
+        scene.activationState = .foregroundActive
+        derive(application)
+        call(scene, application) { $0.sceneDidBecomeActive(scene) }
+        NotificationCenter.default.post(name: Scene.didActivateNotification, object: scene)
+    }
+
+    /// `sceneDidDisconnect`: the scene and its windows go, its session stays.
+    private func disconnect(_ scene: Scene, _ application: Application) {
+        call(scene, application) { $0.sceneDidDisconnect(scene) }
+        NotificationCenter.default.post(name: Scene.didDisconnectNotification, object: scene)
+        scene.activationState = .unattached
+        let windows = (scene as? WindowScene)?.windows ?? []
+        application.windows.removeAll { window in windows.contains { $0 === window } }
+        scene.session.scene = nil
+        connectedScenes.removeAll { $0 === scene }
+    }
+
+    /// Runs `body` for each connected scene whose state is one of `states`.
+    private func forEachScene(in states: [Scene.ActivationState], _ body: (Scene) -> Void) {
+        for scene in connectedScenes where states.contains(scene.activationState) { body(scene) }
+    }
+
+    /// Calls the scene's delegate, if it has one.
+    private func call(_ scene: Scene, _ application: Application, _ body: (any SceneDelegate) -> Void) {
+        if let delegate = scene.delegate { body(delegate) }
+    }
+
+    /// The app's state as UIKit derives it from its scenes: active if one is foreground-active,
+    /// inactive if one is foreground-inactive, else background (unchanged while none is attached).
+    private func derive(_ application: Application) {
+        let states = connectedScenes.map(\.activationState)
+        if states.contains(.foregroundActive) {
+            application.applicationState = .active
+        } else if states.contains(.foregroundInactive) {
+            application.applicationState = .inactive
+        } else if states.contains(.background) {
+            application.applicationState = .background
+        }
+    }
+
+    private func delegateClass(named name: String) -> AnyClass? {
+        guard let type = _typeByName(name) else {
+            link.warn("Info.plist: UISceneDelegateClassName names \(name), which does not exist in the plugin; the scene connects without a delegate")
+            return nil
+        }
+        guard let delegateType = type as? any SceneDelegate.Type else {
+            link.warn("Info.plist: UISceneDelegateClassName names \(name), which does not conform to UISceneDelegate; the scene connects without a delegate")
+            return nil
+        }
+        let delegateClass: AnyClass = delegateType
+        return delegateClass
+    }
+}
+
+extension Application {
+    /// Posts `name` with this application as its object.
+    func post(_ name: Notification.Name) {
+        NotificationCenter.default.post(name: name, object: self)
+    }
+}

@@ -1,0 +1,67 @@
+import AppHostKit
+import Foundation
+
+// The scene side of the probe: a test gives the bundle a UIApplicationSceneManifest naming
+// ProbeFixture.SceneDelegate, and reads from Documents/lifecycle.log what the scene delegate saw
+// (the scene's activationState and the app's applicationState inside each callback) and, with
+// ProbeBehavior observeNotifications, each scene and application notification in posting order.
+
+extension AppDelegate {
+    func application(
+        _ application: Application, configurationForConnecting connectingSceneSession: SceneSession,
+        options: Scene.ConnectionOptions
+    ) -> SceneConfiguration {
+        record("configurationForConnecting \(application.applicationState) main=\(Thread.isMainThread)")
+        let name = behavior["sceneConfiguration"] as? String ?? "Default Configuration"
+        return SceneConfiguration(name: name, sessionRole: connectingSceneSession.role)
+    }
+
+    /// Records every life-cycle notification, scene and application, as it is posted.
+    func observeNotifications() {
+        let names: [Notification.Name] = [
+            Scene.willConnectNotification, Scene.didDisconnectNotification, Scene.didActivateNotification,
+            Scene.willDeactivateNotification, Scene.willEnterForegroundNotification, Scene.didEnterBackgroundNotification,
+            Application.didFinishLaunchingNotification, Application.didBecomeActiveNotification,
+            Application.willResignActiveNotification, Application.didEnterBackgroundNotification,
+            Application.willEnterForegroundNotification, Application.willTerminateNotification,
+        ]
+        for name in names {
+            _ = NotificationCenter.default.addObserver(forName: name, object: nil, queue: nil) { [weak self] notification in
+                let name = notification.name.rawValue
+                MainActor.assumeIsolated { self?.record("notification \(name)") }
+            }
+        }
+    }
+}
+
+/// The probe's scene delegate: records each callback with the scene's and the app's state.
+final class SceneDelegate: WindowSceneDelegate {
+    var window: Window?
+
+    required init() {}
+
+    private var probe: AppDelegate? { Application.shared.delegate as? AppDelegate }
+
+    private func step(_ name: String, _ scene: Scene) {
+        let application = Application.shared
+        probe?.record("\(name) \(scene.activationState) app=\(application.applicationState) main=\(Thread.isMainThread)")
+        if let hidden = probe?.behavior["hideOnResign"] as? String, name == "sceneWillResignActive" {
+            window?.content = hidden
+        }
+    }
+
+    func scene(_ scene: Scene, willConnectTo session: SceneSession, options connectionOptions: Scene.ConnectionOptions) {
+        step("willConnectTo", scene)
+        guard let windowScene = scene as? WindowScene else { return }
+        let window = Window(windowScene: windowScene)
+        window.content = probe?.behavior["sceneWindowContent"] as? String ?? "Probe scene"
+        window.makeKeyAndVisible()
+        self.window = window
+    }
+
+    func sceneDidDisconnect(_ scene: Scene) { step("sceneDidDisconnect", scene) }
+    func sceneWillEnterForeground(_ scene: Scene) { step("sceneWillEnterForeground", scene) }
+    func sceneDidBecomeActive(_ scene: Scene) { step("sceneDidBecomeActive", scene) }
+    func sceneWillResignActive(_ scene: Scene) { step("sceneWillResignActive", scene) }
+    func sceneDidEnterBackground(_ scene: Scene) { step("sceneDidEnterBackground", scene) }
+}
