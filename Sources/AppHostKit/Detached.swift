@@ -129,10 +129,21 @@ public final class DetachedApplication<Delegate: ApplicationDelegate> {
             modes: infoDictionary["UIBackgroundModes"] as? [String] ?? [],
             permittedIdentifiers: infoDictionary["BGTaskSchedulerPermittedIdentifiers"] as? [String] ?? [],
             pending: [], maximumPendingRefresh: 1, maximumPendingProcessing: 10, available: true)
+        var refusal: String?
+        if let manifest = infoDictionary["UIApplicationSceneManifest"] {
+            do throws(SceneManifestError) {
+                configuration.scenes = try WireSceneManifest(infoPlistValue: manifest, module: name)
+            } catch {
+                refusal = error.description
+            }
+        }
 
         let recorder = DetachedRecorder()
         let application = Application(link: HostLink(detached: configuration) { recorder.record($0) })
         application.infoDictionary = infoDictionary
+        if let manifest = configuration.scenes { application.scenes = SceneDriver(manifest: manifest, link: application.link) }
+        // A host would refuse the bundle; here the app-delegate life cycle applies, and a warning says why.
+        if let refusal { application.link.warn("Info.plist: \(refusal); the app-delegate life cycle applies") }
         self.recorder = recorder
         self.temporary = temporary
         self.backgroundTime = backgroundTime
@@ -179,10 +190,10 @@ public final class DetachedApplication<Delegate: ApplicationDelegate> {
         recorder.finishLaunching()
         guard didFinish else { return false }
         if reason == .user {
-            drive(.active, posting: .didBecomeActive) { $0.applicationDidBecomeActive(application) }
+            transition(.active, posting: .didBecomeActive) { $0.applicationDidBecomeActive(application) }
         } else {
             application.enterBackground(remaining: backgroundTime.seconds)
-            drive(.background, posting: .didEnterBackground) { $0.applicationDidEnterBackground(application) }
+            transition(.background, posting: .didEnterBackground) { $0.applicationDidEnterBackground(application) }
         }
         return true
     }
@@ -190,12 +201,12 @@ public final class DetachedApplication<Delegate: ApplicationDelegate> {
     /// An interruption begins (an alert, a call): `applicationWillResignActive`; the state
     /// becomes `.inactive` (sequence 4).
     public func resignActive() {
-        drive(.active, after: .inactive, posting: .willResignActive) { $0.applicationWillResignActive(application) }
+        transition(.active, after: .inactive, posting: .willResignActive) { $0.applicationWillResignActive(application) }
     }
 
     /// `applicationDidBecomeActive`: the end of an interruption; the state becomes `.active`.
     public func becomeActive() {
-        drive(.active, posting: .didBecomeActive) { $0.applicationDidBecomeActive(application) }
+        transition(.active, posting: .didBecomeActive) { $0.applicationDidBecomeActive(application) }
     }
 
     /// To the background, as `home` does (sequence 2): `applicationWillResignActive` if the app
@@ -204,7 +215,7 @@ public final class DetachedApplication<Delegate: ApplicationDelegate> {
     public func enterBackground() {
         if state == .active { resignActive() }
         application.enterBackground(remaining: backgroundTime.seconds)
-        drive(.background, posting: .didEnterBackground) { $0.applicationDidEnterBackground(application) }
+        transition(.background, posting: .didEnterBackground) { $0.applicationDidEnterBackground(application) }
     }
 
     /// Back to the foreground (sequence 3): `applicationWillEnterForeground` if the app is in
@@ -212,14 +223,14 @@ public final class DetachedApplication<Delegate: ApplicationDelegate> {
     public func enterForeground() {
         if state == .background {
             application.enterForeground()
-            drive(.background, after: .inactive, posting: .willEnterForeground) { $0.applicationWillEnterForeground(application) }
+            transition(.background, after: .inactive, posting: .willEnterForeground) { $0.applicationWillEnterForeground(application) }
         }
         becomeActive()
     }
 
     /// `applicationWillTerminate`, as the host ends a running app (sequence 7).
     public func terminate() {
-        drive(state, posting: .willTerminate) { $0.applicationWillTerminate(application) }
+        transition(state, posting: .willTerminate) { $0.applicationWillTerminate(application) }
     }
 
     /// `applicationDidReceiveMemoryWarning`.
@@ -338,6 +349,17 @@ public final class DetachedApplication<Delegate: ApplicationDelegate> {
     public var snapshot: String { application.snapshot() }
 
     // MARK: Helpers
+
+    /// An app-level transition: for an app that adopts scenes (its Info.plist declares
+    /// `UIApplicationSceneManifest`) its scenes stand in for the app delegate's method, as in the
+    /// app process (README.md, "Scenes").
+    private func transition(
+        _ state: Application.State, after: Application.State? = nil, posting callback: WireCallback, _ method: (Delegate) -> Void
+    ) {
+        drive(state, after: after, posting: callback) { delegate in
+            if application.scenes?.run(callback, application, delegate) != true { method(delegate) }
+        }
+    }
 
     /// Runs `body` with the delegate as its callback: the state set first (and `after` it), and
     /// `Application.shared` this application while it runs; then posts the notification UIKit

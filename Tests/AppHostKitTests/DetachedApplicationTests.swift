@@ -315,3 +315,75 @@ struct DetachedApplicationTests {
         #expect(Application.shared === second.application)
     }
 }
+
+/// A scene delegate that records each callback with the scene's and the app's state.
+@MainActor
+final class RecordingSceneDelegate: WindowSceneDelegate {
+    static var calls: [String] = []
+    var window: Window?
+
+    init() {}
+
+    private func record(_ name: String, _ scene: Scene) {
+        Self.calls.append("\(name) \(scene.activationState) \(Application.shared.applicationState)")
+    }
+
+    func scene(_ scene: Scene, willConnectTo session: SceneSession, options connectionOptions: Scene.ConnectionOptions) {
+        record("willConnectTo", scene)
+        window = Window(windowScene: scene as! WindowScene)
+        window?.content = "Scene \(session.configuration.name ?? "?")"
+    }
+
+    func sceneDidDisconnect(_ scene: Scene) { record("sceneDidDisconnect", scene) }
+    func sceneWillEnterForeground(_ scene: Scene) { record("sceneWillEnterForeground", scene) }
+    func sceneDidBecomeActive(_ scene: Scene) { record("sceneDidBecomeActive", scene) }
+    func sceneWillResignActive(_ scene: Scene) { record("sceneWillResignActive", scene) }
+    func sceneDidEnterBackground(_ scene: Scene) { record("sceneDidEnterBackground", scene) }
+}
+
+@MainActor
+@Suite("Detached applications with scenes", .serialized)
+struct DetachedSceneTests {
+    private func info(_ manifest: Any) -> [String: Any] {
+        recorderInfo.merging(["UIApplicationSceneManifest": manifest]) { $1 }
+    }
+
+    private let manifest: [String: Any] = [
+        "UISceneConfigurations": ["UIWindowSceneSessionRoleApplication": [[
+            "UISceneConfigurationName": "Main", "UISceneDelegateClassName": "AppHostKitTests.RecordingSceneDelegate",
+        ]]],
+    ]
+
+    @Test("an app that adopts scenes: its scene delegate instead of the app delegate's foreground and background methods")
+    func sceneLifeCycle() {
+        RecordingSceneDelegate.calls = []
+        let app = DetachedApplication<RecordingDelegate>(infoDictionary: info(manifest))
+        #expect(app.launch())
+        #expect(app.application.connectedScenes.count == 1)
+        #expect(app.application.openSessions.first?.configuration.name == "Main")
+        app.enterBackground()
+        #expect(app.snapshot == "Scene Main", "the scene's window, not the app delegate's")
+        app.enterForeground()
+        app.terminate()
+        #expect(app.delegate.calls == ["willFinishLaunching inactive", "didFinishLaunching inactive", "willTerminate active"])
+        #expect(RecordingSceneDelegate.calls == [
+            "willConnectTo unattached inactive", "sceneWillEnterForeground unattached inactive", "sceneDidBecomeActive foregroundActive active",
+            "sceneWillResignActive foregroundActive active", "sceneDidEnterBackground background background",
+            "sceneWillEnterForeground background background", "sceneDidBecomeActive foregroundActive active",
+            "sceneDidDisconnect foregroundActive active",
+        ])
+        #expect(app.application.connectedScenes.isEmpty)
+        #expect(app.application.openSessions.count == 1, "termination keeps the session")
+        #expect(app.warnings.isEmpty)
+    }
+
+    @Test("a bad manifest: a warning with the host's refusal, and the app-delegate life cycle")
+    func badManifest() {
+        let app = DetachedApplication<RecordingDelegate>(infoDictionary: info(["UIApplicationSupportsMultipleScenes": "yes"]))
+        #expect(app.launch())
+        #expect(app.delegate.calls.last == "didBecomeActive active")
+        #expect(app.warnings == [
+            "Info.plist: UIApplicationSceneManifest UIApplicationSupportsMultipleScenes must be a Boolean; the app-delegate life cycle applies",
+        ])
+    }
+}

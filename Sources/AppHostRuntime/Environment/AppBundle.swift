@@ -164,71 +164,14 @@ public struct AppBundle: Sendable, Equatable {
         return (declared, permitted)
     }
 
-    /// The application role, the one session role apphost connects scenes for.
-    static let applicationSceneRole = "UIWindowSceneSessionRoleApplication"
-
-    /// `UIApplicationSceneManifest`: `UIApplicationSupportsMultipleScenes` (a Boolean, false if
-    /// absent) and `UISceneConfigurations` (the application role's configurations, each with a
-    /// unique `UISceneConfigurationName` and a `UISceneDelegateClassName`). Keys apphost has no use
-    /// for (`UISceneStoryboardFile`) are ignored, as a storyboard is nothing here.
+    /// `UIApplicationSceneManifest`, read by the one parser the SDK shares (WireSceneManifest).
     private static func sceneManifest(_ value: Any?, label: String, module: String) throws(BundleError) -> WireSceneManifest? {
         guard let value else { return nil }
-        let key = "UIApplicationSceneManifest"
-        let example = "{UISceneConfigurationName: Default Configuration, UISceneDelegateClassName: \(module).SceneDelegate}"
-        guard let manifest = value as? [String: Any] else {
-            throw BundleError("\(label)/Info.plist: \(key) must be a dictionary with UIApplicationSupportsMultipleScenes and UISceneConfigurations")
+        do {
+            return try WireSceneManifest(infoPlistValue: value, module: module)
+        } catch {
+            throw BundleError("\(label)/Info.plist: \(error.description)")
         }
-        var multiple = false
-        if let flag = manifest["UIApplicationSupportsMultipleScenes"] {
-            guard let flag = flag as? Bool else {
-                throw BundleError("\(label)/Info.plist: \(key) UIApplicationSupportsMultipleScenes must be a Boolean")
-            }
-            multiple = flag
-        }
-        guard let roles = manifest["UISceneConfigurations"] else {
-            return WireSceneManifest(supportsMultipleScenes: multiple, configurations: [])
-        }
-        guard let byRole = roles as? [String: Any] else {
-            throw BundleError("\(label)/Info.plist: \(key) UISceneConfigurations must be a dictionary keyed by session role, e.g. \(applicationSceneRole)")
-        }
-        if let other = byRole.keys.sorted().first(where: { $0 != applicationSceneRole }) {
-            throw BundleError("\(label)/Info.plist: \(key) UISceneConfigurations has role \(other), which apphost does not connect; the one role is \(applicationSceneRole)")
-        }
-        guard let entries = byRole[applicationSceneRole] else {
-            return WireSceneManifest(supportsMultipleScenes: multiple, configurations: [])
-        }
-        let path = "\(key) UISceneConfigurations \(applicationSceneRole)"
-        guard let list = entries as? [Any], !list.isEmpty else {
-            throw BundleError("\(label)/Info.plist: \(path) must be a non-empty array of configurations, e.g. \(example)")
-        }
-        var configurations: [WireSceneManifest.Configuration] = []
-        for (index, entry) in list.enumerated() {
-            guard let entry = entry as? [String: Any] else {
-                throw BundleError("\(label)/Info.plist: \(path) item \(index) must be a dictionary, e.g. \(example)")
-            }
-            func text(_ name: String) throws(BundleError) -> String? {
-                guard let value = entry[name] else { return nil }
-                guard let text = value as? String, !text.trimmingCharacters(in: .whitespaces).isEmpty else {
-                    throw BundleError("\(label)/Info.plist: \(path) item \(index): \(name) must be a non-empty string, e.g. \(example)")
-                }
-                return text
-            }
-            guard let name = try text("UISceneConfigurationName") else {
-                throw BundleError("\(label)/Info.plist: \(path) item \(index): UISceneConfigurationName is missing; name the configuration, e.g. Default Configuration")
-            }
-            guard let delegate = try text("UISceneDelegateClassName") else {
-                throw BundleError("\(label)/Info.plist: \(path) \(name): UISceneDelegateClassName is missing; name the class that conforms to UIWindowSceneDelegate, e.g. \(module).SceneDelegate")
-            }
-            let sceneClass = try text("UISceneClassName")
-            if let sceneClass, !["UIWindowScene", "WindowScene"].contains(sceneClass) {
-                throw BundleError("\(label)/Info.plist: \(path) \(name): UISceneClassName \(sceneClass) is not a scene class apphost makes; use UIWindowScene or leave it out")
-            }
-            if configurations.contains(where: { $0.name == name }) {
-                throw BundleError("\(label)/Info.plist: \(path) names configuration \(name) twice; each UISceneConfigurationName must be unique")
-            }
-            configurations.append(.init(name: name, delegateClassName: delegate, sceneClassName: sceneClass))
-        }
-        return WireSceneManifest(supportsMultipleScenes: multiple, configurations: configurations)
     }
 
     private static func describe(_ error: any Error) -> String {
