@@ -55,6 +55,29 @@ struct ExampleAppTests {
         #expect(try host.waitForExit() == 0)
     }
 
+    @Test func journalLivesInItsSceneDelegate() throws {
+        let scratch = try Scratch()
+        let host = try HostSession([try example("Journal")], scratch: scratch)
+        try host.waitFor("Journal", "didBecomeActive")
+        try host.waitForStandardError(containing: "]: Journal scene active (app state active)")
+        host.send("home")
+        let snapshot = try host.waitFor("Journal", "snapshot")
+        #expect(snapshot.detail == "Journal (locked)", "the scene's window, as sceneWillResignActive left it")
+        try host.waitFor("Journal", "suspended")
+        host.send("open Journal")
+        try host.waitFor("Journal", "didBecomeActive", occurrence: 2)
+        host.send("terminate Journal")
+        try host.waitFor("Journal", "terminated")
+        try host.waitForStandardError(containing: "]: Journal terminated")
+        #expect(host.standardError.contains("]: Journal scene disconnected"))
+        let file = scratch.stateDirectory.appendingPathComponent("containers/com.example.journal/Documents/journal.json")
+        let entries = try JSONDecoder().decode([String].self, from: Data(contentsOf: file))
+        #expect(entries.count == 2, "one entry per visit to the foreground, saved at disconnection")
+        #expect(host.allEvents.filter { $0.event == "violation" }.isEmpty, "no sandbox violation")
+        host.closeInput()
+        #expect(try host.waitForExit() == 0)
+    }
+
     @Test func uploaderStopsCleanlyWhenItsBackgroundTimeRunsOut() throws {
         let scratch = try Scratch()
         let host = try HostSession(
