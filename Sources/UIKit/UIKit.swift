@@ -1,9 +1,9 @@
 // UIKit's names for AppHostKit's life-cycle subset, so that iOS code that uses only that subset
 // compiles unchanged with `import UIKit`: the application and its delegate, background tasks,
 // launch options, the life-cycle notifications, scenes (an app declaring
-// UIApplicationSceneManifest is driven through its scene delegates), windows as AppHostKit has them. Views, view controllers and UI events are
-// deliberately absent (README.md, "Porting iOS code"). As on iOS, importing UIKit imports
-// Foundation too.
+// UIApplicationSceneManifest is driven through its scene delegates), windows as AppHostKit has
+// them. Views, view controllers and UI events are deliberately absent (README.md, "Porting iOS
+// code"). As on iOS, importing UIKit imports Foundation too.
 @_exported public import AppHostKit
 @_exported public import Foundation
 

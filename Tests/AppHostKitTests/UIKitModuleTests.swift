@@ -82,8 +82,8 @@ struct UIKitModuleTests {
         #expect(app.state == .active)
     }
 
-    /// The scene types the Xcode template needs exist with UIKit's shapes (the scene life cycle
-    /// comes with scenes).
+    /// The scene types the Xcode template needs exist with UIKit's shapes (the scene life cycle:
+    /// SceneLifecycleTests and DetachedSceneTests).
     @MainActor @Test func theTemplatesSceneTypesHaveUIKitsShapes() {
         let app = DetachedApplication<UIKitStyleDelegate>()
         let session = UISceneSession(persistentIdentifier: "one", role: .windowApplication, configuration: UISceneConfiguration(name: nil, sessionRole: .windowApplication))

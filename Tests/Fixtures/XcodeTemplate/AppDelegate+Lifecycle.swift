@@ -3,9 +3,10 @@
 //  XcodeTemplate
 //
 //  What an iOS app adds to the template (AppDelegate.swift and SceneDelegate.swift are Xcode's,
-//  unchanged), written as on iOS: the app-delegate life cycle logged
-//  with os, life-cycle notifications (the application's and its scenes') observed, a background-task save to UserDefaults and a
-//  BGTaskScheduler refresh. The end-to-end test (UIKitPortingTests) reads the log events.
+//  unchanged), written as on iOS: the app-delegate life cycle logged with os, life-cycle
+//  notifications (the application's and its scenes') observed, a background-task save to
+//  UserDefaults and a BGTaskScheduler refresh. The end-to-end test (UIKitPortingTests) reads the
+//  log events.
 //
 
 import UIKit
