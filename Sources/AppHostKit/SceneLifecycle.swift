@@ -31,7 +31,11 @@ final class SceneDriver {
         switch callback {
         case .willEnterForeground:
             // An app launched into the background (no scene) and now opened connects its scene here.
-            if connectedScenes.isEmpty { connect(application, delegate) } else { forEachScene(in: [.background]) { enterForeground($0, application) } }
+            if connectedScenes.isEmpty {
+                connect(application, delegate)
+            } else {
+                forEachScene(in: [.background]) { enterForeground($0, application) }
+            }
             return true
         case .didBecomeActive:
             if connectedScenes.isEmpty {
@@ -62,8 +66,8 @@ final class SceneDriver {
             }
             return true
         case .willTerminate:
-            // Termination disconnects every connected scene first (its session is kept for the
-            // next launch), then the app delegate hears applicationWillTerminate.
+            // Termination disconnects every connected scene first (sceneDidDisconnect: the session
+            // is not discarded), then the app delegate hears applicationWillTerminate.
             forEachScene(in: [.foregroundActive, .foregroundInactive, .background]) { disconnect($0, application) }
             return false
         case .snapshot, .willFinishLaunching, .didFinishLaunching, .didReceiveMemoryWarning, .performFetch,
