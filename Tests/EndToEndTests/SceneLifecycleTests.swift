@@ -135,6 +135,24 @@ struct SceneLifecycleTests {
         #expect(try host.waitForExit() == 0)
     }
 
+    /// Memory warnings stay with the app delegate; the host's own shutdown (`quit`) ends a running
+    /// scene app with no app switcher: the active scene is disconnected, then applicationWillTerminate.
+    @Test func memoryWarningsGoToTheAppDelegateAndQuitDisconnectsTheActiveScene() throws {
+        let scratch = try Scratch()
+        let host = try HostSession([try sceneApp(scratch, "Ended")], scratch: scratch)
+        try host.waitFor("Ended", "didBecomeActive")
+        let seen = scratch.recorded("Ended").count
+        host.send("memory-warning Ended")
+        try host.waitFor("Ended", "didReceiveMemoryWarning")
+        host.send("quit")
+        #expect(try host.waitForExit() == 0)
+        #expect(trail(scratch, "Ended", from: seen) == [
+            "didReceiveMemoryWarning active",
+            "sceneDidDisconnect foregroundActive app=active", "notification UISceneDidDisconnectNotification",
+            "willTerminate active", "notification UIApplicationWillTerminateNotification",
+        ])
+    }
+
     /// A configuration the manifest lacks: the scene connects without a delegate, and a warning says why.
     @Test func anUnknownConfigurationConnectsTheSceneWithoutADelegateAndWarns() throws {
         let scratch = try Scratch()
