@@ -357,7 +357,7 @@ public final class DetachedApplication<Delegate: ApplicationDelegate> {
         _ state: Application.State, after: Application.State? = nil, posting callback: WireCallback, _ method: (Delegate) -> Void
     ) {
         drive(state, after: after, posting: callback) { delegate in
-            if application.scenes?.run(callback, application, delegate) != true { method(delegate) }
+            if application.scenes?.run(callback, target: nil, application, delegate) != true { method(delegate) }
         }
     }
 

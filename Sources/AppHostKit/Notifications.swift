@@ -29,7 +29,7 @@ extension Application {
         case .willTerminate: willTerminateNotification
         case .didReceiveMemoryWarning: didReceiveMemoryWarningNotification
         case .willFinishLaunching, .performFetch, .didReceiveRemoteNotification, .launchTask, .snapshot,
-             .didReceiveIncomingPush, .didUpdateLocations: nil
+             .didReceiveIncomingPush, .didUpdateLocations, .connectScene, .disconnectScene, .discardScene: nil
         }
     }
 

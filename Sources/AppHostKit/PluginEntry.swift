@@ -163,7 +163,7 @@ enum AppMain {
         var returned: Bool?
         var snapshot: String?
         // An app with scenes: its scenes stand in for the app delegate's foreground and background methods.
-        if let delegate = application.delegate, application.scenes?.run(request.callback, application, delegate) != true {
+        if let delegate = application.delegate, application.scenes?.run(request.callback, target: request.scene, application, delegate) != true {
             switch request.callback {
             case .willFinishLaunching:
                 returned = delegate.application(application, willFinishLaunchingWithOptions: launchOptions)
@@ -196,6 +196,8 @@ enum AppMain {
                     hostLink.warn("a significant location change came, but no CLLocationManager monitors significant changes; start monitoring while launching")
                 }
             case .snapshot: snapshot = application.snapshot()
+            case .connectScene, .disconnectScene, .discardScene:
+                hostLink.warn("the host sent \(request.callback.rawValue), but the app does not adopt scenes; nothing was called")
             }
         }
         // A failed launch ends the app: nothing observes it as launched.

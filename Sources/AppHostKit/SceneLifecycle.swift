@@ -17,6 +17,8 @@ final class SceneDriver {
     private(set) var sessions: [SceneSession] = []
     /// The scenes connected now, in the order they connected (a session holds its scene weakly).
     private(set) var connectedScenes: [Scene] = []
+    /// The scene last brought to the foreground, while connected: its window is the snapshot.
+    private var front: Scene?
 
     var supportsMultipleScenes: Bool { manifest.supportsMultipleScenes }
 
@@ -25,23 +27,21 @@ final class SceneDriver {
         self.link = link
     }
 
-    /// Runs the scene side of an app-level transition; true if it stands in for the app
-    /// delegate's method (which is then not called, as UIKit does for an app with scenes).
-    func run(_ callback: WireCallback, _ application: Application, _ delegate: any ApplicationDelegate) -> Bool {
+    /// Runs the scene side of an app-level transition, or a scene operation; true if it stands
+    /// in for the app delegate's method (which is then not called, as UIKit does for an app
+    /// with scenes). `target` is the session the host names (nil outside a host: the last one).
+    func run(_ callback: WireCallback, target: String?, _ application: Application, _ delegate: any ApplicationDelegate) -> Bool {
         switch callback {
         case .willEnterForeground:
-            // An app launched into the background (no scene) and now opened connects its scene here.
-            if connectedScenes.isEmpty {
-                connect(application, delegate)
-            } else {
-                forEachScene(in: [.background]) { enterForeground($0, application) }
-            }
+            // The host's front scene comes forward: connected in the background, or connected
+            // now (an app launched into the background and now opened, a session it closed).
+            bringForward(target, application, delegate)
             return true
         case .didBecomeActive:
-            if connectedScenes.isEmpty {
+            if !connectedScenes.contains(where: { $0.activationState == .foregroundInactive }) {
                 // Launched to the foreground: inactive while the scene connects, as while launching.
                 application.applicationState = .inactive
-                connect(application, delegate)
+                bringForward(target, application, delegate)
                 // The app came to the foreground with the scene: UIKit posts the app's
                 // notification after the scene's, at launch too.
                 application.post(Application.willEnterForegroundNotification)
@@ -49,48 +49,90 @@ final class SceneDriver {
             forEachScene(in: [.foregroundInactive]) { becomeActive($0, application) }
             return true
         case .willResignActive:
-            forEachScene(in: [.foregroundActive]) { scene in
-                call(scene, application) { $0.sceneWillResignActive(scene) }
-                scene.activationState = .foregroundInactive
-                NotificationCenter.default.post(name: Scene.willDeactivateNotification, object: scene)
-            }
+            forEachScene(in: [.foregroundActive]) { resignActive($0, application) }
             return true
         case .didEnterBackground:
             // A background launch connects no scene; a scene already in the background (an app
             // resumed into the background for an event) is called nothing again.
-            forEachScene(in: [.foregroundActive, .foregroundInactive]) { scene in
-                scene.activationState = .background
-                derive(application)
-                call(scene, application) { $0.sceneDidEnterBackground(scene) }
-                NotificationCenter.default.post(name: Scene.didEnterBackgroundNotification, object: scene)
-            }
+            forEachScene(in: [.foregroundActive, .foregroundInactive]) { enterBackground($0, application) }
             return true
         case .willTerminate:
             // Termination disconnects every connected scene first (sceneDidDisconnect: the session
             // is not discarded), then the app delegate hears applicationWillTerminate.
             forEachScene(in: [.foregroundActive, .foregroundInactive, .background]) { disconnect($0, application) }
             return false
+        case .connectScene:
+            // Another scene in place of the one in the foreground. The new one comes to the
+            // foreground before the old one leaves, so the app (its state derived from its scenes)
+            // stays in the foreground: active, inactive while they change places, active again.
+            let leaving = connectedScenes.filter { $0.activationState == .foregroundActive || $0.activationState == .foregroundInactive }
+            for scene in leaving where scene.activationState == .foregroundActive {
+                resignActive(scene, application)
+                application.post(Application.willResignActiveNotification)
+            }
+            bringForward(target, application, delegate)
+            for scene in leaving { enterBackground(scene, application) }
+            forEachScene(in: [.foregroundInactive]) { becomeActive($0, application) }
+            application.post(Application.didBecomeActiveNotification)
+            return true
+        case .disconnectScene:
+            if let scene = connectedScenes.first(where: { $0.session.persistentIdentifier == target }) { disconnect(scene, application) }
+            return true
+        case .discardScene:
+            guard let session = sessions.first(where: { $0.persistentIdentifier == target }) else { return true }
+            if let scene = session.scene { disconnect(scene, application) }
+            sessions.removeAll { $0 === session }
+            delegate.application(application, didDiscardSceneSessions: [session])
+            return true
         case .snapshot, .willFinishLaunching, .didFinishLaunching, .didReceiveMemoryWarning, .performFetch,
              .didReceiveRemoteNotification, .launchTask, .didReceiveIncomingPush, .didUpdateLocations:
             return false
         }
     }
 
-    /// The connected scenes' visible windows, scene by scene: the app's snapshot.
+    /// The front scene's visible windows (the scene last in the foreground): the app's snapshot.
     func snapshot() -> String {
-        connectedScenes.flatMap { ($0 as? WindowScene)?.windows ?? [] }.filter { !$0.isHidden }.map(\.content).joined(separator: "\n")
+        ((front as? WindowScene)?.windows ?? []).filter { !$0.isHidden }.map(\.content).joined(separator: "\n")
     }
 
-    /// A new session and its scene: `configurationForConnecting`, the scene delegate made from
-    /// the configuration's class, `scene(_:willConnectTo:options:)`, then to the foreground.
-    private func connect(_ application: Application, _ delegate: any ApplicationDelegate) {
+    /// Brings session `target` to the foreground: its scene if connected (in the background),
+    /// else a scene connected for it now (a new session if the app does not have it).
+    private func bringForward(_ target: String?, _ application: Application, _ delegate: any ApplicationDelegate) {
+        let identifier = target ?? front?.session.persistentIdentifier ?? sessions.last?.persistentIdentifier
+        if let scene = connectedScenes.first(where: { $0.session.persistentIdentifier == identifier }) {
+            if scene.activationState == .background { enterForeground(scene, application) }
+        } else {
+            connect(identifier ?? UUID().uuidString, application, delegate)
+        }
+    }
+
+    /// A scene for session `identifier`, then to the foreground: for a new session,
+    /// `configurationForConnecting` first (a session the app has, whose scene was disconnected,
+    /// keeps its configuration, as UIKit asks only for new sessions); the scene delegate made from
+    /// the configuration's class; `scene(_:willConnectTo:options:)`.
+    private func connect(_ identifier: String, _ application: Application, _ delegate: any ApplicationDelegate) {
+        let options = Scene.ConnectionOptions()
+        let session = sessions.first { $0.persistentIdentifier == identifier } ?? newSession(identifier, options, application, delegate)
+        let configuration = session.configuration
+        let sceneType = (configuration.sceneClass as? Scene.Type) ?? WindowScene.self
+        let scene = sceneType.init(session: session, connectionOptions: options)
+        session.scene = scene
+        scene.delegate = (configuration.delegateClass as? any SceneDelegate.Type)?.init()
+        connectedScenes.append(scene)
+        call(scene, application) { $0.scene(scene, willConnectTo: session, options: options) }
+        NotificationCenter.default.post(name: Scene.willConnectNotification, object: scene)
+        enterForeground(scene, application)
+    }
+
+    /// A new session, configured by the app delegate's `configurationForConnecting`.
+    private func newSession(
+        _ identifier: String, _ options: Scene.ConnectionOptions, _ application: Application, _ delegate: any ApplicationDelegate
+    ) -> SceneSession {
         let role = SceneSession.Role.windowApplication
         let first = manifest.configurations.first
         let session = SceneSession(
-            persistentIdentifier: UUID().uuidString, role: role,
-            configuration: SceneConfiguration(name: first?.name, sessionRole: role))
+            persistentIdentifier: identifier, role: role, configuration: SceneConfiguration(name: first?.name, sessionRole: role))
         sessions.append(session)
-        let options = Scene.ConnectionOptions()
         let asked = delegate.application(application, configurationForConnecting: session, options: options)
         // A configuration made in code with no name (the delegate's default) is the manifest's first.
         let entry = manifest.configurations.first { $0.name == (asked.name ?? first?.name) }
@@ -103,18 +145,12 @@ final class SceneDriver {
                     + "does not have (it has \(manifest.configurations.map(\.name).joined(separator: ", "))); the scene connects without a delegate")
         }
         session.configuration = configuration
-        let sceneType = (configuration.sceneClass as? Scene.Type) ?? WindowScene.self
-        let scene = sceneType.init(session: session, connectionOptions: options)
-        session.scene = scene
-        scene.delegate = (configuration.delegateClass as? any SceneDelegate.Type)?.init()
-        connectedScenes.append(scene)
-        call(scene, application) { $0.scene(scene, willConnectTo: session, options: options) }
-        NotificationCenter.default.post(name: Scene.willConnectNotification, object: scene)
-        enterForeground(scene, application)
+        return session
     }
 
     /// `sceneWillEnterForeground` (the scene still in its old state), then foreground-inactive.
     private func enterForeground(_ scene: Scene, _ application: Application) {
+        front = scene
         call(scene, application) { $0.sceneWillEnterForeground(scene) }
         scene.activationState = .foregroundInactive
         NotificationCenter.default.post(name: Scene.willEnterForegroundNotification, object: scene)
@@ -128,6 +164,20 @@ final class SceneDriver {
         NotificationCenter.default.post(name: Scene.didActivateNotification, object: scene)
     }
 
+    private func resignActive(_ scene: Scene, _ application: Application) {
+        call(scene, application) { $0.sceneWillResignActive(scene) }
+        scene.activationState = .foregroundInactive
+        NotificationCenter.default.post(name: Scene.willDeactivateNotification, object: scene)
+        derive(application)
+    }
+
+    private func enterBackground(_ scene: Scene, _ application: Application) {
+        scene.activationState = .background
+        derive(application)
+        call(scene, application) { $0.sceneDidEnterBackground(scene) }
+        NotificationCenter.default.post(name: Scene.didEnterBackgroundNotification, object: scene)
+    }
+
     /// `sceneDidDisconnect`: the scene and its windows go, its session stays.
     private func disconnect(_ scene: Scene, _ application: Application) {
         call(scene, application) { $0.sceneDidDisconnect(scene) }
@@ -137,6 +187,7 @@ final class SceneDriver {
         application.windows.removeAll { window in windows.contains { $0 === window } }
         scene.session.scene = nil
         connectedScenes.removeAll { $0 === scene }
+        if front === scene { front = nil }
     }
 
     /// Runs `body` for each connected scene whose state is one of `states`.

@@ -38,6 +38,13 @@ package enum WireCallback: String, Codable, Sendable, CaseIterable {
     case didUpdateLocations
     /// Not a delegate callback: the SDK answers with the app's window content.
     case snapshot
+    /// Scene operations for an app that adopts scenes, on the request's `scene` session: connect
+    /// it (or bring it back) to the foreground in place of the scene there (`open APP
+    /// --new-scene` while the app is in the foreground), disconnect it (`close-scene`: the
+    /// session is kept), or discard it (`discard-scene`: `application(_:didDiscardSceneSessions:)`).
+    case connectScene
+    case disconnectScene
+    case discardScene
 
     /// The UIKit-style name people recognise, for event lines and reports.
     package var delegateMethodName: String {
@@ -56,6 +63,9 @@ package enum WireCallback: String, Codable, Sendable, CaseIterable {
         case .didReceiveIncomingPush: "pushRegistry(_:didReceiveIncomingPushWith:for:completion:)"
         case .didUpdateLocations: "locationManager(_:didUpdateLocations:)"
         case .snapshot: "snapshot"
+        case .connectScene: "scene(_:willConnectTo:options:)"
+        case .disconnectScene: "sceneDidDisconnect(_:)"
+        case .discardScene: "application(_:didDiscardSceneSessions:)"
         }
     }
 }
@@ -288,6 +298,10 @@ package struct WireCallbackRequest: Codable, Sendable, Equatable {
     package var backgroundTimeRemaining: Double?
     /// For `performFetch`, `didReceiveRemoteNotification` and `launchTask`: the event.
     package var event: WireBackgroundEvent?
+    /// For an app that adopts scenes: the session (its persistent identifier, which the host
+    /// assigns) that a scene operation is about, or that `willEnterForeground` and
+    /// `didBecomeActive` bring to the foreground (a new session if the app does not have it).
+    package var scene: String?
 
     package init(
         id: UInt64, callback: WireCallback, state: WireApplicationState,

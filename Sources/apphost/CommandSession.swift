@@ -70,6 +70,14 @@ struct CommandSession {
                 supervisor.home()
             case .open(let app):
                 try supervisor.open(app)
+            case .openNewScene(let app):
+                try supervisor.openNewScene(app)
+            case .closeScene(let app, let session):
+                try supervisor.closeScene(app, session)
+            case .discardScene(let app, let session):
+                try supervisor.discardScene(app, session)
+            case .scenes(let json):
+                printScenes(json: json)
             case .interrupt(let app, let duration):
                 try supervisor.interrupt(app, for: duration)
             case .switcher:
@@ -171,6 +179,23 @@ struct CommandSession {
                 request.earliestBeginDate.map { HostEvent.isoFormatter.string(from: $0) } ?? "-",
                 requires.isEmpty ? "-" : requires.joined(separator: ","), request.waitingFor ?? "nothing (runs when the app is in the background)",
             ])
+        }
+        tableLines(rows).forEach(printer.write)
+    }
+
+    private func printScenes(json: Bool) {
+        let scenes = supervisor.sceneListing()
+        if json || printer.json {
+            scenes.forEach { printer.write(HostEvent.jsonLine($0)) }
+            return
+        }
+        guard !scenes.isEmpty else {
+            printer.write("no scene sessions (no app that adopts scenes has run)")
+            return
+        }
+        var rows = [["APP", "SCENE", "STATE", "FRONT", "APP STATE"]]
+        for scene in scenes {
+            rows.append([scene.app, scene.session, scene.state, scene.front ? "yes" : "-", scene.appState.rawValue])
         }
         tableLines(rows).forEach(printer.write)
     }

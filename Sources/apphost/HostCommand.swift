@@ -8,6 +8,13 @@ enum HostCommand: Sendable, Equatable {
     case home
     /// Bring an app to the foreground, launching it if needed.
     case open(String)
+    /// Bring an app that supports several scenes to the foreground in a new scene.
+    case openNewScene(String)
+    /// Disconnect one of an app's scenes (its session stays), or discard its session.
+    case closeScene(String, session: String)
+    case discardScene(String, session: String)
+    /// List the scene sessions of the apps that adopt scenes.
+    case scenes(json: Bool)
     /// Interrupt the foreground app (an alert, a call) for some seconds, or until open/home.
     case interrupt(String, Duration?)
     /// Open the app switcher over the foreground app, until open/home.
@@ -69,7 +76,10 @@ enum HostCommand: Sendable, Equatable {
     /// names an unknown command is matched against.
     static let summaries: [(usage: String, does: String)] = [
         ("home", "send the foreground app to the background"),
-        ("open APP", "bring APP to the foreground, launching it if needed"),
+        ("open APP [--new-scene]", "bring APP to the foreground (its last scene), launching it if needed; --new-scene: in a new scene"),
+        ("close-scene APP SCENE", "disconnect APP's scene SCENE (sceneDidDisconnect; the session is kept)"),
+        ("discard-scene APP SCENE", "discard APP's scene session SCENE (application(_:didDiscardSceneSessions:))"),
+        ("scenes [--json]", "list the scene sessions of the apps that adopt scenes, with their states"),
         ("interrupt APP [SECONDS]", "an alert or a call: resign active, then become active after SECONDS (or at open/home)"),
         ("switcher", "open the app switcher: the foreground app resigns active until open or home"),
         ("wake APP", "launch APP into the background, or resume it there, for no event"),
@@ -136,8 +146,20 @@ enum HostCommand: Sendable, Equatable {
             try count(0...0, "home")
             return .home
         case "open":
-            try count(1...1, "open APP")
-            return .open(arguments[0])
+            try count(1...2, "open APP [--new-scene]")
+            guard arguments.count == 2 else { return .open(arguments[0]) }
+            guard arguments[1] == "--new-scene" else { throw CommandError("usage: open APP [--new-scene]") }
+            return .openNewScene(arguments[0])
+        case "close-scene":
+            try count(2...2, "close-scene APP SCENE")
+            return .closeScene(arguments[0], session: arguments[1])
+        case "discard-scene":
+            try count(2...2, "discard-scene APP SCENE")
+            return .discardScene(arguments[0], session: arguments[1])
+        case "scenes":
+            try count(0...1, "scenes [--json]")
+            guard arguments.isEmpty || arguments[0] == "--json" else { throw CommandError("usage: scenes [--json]") }
+            return .scenes(json: !arguments.isEmpty)
         case "interrupt":
             try count(1...2, "interrupt APP [SECONDS]")
             return .interrupt(arguments[0], try arguments.count == 2 ? seconds(arguments[1], "SECONDS") : nil)

@@ -46,7 +46,7 @@ import Testing
     }
 
     @Test func mistakesSayWhatIsWrong() {
-        #expect(throws: CommandError("usage: open APP")) { try HostCommand.parse("open") }
+        #expect(throws: CommandError("usage: open APP [--new-scene]")) { try HostCommand.parse("open") }
         #expect(throws: CommandError("SECONDS must be a number of seconds, not soon")) { try HostCommand.parse("sleep soon") }
         #expect(throws: CommandError("STATE must be one of inactive, active, background, suspended, terminated; not asleep")) {
             try HostCommand.parse("wait Notes asleep")

@@ -18,10 +18,23 @@ struct SceneLifecycleTests {
     }
 
     /// A Probe that adopts scenes and records every notification.
-    private func sceneApp(_ scratch: Scratch, _ name: String, behavior: [String: Any] = [:]) throws -> URL {
-        try scratch.bundle(
+    private func sceneApp(_ scratch: Scratch, _ name: String, behavior: [String: Any] = [:], multiple: Bool = false) throws -> URL {
+        var manifest = Self.manifest
+        manifest["UIApplicationSupportsMultipleScenes"] = multiple
+        return try scratch.bundle(
             name, behavior: behavior.merging(["observeNotifications": true]) { $1 },
-            changes: ["UIApplicationSceneManifest": Self.manifest])
+            changes: ["UIApplicationSceneManifest": manifest])
+    }
+
+    /// `scenes --json` now, for `name`'s `count` sessions: each as "SESSION STATE [front]".
+    private func listScenes(_ host: HostSession, _ name: String, count: Int) throws -> [String] {
+        func lines() -> [Event] { host.allEvents.filter { $0.event == "scene" && $0.name == name } }
+        let before = lines().count
+        host.send("scenes --json")
+        try host.waitFor("a scenes listing of \(count)", occurrence: before + count) { $0.event == "scene" && $0.name == name }
+        return lines().dropFirst(before).prefix(count).map {
+            "\($0.fields["session"] as? String ?? "?") \($0.fields["state"] as? String ?? "?")\($0.fields["front"] as? Bool == true ? " front" : "")"
+        }
     }
 
     /// What the app recorded after its first `count` records, without the main-thread marks.
@@ -151,6 +164,71 @@ struct SceneLifecycleTests {
             "sceneDidDisconnect foregroundActive app=active", "notification UISceneDidDisconnectNotification",
             "willTerminate active", "notification UIApplicationWillTerminateNotification",
         ])
+    }
+
+    /// Several scenes: a new one in place of the one in the foreground, a background scene closed
+    /// while the app is suspended (resumed for it), `open` bringing the last scene forward, a
+    /// closed session discarded; what the host refuses, in one line each.
+    @Test func severalScenesConnectCloseAndDiscard() throws {
+        let scratch = try Scratch()
+        let app = try sceneApp(scratch, "Multi", behavior: ["recordSceneSession": true], multiple: true)
+        let single = try sceneApp(scratch, "Single")
+        let host = try HostSession([app, single], scratch: scratch)
+        try host.waitFor("Multi", "didBecomeActive")
+        #expect(try listScenes(host, "Multi", count: 1) == ["1 foregroundActive front"])
+
+        var seen = scratch.recorded("Multi").count
+        host.send("open Multi --new-scene")
+        let connected = try host.waitFor("Multi", "connectScene")
+        #expect(connected.detail == "2")
+        #expect(trail(scratch, "Multi", from: seen) == [
+            "sceneWillResignActive #1 foregroundActive app=active",
+            "notification UISceneWillDeactivateNotification", "notification UIApplicationWillResignActiveNotification",
+            "configurationForConnecting inactive",
+            "willConnectTo #2 unattached app=inactive", "notification UISceneWillConnectNotification",
+            "sceneWillEnterForeground #2 unattached app=inactive", "notification UISceneWillEnterForegroundNotification",
+            "sceneDidEnterBackground #1 background app=inactive", "notification UISceneDidEnterBackgroundNotification",
+            "sceneDidBecomeActive #2 foregroundActive app=active",
+            "notification UISceneDidActivateNotification", "notification UIApplicationDidBecomeActiveNotification",
+        ])
+        #expect(try listScenes(host, "Multi", count: 2) == ["1 background", "2 foregroundActive front"])
+
+        host.send("home")
+        try host.waitFor("Multi", "suspended")
+        #expect(host.allEvents.last { $0.name == "Multi" && $0.event == "snapshot" }?.detail == "Probe scene 2", "the front scene's window")
+        seen = scratch.recorded("Multi").count
+        host.send("close-scene Multi 1")
+        try host.waitFor("Multi", "disconnectScene")
+        try host.waitFor("Multi", "suspended", occurrence: 2)
+        #expect(trail(scratch, "Multi", from: seen) == [
+            "notification UIApplicationDidEnterBackgroundNotification",
+            "sceneDidDisconnect #1 background app=background", "notification UISceneDidDisconnectNotification",
+        ])
+        #expect(try listScenes(host, "Multi", count: 2) == ["1 unattached", "2 background front"])
+
+        seen = scratch.recorded("Multi").count
+        host.send("open Multi")
+        try host.waitFor("Multi", "didBecomeActive", occurrence: 2)
+        host.send("discard-scene Multi 1")
+        try host.waitFor("Multi", "discardScene")
+        #expect(trail(scratch, "Multi", from: seen) == [
+            "sceneWillEnterForeground #2 background app=background",
+            "notification UISceneWillEnterForegroundNotification", "notification UIApplicationWillEnterForegroundNotification",
+            "sceneDidBecomeActive #2 foregroundActive app=active",
+            "notification UISceneDidActivateNotification", "notification UIApplicationDidBecomeActiveNotification",
+            "didDiscardSceneSessions 1 active",
+        ])
+        #expect(try listScenes(host, "Multi", count: 1) == ["2 foregroundActive front"])
+
+        host.send("discard-scene Multi 2")
+        try host.waitForStandardError(containing: "scene 2 is Multi's scene in the foreground; send the app home first (home) to discard it")
+        host.send("close-scene Multi 7")
+        try host.waitForStandardError(containing: "Multi has no scene session 7; its sessions: 2")
+        host.send("open Single --new-scene")
+        try host.waitForStandardError(
+            containing: "Single does not support multiple scenes (UIApplicationSupportsMultipleScenes is false); open Single brings its scene forward")
+        host.closeInput()
+        #expect(try host.waitForExit() == 0)
     }
 
     /// A configuration the manifest lacks: the scene connects without a delegate, and a warning says why.

@@ -19,6 +19,8 @@ final class AppRecord: @unchecked Sendable {
     /// significant change relaunches it; and the position the last significant change was at.
     var monitorsSignificantChanges = false
     var lastSignificantPosition: Coordinate?
+    /// Its scene sessions, if it adopts scenes: kept past its process.
+    var scenes = SceneSessions()
 
     init(bundle: AppBundle) { self.bundle = bundle }
 }

@@ -144,3 +144,37 @@ public struct SandboxViolation: Sendable, Equatable {
     /// Whether the call was a dangerous one, which ended the app.
     public var fatal: Bool
 }
+
+/// A scene session, as `scenes` lists it. Encodable as `scenes --json` prints it: one object per
+/// session, with `event` "scene", the time, `app` (the bundle identifier) and `name`.
+public struct SceneListing: Sendable, Equatable, Encodable {
+    /// The app's name.
+    public var app: String
+    /// The app's bundle identifier, `app` in JSON as in every event.
+    public var bundleIdentifier: String
+    /// The session's persistent identifier, as `close-scene` and `discard-scene` take it.
+    public var session: String
+    /// Its scene's `activationState`: foregroundActive, foregroundInactive, background, or
+    /// unattached (no scene connected).
+    public var state: String
+    /// Whether it is the session the app comes to the foreground with (the last one there).
+    public var front: Bool
+    /// The app's state (a suspended app's scenes are in the background).
+    public var appState: AppState
+
+    private enum CodingKeys: String, CodingKey {
+        case event, time, app, name, session, state, front, appState
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(EventName.scene, forKey: .event)
+        try container.encode(HostEvent.isoFormatter.string(from: Date()), forKey: .time)
+        try container.encode(bundleIdentifier, forKey: .app)
+        try container.encode(app, forKey: .name)
+        try container.encode(session, forKey: .session)
+        try container.encode(state, forKey: .state)
+        try container.encode(front, forKey: .front)
+        try container.encode(appState.rawValue, forKey: .appState)
+    }
+}

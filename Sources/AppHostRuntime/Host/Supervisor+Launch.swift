@@ -40,6 +40,8 @@ extension Supervisor {
     func start(_ record: AppRecord, kind: LaunchKind, reason: String, event: BackgroundEvent? = nil) {
         guard !isShuttingDown else { return }
         if kind == .background { record.backgroundWakeups += 1 }
+        // A new process: no scene is connected yet (the sessions stay).
+        record.scenes.disconnectAll()
         let modes = Set(ContinuousMode.allCases.filter { record.bundle.backgroundModes.contains($0.backgroundMode) })
         let run = AppRun(machine: LifecycleMachine(policy: configuration.policy, continuousModes: modes), now: clock.now, queue: queue)
         record.run = run

@@ -41,7 +41,11 @@ extension Supervisor {
         case .spawn(let reason):
             spawn(record, run, reason: reason)
             logger.debug("\(name): spawned for a \(reason) launch, pid \(run.process.map { String($0.pid) } ?? "none")")
-        case .send(let request):
+        case .send(var request):
+            // A scene app comes to the foreground with its front session (README.md, "Scenes").
+            if record.bundle.adoptsScenes, request.scene == nil, [.willEnterForeground, .didBecomeActive].contains(request.callback) {
+                request.scene = record.scenes.connectFront()
+            }
             run.stepStartedAt = clock.now
             logger.trace("\(name): callback \(request.callback.rawValue) #\(request.id) sent")
             send(.callback(request), record, run)

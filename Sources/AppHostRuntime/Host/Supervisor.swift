@@ -244,7 +244,7 @@ public final class Supervisor: @unchecked Sendable {
         try queue.sync { open(try app(named: name)) }
     }
 
-    private func open(_ record: AppRecord) {
+    func open(_ record: AppRecord) {
         sendForegroundAppAway(except: record)
         userOpened(record)
         if let run = record.run, run.machine.isAlive {

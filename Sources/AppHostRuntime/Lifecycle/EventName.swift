@@ -83,4 +83,6 @@ public struct EventName: RawRepresentable, Hashable, Sendable, Codable, CustomSt
     public static let task = EventName(rawValue: "task")
     /// The scheduler's clock, listed by `tasks`.
     public static let clock = EventName(rawValue: "clock")
+    /// A scene session, listed by `scenes`.
+    public static let scene = EventName(rawValue: "scene")
 }

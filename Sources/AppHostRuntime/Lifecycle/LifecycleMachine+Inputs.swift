@@ -66,6 +66,21 @@ extension LifecycleMachine {
         /// The app reported an incoming CallKit call (by UUID), or ended one.
         case callReported(String)
         case callEnded(String)
+        /// A scene operation for an app that adopts scenes (README.md, "Scenes"): delivered
+        /// when no callback runs, resuming a suspended app into the background for it.
+        case scene(SceneOperation)
+    }
+
+    /// One scene operation: `connectScene`, `disconnectScene` or `discardScene`, on a session.
+    package struct SceneOperation: Sendable, Equatable {
+        package var callback: WireCallback
+        /// The session's persistent identifier.
+        package var session: String
+
+        package init(_ callback: WireCallback, session: String) {
+            self.callback = callback
+            self.session = session
+        }
     }
 
     package enum Action: Sendable, Equatable {

@@ -20,7 +20,7 @@ extension LifecycleMachine {
     mutating func send(
         _ callback: WireCallback, state: WireApplicationState, after: WireApplicationState? = nil,
         remaining: Duration? = nil, event backgroundEvent: WireBackgroundEvent? = nil, detail: String? = nil,
-        now: HostInstant
+        scene: String? = nil, now: HostInstant
     ) -> [Action] {
         let isLaunch: Bool
         let budget: Duration
@@ -47,9 +47,11 @@ extension LifecycleMachine {
         } else {
             deadlines[.callback] = now + budget
         }
-        return [.send(WireCallbackRequest(
+        var request = WireCallbackRequest(
             id: id, callback: callback, state: state, stateAfter: after, backgroundTimeRemaining: remaining?.seconds,
-            event: backgroundEvent))]
+            event: backgroundEvent)
+        request.scene = scene
+        return [.send(request)]
     }
 
     /// Sends a background event's callback; its work starts now, with its budget.
@@ -119,6 +121,9 @@ extension LifecycleMachine {
             return [event(.snapshot, detail: snapshot ?? "")]
         case .performFetch, .didReceiveRemoteNotification, .launchTask, .didUpdateLocations:
             break
+        case .connectScene, .disconnectScene, .discardScene:
+            needsSnapshot = phase != .active && phase != .inactive
+            return [event(EventName(flight.callback), detail: flight.detail)]
         case .didReceiveIncomingPush:
             guard pushReportedCall else {
                 return kill(Termination(
@@ -150,6 +155,19 @@ extension LifecycleMachine {
         if pendingMemoryWarning && phase != .suspended {
             pendingMemoryWarning = false
             return send(.didReceiveMemoryWarning, state: observedState, now: now)
+        }
+        if let operation = pendingSceneOperations.first, [.active, .inactive, .background].contains(phase) {
+            if operation.callback != .connectScene || (phase == .active && placement == .foreground) {
+                pendingSceneOperations.removeFirst()
+                return send(operation.callback, state: observedState, detail: operation.session, scene: operation.session, now: now)
+            }
+            // A scene comes to the foreground in an active app: it waits for an interruption to
+            // end; an app sent away meanwhile brings that session forward when it next comes
+            // (it is the host's front session), so the operation goes.
+            if !isInForeground {
+                pendingSceneOperations.removeFirst()
+                return reconcile(now: now)
+            }
         }
         switch (phase, placement) {
         case (.launched, .foreground) where launchKind == .foreground:

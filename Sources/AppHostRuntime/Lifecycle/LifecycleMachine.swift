@@ -106,6 +106,8 @@ package struct LifecycleMachine: Sendable {
     var pendingMemoryWarning = false
     /// Background events waiting for the app to be ready for them.
     package internal(set) var pendingEvents: [BackgroundEvent] = []
+    /// Scene operations waiting for no callback to run.
+    package internal(set) var pendingSceneOperations: [SceneOperation] = []
     /// Background work under way, by number.
     package internal(set) var work: [UInt64: Work] = [:]
     var nextWorkID: UInt64 = 1
@@ -289,6 +291,9 @@ package struct LifecycleMachine: Sendable {
                 // An event arrived while the app was being suspended.
                 phase = .resumedInBackground
                 actions += [.thaw, event(.resumed, detail: "in the background for a \(next.label)")]
+            } else if let next = pendingSceneOperations.first {
+                phase = .resumedInBackground
+                actions += [.thaw, event(.resumed, detail: "in the background for \(next.callback.delegateMethodName)")]
             }
 
         case .exited(let exit):
@@ -499,6 +504,14 @@ package struct LifecycleMachine: Sendable {
         case .memoryWarning:
             guard isAlive, phase != .suspended, phase != .suspending, phase != .starting else { return [] }
             pendingMemoryWarning = true
+
+        case .scene(let operation):
+            guard isLive, !isTerminationRequested else { return [] }
+            pendingSceneOperations.append(operation)
+            if phase == .suspended {
+                phase = .resumedInBackground
+                actions += [.thaw, event(.resumed, detail: "in the background for \(operation.callback.delegateMethodName)")]
+            }
         }
         actions += reconcile(now: now)
         return actions

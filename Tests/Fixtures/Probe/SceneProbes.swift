@@ -16,6 +16,11 @@ extension AppDelegate {
         return SceneConfiguration(name: name, sessionRole: connectingSceneSession.role)
     }
 
+    func application(_ application: Application, didDiscardSceneSessions sceneSessions: Set<SceneSession>) {
+        let identifiers = sceneSessions.map(\.persistentIdentifier).sorted().joined(separator: ",")
+        record("didDiscardSceneSessions \(identifiers) \(application.applicationState) main=\(Thread.isMainThread)")
+    }
+
     /// Records every life-cycle notification, scene and application, as it is posted.
     func observeNotifications() {
         let names: [Notification.Name] = [
@@ -44,7 +49,9 @@ final class SceneDelegate: WindowSceneDelegate {
 
     private func step(_ name: String, _ scene: Scene) {
         let application = Application.shared
-        probe?.record("\(name) \(scene.activationState) app=\(application.applicationState) main=\(Thread.isMainThread)")
+        // With ProbeBehavior recordSceneSession, each line names the scene's session.
+        let session = probe?.behavior["recordSceneSession"] as? Bool == true ? " #\(scene.session.persistentIdentifier)" : ""
+        probe?.record("\(name)\(session) \(scene.activationState) app=\(application.applicationState) main=\(Thread.isMainThread)")
         if let hidden = probe?.behavior["hideOnResign"] as? String, name == "sceneWillResignActive" {
             window?.content = hidden
         }
@@ -54,7 +61,7 @@ final class SceneDelegate: WindowSceneDelegate {
         step("willConnectTo", scene)
         guard let windowScene = scene as? WindowScene else { return }
         let window = Window(windowScene: windowScene)
-        window.content = probe?.behavior["sceneWindowContent"] as? String ?? "Probe scene"
+        window.content = "\(probe?.behavior["sceneWindowContent"] as? String ?? "Probe scene") \(session.persistentIdentifier)"
         window.makeKeyAndVisible()
         self.window = window
     }

@@ -1,0 +1,64 @@
+// The scene sessions of an app that adopts scenes, as the host keeps them (README.md, "Scenes").
+// The host names each session (its persistent identifier, "1", "2", … per app), knows which
+// have a scene connected in the app's current run, and which comes forward when the app does:
+// the one last in the foreground. The app's SDK creates and drives the scenes themselves.
+
+/// An app's scene sessions, oldest first.
+struct SceneSessions: Sendable, Equatable {
+    struct Session: Sendable, Equatable {
+        /// The session's persistent identifier.
+        var identifier: String
+        /// Whether a scene is connected to it in the app's current run.
+        var connected = false
+    }
+
+    private(set) var sessions: [Session] = []
+    /// Session identifiers, least recently in the foreground first.
+    private var recency: [String] = []
+    private var nextNumber = 1
+
+    /// The session that comes forward when the app comes to the foreground.
+    var front: String? { recency.last }
+
+    func session(_ identifier: String) -> Session? { sessions.first { $0.identifier == identifier } }
+
+    /// A new session, now the front one.
+    mutating func add() -> String {
+        let identifier = String(nextNumber)
+        nextNumber += 1
+        sessions.append(Session(identifier: identifier))
+        recency.append(identifier)
+        return identifier
+    }
+
+    /// The front session (a new one if the app has none), marked connected: the app is coming to
+    /// the foreground with it.
+    mutating func connectFront() -> String {
+        let identifier = front ?? add()
+        setConnected(identifier, true)
+        return identifier
+    }
+
+    mutating func markConnected(_ identifier: String) { setConnected(identifier, true) }
+
+    mutating func disconnect(_ identifier: String) { setConnected(identifier, false) }
+
+    /// The app's process ended: no scene is connected any more; the sessions stay.
+    mutating func disconnectAll() {
+        for index in sessions.indices { sessions[index].connected = false }
+    }
+
+    mutating func discard(_ identifier: String) {
+        sessions.removeAll { $0.identifier == identifier }
+        recency.removeAll { $0 == identifier }
+    }
+
+    private mutating func setConnected(_ identifier: String, _ connected: Bool) {
+        guard let index = sessions.firstIndex(where: { $0.identifier == identifier }) else { return }
+        sessions[index].connected = connected
+        if connected {
+            recency.removeAll { $0 == identifier }
+            recency.append(identifier)
+        }
+    }
+}
