@@ -57,7 +57,7 @@ import Testing
         #expect(throws: CommandError("usage: run-task APP IDENTIFIER")) { try HostCommand.parse("run-task Weather") }
         #expect(throws: CommandError("usage: storage-pressure")) { try HostCommand.parse("storage-pressure 100") }
         #expect(throws: CommandError("SECONDS must be a number of seconds, not tomorrow")) { try HostCommand.parse("advance tomorrow") }
-        #expect(throws: CommandError("unknown command launch; commands: home, open, interrupt, switcher, wake, terminate, memory-warning, memory-pressure, storage-pressure, fetch, run-task, expire, push, voip-push, audio-interrupt, audio-resume, location, authorize, power, network, advance, tasks, sleep, wait, ps, help, quit")) {
+        #expect(throws: CommandError("unknown command launch; commands: home, open, close-scene, discard-scene, scenes, interrupt, switcher, wake, terminate, memory-warning, memory-pressure, storage-pressure, fetch, run-task, expire, push, voip-push, audio-interrupt, audio-resume, location, authorize, power, network, advance, tasks, sleep, wait, ps, help, quit")) {
             try HostCommand.parse("launch Notes")
         }
     }
@@ -97,6 +97,17 @@ import Testing
             try HostCommand.parse("authorize Runner camera always")
         }
         #expect(throws: CommandError("usage: voip-push APP FILE.json")) { try HostCommand.parse("voip-push Phone") }
+    }
+
+    @Test func sceneCommandsParse() throws {
+        #expect(try HostCommand.parse("open Notes --new-scene") == .openNewScene("Notes"))
+        #expect(try HostCommand.parse("close-scene Notes 2") == .closeScene("Notes", session: "2"))
+        #expect(try HostCommand.parse("discard-scene Notes 2") == .discardScene("Notes", session: "2"))
+        #expect(try HostCommand.parse("scenes") == .scenes(json: false))
+        #expect(try HostCommand.parse("scenes --json") == .scenes(json: true))
+        #expect(throws: CommandError("usage: open APP [--new-scene]")) { try HostCommand.parse("open Notes --new") }
+        #expect(throws: CommandError("usage: close-scene APP SCENE")) { try HostCommand.parse("close-scene Notes") }
+        #expect(throws: CommandError("usage: scenes [--json]")) { try HostCommand.parse("scenes Notes") }
     }
 
     @Test func helpListsEveryCommandOnOneLineEach() {

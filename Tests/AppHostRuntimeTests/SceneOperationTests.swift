@@ -1,0 +1,80 @@
+import AppHostProtocol
+import Testing
+@testable import AppHostRuntime
+
+/// Scene operations in the machine (README.md, "Scenes"), on the virtual clock: each is delivered
+/// when no callback runs, a suspended app is resumed into the background for it and suspended
+/// again, a scene comes to the foreground only in an active app, and each is timed as a callback.
+@Suite struct SceneOperationTests {
+    private func operation(_ callback: WireCallback, _ session: String) -> LifecycleMachine.Input {
+        .scene(.init(callback, session: session))
+    }
+
+    @Test func aSuspendedAppIsResumedForASceneOperationAndSuspendedAgain() {
+        var host = SimulatedHost()
+        host.send(.launch(.foreground, reason: "user"))
+        host.send(.moveToBackground)
+        #expect(host.state == .suspended)
+        host.callbacks = []
+        host.events = []
+        host.send(operation(.disconnectScene, "1"))
+        #expect(host.callbacks == ["didEnterBackground background", "disconnectScene background", "snapshot background"])
+        #expect(host.events == ["resumed", "didEnterBackground", "disconnectScene", "snapshot", "suspended"])
+        #expect(host.frozen)
+    }
+
+    @Test func aNewSceneWaitsForAnInterruptionToEnd() {
+        var host = SimulatedHost()
+        host.send(.launch(.foreground, reason: "user"))
+        host.send(.interrupt(nil))
+        host.callbacks = []
+        host.send(operation(.connectScene, "2"))
+        #expect(host.callbacks.isEmpty, "not while the app is inactive")
+        host.send(.endInterruption)
+        #expect(host.callbacks == ["didBecomeActive active", "connectScene active"])
+        #expect(host.state == .active)
+    }
+
+    @Test func aNewSceneForAnAppSentAwayMeanwhileIsDropped() {
+        var host = SimulatedHost()
+        host.send(.launch(.foreground, reason: "user"))
+        host.send(.interrupt(nil))
+        host.send(operation(.connectScene, "2"))
+        host.send(.moveToBackground)
+        #expect(!host.callbacks.contains { $0.hasPrefix("connectScene") })
+        #expect(host.state == .suspended)
+        #expect(host.machine.pendingSceneOperations.isEmpty)
+    }
+
+    @Test func operationsWaitForTheRunningCallbackAndComeInOrder() {
+        var host = SimulatedHost()
+        host.hangIn = [.didReceiveMemoryWarning]
+        host.send(.launch(.foreground, reason: "user"))
+        host.send(.memoryWarning)
+        host.send(operation(.disconnectScene, "1"))
+        host.send(operation(.discardScene, "1"))
+        #expect(host.callbacks.last == "didReceiveMemoryWarning active", "one callback at a time")
+        host.hangIn = []
+        host.send(.acknowledged(id: 4, returned: nil, snapshot: nil))
+        #expect(Array(host.callbacks.suffix(2)) == ["disconnectScene active", "discardScene active"])
+    }
+
+    @Test func aSceneOperationIsTimedAsACallback() {
+        var host = SimulatedHost()
+        host.hangIn = [.discardScene]
+        host.send(.launch(.foreground, reason: "user"))
+        host.send(operation(.discardScene, "3"))
+        host.advance(by: Policy().callbackTimeout)
+        #expect(host.finished?.code == TerminationCode.watchdog.rawValue)
+        #expect(host.finished?.reason.hasPrefix("did not return from application(_:didDiscardSceneSessions:) within") == true)
+    }
+
+    @Test func anAppBeingTerminatedGetsNoSceneOperation() {
+        var host = SimulatedHost()
+        host.hangIn = [.willTerminate]
+        host.send(.launch(.foreground, reason: "user"))
+        host.send(.terminate(byUser: false))
+        host.send(operation(.disconnectScene, "1"))
+        #expect(host.machine.pendingSceneOperations.isEmpty)
+    }
+}
