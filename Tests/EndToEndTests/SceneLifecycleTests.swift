@@ -231,6 +231,36 @@ struct SceneLifecycleTests {
         #expect(try host.waitForExit() == 0)
     }
 
+    /// Under memory pressure the host disconnects background scenes (sessions kept) before it
+    /// ends the app, as iOS does: a suspended app is resumed for it, then ended after the grace.
+    @Test func memoryPressureDisconnectsBackgroundScenesBeforeEndingTheApp() throws {
+        let scratch = try Scratch()
+        let app = try sceneApp(scratch, "Heavy", behavior: ["recordSceneSession": true], multiple: true)
+        let host = try HostSession([app], scratch: scratch, arguments: ["--memory-warning-grace", "0.5"])
+        try host.waitFor("Heavy", "didBecomeActive")
+        host.send("open Heavy --new-scene")
+        try host.waitFor("Heavy", "connectScene")
+        host.send("home")
+        try host.waitFor("Heavy", "suspended")
+        let seen = scratch.recorded("Heavy").count
+        host.send("memory-pressure")
+        let pressure = try host.waitFor("memory pressure") { $0.event == "memoryPressure" }
+        #expect(pressure.detail?.contains("; background scenes disconnected: Heavy (1, 2); ") == true)
+        let ended = try host.waitFor("Heavy", "terminated")
+        #expect(ended.kind == "vm-pageshortage")
+        #expect(trail(scratch, "Heavy", from: seen) == [
+            "notification UIApplicationDidEnterBackgroundNotification",
+            "sceneDidDisconnect #1 background app=background", "notification UISceneDidDisconnectNotification",
+            "sceneDidDisconnect #2 background app=background", "notification UISceneDidDisconnectNotification",
+        ])
+        let order = host.allEvents.filter { $0.name == "Heavy" }.map(\.event)
+        let disconnects = order.indices.filter { order[$0] == "disconnectScene" }
+        #expect(disconnects.count == 2)
+        #expect(disconnects.allSatisfy { $0 < order.firstIndex(of: "terminated")! }, "disconnected before the app is ended")
+        host.closeInput()
+        #expect(try host.waitForExit() == HostExit.jetsam)
+    }
+
     /// A configuration the manifest lacks: the scene connects without a delegate, and a warning says why.
     @Test func anUnknownConfigurationConnectsTheSceneWithoutADelegateAndWarns() throws {
         let scratch = try Scratch()

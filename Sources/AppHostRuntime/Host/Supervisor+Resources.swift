@@ -153,14 +153,33 @@ extension Supervisor {
             return run.machine.state != .suspended && run.machine.phase != .starting
         }
         let warned = running.isEmpty ? "no app is running to warn" : "memory warning to \(running.map(\.bundle.name).joined(separator: ", "))"
+        let disconnected = disconnectBackgroundScenes()
         publish(HostEvent(
             time: Date(), event: .memoryPressure,
             detail: "\(cause): the apps use \(usage.mebibytes) (budget \(memoryBudget.mebibytes)); \(warned); "
+                + (disconnected.isEmpty ? "" : "background scenes disconnected: \(disconnected.joined(separator: ", ")); ")
                 + "apps are ended in \(grace.formatted) unless usage falls to \(target.mebibytes)"), run: nil)
         for record in running {
             if let run = record.run { handle(record, run, .memoryWarning) }
         }
         armPressureTimer()
+    }
+
+    /// As iOS reclaims memory from an app with scenes before it ends the app: every scene in the
+    /// background is disconnected (`sceneDidDisconnect`; its session is kept), a suspended app
+    /// being resumed into the background for it. Returns "APP (SESSION, …)" per app.
+    private func disconnectBackgroundScenes() -> [String] {
+        apps.compactMap { record -> String? in
+            guard record.bundle.adoptsScenes, let run = record.run, run.machine.isLive else { return nil }
+            let inForeground = run.machine.isInForeground ? record.scenes.front : nil
+            let sessions = record.scenes.sessions.filter { $0.connected && $0.identifier != inForeground }.map(\.identifier)
+            guard !sessions.isEmpty else { return nil }
+            for session in sessions {
+                record.scenes.disconnect(session)
+                handle(record, run, .scene(.init(.disconnectScene, session: session)))
+            }
+            return "\(record.bundle.name) (\(sessions.joined(separator: ", ")))"
+        }
     }
 
     /// Takes the episode's next step: wait, end the next app, or finish.
