@@ -79,7 +79,9 @@ enum AppMain {
         }
         launchOptions = [.launchReason: Application.LaunchReason(rawValue: configuration.launchReason)]
         if let payload = configuration.launchPayload { launchOptions[.remoteNotification] = notificationPayload(payload) }
-        if let manifest = configuration.scenes { application.scenes = SceneDriver(manifest: manifest, link: hostLink) }
+        if let manifest = configuration.scenes {
+            application.scenes = SceneDriver(manifest: manifest, link: hostLink, sessions: configuration.sceneSessions ?? [])
+        }
         application.delegate = delegateType.init()
 
         let source = DispatchSource.makeReadSource(fileDescriptor: controlFD, queue: .main)
@@ -200,6 +202,8 @@ enum AppMain {
                 hostLink.warn("the host sent \(request.callback.rawValue), but the app does not adopt scenes; nothing was called")
             }
         }
+        // What a scene callback changed in the sessions reaches the host before the callback ends.
+        application.scenes?.report()
         // A failed launch ends the app: nothing observes it as launched.
         if returned != false { application.postNotification(after: request.callback, launchOptions: launchOptions) }
         // iOS writes the app's defaults out before it can be suspended or ended; Foundation on

@@ -22,9 +22,59 @@ final class SceneDriver {
 
     var supportsMultipleScenes: Bool { manifest.supportsMultipleScenes }
 
-    init(manifest: WireSceneManifest, link: HostLink) {
+    /// What was last reported to the host, so that only a change is sent.
+    private var reported: [WireSceneSession] = []
+
+    /// The driver of an app with `manifest`, given the sessions the host kept (none connected):
+    /// each keeps its configuration, `userInfo` and `stateRestorationActivity`.
+    init(manifest: WireSceneManifest, link: HostLink, sessions kept: [WireSceneSession] = []) {
         self.manifest = manifest
         self.link = link
+        reported = kept
+        for stored in kept {
+            let role = SceneSession.Role.windowApplication
+            let entry = manifest.configurations.first { $0.name == stored.configuration } ?? manifest.configurations.first
+            let configuration = SceneConfiguration(name: entry?.name, sessionRole: role)
+            configuration.delegateClass = entry.flatMap { delegateClass(named: $0.delegateClassName) }
+            let session = SceneSession(persistentIdentifier: stored.identifier, role: role, configuration: configuration)
+            session.userInfo = stored.userInfo.flatMap(Self.dictionary)
+            if let type = stored.activityType {
+                let activity = UserActivity(activityType: type)
+                activity.userInfo = stored.activityUserInfo.flatMap(Self.dictionary).map { Dictionary(uniqueKeysWithValues: $0.map { (AnyHashable($0.key), $0.value) }) }
+                session.stateRestorationActivity = activity
+            }
+            sessions.append(session)
+        }
+    }
+
+    /// Tells the host what its sessions hold now, if that changed since it was last told.
+    func report() {
+        let now = sessions.map { session in
+            WireSceneSession(
+                identifier: session.persistentIdentifier, configuration: session.configuration.name,
+                userInfo: session.userInfo.flatMap { json($0, what: "userInfo of scene session \(session.persistentIdentifier)") },
+                activityType: session.stateRestorationActivity?.activityType,
+                activityUserInfo: session.stateRestorationActivity?.userInfo.flatMap { info in
+                    json(Dictionary(uniqueKeysWithValues: info.map { ("\($0.key.base)", $0.value) }),
+                         what: "stateRestorationActivity userInfo of scene session \(session.persistentIdentifier)")
+                })
+        }
+        guard now != reported else { return }
+        reported = now
+        link.send(.sceneSessions(now))
+    }
+
+    /// `value` as a JSON object, or nil with a warning when it holds what JSON cannot.
+    private func json(_ value: [String: Any], what: String) -> String? {
+        guard JSONSerialization.isValidJSONObject(value), let data = try? JSONSerialization.data(withJSONObject: value, options: [.sortedKeys]) else {
+            link.warn("the \(what) holds values JSON cannot represent; it is not kept")
+            return nil
+        }
+        return String(decoding: data, as: UTF8.self)
+    }
+
+    private static func dictionary(_ json: String) -> [String: Any]? {
+        (try? JSONSerialization.jsonObject(with: Data(json.utf8))) as? [String: Any]
     }
 
     /// Runs the scene side of an app-level transition, or a scene operation; true if it stands
@@ -171,11 +221,14 @@ final class SceneDriver {
         derive(application)
     }
 
+    /// `sceneDidEnterBackground`, then the delegate's `stateRestorationActivity(for:)`, kept
+    /// with the session.
     private func enterBackground(_ scene: Scene, _ application: Application) {
         scene.activationState = .background
         derive(application)
         call(scene, application) { $0.sceneDidEnterBackground(scene) }
         NotificationCenter.default.post(name: Scene.didEnterBackgroundNotification, object: scene)
+        if let delegate = scene.delegate { scene.session.stateRestorationActivity = delegate.stateRestorationActivity(for: scene) }
     }
 
     /// `sceneDidDisconnect`: the scene and its windows go, its session stays.

@@ -66,8 +66,12 @@ public final class SceneSession: Hashable {
     public internal(set) var configuration: SceneConfiguration
     /// The session's scene while one is connected.
     public internal(set) weak var scene: Scene?
-    /// State restoration data, kept with the session.
+    /// Data the app keeps with the session, as `UISceneSession.userInfo`: kept by the host
+    /// across launches and hosts (JSON values: strings, numbers, Booleans, arrays, dictionaries).
     public var userInfo: [String: Any]?
+    /// What the scene's delegate returned from `stateRestorationActivity(for:)` when the scene
+    /// last went to the background; handed back when the session reconnects, after a relaunch too.
+    public internal(set) var stateRestorationActivity: UserActivity?
 
     init(persistentIdentifier: String, role: Role, configuration: SceneConfiguration) {
         self.persistentIdentifier = persistentIdentifier
@@ -116,6 +120,9 @@ public protocol SceneDelegate: AnyObject {
     func sceneWillEnterForeground(_ scene: Scene)
     /// The scene is in the background: save its state.
     func sceneDidEnterBackground(_ scene: Scene)
+    /// What to restore the scene from when its session reconnects (asked when the scene goes
+    /// to the background), as `UISceneDelegate.stateRestorationActivity(for:)`.
+    func stateRestorationActivity(for scene: Scene) -> UserActivity?
 }
 
 extension SceneDelegate {
@@ -125,6 +132,24 @@ extension SceneDelegate {
     public func sceneWillResignActive(_ scene: Scene) {}
     public func sceneWillEnterForeground(_ scene: Scene) {}
     public func sceneDidEnterBackground(_ scene: Scene) {}
+    public func stateRestorationActivity(for scene: Scene) -> UserActivity? { nil }
+}
+
+/// An activity to restore a scene from, as `NSUserActivity` serves state restoration: its type
+/// and a dictionary of JSON values.
+@MainActor
+public final class UserActivity {
+    /// What the user was doing, in reverse-DNS form, e.g. com.example.notes.editing.
+    public let activityType: String
+    /// What restores it (JSON values: strings, numbers, Booleans, arrays, dictionaries).
+    public var userInfo: [AnyHashable: Any]?
+    /// A title for it.
+    public var title: String?
+
+    /// An activity of `activityType`.
+    public init(activityType: String) {
+        self.activityType = activityType
+    }
 }
 
 /// A scene delegate that manages a window scene, as `UIWindowSceneDelegate`.

@@ -101,6 +101,9 @@ package struct WireConfiguration: Codable, Sendable, Equatable {
     /// Info.plist `UIApplicationSceneManifest` as the host validated it; nil: the app does not
     /// adopt scenes (the app-delegate life cycle applies).
     package var scenes: WireSceneManifest?
+    /// The app's scene sessions the host keeps (across launches and hosts), with what the app
+    /// last reported of each: given back to the SDK when the app launches.
+    package var sceneSessions: [WireSceneSession]?
 
     package init(
         protocolVersion: Int = wireProtocolVersion, bundleIdentifier: String, bundleName: String,
@@ -148,6 +151,30 @@ package struct WireSceneManifest: Codable, Sendable, Equatable {
     package init(supportsMultipleScenes: Bool, configurations: [Configuration]) {
         self.supportsMultipleScenes = supportsMultipleScenes
         self.configurations = configurations
+    }
+}
+
+/// A scene session's restoration data, as the SDK reports it and the host keeps it.
+package struct WireSceneSession: Codable, Sendable, Equatable {
+    /// The session's persistent identifier, which the host made.
+    package var identifier: String
+    /// The name of its scene configuration.
+    package var configuration: String?
+    /// `UISceneSession.userInfo`, as a JSON object.
+    package var userInfo: String?
+    /// `stateRestorationActivity`: its `activityType`, and its `userInfo` as a JSON object.
+    package var activityType: String?
+    package var activityUserInfo: String?
+
+    package init(
+        identifier: String, configuration: String? = nil, userInfo: String? = nil, activityType: String? = nil,
+        activityUserInfo: String? = nil
+    ) {
+        self.identifier = identifier
+        self.configuration = configuration
+        self.userInfo = userInfo
+        self.activityType = activityType
+        self.activityUserInfo = activityUserInfo
     }
 }
 
@@ -383,6 +410,9 @@ package enum AppMessage: Codable, Sendable, Equatable {
     case callReported(uuid: String)
     /// `CXProvider.reportCall(with:endedAt:reason:)`: the call ended.
     case callEnded(uuid: String)
+    /// The restoration data of the app's scene sessions (`userInfo`, `stateRestorationActivity`),
+    /// sent when it changed after a scene callback: the host keeps it for the next launch.
+    case sceneSessions([WireSceneSession])
 }
 
 /// JSON coding of messages; one shared encoder and decoder per process.

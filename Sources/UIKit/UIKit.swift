@@ -29,6 +29,8 @@ public typealias UISceneConfiguration = SceneConfiguration
 public typealias UISceneDelegate = SceneDelegate
 /// `UIWindowSceneDelegate`.
 public typealias UIWindowSceneDelegate = WindowSceneDelegate
+/// `NSUserActivity`, as state restoration uses it (`activityType`, `userInfo`, `title`).
+public typealias NSUserActivity = UserActivity
 
 /// `UIResponder`, the base class Xcode's templates give the app and scene delegates. It holds
 /// nothing here: there are no UI events to respond to.

@@ -28,6 +28,7 @@ import Testing
         let messages: [AppMessage] = [
             .hello(protocolVersion: 1, pid: 42), .ready(protocolVersion: 1), .launchFailed(reason: "no"),
             .ack(id: 7, returned: false, snapshot: "text"), .taskBegan(id: 3, name: nil), .taskEnded(id: 3), .warning("w"),
+            .sceneSessions([WireSceneSession(identifier: "1", configuration: "Main", userInfo: "{}", activityType: "a.b", activityUserInfo: "{}")]),
         ]
         for message in messages {
             #expect(try WireCoding.decode(AppMessage.self, from: WireCoding.encode(message)) == message)

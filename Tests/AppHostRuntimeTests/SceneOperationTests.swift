@@ -1,4 +1,5 @@
 import AppHostProtocol
+import Foundation
 import Testing
 @testable import AppHostRuntime
 
@@ -76,5 +77,39 @@ import Testing
         host.send(.terminate(byUser: false))
         host.send(operation(.disconnectScene, "1"))
         #expect(host.machine.pendingSceneOperations.isEmpty)
+    }
+}
+
+/// The host's record of an app's scene sessions (README.md, "Scenes").
+@Suite struct SceneSessionsTests {
+    @Test func theFrontSessionIsTheOneLastInTheForeground() {
+        var scenes = SceneSessions()
+        #expect(scenes.connectFront() == "1", "an app with none gets a new one")
+        #expect(scenes.add() == "2")
+        scenes.markConnected("2")
+        #expect(scenes.front == "2")
+        scenes.discard("2")
+        #expect(scenes.front == "1")
+        #expect(scenes.add() == "3", "identifiers are never reused")
+    }
+
+    @Test func aReportNamesOnlySessionsTheHostMadeOrDiscarded() {
+        var scenes = SceneSessions()
+        _ = scenes.add()
+        _ = scenes.add()
+        scenes.discard("2")
+        let report = [WireSceneSession(identifier: "1", userInfo: #"{"visits":1}"#), WireSceneSession(identifier: "2")]
+        #expect(scenes.restore(report) == nil, "the app may report a session before it hears it was discarded")
+        #expect(scenes.session("1")?.restoration?.userInfo == #"{"visits":1}"#)
+        #expect(scenes.restore([WireSceneSession(identifier: "9")]) == "it reported scene session \"9\", which the host did not make")
+    }
+
+    @Test func sessionsRoundTripThroughTheStateDirectorysJSON() throws {
+        var scenes = SceneSessions()
+        _ = scenes.connectFront()
+        _ = scenes.restore([WireSceneSession(identifier: "1", configuration: "Main", activityType: "com.example.viewing", activityUserInfo: "{}")])
+        let data = try JSONEncoder().encode(["com.example.app": scenes])
+        let decoded = try JSONDecoder().decode([String: SceneSessions].self, from: data)
+        #expect(decoded["com.example.app"] == scenes)
     }
 }

@@ -261,6 +261,39 @@ struct SceneLifecycleTests {
         #expect(try host.waitForExit() == HostExit.jetsam)
     }
 
+    /// Scene sessions persist across host restarts in the state directory: the front session
+    /// reconnects after the relaunch with its userInfo and stateRestorationActivity (and without
+    /// configurationForConnecting, as UIKit asks only for new sessions); numbering goes on.
+    @Test func sessionsAndTheirRestorationDataSurviveAHostRestart() throws {
+        let scratch = try Scratch()
+        let app = try sceneApp(scratch, "Keep", behavior: ["recordSceneSession": true, "restoreScenes": true], multiple: true)
+        let first = try HostSession([app], scratch: scratch)
+        try first.waitFor("Keep", "didBecomeActive")
+        first.send("open Keep --new-scene")
+        try first.waitFor("Keep", "connectScene")
+        first.send("home")
+        try first.waitFor("Keep", "suspended")
+        first.closeInput()
+        #expect(try first.waitForExit() == 0)
+        #expect(FileManager.default.fileExists(atPath: scratch.stateDirectory.appendingPathComponent("scene-sessions.json").path))
+
+        let seen = scratch.recorded("Keep").count
+        let second = try HostSession([app], scratch: scratch)
+        try second.waitFor("Keep", "didBecomeActive")
+        let relaunch = trail(scratch, "Keep", from: seen).filter { !$0.hasPrefix("notification") && !$0.hasPrefix("launch") }
+        #expect(relaunch == [
+            "willFinishLaunching inactive", "didFinishLaunching inactive",
+            "willConnectTo #2 unattached app=inactive",
+            "restored #2 com.example.probe.viewing item=item-2 visits=1",
+            "sceneWillEnterForeground #2 unattached app=inactive", "sceneDidBecomeActive #2 foregroundActive app=active",
+        ])
+        #expect(try listScenes(second, "Keep", count: 2) == ["1 unattached", "2 foregroundActive front"])
+        second.send("open Keep --new-scene")
+        #expect(try second.waitFor("Keep", "connectScene").detail == "3")
+        second.closeInput()
+        #expect(try second.waitForExit() == 0)
+    }
+
     /// A configuration the manifest lacks: the scene connects without a delegate, and a warning says why.
     @Test func anUnknownConfigurationConnectsTheSceneWithoutADelegateAndWarns() throws {
         let scratch = try Scratch()

@@ -35,7 +35,7 @@ enum ControlStage: Equatable {
         case .launchFailed: self == .confining || self == .loading
         case .warning, .log: self == .loading || self == .running
         case .ack, .taskBegan, .taskEnded, .expirationHandlers, .fetchInterval, .workCompleted, .registerTask, .submitTask, .cancelTask,
-             .audio, .callReported, .callEnded, .locationManager, .requestLocationAuthorization:
+             .audio, .callReported, .callEnded, .locationManager, .requestLocationAuthorization, .sceneSessions:
             self == .running
         }
     }
@@ -75,6 +75,7 @@ extension AppMessage {
         case .callEnded: "callEnded"
         case .locationManager: "locationManager"
         case .requestLocationAuthorization: "requestLocationAuthorization"
+        case .sceneSessions: "sceneSessions"
         }
     }
 }

@@ -1,21 +1,29 @@
+import AppHostProtocol
+
 // The scene sessions of an app that adopts scenes, as the host keeps them (README.md, "Scenes").
 // The host names each session (its persistent identifier, "1", "2", … per app), knows which
-// have a scene connected in the app's current run, and which comes forward when the app does:
-// the one last in the foreground. The app's SDK creates and drives the scenes themselves.
+// have a scene connected in the app's current run, which comes forward when the app does (the
+// one last in the foreground), and what the app last reported of each (its userInfo and state
+// restoration activity). They are kept in the state directory across hosts. The app's SDK
+// creates and drives the scenes themselves.
 
 /// An app's scene sessions, oldest first.
-struct SceneSessions: Sendable, Equatable {
-    struct Session: Sendable, Equatable {
+struct SceneSessions: Sendable, Equatable, Codable {
+    struct Session: Sendable, Equatable, Codable {
         /// The session's persistent identifier.
         var identifier: String
         /// Whether a scene is connected to it in the app's current run.
         var connected = false
+        /// What the app last reported of it.
+        var restoration: WireSceneSession?
     }
 
     private(set) var sessions: [Session] = []
     /// Session identifiers, least recently in the foreground first.
     private var recency: [String] = []
     private var nextNumber = 1
+    /// Sessions discarded while the app may not know yet: a report of one is not a violation.
+    private var discarded: Set<String> = []
 
     /// The session that comes forward when the app comes to the foreground.
     var front: String? { recency.last }
@@ -46,11 +54,31 @@ struct SceneSessions: Sendable, Equatable {
     /// The app's process ended: no scene is connected any more; the sessions stay.
     mutating func disconnectAll() {
         for index in sessions.indices { sessions[index].connected = false }
+        discarded = []
+    }
+
+    /// The app's report of its sessions: each must be one the host made.
+    mutating func restore(_ reported: [WireSceneSession]) -> String? {
+        for report in reported {
+            guard let index = sessions.firstIndex(where: { $0.identifier == report.identifier }) else {
+                if discarded.contains(report.identifier) { continue }
+                return "it reported scene session \(report.identifier.cut(to: 64).debugDescription), which the host did not make"
+            }
+            sessions[index].restoration = report
+        }
+        return nil
+    }
+
+    /// What the app is given at launch: every session, with what it last reported.
+    var forLaunch: [WireSceneSession] {
+        sessions.map { $0.restoration ?? WireSceneSession(identifier: $0.identifier) }
     }
 
     mutating func discard(_ identifier: String) {
+        guard sessions.contains(where: { $0.identifier == identifier }) else { return }
         sessions.removeAll { $0.identifier == identifier }
         recency.removeAll { $0 == identifier }
+        discarded.insert(identifier)
     }
 
     private mutating func setConnected(_ identifier: String, _ connected: Bool) {

@@ -126,6 +126,8 @@ extension Supervisor {
             receiveAuthorizationRequest(always: always, record, run)
         case .audio(let active, let playing):
             handle(record, run, .audio(active: active, playing: playing))
+        case .sceneSessions(let sessions):
+            if let violation = receiveSceneSessions(sessions, record) { violate(record, run, violation) }
         case .callReported(let uuid), .callEnded(let uuid):
             guard let call = UUID(uuidString: uuid) else {
                 return violate(record, run, "it sent \(message.name) for \(uuid.cut(to: 64).debugDescription), which is not a UUID")

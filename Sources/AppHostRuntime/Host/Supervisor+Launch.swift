@@ -172,6 +172,7 @@ extension Supervisor {
         configurationMessage.locationAuthorization = locationAuthorizations[bundle.identifier]?.wireName
         configurationMessage.logLevel = configuration.appLogLevel.rawValue
         configurationMessage.scenes = bundle.sceneManifest
+        if bundle.adoptsScenes { configurationMessage.sceneSessions = record.scenes.forLaunch }
         send(.configure(configurationMessage), record, run)
     }
 

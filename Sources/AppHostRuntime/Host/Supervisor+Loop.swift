@@ -44,7 +44,9 @@ extension Supervisor {
         case .send(var request):
             // A scene app comes to the foreground with its front session (README.md, "Scenes").
             if record.bundle.adoptsScenes, request.scene == nil, [.willEnterForeground, .didBecomeActive].contains(request.callback) {
+                let known = record.scenes.sessions.count
                 request.scene = record.scenes.connectFront()
+                if record.scenes.sessions.count != known { saveSceneSessions() }
             }
             run.stepStartedAt = clock.now
             logger.trace("\(name): callback \(request.callback.rawValue) #\(request.id) sent")

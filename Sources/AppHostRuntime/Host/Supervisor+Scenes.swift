@@ -1,5 +1,6 @@
 import AppHostProtocol
 import Dispatch
+import Foundation
 
 // Several scenes for an app that supports them (README.md, "Scenes"): `open APP --new-scene`,
 // `close-scene`, `discard-scene` and `scenes`. The host names the sessions and decides what
@@ -21,6 +22,7 @@ extension Supervisor {
                     code: .refused)
             }
             let session = record.scenes.add()
+            saveSceneSessions()
             if let run = record.run, run.machine.isLive, run.machine.isInForeground, run.machine.phase != .launching, run.machine.phase != .starting {
                 record.scenes.markConnected(session)
                 handle(record, run, .scene(.init(.connectScene, session: session)))
@@ -49,6 +51,7 @@ extension Supervisor {
         try queue.sync {
             let (record, run) = try sceneTarget(name, session, verb: "discard")
             record.scenes.discard(session)
+            saveSceneSessions()
             if let run { handle(record, run, .scene(.init(.discardScene, session: session))) }
         }
     }
@@ -100,5 +103,66 @@ extension Supervisor {
                 code: .wrongState)
         }
         return (record, run)
+    }
+}
+
+// MARK: Sessions kept across hosts
+
+extension Supervisor {
+    /// At most this many sessions in one report, and this many bytes of each JSON object in it.
+    static let maximumReportedSessions = 64
+    static let maximumRestorationBytes = 16 * 1024
+
+    /// The app's report of its sessions' restoration data, checked, kept and saved; or why it
+    /// breaks the protocol.
+    func receiveSceneSessions(_ sessions: [WireSceneSession], _ record: AppRecord) -> String? {
+        guard record.bundle.adoptsScenes else { return "it reported scene sessions, but it does not adopt scenes" }
+        guard sessions.count <= Self.maximumReportedSessions else {
+            return "it reported \(sessions.count) scene sessions; at most \(Self.maximumReportedSessions) are kept"
+        }
+        for session in sessions {
+            let sizes = [session.userInfo, session.activityUserInfo].map { $0?.utf8.count ?? 0 }
+            let names = [session.configuration, session.activityType].map { $0?.utf8.count ?? 0 }
+            guard sizes.allSatisfy({ $0 <= Self.maximumRestorationBytes }), names.allSatisfy({ $0 <= 256 }) else {
+                return "it reported scene session \(session.identifier.cut(to: 64).debugDescription) with more than the "
+                    + "\(Self.maximumRestorationBytes) bytes of userInfo or 256 bytes of a name that are kept"
+            }
+        }
+        if let violation = record.scenes.restore(sessions) { return violation }
+        saveSceneSessions()
+        return nil
+    }
+
+    static func sceneSessionsURL(_ stateDirectory: URL) -> URL {
+        stateDirectory.appendingPathComponent("scene-sessions.json")
+    }
+
+    /// The sessions kept in the state directory, by bundle identifier; a file that cannot be
+    /// read is reported.
+    static func loadSceneSessions(_ stateDirectory: URL) -> ([String: SceneSessions], String?) {
+        let url = sceneSessionsURL(stateDirectory)
+        guard let data = try? Data(contentsOf: url) else { return ([:], nil) }
+        do {
+            var stored = try JSONDecoder().decode([String: SceneSessions].self, from: data)
+            for key in stored.keys { stored[key]?.disconnectAll() }
+            return (stored, nil)
+        } catch {
+            return ([:], "the scene sessions in \(url.path) are unreadable (\(error)); every app starts with none")
+        }
+    }
+
+    /// Writes every scene app's sessions to the state directory; a failure is a warning (the
+    /// sessions live on in this host).
+    func saveSceneSessions() {
+        var stored = storedSceneSessions
+        for record in apps where record.bundle.adoptsScenes { stored[record.bundle.identifier] = record.scenes }
+        storedSceneSessions = stored
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
+        do {
+            try encoder.encode(stored).write(to: Self.sceneSessionsURL(configuration.stateDirectory), options: .atomic)
+        } catch {
+            publish(HostEvent(time: Date(), event: .warning, detail: "cannot save the scene sessions: \(error.localizedDescription)"), run: nil)
+        }
     }
 }

@@ -59,6 +59,8 @@ public final class Supervisor: @unchecked Sendable {
     let locationTimer: any DispatchSourceTimer
     /// Each app's location authorization, by bundle identifier (kept in the state directory).
     var locationAuthorizations: [String: LocationAuthorization]
+    /// The scene sessions kept in the state directory, by bundle identifier (README.md, "Scenes").
+    var storedSceneSessions: [String: SceneSessions]
     /// A save of the scheduler's store is queued.
     var isSchedulePending = false
     /// Per-app uids and gids; nil on a non-root host (apps run as the host's user).
@@ -129,9 +131,11 @@ public final class Supervisor: @unchecked Sendable {
         locationTimer = DispatchSource.makeTimerSource(queue: queue)
         let (authorizations, authorizationWarning) = Self.loadLocationAuthorizations(configuration.stateDirectory)
         locationAuthorizations = authorizations
-        if let authorizationWarning {
-            let warning = HostEvent(time: Date(), event: .warning, detail: authorizationWarning)
-            queue.async { observer(warning) }
+        let (sceneSessions, sceneWarning) = Self.loadSceneSessions(configuration.stateDirectory)
+        storedSceneSessions = sceneSessions
+        for warning in [authorizationWarning, sceneWarning].compactMap({ $0 }) {
+            let event = HostEvent(time: Date(), event: .warning, detail: warning)
+            queue.async { observer(event) }
         }
         power = configuration.power
         network = configuration.network
@@ -216,7 +220,9 @@ public final class Supervisor: @unchecked Sendable {
             if let other = apps.first(where: { $0.bundle.identifier == bundle.identifier }) {
                 throw SupervisorError("\(bundle.url.lastPathComponent) and \(other.bundle.url.lastPathComponent) have the same CFBundleIdentifier \(bundle.identifier)", code: .invalidBundle)
             }
-            apps.append(AppRecord(bundle: bundle))
+            let record = AppRecord(bundle: bundle)
+            if bundle.adoptsScenes, let kept = storedSceneSessions[bundle.identifier] { record.scenes = kept }
+            apps.append(record)
             queueSchedulerPass()
         }
     }

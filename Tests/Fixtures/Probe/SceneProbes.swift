@@ -57,8 +57,14 @@ final class SceneDelegate: WindowSceneDelegate {
         }
     }
 
+    private var restores: Bool { probe?.behavior["restoreScenes"] as? Bool == true }
+
     func scene(_ scene: Scene, willConnectTo session: SceneSession, options connectionOptions: Scene.ConnectionOptions) {
         step("willConnectTo", scene)
+        if restores, let activity = session.stateRestorationActivity {
+            let item = activity.userInfo?["item"] as? String ?? "?"
+            probe?.record("restored #\(session.persistentIdentifier) \(activity.activityType) item=\(item) visits=\(session.userInfo?["visits"] as? Int ?? 0)")
+        }
         guard let windowScene = scene as? WindowScene else { return }
         let window = Window(windowScene: windowScene)
         window.content = "\(probe?.behavior["sceneWindowContent"] as? String ?? "Probe scene") \(session.persistentIdentifier)"
@@ -70,5 +76,16 @@ final class SceneDelegate: WindowSceneDelegate {
     func sceneWillEnterForeground(_ scene: Scene) { step("sceneWillEnterForeground", scene) }
     func sceneDidBecomeActive(_ scene: Scene) { step("sceneDidBecomeActive", scene) }
     func sceneWillResignActive(_ scene: Scene) { step("sceneWillResignActive", scene) }
-    func sceneDidEnterBackground(_ scene: Scene) { step("sceneDidEnterBackground", scene) }
+    func sceneDidEnterBackground(_ scene: Scene) {
+        step("sceneDidEnterBackground", scene)
+        if restores { scene.session.userInfo = ["visits": (scene.session.userInfo?["visits"] as? Int ?? 0) + 1] }
+    }
+
+    /// With ProbeBehavior restoreScenes: what each scene is restored from.
+    func stateRestorationActivity(for scene: Scene) -> UserActivity? {
+        guard restores else { return nil }
+        let activity = UserActivity(activityType: "com.example.probe.viewing")
+        activity.userInfo = ["item": "item-\(scene.session.persistentIdentifier)"]
+        return activity
+    }
 }
