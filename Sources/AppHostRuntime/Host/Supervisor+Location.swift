@@ -230,12 +230,17 @@ extension Supervisor {
 
     /// The authorizations kept in the state directory; a file that cannot be read is reported.
     static func loadLocationAuthorizations(_ stateDirectory: URL) -> ([String: LocationAuthorization], String?) {
-        let url = locationAuthorizationURL(stateDirectory)
+        loadStore(locationAuthorizationURL(stateDirectory), what: "location authorizations", otherwise: "every app starts notDetermined")
+    }
+
+    /// A JSON store of the state directory, by bundle identifier: empty if absent, and with a
+    /// warning ("the WHAT in PATH are unreadable (…); OTHERWISE") if it cannot be read.
+    static func loadStore<Value: Decodable>(_ url: URL, what: String, otherwise: String) -> ([String: Value], String?) {
         guard let data = try? Data(contentsOf: url) else { return ([:], nil) }
         do {
-            return (try JSONDecoder().decode([String: LocationAuthorization].self, from: data), nil)
+            return (try JSONDecoder().decode([String: Value].self, from: data), nil)
         } catch {
-            return ([:], "the location authorizations in \(url.path) are unreadable (\(error)); every app starts notDetermined")
+            return ([:], "the \(what) in \(url.path) are unreadable (\(error)); \(otherwise)")
         }
     }
 

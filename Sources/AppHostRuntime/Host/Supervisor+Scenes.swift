@@ -140,15 +140,10 @@ extension Supervisor {
     /// The sessions kept in the state directory, by bundle identifier; a file that cannot be
     /// read is reported.
     static func loadSceneSessions(_ stateDirectory: URL) -> ([String: SceneSessions], String?) {
-        let url = sceneSessionsURL(stateDirectory)
-        guard let data = try? Data(contentsOf: url) else { return ([:], nil) }
-        do {
-            var stored = try JSONDecoder().decode([String: SceneSessions].self, from: data)
-            for key in stored.keys { stored[key]?.disconnectAll() }
-            return (stored, nil)
-        } catch {
-            return ([:], "the scene sessions in \(url.path) are unreadable (\(error)); every app starts with none")
-        }
+        var (stored, warning): ([String: SceneSessions], String?) = loadStore(
+            sceneSessionsURL(stateDirectory), what: "scene sessions", otherwise: "every app starts with none")
+        for key in stored.keys { stored[key]?.disconnectAll() }
+        return (stored, warning)
     }
 
     /// Writes every scene app's sessions to the state directory; a failure is a warning (the
