@@ -37,6 +37,7 @@ let apps = [
     appPlugin("RunTrackerExample", path: "Examples/RunTracker", exclude: ["park-loop.gpx"]),
     appPlugin("SoftphoneExample", path: "Examples/Softphone"),
     appPlugin("JournalExample", path: "Examples/Journal"),
+    appPlugin("PagesExample", path: "Examples/Pages"),
     // Test fixtures: real plugins that the end-to-end tests and the benchmark launch.
     // Xcode's iOS App template, unchanged, on UIKit, BackgroundTasks and os (README.md, "Porting iOS code").
     // Built as Xcode 16 builds a new iOS project: Swift 5 language mode, no upcoming features.

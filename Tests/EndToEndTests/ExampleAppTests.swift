@@ -78,6 +78,34 @@ struct ExampleAppTests {
         #expect(try host.waitForExit() == 0)
     }
 
+    @Test func pagesOpensAPagePerSceneAndRestoresItAfterAHostRestart() throws {
+        let scratch = try Scratch()
+        let first = try HostSession([try example("Pages")], scratch: scratch)
+        try first.waitFor("Pages", "didBecomeActive")
+        try first.waitForStandardError(containing: "]: Pages: scene 1 shows page 1 (new, read 0 times)")
+        first.send("open Pages --new-scene")
+        try first.waitFor("Pages", "connectScene")
+        try first.waitForStandardError(containing: "]: Pages: scene 2 shows page 2 (new, read 0 times)")
+        first.send("home")
+        #expect(try first.waitFor("Pages", "snapshot").detail == "Page 2, read 1 times")
+        try first.waitFor("Pages", "suspended")
+        first.send("close-scene Pages 1")
+        try first.waitFor("Pages", "disconnectScene")
+        try first.waitForStandardError(containing: "]: Pages: scene 1 disconnected at page 1")
+        first.closeInput()
+        #expect(try first.waitForExit() == 0)
+
+        let second = try HostSession([try example("Pages")], scratch: scratch)
+        try second.waitFor("Pages", "didBecomeActive")
+        try second.waitForStandardError(containing: "]: Pages: scene 2 shows page 2 (restored, read 1 times)")
+        second.send("discard-scene Pages 1")
+        try second.waitFor("Pages", "discardScene")
+        try second.waitForStandardError(containing: "]: Pages: discarded scene 1")
+        #expect(second.allEvents.filter { $0.event == "violation" || $0.event == "warning" }.isEmpty)
+        second.closeInput()
+        #expect(try second.waitForExit() == 0)
+    }
+
     @Test func uploaderStopsCleanlyWhenItsBackgroundTimeRunsOut() throws {
         let scratch = try Scratch()
         let host = try HostSession(
