@@ -12,6 +12,19 @@ extension TestHost {
     /// `open APP`: brings `app` to the foreground, launching it if needed (sequences 1, 3).
     public func open(_ app: String) async throws { try await send("open \(app)") }
 
+    /// `open APP --new-scene`: brings `app`, which supports multiple scenes, to the foreground
+    /// in a new scene session (README.md, "Scenes").
+    public func openNewScene(_ app: String) async throws { try await send("open \(app) --new-scene") }
+
+    /// `close-scene APP SCENE`: disconnects the scene of session `session` (kept).
+    public func closeScene(_ app: String, _ session: String) async throws { try await send("close-scene \(app) \(session)") }
+
+    /// `discard-scene APP SCENE`: discards session `session` (`didDiscardSceneSessions`).
+    public func discardScene(_ app: String, _ session: String) async throws { try await send("discard-scene \(app) \(session)") }
+
+    /// `scenes --json`: one JSON object per scene session (`name`, `session`, `state`, `front`, `appState`).
+    public func scenes() async throws -> [String] { try await send("scenes --json") }
+
     /// `interrupt APP [SECONDS]`: `applicationWillResignActive`, then after `duration`
     /// `applicationDidBecomeActive`; without one it lasts until `open` or `home` (sequence 4).
     public func interrupt(_ app: String, for duration: Duration? = nil) async throws {

@@ -51,6 +51,25 @@ struct TestHostTests {
         _ = await host.shutdown()
     }
 
+    @Test("scenes: a new scene, one closed and one discarded, through TestHost's methods")
+    func scenes() async throws {
+        let host = try await TestHost.launch([try bundle("Pages")])
+        try await host.wait("Pages", .active)
+        try await host.openNewScene("Pages")
+        _ = try await host.nextEvent("Pages's new scene") { $0.event == EventName(rawValue: "connectScene") && $0.concerns("Pages") }
+        let listed = try await host.scenes().compactMap { line -> String? in
+            guard let object = try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any] else { return nil }
+            return "\(object["session"] ?? "?") \(object["state"] ?? "?")"
+        }
+        #expect(listed == ["1 background", "2 foregroundActive"])
+        try await host.closeScene("Pages", "1")
+        _ = try await host.nextEvent("Pages's closed scene") { $0.event == EventName(rawValue: "disconnectScene") && $0.concerns("Pages") }
+        try await host.discardScene("Pages", "1")
+        _ = try await host.nextEvent("Pages's discarded session") { $0.event == EventName(rawValue: "discardScene") && $0.concerns("Pages") }
+        await #expect(throws: TestHostError.self) { try await host.closeScene("Pages", "1") }
+        _ = await host.shutdown()
+    }
+
     @Test("the issue's example: home, wait until suspended, no report; quit writes host-shutdown")
     func homeThenSuspended() async throws {
         let host = try await TestHost.launch([try bundle("Notes")], policy: Policy {
