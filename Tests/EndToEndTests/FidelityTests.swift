@@ -106,4 +106,14 @@ struct FidelityTests {
         host.closeInput()
         #expect(try host.waitForExit() == HostExit.backgroundRules)
     }
+
+    /// iOS code reads its own Info.plist through Bundle.main.
+    @Test func bundleMainIsTheAppsBundle() throws {
+        let scratch = try Scratch()
+        let host = try HostSession([try scratch.bundle("Bundled")], scratch: scratch)
+        try host.waitFor("Bundled", "didBecomeActive")
+        #expect(scratch.recorded("Bundled").contains("main bundle test.bundled Bundled Bundled.app"), "\(scratch.recorded("Bundled"))")
+        host.closeInput()
+        #expect(try host.waitForExit() == 0)
+    }
 }
