@@ -80,7 +80,7 @@ struct FidelityTests {
         host.send("home")
         let end = try host.waitFor("Slow", "terminated")
         #expect(end.code == "0x8badf00d")
-        #expect(end.reason == "the expiration handler of background task #1 \"probe-0\" did not return within 1.0 s (it has run 1.0 s); expiration handlers must finish in about a second")
+        #expect(end.reason == "the expiration handler of background task #1 \"probe-0\" did not return within 1.0 s; expiration handlers must finish in about a second")
         #expect(scratch.recorded("Slow").contains { $0.hasPrefix("expiration background main=true") })
         let report = try Report(end)
         let frames = (report["backtrace"] as? [String: Any])?["frames"] as? [[String: Any]] ?? []
