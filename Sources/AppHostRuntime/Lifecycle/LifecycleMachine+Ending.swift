@@ -83,7 +83,7 @@ extension LifecycleMachine {
             return "its expiration handler could not run: the main thread never answered"
         }
         return "its expiration handler could not run: the main thread was blocked, "
-            + "not answering for \(at.duration(to: now).formatted) (since \(how))"
+            + "not answering for \(at.duration(to: now).formatted) (since \(how.description))"
     }
 
     // MARK: Ending
