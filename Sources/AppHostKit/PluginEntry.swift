@@ -33,7 +33,7 @@ public func _apphostPluginMain(_ arguments: UnsafeRawPointer) -> Int32 {
     // before a kill is not lost in a buffer.
     apphost_line_buffer_stdout()
     // Before any app code: UserDefaults.standard is Library/Preferences/BUNDLE-ID.plist.
-    nameStandardDefaultsDomain(configuration.bundleIdentifier)
+    takeTheAppsIdentity(bundleIdentifier: configuration.bundleIdentifier, pluginPath: configuration.pluginPath)
     let controlFD = arguments.control_fd
     hostLink.start(socket: ControlChannel(fd: controlFD), configuration: configuration)
     // Before any app code: every Logger the app makes sends its records to the host.

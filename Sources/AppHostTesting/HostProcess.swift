@@ -56,33 +56,18 @@ final class HostProcess: Sendable {
         posix_spawn_file_actions_adddup2(&actions, output[1], 1)
         posix_spawn_file_actions_adddup2(&actions, errors[1], 2)
         _ = apphost_spawn_close_from(&actions, 3)
-        var attributes = posix_spawnattr_t()
-        posix_spawnattr_init(&attributes)
-        defer { posix_spawnattr_destroy(&attributes) }
-        var defaults = sigset_t()
-        sigfillset(&defaults)
-        var empty = sigset_t()
-        sigemptyset(&empty)
-        posix_spawnattr_setsigdefault(&attributes, &defaults)
-        posix_spawnattr_setsigmask(&attributes, &empty)
         // Its own process group: a Ctrl-C meant for `swift test` reaches the host through its
         // lifeline (the test process ends), not twice.
-        posix_spawnattr_setpgroup(&attributes, 0)
-        posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETPGROUP))
-
-        let argv: [UnsafeMutablePointer<CChar>?] = ([executable] + arguments).map { strdup($0) } + [nil]
-        let envp: [UnsafeMutablePointer<CChar>?] = environment.sorted { $0.key < $1.key }.map { strdup("\($0.key)=\($0.value)") } + [nil]
-        defer {
-            argv.forEach { free($0) }
-            envp.forEach { free($0) }
+        let pid: pid_t
+        do {
+            pid = try spawnWithCleanSignals(
+                executable, arguments, environment: environment.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" },
+                fileActions: &actions, ownProcessGroup: true)
+        } catch {
+            for fd in input + output + errors { closeIgnoringErrors(fd) }
+            throw TestHostError("cannot start \(executable): \(String(cString: strerror(error.errno)))", code: .setupFailed)
         }
-        var pid: pid_t = 0
-        let spawned = posix_spawn(&pid, executable, &actions, &attributes, argv, envp)
         for fd in [input[0], output[1], errors[1]] { closeIgnoringErrors(fd) }
-        guard spawned == 0 else {
-            for fd in [input[1], output[0], errors[0]] { closeIgnoringErrors(fd) }
-            throw TestHostError("cannot start \(executable): \(String(cString: strerror(spawned)))", code: .setupFailed)
-        }
         // The pidfd says when the host has ended, without racing a reused pid.
         let pidfd = apphost_pidfd_open(pid)
         guard pidfd >= 0 else {

@@ -220,7 +220,7 @@ struct BackgroundModeTests {
             scratch, "Submitter", modes: ["fetch"], identifiers: ["test.refresh", "test.refresh2", "test.clean"], behavior: ["submit": submits])
         let host = try HostSession([submitter], scratch: scratch)
         try host.waitFor("Submitter", "didBecomeActive")
-        #expect(scratch.recorded("Submitter").filter { $0.contains("submit") } == [
+        #expect(scratch.recorded("Submitter").filter { $0.hasPrefix("submit") } == [
             "submitted test.refresh", "submitted test.refresh", "submit test.refresh2 error=2", "submit test.clean error=3",
             "submit not.listed error=3",
         ])
@@ -234,7 +234,7 @@ struct BackgroundModeTests {
 
         let off = try HostSession([submitter], scratch: scratch, arguments: ["--no-background-app-refresh"])
         try off.waitFor("Submitter", "didBecomeActive")
-        #expect(scratch.recorded("Submitter").filter { $0.contains("submit") }.suffix(5).first == "submit test.refresh error=1")
+        #expect(scratch.recorded("Submitter").filter { $0.hasPrefix("submit") }.suffix(5).first == "submit test.refresh error=1")
     }
 
     // MARK: The scheduler

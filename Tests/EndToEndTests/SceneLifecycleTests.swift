@@ -57,7 +57,7 @@ struct SceneLifecycleTests {
         let host = try HostSession([try sceneApp(scratch, "Scenic", behavior: ["hideOnResign": "(hidden)"])], scratch: scratch)
         try host.waitFor("Scenic", "didBecomeActive")
         #expect(trail(scratch, "Scenic", from: 0) == [
-            "launch reason=user remaining=max",
+            "launch reason=user remaining=max", "main bundle test.scenic Scenic Scenic.app",
             "willFinishLaunching inactive", "didFinishLaunching inactive", "notification UIApplicationDidFinishLaunchingNotification",
             "configurationForConnecting inactive",
             "willConnectTo unattached app=inactive", "notification UISceneWillConnectNotification",
@@ -117,7 +117,7 @@ struct SceneLifecycleTests {
         let host = try HostSession([try sceneApp(scratch, "Quietly")], scratch: scratch, arguments: ["--background"])
         try host.waitFor("Quietly", "suspended")
         #expect(trail(scratch, "Quietly", from: 0) == [
-            "launch reason=background remaining=max",
+            "launch reason=background remaining=max", "main bundle test.quietly Quietly Quietly.app",
             "willFinishLaunching background", "didFinishLaunching background", "notification UIApplicationDidFinishLaunchingNotification",
             "notification UIApplicationDidEnterBackgroundNotification",
         ])
@@ -282,7 +282,7 @@ struct SceneLifecycleTests {
         try second.waitFor("Keep", "didBecomeActive")
         let relaunch = trail(scratch, "Keep", from: seen).filter { !$0.hasPrefix("notification") && !$0.hasPrefix("launch") }
         #expect(relaunch == [
-            "willFinishLaunching inactive", "didFinishLaunching inactive",
+            "main bundle test.keep Keep Keep.app", "willFinishLaunching inactive", "didFinishLaunching inactive",
             "willConnectTo #2 unattached app=inactive",
             "restored #2 com.example.probe.viewing item=item-2 visits=1",
             "sceneWillEnterForeground #2 unattached app=inactive", "sceneDidBecomeActive #2 foregroundActive app=active",

@@ -39,29 +39,16 @@ enum ExternalTool {
         posix_spawn_file_actions_adddup2(&actions, pipeFDs[1], 1)
         posix_spawn_file_actions_adddup2(&actions, pipeFDs[1], 2)
         _ = apphost_spawn_close_from(&actions, 3)
-        var attributes = posix_spawnattr_t()
-        posix_spawnattr_init(&attributes)
-        defer { posix_spawnattr_destroy(&attributes) }
-        var defaults = sigset_t()
-        sigfillset(&defaults)
-        var empty = sigset_t()
-        sigemptyset(&empty)
-        posix_spawnattr_setsigdefault(&attributes, &defaults)
-        posix_spawnattr_setsigmask(&attributes, &empty)
-        posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETSIGMASK))
-
-        let argv: [UnsafeMutablePointer<CChar>?] = ([path] + arguments).map { strdup($0) } + [nil]
-        let environment = ["PATH=/usr/sbin:/sbin:/usr/bin:/bin", "LC_ALL=C"]
-        let envp: [UnsafeMutablePointer<CChar>?] = environment.map { strdup($0) } + [nil]
-        defer {
-            argv.forEach { free($0) }
-            envp.forEach { free($0) }
+        let pid: pid_t
+        do {
+            pid = try spawnWithCleanSignals(path, arguments, environment: ["PATH=/usr/sbin:/sbin:/usr/bin:/bin", "LC_ALL=C"], fileActions: &actions)
+        } catch {
+            closeIgnoringErrors(pipeFDs[1])
+            closeIgnoringErrors(pipeFDs[0])
+            throw error
         }
-        var pid: pid_t = 0
-        let spawned = posix_spawn(&pid, path, &actions, &attributes, argv, envp)
         closeIgnoringErrors(pipeFDs[1])
         defer { closeIgnoringErrors(pipeFDs[0]) }
-        guard spawned == 0 else { throw SystemError("posix_spawn \(path)", errno: spawned) }
 
         // Read to the end before waiting: a tool that fills the pipe would never end otherwise.
         var output: [UInt8] = []

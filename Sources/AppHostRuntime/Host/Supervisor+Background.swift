@@ -129,8 +129,16 @@ extension Supervisor {
             saveSchedule()
             let started = runDueWork()
             let now = HostEvent.isoFormatter.string(from: Date(timeIntervalSince1970: schedulerNow))
+            // Requests whose date has come but whose identifier ran too recently: say so, or
+            // "nothing became due" would hide why they did not run.
+            let held = schedule.apps.values.flatMap { entry in
+                entry.requests.filter {
+                    ($0.earliestBeginDate ?? 0) <= schedulerNow && entry.notBefore($0, minimumInterval: minimumTaskInterval) > schedulerNow
+                }
+            }.map(\.identifier)
             let line = "scheduler clock moved \(duration.formatted) on, to \(now); "
                 + (started.isEmpty ? "nothing became due" : "started \(started.joined(separator: ", "))")
+                + (held.isEmpty ? "" : "; \(held.sorted().joined(separator: ", ")) \(held.count == 1 ? "waits" : "wait") for the minimum interval between runs (tasks says until when)")
             publish(HostEvent(time: Date(), event: .advance, detail: line), run: nil)
             return line
         }

@@ -47,11 +47,11 @@ extension LifecycleMachine {
                     reason: "background task \(tasks) still open \(policy.expirationGrace.formatted) after its background time (\(policy.backgroundTime.formatted)) ran out"
                         + (expirationSent && !expirationBegan ? "; \(blockedMainThread(now: now))" : "")))
             case .expirationHandlers:
-                guard let (ids, began) = expirationsRunning.min(by: { $0.value < $1.value }) else { break }
+                guard let (ids, _) = expirationsRunning.min(by: { $0.value < $1.value }) else { break }
                 let tasks = ids.map(taskLabel).joined(separator: ", ")
                 actions += kill(.watchdog(
-                    "the expiration handler of background task \(tasks) did not return within \(policy.expirationHandlerTimeout.formatted) "
-                        + "(it has run \(began.duration(to: now).formatted)); expiration handlers must finish in about a second"))
+                    "the expiration handler of background task \(tasks) did not return within \(policy.expirationHandlerTimeout.formatted); "
+                        + "expiration handlers must finish in about a second"))
             case .interruption:
                 if placement == .interrupted { placement = .foreground }
                 actions += endCallInterruptionOfAudio()
@@ -83,7 +83,7 @@ extension LifecycleMachine {
             return "its expiration handler could not run: the main thread never answered"
         }
         return "its expiration handler could not run: the main thread was blocked, "
-            + "not answering for \(at.duration(to: now).formatted) (since \(how))"
+            + "not answering for \(at.duration(to: now).formatted) (since \(how.description))"
     }
 
     // MARK: Ending

@@ -117,9 +117,22 @@ package struct LifecycleMachine: Sendable {
     /// Whether the handlers of the last expiry sent have begun: if not, the main thread never
     /// took the message (it was blocked).
     var expirationBegan = false
-    /// The last time the app's main thread was seen to answer, and how: a callback returned,
-    /// expiration handlers ran.
-    var mainThreadAnswered: (at: HostInstant, how: String)?
+    /// The last time the app's main thread was seen to answer, and how (formatted only when a
+    /// report needs it: this is set on every acknowledgement).
+    var mainThreadAnswered: (at: HostInstant, how: MainThreadSign)?
+
+    enum MainThreadSign {
+        case returned(WireCallback)
+        case expirationHandlers(returned: Bool)
+
+        var description: String {
+            switch self {
+            case .returned(.snapshot): "the snapshot was taken"
+            case .returned(let callback): "\(callback.delegateMethodName) returned"
+            case .expirationHandlers(let returned): returned ? "expiration handlers returned" : "expiration handlers began"
+            }
+        }
+    }
     /// When `expire APP` ended the background time before its budget.
     var backgroundTimeEndedEarly: HostInstant?
     /// The time of the input being handled: every deadline armed while handling it counts from it.
@@ -244,12 +257,12 @@ package struct LifecycleMachine: Sendable {
             }
             inFlight = nil
             deadlines[.callback] = nil
-            mainThreadAnswered = (now, flight.callback == .snapshot ? "the snapshot was taken" : "\(flight.callback.delegateMethodName) returned")
+            mainThreadAnswered = (now, .returned(flight.callback))
             actions += acknowledged(flight, returned: returned, snapshot: snapshot, now: now)
 
         case .expirationHandlers(let ids, let returned):
             guard isLive else { return [] }
-            mainThreadAnswered = (now, returned ? "expiration handlers returned" : "expiration handlers began")
+            mainThreadAnswered = (now, .expirationHandlers(returned: returned))
             if returned {
                 expirationsRunning[ids] = nil
             } else {

@@ -127,6 +127,7 @@ final class AppDelegate: ApplicationDelegate {
         record("launch reason=\(reason?.rawValue ?? "none") remaining=\(application.backgroundTimeRemaining == .greatestFiniteMagnitude ? "max" : "finite")")
         if let payload = launchOptions?[.remoteNotification] as? [AnyHashable: Any] { record("launch payload \(describe(payload))") }
         if behavior["observeNotifications"] as? Bool == true { observeNotifications() }
+        record("main bundle \(Bundle.main.bundleIdentifier ?? "nil") \(Bundle.main.infoDictionary?["CFBundleName"] as? String ?? "nil") \(Bundle.main.bundleURL.lastPathComponent)")
         step("willFinishLaunching", application)
         return behavior["willFinishLaunchingReturns"] as? Bool ?? true
     }
