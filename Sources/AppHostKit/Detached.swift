@@ -92,7 +92,7 @@ public final class DetachedApplication<Delegate: ApplicationDelegate> {
     /// The delegate, created before anything else, as the host creates it.
     public let delegate: Delegate
 
-    private let recorder: DetachedRecorder
+    let recorder: DetachedRecorder
     private let temporary: TemporaryDirectory
     private let backgroundTime: Duration
     private var nextWork: UInt64 = 1
@@ -259,82 +259,6 @@ public final class DetachedApplication<Delegate: ApplicationDelegate> {
         Detached.$driving.withValue(application) { application.expire(taskIDs: nil, remaining: 0) }
     }
 
-    // MARK: Background modes
-
-    /// `application(_:performFetchWithCompletionHandler:)`, in the current state; returns the
-    /// result the app passes to the completion handler. Throws if it is not called within
-    /// `timeout` (the host would end the app with 0x2182bad4 after its 30 s).
-    public func performFetch(timeout: Duration = .seconds(30)) async throws -> Application.BackgroundFetchResult {
-        let work = takeWork()
-        let completion = fetchCompletion(work: work, notification: false, link: application.link)
-        drive(state) { $0.application(application, performFetchWithCompletionHandler: completion) }
-        return try fetchResult(await recorder.result(of: work, timeout: timeout, awaiting: "the completion handler of application(_:performFetchWithCompletionHandler:)"))
-    }
-
-    /// `application(_:didReceiveRemoteNotification:fetchCompletionHandler:)` with `userInfo`,
-    /// in the current state; returns the result the app passes to the completion handler, or
-    /// throws if it is not called within `timeout`.
-    public func receiveRemoteNotification(
-        _ userInfo: [AnyHashable: Any], timeout: Duration = .seconds(30)
-    ) async throws -> Application.BackgroundFetchResult {
-        let work = takeWork()
-        let completion = fetchCompletion(work: work, notification: true, link: application.link)
-        drive(state) { $0.application(application, didReceiveRemoteNotification: userInfo, fetchCompletionHandler: completion) }
-        return try fetchResult(await recorder.result(
-            of: work, timeout: timeout, awaiting: "the completion handler of application(_:didReceiveRemoteNotification:fetchCompletionHandler:)"))
-    }
-
-    /// Starts the BGTaskScheduler task `identifier`, due or not, as the host's `run-task` does:
-    /// the launch handler registered for it runs on its queue with a `BGProcessingTask` if a
-    /// processing request for it is pending, else a `BGAppRefreshTask` if the app has the
-    /// `fetch` mode, else a `BGProcessingTask`. Throws if no launch handler is registered.
-    public func startTask(_ identifier: String) throws -> BGTask {
-        let pending = application.scheduler.pendingWireRequests().first { $0.identifier == identifier }
-        let modes = application.link.configuration.backgroundTasks?.modes ?? []
-        let kind: WireBackgroundEvent.Kind = switch pending?.kind {
-        case .processing: .processing
-        case .appRefresh: .appRefresh
-        case nil: modes.contains("fetch") ? .appRefresh : .processing
-        }
-        let event = WireBackgroundEvent(work: takeWork(), kind: kind, taskIdentifier: identifier)
-        guard let task = application.scheduler.launch(event, for: application) else {
-            let registered = registeredTaskIdentifiers
-            throw DetachedApplicationError(
-                "no launch handler is registered for \(identifier) (registered: \(registered.isEmpty ? "none" : registered.joined(separator: ", "))); "
-                    + "register it with BGTaskScheduler.shared.register(forTaskWithIdentifier:using:launchHandler:) before "
-                    + "application(_:didFinishLaunchingWithOptions:) returns", code: .noLaunchHandler)
-        }
-        return task
-    }
-
-    /// Ends a running task early, as the host does when its time is up: its `expirationHandler`
-    /// runs on its queue.
-    public func expire(_ task: BGTask) {
-        application.scheduler.expire(work: task.work)
-    }
-
-    /// Waits until the task calls `setTaskCompleted(success:)` and returns `success`; throws if
-    /// it has not within `timeout`.
-    public func completion(of task: BGTask, timeout: Duration = .seconds(30)) async throws -> Bool {
-        try await recorder.result(of: task.work, timeout: timeout, awaiting: "setTaskCompleted(success:) of task \(task.identifier)") == "success"
-    }
-
-    /// `startTask(identifier)`, then `completion(of:timeout:)`.
-    @discardableResult
-    public func runTask(_ identifier: String, timeout: Duration = .seconds(30)) async throws -> Bool {
-        try await completion(of: try startTask(identifier), timeout: timeout)
-    }
-
-    /// The identifiers the app registered launch handlers for, sorted.
-    public var registeredTaskIdentifiers: [String] { application.scheduler.registeredIdentifiers.sorted() }
-
-    /// The app's pending BGTaskScheduler requests.
-    public var pendingTaskRequests: [BGTaskRequest] { application.scheduler.pendingWireRequests().map(BGTaskRequest.from) }
-
-    /// What the app last passed to `setMinimumBackgroundFetchInterval(_:)`, nil if it never did
-    /// (`Application.backgroundFetchIntervalNever` for never).
-    public var minimumBackgroundFetchInterval: TimeInterval? { recorder.snapshot.fetchInterval }
-
     // MARK: What the host would have seen
 
     /// The SDK's warnings, as the host's `warning` events would show them: an unknown
@@ -365,7 +289,7 @@ public final class DetachedApplication<Delegate: ApplicationDelegate> {
     /// `Application.shared` this application while it runs; then posts the notification UIKit
     /// posts after `posting`, as the host's app process does.
     @discardableResult
-    private func drive<Result>(
+    func drive<Result>(
         _ state: Application.State, after: Application.State? = nil, posting callback: WireCallback? = nil,
         launchOptions: [Application.LaunchOptionsKey: Any] = [:], _ body: (Delegate) -> Result
     ) -> Result {
@@ -380,12 +304,12 @@ public final class DetachedApplication<Delegate: ApplicationDelegate> {
         return result
     }
 
-    private func takeWork() -> UInt64 {
+    func takeWork() -> UInt64 {
         defer { nextWork += 1 }
         return nextWork
     }
 
-    private func fetchResult(_ name: String) throws -> Application.BackgroundFetchResult {
+    func fetchResult(_ name: String) throws -> Application.BackgroundFetchResult {
         [Application.BackgroundFetchResult.newData, .noData, .failed].first { $0.name == name } ?? .failed
     }
 }
@@ -418,133 +342,4 @@ public struct DetachedApplicationError: Error, CustomStringConvertible, Equatabl
 
     /// The message.
     public var description: String { message }
-}
-
-/// What the SDK of a detached application would have told the host, and the test's waits for it.
-final class DetachedRecorder: Sendable {
-    struct Snapshot {
-        var warnings: [String] = []
-        var fetchInterval: TimeInterval?
-        var terminationReason: String?
-        var registered: Set<String> = []
-        var launchFinished = false
-        var results: [UInt64: String] = [:]
-        var waiters: [UInt64: CheckedContinuation<String?, Never>] = [:]
-        /// Work whose wait timed out before it began waiting.
-        var timedOut: Set<UInt64> = []
-        /// Background tasks begun and not ended, and who waits for there to be none.
-        var openTasks = 0
-        var idleWaiters: [UInt64: CheckedContinuation<Bool, Never>] = [:]
-        var nextIdleWaiter: UInt64 = 0
-    }
-
-    private let state = Mutex(Snapshot())
-
-    var snapshot: Snapshot { state.withLock { $0 } }
-
-    func finishLaunching() {
-        state.withLock { $0.launchFinished = true }
-    }
-
-    /// One message the SDK sent.
-    func record(_ message: AppMessage) {
-        var resume: (CheckedContinuation<String?, Never>, String)?
-        var idle: [CheckedContinuation<Bool, Never>] = []
-        state.withLock { state in
-            switch message {
-            case .taskBegan:
-                state.openTasks += 1
-            case .taskEnded:
-                state.openTasks -= 1
-                if state.openTasks == 0 {
-                    idle = Array(state.idleWaiters.values)
-                    state.idleWaiters = [:]
-                }
-            case .warning(let text):
-                state.warnings.append(text)
-            case .fetchInterval(let interval):
-                state.fetchInterval = interval ?? Application.backgroundFetchIntervalNever
-            case .registerTask(let identifier):
-                let (inserted, _) = state.registered.insert(identifier)
-                if !inserted {
-                    state.terminationReason = state.terminationReason
-                        ?? "registered a launch handler for \(identifier) twice; the host terminates the app for it (bg-task-registration)"
-                } else if state.launchFinished {
-                    state.terminationReason = state.terminationReason
-                        ?? "registered a launch handler for \(identifier) after application(_:didFinishLaunchingWithOptions:) returned; the host terminates the app for it (bg-task-registration)"
-                }
-            case .workCompleted(let work, let result):
-                if let waiter = state.waiters.removeValue(forKey: work) { resume = (waiter, result) } else { state.results[work] = result }
-            default:
-                break
-            }
-        }
-        if let (waiter, result) = resume { waiter.resume(returning: result) }
-        idle.forEach { $0.resume(returning: true) }
-    }
-
-    /// Whether the app had no background task open by `timeout`.
-    func tasksEnded(within timeout: Duration) async -> Bool {
-        await withCheckedContinuation { continuation in
-            let id = state.withLock { state -> UInt64? in
-                if state.openTasks == 0 { return nil }
-                defer { state.nextIdleWaiter += 1 }
-                state.idleWaiters[state.nextIdleWaiter] = continuation
-                return state.nextIdleWaiter
-            }
-            guard let id else { return continuation.resume(returning: true) }
-            Task {
-                try? await Task.sleep(for: timeout)
-                state.withLock { $0.idleWaiters.removeValue(forKey: id) }?.resume(returning: false)
-            }
-        }
-    }
-
-    /// The result of a piece of work, once its completion is called; throws after `timeout`.
-    func result(of work: UInt64, timeout: Duration, awaiting what: String) async throws(DetachedApplicationError) -> String {
-        let timer = Task {
-            try await Task.sleep(for: timeout)
-            let waiter = state.withLock { state in
-                let waiter = state.waiters.removeValue(forKey: work)
-                if waiter == nil { state.timedOut.insert(work) }
-                return waiter
-            }
-            waiter?.resume(returning: nil)
-        }
-        defer { timer.cancel() }
-        let result = await withCheckedContinuation { (continuation: CheckedContinuation<String?, Never>) in
-            let done = state.withLock { state -> String?? in
-                if let result = state.results.removeValue(forKey: work) { return .some(result) }
-                if state.timedOut.remove(work) != nil { return .some(nil) }
-                state.waiters[work] = continuation
-                return nil
-            }
-            if let done { continuation.resume(returning: done) }
-        }
-        guard let result else {
-            throw DetachedApplicationError("\(what) was not called within \(timeout)", code: .timeout)
-        }
-        return result
-    }
-}
-
-/// A directory of its own under the temporary directory, removed with everything in it when
-/// released.
-final class TemporaryDirectory: Sendable {
-    let url: URL
-
-    init() {
-        var template = Array((NSTemporaryDirectory() + "apphost-detached-XXXXXX").utf8CString)
-        let made = template.withUnsafeMutableBufferPointer { mkdtemp($0.baseAddress!) }
-        url = made.map { URL(fileURLWithPath: String(cString: $0), isDirectory: true) }
-            ?? URL(fileURLWithPath: NSTemporaryDirectory() + "apphost-detached-\(getpid())-\(UInt32.random(in: 0...UInt32.max))")
-        try? FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
-    }
-
-    deinit { try? FileManager.default.removeItem(at: url) }
-}
-
-extension Duration {
-    /// The duration in seconds, as a Double.
-    var seconds: Double { Double(components.seconds) + Double(components.attoseconds) / 1e18 }
 }

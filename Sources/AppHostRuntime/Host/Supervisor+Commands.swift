@@ -1,0 +1,88 @@
+import Foundation
+import Dispatch
+
+// The commands that act on the apps as a person at the device would: home, the app switcher,
+// an interruption, a termination, memory running short (the command language's `home`,
+// `switcher`, `interrupt`, `terminate`, `memory-warning`, `memory-pressure`).
+extension Supervisor {
+    /// Sends the foreground app to the background (`home`).
+    public func home() {
+        queue.sync { sendForegroundAppAway(except: nil) }
+    }
+
+    /// Why `name` names no installed app ("no app named Nots; did you mean Notes? installed: …"),
+    /// or nil when it names one: for `apphost ctl events --app`.
+    public func unknownApp(_ name: String) -> String? {
+        queue.sync {
+            do {
+                _ = try app(named: name)
+                return nil
+            } catch {
+                return (error as? SupervisorError)?.message ?? "\(error)"
+            }
+        }
+    }
+
+    /// Opens the app switcher (`switcher`): the foreground app resigns active until `open` or
+    /// `home`. Returns the app's name; throws when no app is in the foreground.
+    @discardableResult
+    public func openSwitcher() throws -> String {
+        try queue.sync {
+            guard let record = apps.first(where: { $0.run.map { $0.machine.isAlive && $0.machine.isInForeground } ?? false }),
+                  let run = record.run
+            else { throw SupervisorError("no app is in the foreground", code: .wrongState) }
+            handle(record, run, .openSwitcher)
+            return record.bundle.name
+        }
+    }
+
+    /// Interrupts the foreground app, for `duration` or until `open`/`home` (`interrupt APP`).
+    public func interrupt(_ name: String, for duration: Duration?) throws {
+        try queue.sync {
+            let record = try app(named: name)
+            guard let run = record.run, run.machine.isAlive, run.machine.isInForeground else {
+                throw SupervisorError("\(record.bundle.name) is not in the foreground", code: .wrongState)
+            }
+            handle(record, run, .interrupt(duration))
+        }
+    }
+
+    /// Terminates an app (`terminate APP`): `applicationWillTerminate` if it runs, nothing if it
+    /// is suspended (a force quit).
+    public func terminate(_ name: String) throws {
+        try queue.sync {
+            let record = try app(named: name)
+            guard let run = record.run, run.machine.isAlive else {
+                throw SupervisorError("\(record.bundle.name) is not running", code: .wrongState)
+            }
+            handle(record, run, .terminate(byUser: true))
+        }
+    }
+
+    /// Sends `applicationDidReceiveMemoryWarning` to the named app, or to every running app.
+    public func memoryWarning(_ name: String?) throws {
+        try queue.sync {
+            let targets = try name.map { name in [try app(named: name)] } ?? apps
+            for record in targets {
+                if let run = record.run, run.machine.isAlive { handle(record, run, .memoryWarning) }
+            }
+        }
+    }
+
+    /// Simulates memory running short (`memory-pressure [MIB]`): running apps get
+    /// `applicationDidReceiveMemoryWarning`; after the policy's grace, apps are ended without a
+    /// callback (jetsam "vm-pageshortage"), suspended ones least recently used first and the
+    /// foreground app last, until all apps together use at most `target` bytes. Without a
+    /// target, every suspended app is ended and no running one.
+    public func memoryPressure(target: UInt64?) {
+        queue.sync {
+            let usage = measureMemory()
+            let running = apps.compactMap { record -> UInt64? in
+                guard let run = record.run, run.machine.isLive, run.machine.state != .suspended
+                else { return nil }
+                return run.memory
+            }.reduce(0, +)
+            beginPressure(target: target ?? running, usage: usage, cause: target.map { "memory-pressure \($0.mebibytes)" } ?? "memory-pressure")
+        }
+    }
+}
