@@ -76,6 +76,20 @@ extension LifecycleMachine {
         return actions
     }
 
+    /// How the main thread last answered: `mainThreadAnswered`.
+    enum MainThreadSign {
+        case returned(WireCallback)
+        case expirationHandlers(returned: Bool)
+
+        var description: String {
+            switch self {
+            case .returned(.snapshot): "the snapshot was taken"
+            case .returned(let callback): "\(callback.delegateMethodName) returned"
+            case .expirationHandlers(let returned): returned ? "expiration handlers returned" : "expiration handlers began"
+            }
+        }
+    }
+
     /// Why expiration handlers never began: "its expiration handler could not run: the main
     /// thread was blocked, not answering for 31.0 s (since applicationDidEnterBackground(_:) returned)".
     func blockedMainThread(now: HostInstant) -> String {

@@ -121,18 +121,6 @@ package struct LifecycleMachine: Sendable {
     /// report needs it: this is set on every acknowledgement).
     var mainThreadAnswered: (at: HostInstant, how: MainThreadSign)?
 
-    enum MainThreadSign {
-        case returned(WireCallback)
-        case expirationHandlers(returned: Bool)
-
-        var description: String {
-            switch self {
-            case .returned(.snapshot): "the snapshot was taken"
-            case .returned(let callback): "\(callback.delegateMethodName) returned"
-            case .expirationHandlers(let returned): returned ? "expiration handlers returned" : "expiration handlers began"
-            }
-        }
-    }
     /// When `expire APP` ended the background time before its budget.
     var backgroundTimeEndedEarly: HostInstant?
     /// The time of the input being handled: every deadline armed while handling it counts from it.
@@ -155,75 +143,6 @@ package struct LifecycleMachine: Sendable {
     package init(policy: Policy, continuousModes: Set<ContinuousMode> = []) {
         self.policy = policy
         self.declaredContinuousModes = continuousModes
-    }
-
-    /// The app's audio as the SDK reports it.
-    package struct AudioActivity: Sendable, Equatable {
-        /// Its AVAudioSession is active.
-        package var active = false
-        /// It plays: category playback, the session active, a player playing.
-        package var playing = false
-        /// An interruption began and has not ended; `byCall` when `interrupt APP` began it.
-        package var interrupted = false
-        package var interruptedByCall = false
-    }
-
-    /// The continuous modes holding the app running now: what it does, where it declares the mode.
-    package var holds: Set<ContinuousMode> {
-        var doing: Set<ContinuousMode> = []
-        if audio.playing { doing.insert(.audio) }
-        if updatesLocationInBackground { doing.insert(.location) }
-        if !activeCalls.isEmpty { doing.insert(.voip) }
-        return doing.intersection(declaredContinuousModes)
-    }
-
-    /// More calls than this at once is not a phone: a protocol violation.
-    static let maximumCalls = 16
-
-    /// The app's state as users see it.
-    package var state: AppState {
-        switch phase {
-        case .notRunning: .notRunning
-        case .starting, .launching: .launching
-        case .launched: launchKind == .foreground ? .inactive : .background
-        case .inactive: .inactive
-        case .active: .active
-        case .background, .suspending, .resumedInBackground: .background
-        case .suspended: .suspended
-        case .terminating: finalState
-        case .terminated: .terminated
-        }
-    }
-
-    /// Whether the app's process exists (from spawn until its end is observed).
-    package var isAlive: Bool { phase != .notRunning && phase != .terminated }
-
-    /// Whether the host has decided to end the app and waits for its process to go.
-    package var isEnding: Bool {
-        if case .terminating = phase { return true }
-        return false
-    }
-
-    /// Whether the app's process exists and the host has not decided to end it: the apps that
-    /// rules apply to and commands reach.
-    package var isLive: Bool { isAlive && !isEnding }
-
-    /// Whether the app is in the foreground, or on its way there.
-    package var isInForeground: Bool { placement == .foreground || placement == .interrupted }
-
-    /// Whether the host asked the app to end (`terminate`, shutdown).
-    var isTerminationRequested: Bool {
-        if case .terminated = placement { return true }
-        return false
-    }
-
-    /// When the caller must next deliver `.tick`.
-    package var nextDeadline: HostInstant? { deadlines.values.min() }
-
-    /// The background time left, while the app is in the background with its time running.
-    package func backgroundTimeRemaining(at now: HostInstant) -> Duration? {
-        guard let entered = backgroundEnteredAt else { return nil }
-        return max(.zero, now.duration(to: backgroundTimeEndedEarly ?? entered + policy.backgroundTime))
     }
 
     package mutating func handle(_ input: Input, now: HostInstant) -> [Action] {
@@ -381,47 +300,10 @@ package struct LifecycleMachine: Sendable {
             deadlines[.interruption] = nil
             actions += endCallInterruptionOfAudio()
 
-        case .audioInterruption(let began):
-            guard isLive, phase != .suspended, phase != .suspending else { return [] }
-            if began {
-                guard audio.active, !audio.interrupted else { return [] }
-                actions += interruptAudio(began: true, by: "audio-interrupt")
-            } else {
-                guard audio.interrupted else { return [] }
-                audio.interruptedByCall = false
-                actions += interruptAudio(began: false, by: "audio-resume")
-            }
-
-        case .audio(let active, let playing):
-            guard isLive else { return [] }
-            let wasPlaying = audio.playing
-            audio.active = active
-            audio.playing = playing
-            if playing != wasPlaying {
-                let unheld = playing && !declaredContinuousModes.contains(.audio)
-                    ? " (no audio in UIBackgroundModes: it does not keep the app running in the background)" : ""
-                actions.append(event(.audio, detail: (playing ? "playing" : "stopped") + unheld))
-            }
-
-        case .backgroundLocation(let updating, let why):
-            guard isLive, updating != updatesLocationInBackground else { return [] }
-            updatesLocationInBackground = updating
-            actions.append(event(.location, detail: why))
-
-        case .callReported(let uuid):
-            guard isLive else { return [] }
-            if inFlight?.callback == .didReceiveIncomingPush { pushReportedCall = true }
-            guard activeCalls.insert(uuid).inserted else { return [] }
-            if activeCalls.count > Self.maximumCalls {
-                return protocolViolation("it reported more than \(Self.maximumCalls) calls at once", now: now)
-            }
-            let unheld = declaredContinuousModes.contains(.voip)
-                ? "" : " (no voip in UIBackgroundModes: it does not keep the app running in the background)"
-            actions.append(event(.call, detail: "incoming call \(uuid) reported\(unheld)"))
-
-        case .callEnded(let uuid):
-            guard isLive, activeCalls.remove(uuid) != nil else { return [] }
-            actions.append(event(.call, detail: "call \(uuid) ended"))
+        case .audioInterruption, .audio, .backgroundLocation, .callReported, .callEnded:
+            let (more, goesOn) = handleContinuousMode(input)
+            guard goesOn else { return more }
+            actions += more
 
         case .terminate(let byUser):
             guard isLive, !isTerminationRequested else { return [] }
