@@ -15,6 +15,10 @@ extension Supervisor {
         public var initExecutable: String {
             URL(fileURLWithPath: executable).deletingLastPathComponent().appendingPathComponent("apphost-init").path
         }
+        /// How app processes are started: forked from the host's template process (the default:
+        /// the Swift runtime and Foundation are loaded once, as Android's zygote does) or each a
+        /// fresh exec of `executable` (fresh address-space randomisation per app).
+        public var launcher: Launcher = .template
         /// Forces a suspension mechanism; nil picks the best the machine offers.
         public var suspension: SuspensionMechanism?
         /// Copy each app's standard output and error to the host's standard error, line by line.
