@@ -6,6 +6,7 @@
 #include <sched.h>
 #include <signal.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 #include <linux/capability.h>
@@ -16,12 +17,22 @@
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
+#include <pthread.h>
+#include <stdint.h>
+
+extern char **environ;
 
 #ifndef CLONE_PIDFD
 #define CLONE_PIDFD 0x00001000
 #endif
 #ifndef SYS_close_range
 #define SYS_close_range 436
+#endif
+#ifndef SYS_clone3
+#define SYS_clone3 435
+#endif
+#ifndef CLONE_INTO_CGROUP
+#define CLONE_INTO_CGROUP 0x200000000ULL
 #endif
 #ifndef SYS_mount_setattr
 #define SYS_mount_setattr 442
@@ -51,6 +62,9 @@ static int apphost_detach_container_images(const char *const *keep, int count, c
 #define SPAWN_MAXIMUM_DESCRIPTORS 8
 /// The child's stack until execve: it runs a few system calls.
 #define SPAWN_STACK_SIZE (128 * 1024)
+/// From the launch template, the app process forked by the init runs on a copy of the init's
+/// stack for good: a main thread's stack.
+#define TEMPLATE_STACK_SIZE (8 * 1024 * 1024)
 
 /// What the parent hands the child, in the memory they share until execve.
 struct spawn_job {
@@ -64,6 +78,13 @@ struct spawn_job {
     const char *app_path;
     char *const *app_argv;
     char *app_stack;
+    /// From the launch template: the app process is a fork of the template that calls this,
+    /// with `envp` as its environment, instead of an exec of `app_path`.
+    void (*app_main)(void);
+    /// From the launch template: a cgroup v2 directory for the app process to start in (or -1),
+    /// and whether it did (CLONE_INTO_CGROUP).
+    int cgroup;
+    int started_in_cgroup;
     /// The pipe on which the init reports the file system's isolation to the app process.
     int report[2];
     char uid_map[32];
@@ -129,6 +150,114 @@ static void exec_unblocked(const char *path, char *const argv[], char *const env
     execve(path, argv, envp);
 }
 
+// The launch template (README.md, "How apps are launched").
+
+/// Where glibc keeps the calling thread's tid in its thread descriptor, found by
+/// apphost_template_prepare; -1 if it was not found.
+static long template_tid_offset = -1;
+
+/// The template's placeholders: where its environment holds each variable's value, and how
+/// many bytes that value has (apphost_template_prepare).
+#define TEMPLATE_MAXIMUM_PLACEHOLDERS 16
+static struct {
+    const char *name;
+    char *value;
+    size_t capacity;
+} template_placeholders[TEMPLATE_MAXIMUM_PLACEHOLDERS];
+static int template_placeholder_count;
+
+/// In a fork of the template: writes each placeholder's value from `envp` into the template's
+/// own bytes for it (an empty value where `envp` has none). Returns -1 if one does not fit.
+static int fill_placeholders(char *const envp[]) {
+    for (int index = 0; index < template_placeholder_count; index++) {
+        size_t length = strlen(template_placeholders[index].name);
+        const char *value = "";
+        for (char *const *entry = envp; *entry; entry++) {
+            if (strncmp(*entry, template_placeholders[index].name, length) == 0 && (*entry)[length] == '=') {
+                value = *entry + length + 1;
+                break;
+            }
+        }
+        if (strlen(value) > template_placeholders[index].capacity) return -1;
+        memcpy(template_placeholders[index].value, value, strlen(value) + 1);
+    }
+    return 0;
+}
+
+int apphost_template_prepare(const char *const *placeholders, int count) {
+    template_placeholder_count = 0;
+    for (int index = 0; index < count && index < TEMPLATE_MAXIMUM_PLACEHOLDERS; index++) {
+        char *value = getenv(placeholders[index]);
+        if (!value) continue;
+        template_placeholders[template_placeholder_count].name = placeholders[index];
+        template_placeholders[template_placeholder_count].value = value;
+        template_placeholders[template_placeholder_count].capacity = strlen(value);
+        template_placeholder_count++;
+    }
+    pid_t tid = (pid_t)syscall(SYS_gettid);
+    const pid_t *self = (const pid_t *)pthread_self();
+    int found = 0;
+    for (long index = 0; index < 1024; index++) {
+        if (self[index] == tid) {
+            template_tid_offset = index * (long)sizeof(pid_t);
+            found++;
+        }
+    }
+    if (found != 1) template_tid_offset = -1;
+    return found == 1 ? 0 : -1;
+}
+
+struct clone3_arguments {
+    uint64_t flags, pidfd, child_tid, parent_tid, exit_signal, stack, stack_size, tls, set_tid, set_tid_size, cgroup;
+};
+
+/// A fork of the calling process as clone3 makes it (`flags` added; `exit_signal` 0 with
+/// CLONE_PARENT; `cgroup` a cgroup v2 directory to start in, or -1). Unlike glibc's fork it
+/// runs no atfork handler (the template is single-threaded and holds no lock), so the child's
+/// copy of glibc's own record of its tid is written by the kernel (CLONE_CHILD_SETTID):
+/// pthread_self() must name the child's thread, not the template's. Returns 0 in the child.
+static pid_t fork_template(struct spawn_job *job, uint64_t exit_signal, uint64_t flags, int cgroup, int *pidfd) {
+    struct clone3_arguments arguments;
+    memset(&arguments, 0, sizeof arguments);
+    arguments.flags = flags;
+    arguments.exit_signal = exit_signal;
+    if (template_tid_offset >= 0) {
+        arguments.flags |= CLONE_CHILD_SETTID;
+        arguments.child_tid = (uint64_t)(uintptr_t)((char *)pthread_self() + template_tid_offset);
+    }
+    if (pidfd) {
+        arguments.flags |= CLONE_PIDFD;
+        arguments.pidfd = (uint64_t)(uintptr_t)pidfd;
+    }
+    if (cgroup >= 0) {
+        arguments.flags |= CLONE_INTO_CGROUP;
+        arguments.cgroup = (uint64_t)cgroup;
+    }
+    job->step = "clone3";
+    long pid = syscall(SYS_clone3, &arguments, sizeof arguments);
+    if (pid < 0 && cgroup >= 0 && errno != ENOSYS) {
+        // A group that cannot take it (gone, or a hierarchy without the feature): the host
+        // moves the process into its groups itself, as for the exec launcher.
+        arguments.flags &= ~CLONE_INTO_CGROUP;
+        arguments.cgroup = 0;
+        pid = syscall(SYS_clone3, &arguments, sizeof arguments);
+    }
+    if (pid > 0 && (arguments.flags & CLONE_INTO_CGROUP)) job->started_in_cgroup = 1;
+    return (pid_t)pid;
+}
+
+/// The app process forked from the template, its descriptors in place: takes the app's
+/// environment, unblocks every signal and becomes the app process. Never returns.
+static void run_template_app(struct spawn_job *job) {
+    if (fill_placeholders(job->envp) != 0) _exit(127);
+    environ = (char **)job->envp;
+    sigset_t none;
+    sigemptyset(&none);
+    sigprocmask(SIG_SETMASK, &none, NULL);
+    job->app_main();
+    _exit(127);
+}
+
 /// The app process, cloned by the init before the init execs: the init's descriptors but its
 /// channel to the host, whose place the read end of the isolation report takes.
 static int app_child(void *argument) {
@@ -149,7 +278,13 @@ fail:
 static int start_app_process(struct spawn_job *job) {
     job->step = "isolation report";
     if (pipe2(job->report, O_CLOEXEC) != 0) return -1;
-    pid_t pid = clone(app_child, job->app_stack + SPAWN_STACK_SIZE, CLONE_VM | CLONE_VFORK | SIGCHLD, job);
+    pid_t pid = job->app_main ? fork_template(job, SIGCHLD, 0, job->cgroup, NULL)
+                              : clone(app_child, job->app_stack + SPAWN_STACK_SIZE, CLONE_VM | CLONE_VFORK | SIGCHLD, job);
+    if (pid == 0) {
+        // The template's fork: pid 2 on a copy of this stack, sharing nothing with the init.
+        if (dup2(job->report[0], job->count - 1) < 0 || syscall(SYS_close_range, job->count, ~0U, 0) != 0) _exit(127);
+        run_template_app(job);
+    }
     if (pid < 0 || job->error != 0) {
         if (job->error != 0) errno = job->error;
         return -1;
@@ -161,11 +296,10 @@ static int start_app_process(struct spawn_job *job) {
     return close(job->report[1]);
 }
 
-static int spawn_child(void *argument) {
-    struct spawn_job *job = argument;
-    if ((job->namespaces & APPHOST_NAMESPACE_USER) && map_identity(job) != 0) goto fail;
-    // Every handler back to its default while all signals are blocked (the parent's handlers
-    // must never run here), then none blocked.
+/// What every started process does first: each signal handler back to its default (the
+/// parent's must never run here; every signal is blocked meanwhile), the parent-death signal,
+/// a process group of its own, and descriptor `fds[i]` as i, no other open.
+static int prepare_child(struct spawn_job *job) {
     struct sigaction action;
     memset(&action, 0, sizeof action);
     action.sa_handler = SIG_DFL;
@@ -173,24 +307,41 @@ static int spawn_child(void *argument) {
         if (number != SIGKILL && number != SIGSTOP) sigaction(number, &action, NULL);
     }
     job->step = "parent-death signal";
-    if (prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) != 0) goto fail;
+    if (prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) != 0) return -1;
     job->step = "process group";
-    if (setpgid(0, 0) != 0) goto fail;
+    if (setpgid(0, 0) != 0) return -1;
     // Each descriptor is first copied above the targets, so that no target overwrites a
     // source still to be placed.
     job->step = "descriptors";
     int moved[SPAWN_MAXIMUM_DESCRIPTORS];
     for (int index = 0; index < job->count; index++) {
         moved[index] = fcntl(job->fds[index], F_DUPFD_CLOEXEC, job->count);
-        if (moved[index] < 0) goto fail;
+        if (moved[index] < 0) return -1;
     }
+    // The cgroup directory the app process is to start in, kept as descriptor count + 1.
+    int cgroup = job->cgroup >= 0 ? fcntl(job->cgroup, F_DUPFD_CLOEXEC, job->count + 2) : -1;
+    if (job->cgroup >= 0 && cgroup < 0) return -1;
     for (int index = 0; index < job->count; index++) {
-        if (dup2(moved[index], index) < 0) goto fail;
+        if (dup2(moved[index], index) < 0) return -1;
     }
-    if (syscall(SYS_close_range, job->count, ~0U, 0) != 0) {
-        for (int fd = job->count; fd < 65536; fd++) close(fd);
+    int keep = job->count;
+    if (cgroup >= 0) {
+        if (dup3(cgroup, job->count + 1, O_CLOEXEC) < 0) return -1;
+        job->cgroup = job->count + 1;
+        keep = job->count + 2;
+        syscall(SYS_close_range, job->count, job->count, 0);
     }
-    if (job->app_path && start_app_process(job) != 0) goto fail;
+    if (syscall(SYS_close_range, keep, ~0U, 0) != 0) {
+        for (int fd = keep; fd < 65536; fd++) close(fd);
+    }
+    return 0;
+}
+
+static int spawn_child(void *argument) {
+    struct spawn_job *job = argument;
+    if ((job->namespaces & APPHOST_NAMESPACE_USER) && map_identity(job) != 0) goto fail;
+    if (prepare_child(job) != 0) goto fail;
+    if ((job->app_path || job->app_main) && start_app_process(job) != 0) goto fail;
     // After the app process has started: it must not inherit the capability.
     if ((job->namespaces & APPHOST_NAMESPACE_USER) && keep_mount_capability(job) != 0) goto fail;
     job->step = "execve";
@@ -202,16 +353,18 @@ fail:
 
 /// Runs `child` in a clone of the caller that shares its memory until it execs or exits (as
 /// vfork), with every signal blocked meanwhile. Returns the child's pid, its pidfd in `*pidfd`.
-static pid_t clone_sharing_memory(int (*child)(void *), void *job, int flags, int *pidfd) {
-    void *stack = mmap(NULL, SPAWN_STACK_SIZE, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
+static pid_t clone_sharing_memory(int (*child)(void *), void *job, int flags, int *pidfd, size_t size) {
+    void *stack = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK | MAP_NORESERVE, -1, 0);
     if (stack == MAP_FAILED) return -1;
+    // Below the stack, a page that faults: an overflow ends the process, never corrupts.
+    mprotect(stack, 4096, PROT_NONE);
     sigset_t all, previous;
     sigfillset(&all);
     pthread_sigmask(SIG_SETMASK, &all, &previous);
-    pid_t pid = clone(child, (char *)stack + SPAWN_STACK_SIZE, flags, job, pidfd);
+    pid_t pid = clone(child, (char *)stack + size, flags, job, pidfd);
     int saved = errno;
     pthread_sigmask(SIG_SETMASK, &previous, NULL);
-    munmap(stack, SPAWN_STACK_SIZE);
+    munmap(stack, size);
     errno = saved;
     return pid;
 }
@@ -224,6 +377,7 @@ pid_t apphost_spawn(const char *path, char *const argv[], char *const envp[], co
     }
     struct spawn_job job;
     memset(&job, 0, sizeof job);
+    job.cgroup = -1;
     job.path = path;
     job.argv = argv;
     job.envp = envp;
@@ -238,7 +392,7 @@ pid_t apphost_spawn(const char *path, char *const argv[], char *const envp[], co
     }
     if (namespaces & APPHOST_NAMESPACE_USER) prepare_maps(&job);
     int fd = -1;
-    pid_t pid = clone_sharing_memory(spawn_child, &job, clone_flags(namespaces), &fd);
+    pid_t pid = clone_sharing_memory(spawn_child, &job, clone_flags(namespaces), &fd, SPAWN_STACK_SIZE);
     int saved = errno;
     if (app_path) munmap(job.app_stack, SPAWN_STACK_SIZE);
     errno = saved;
@@ -250,6 +404,64 @@ pid_t apphost_spawn(const char *path, char *const argv[], char *const envp[], co
         return -1;
     }
     *pidfd = fd;
+    return pid;
+}
+
+int apphost_clone3_available(void) {
+    // Too small an argument: EINVAL where clone3 exists, ENOSYS where it does not.
+    return syscall(SYS_clone3, NULL, 0) < 0 && errno == ENOSYS ? 0 : 1;
+}
+
+pid_t apphost_template_spawn(char *const envp[], const int *fds, int count, int namespaces, const char *init_path,
+                             char *const init_argv[], int cgroup, void (*app_main)(void), int *pidfd,
+                             int *started_in_cgroup) {
+    if (count < 1 || count > SPAWN_MAXIMUM_DESCRIPTORS || !app_main || (namespaces && !init_path)) {
+        errno = EINVAL;
+        return -1;
+    }
+    struct spawn_job job;
+    memset(&job, 0, sizeof job);
+    job.envp = envp;
+    job.fds = fds;
+    job.count = count;
+    job.namespaces = namespaces;
+    job.app_main = app_main;
+    job.cgroup = cgroup;
+    if (namespaces) {
+        // The init shares this memory until it execs (as apphost_spawn's does); the app process
+        // it forks before that is a copy of this template, on a copy of the init's stack.
+        job.path = init_path;
+        job.argv = init_argv;
+        if (namespaces & APPHOST_NAMESPACE_USER) prepare_maps(&job);
+        int fd = -1;
+        pid_t pid = clone_sharing_memory(spawn_child, &job, clone_flags(namespaces) | CLONE_PARENT, &fd, TEMPLATE_STACK_SIZE);
+        if (pid < 0) return -1;
+        if (job.error != 0) {
+            close(fd);
+            errno = job.error;
+            return -1;
+        }
+        *pidfd = fd;
+        *started_in_cgroup = job.started_in_cgroup;
+        return pid;
+    }
+    // The app process itself, the host's child (CLONE_PARENT), as if the host had started it.
+    sigset_t all, previous;
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &previous);
+    int fd = -1;
+    pid_t pid = fork_template(&job, 0, CLONE_PARENT, cgroup, &fd);
+    if (pid == 0) {
+        job.cgroup = -1;
+        if (prepare_child(&job) != 0) _exit(127);
+        run_template_app(&job);
+    }
+    int saved = errno;
+    pthread_sigmask(SIG_SETMASK, &previous, NULL);
+    errno = saved;
+    if (pid < 0) return -1;
+    *pidfd = fd;
+    *started_in_cgroup = job.started_in_cgroup;
     return pid;
 }
 
@@ -275,7 +487,7 @@ int apphost_probe_namespaces(int namespaces, const char **step) {
     job.step = "clone";
     if (namespaces & APPHOST_NAMESPACE_USER) prepare_maps(&job);
     int fd = -1;
-    pid_t pid = clone_sharing_memory(probe_child, &job, clone_flags(namespaces), &fd);
+    pid_t pid = clone_sharing_memory(probe_child, &job, clone_flags(namespaces), &fd, SPAWN_STACK_SIZE);
     if (pid < 0) {
         *step = job.step;
         return -1;

@@ -108,20 +108,7 @@ int apphost_set_keep_capabilities(int keep) {
 }
 
 ssize_t apphost_send_with_fd(int socket, const void *bytes, size_t length, int fd) {
-    struct iovec io = { (void *)bytes, length };
-    union { char buffer[CMSG_SPACE(sizeof(int))]; struct cmsghdr align; } control;
-    memset(&control, 0, sizeof(control));
-    struct msghdr message = { 0 };
-    message.msg_iov = &io;
-    message.msg_iovlen = 1;
-    message.msg_control = control.buffer;
-    message.msg_controllen = sizeof(control.buffer);
-    struct cmsghdr *header = CMSG_FIRSTHDR(&message);
-    header->cmsg_level = SOL_SOCKET;
-    header->cmsg_type = SCM_RIGHTS;
-    header->cmsg_len = CMSG_LEN(sizeof(int));
-    memcpy(CMSG_DATA(header), &fd, sizeof(int));
-    return sendmsg(socket, &message, MSG_NOSIGNAL);
+    return apphost_send_with_fds(socket, bytes, length, &fd, 1);
 }
 
 ssize_t apphost_receive_with_fds(int socket, void *bytes, size_t length, int *fds, int capacity, int *count) {
@@ -145,6 +132,62 @@ ssize_t apphost_receive_with_fds(int socket, void *bytes, size_t length, int *fd
         }
     }
     return received;
+}
+
+ssize_t apphost_template_receive(int socket, void *bytes, size_t length, int *fds, int capacity, int *count) {
+    struct iovec io = { bytes, length };
+    union { char buffer[CMSG_SPACE(sizeof(int) * 8)]; struct cmsghdr align; } control;
+    struct msghdr message = { 0 };
+    message.msg_iov = &io;
+    message.msg_iovlen = 1;
+    message.msg_control = control.buffer;
+    message.msg_controllen = sizeof(control.buffer);
+    *count = 0;
+    ssize_t received;
+    do {
+        received = recvmsg(socket, &message, MSG_CMSG_CLOEXEC);
+    } while (received < 0 && errno == EINTR);
+    if (received < 0) return received;
+    for (struct cmsghdr *header = CMSG_FIRSTHDR(&message); header; header = CMSG_NXTHDR(&message, header)) {
+        if (header->cmsg_level != SOL_SOCKET || header->cmsg_type != SCM_RIGHTS) continue;
+        size_t n = (header->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+        for (size_t i = 0; i < n; i++) {
+            int fd;
+            memcpy(&fd, CMSG_DATA(header) + i * sizeof(int), sizeof(int));
+            if (*count < capacity) fds[(*count)++] = fd; else close(fd);
+        }
+    }
+    // A request cut short, or with more descriptors than the control buffer holds, is refused.
+    if (message.msg_flags & (MSG_TRUNC | MSG_CTRUNC)) {
+        for (int i = 0; i < *count; i++) close(fds[i]);
+        *count = 0;
+        errno = EMSGSIZE;
+        return -1;
+    }
+    return received;
+}
+
+ssize_t apphost_send_with_fds(int socket, const void *bytes, size_t length, const int *fds, int count) {
+    if (count < 0 || count > 8) {
+        errno = EINVAL;
+        return -1;
+    }
+    struct iovec io = { (void *)bytes, length };
+    union { char buffer[CMSG_SPACE(sizeof(int) * 8)]; struct cmsghdr align; } control;
+    memset(&control, 0, sizeof(control));
+    struct msghdr message = { 0 };
+    message.msg_iov = &io;
+    message.msg_iovlen = 1;
+    if (count > 0) {
+        message.msg_control = control.buffer;
+        message.msg_controllen = CMSG_SPACE(sizeof(int) * count);
+        struct cmsghdr *header = CMSG_FIRSTHDR(&message);
+        header->cmsg_level = SOL_SOCKET;
+        header->cmsg_type = SCM_RIGHTS;
+        header->cmsg_len = CMSG_LEN(sizeof(int) * count);
+        memcpy(CMSG_DATA(header), fds, sizeof(int) * count);
+    }
+    return sendmsg(socket, &message, MSG_NOSIGNAL);
 }
 
 #ifndef SECCOMP_FILTER_FLAG_TSYNC_ESRCH

@@ -13,6 +13,7 @@ struct Doctor: ParsableCommand {
         for finding in report.findings {
             print("\(finding.available ? "yes" : "no ")  \(finding.name): \(finding.detail)")
         }
+        print(report.launcher)
         print(report.suspension)
         print(report.sandbox)
         print(report.memory)

@@ -60,6 +60,8 @@ struct Launch: AsyncParsableCommand {
     @Flag(help: "Turn background app refresh off: no fetch or refresh task runs, and BGTaskScheduler.submit throws unavailable.")
     var noBackgroundAppRefresh = false
 
+    @Option(help: "How to start app processes: template (forked from a process that has loaded the Swift runtime and Foundation once; apps share its address-space layout) or exec (a fresh process and layout per app, about 10 ms slower). Default: $APPHOST_LAUNCHER, else template.")
+    var launcher: LauncherChoice = LauncherChoice(rawValue: ProcessInfo.processInfo.environment["APPHOST_LAUNCHER"] ?? "") ?? .template
     @Option(help: "How to suspend apps: auto (cgroup v2 freezer where possible, else SIGSTOP), cgroup, or sigstop.")
     var suspension: SuspensionChoice = .auto
     @Option(help: "How to hold apps to their memory limits: auto (the cgroup v1 memory controller where possible, else sampling), cgroup, or sampling.")
@@ -91,6 +93,7 @@ struct Launch: AsyncParsableCommand {
         configuration.policy = policy
         configuration.instance = state.instance
         configuration.suspension = suspension.mechanism
+        configuration.launcher = launcher.launcher
         configuration.memoryEnforcement = memoryEnforcement.enforcement
         configuration.power = PowerState(rawValue: power.rawValue) ?? .plugged
         configuration.network = NetworkState(rawValue: network.rawValue) ?? .online
@@ -256,6 +259,13 @@ enum PowerChoice: String, ExpressibleByArgument, CaseIterable {
 enum NetworkChoice: String, ExpressibleByArgument, CaseIterable {
     case online
     case offline
+}
+
+/// `--launcher`: Launcher's values.
+enum LauncherChoice: String, ExpressibleByArgument, CaseIterable {
+    case template, exec
+
+    var launcher: Launcher { self == .exec ? .exec : .template }
 }
 
 enum SuspensionChoice: String, ExpressibleByArgument, CaseIterable {

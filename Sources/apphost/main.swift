@@ -6,6 +6,10 @@ import ArgumentParser
 if CommandLine.arguments.count > 1 && CommandLine.arguments[1] == AppProcessRunner.argument {
     AppProcessRunner.main()
 }
+// So is the launch template, which forks app processes (README.md, "How apps are launched").
+if CommandLine.arguments.count > 1 && CommandLine.arguments[1] == LaunchTemplate.argument {
+    LaunchTemplate.main()
+}
 
 // A mistyped subcommand gets the nearest one ("did you mean launch?"), not the parser's
 // "unexpected argument".

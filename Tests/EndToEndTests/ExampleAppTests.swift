@@ -138,16 +138,16 @@ struct CommandLineTests {
         for name in [
             "seccomp filter", "seccomp user notification", "libseccomp user notification", "Landlock", "pidfd", "cgroup v2 freezer",
             "cgroup v1 freezer", "cgroup v1 pids controller", "PID and mount namespaces", "per-app users", "host capabilities",
-            "project quotas", "disk images",
+            "project quotas", "disk images", "clone3",
         ] {
             #expect(result.output.contains("  \(name): "), "doctor reports \(name)")
         }
-        // Then how it would suspend, confine, limit memory and storage, and each guarantee of
-        // the sandbox.
+        // Then how it would launch, suspend, confine, limit memory and storage, and each
+        // guarantee of the sandbox.
         let summary = result.output.split(separator: "\n").filter { !$0.hasPrefix("yes  ") && !$0.hasPrefix("no   ") }
             .map { String($0.prefix { $0 != ":" }) }
-        #expect(summary.prefix(4) == ["suspension", "sandbox", "memory", "storage"])
-        #expect(summary.dropFirst(4).count == 5 && summary.dropFirst(4).allSatisfy { $0 == "holds" || $0 == "DEGRADED" }, "\(summary)")
+        #expect(summary.prefix(5) == ["launcher", "suspension", "sandbox", "memory", "storage"])
+        #expect(summary.dropFirst(5).count == 5 && summary.dropFirst(5).allSatisfy { $0 == "holds" || $0 == "DEGRADED" }, "\(summary)")
     }
 
     @Test func psShowsEachApp() throws {

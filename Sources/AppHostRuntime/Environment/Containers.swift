@@ -126,13 +126,18 @@ enum Containers {
             "XDG_DATA_HOME=\(path)/Library/Application Support",
             "XDG_CACHE_HOME=\(path)/Library/Caches",
             "XDG_CONFIG_HOME=\(path)/Library/Preferences",
-            "PATH=/usr/local/bin:/usr/bin:/bin",
-            "LANG=C.UTF-8",
-            // Without CAP_SYS_NICE libdispatch complains about every worker's priority, through
-            // syslog's /dev/log or, set to stderr, into the app's output.
-            "LIBDISPATCH_LOG=NO",
-            // The backtracer spawns a helper on every crash; a crash should stay a plain crash.
-            "SWIFT_BACKTRACE=enable=no",
-        ] + (parent.map { ["APPHOST_PARENT_PID=\($0)"] } ?? [])
+        ] + runtimeEnvironment + (parent.map { ["APPHOST_PARENT_PID=\($0)"] } ?? [])
     }
+
+    /// What every app process's environment has, the same for all: the launch template starts
+    /// with it, since the Swift runtime and libdispatch read theirs once, at start-up.
+    static let runtimeEnvironment = [
+        "PATH=/usr/local/bin:/usr/bin:/bin",
+        "LANG=C.UTF-8",
+        // Without CAP_SYS_NICE libdispatch complains about every worker's priority, through
+        // syslog's /dev/log or, set to stderr, into the app's output.
+        "LIBDISPATCH_LOG=NO",
+        // The backtracer spawns a helper on every crash; a crash should stay a plain crash.
+        "SWIFT_BACKTRACE=enable=no",
+    ]
 }

@@ -85,32 +85,27 @@ final class AppProcess: @unchecked Sendable {
         receiver.descriptorAllowance = 1
         output = OutputForwarder(fd: spawned.output, name: name, pid: spawned.pid, forward: forwardOutput)
         diagnostics = spawned.diagnostics
+        // The process that runs app code joins the groups: the started one, or in namespaces
+        // the init's child (the init, apphost-init, runs none and is in none of them). It
+        // waits for its configuration, which is sent after this, so no app code runs outside.
+        // (The first move of a launch may wait out an RCU grace period, milliseconds; the
+        // launch template's fork starts in the freezer group and skips that move.)
+        let member = isNamespaced ? ProcFS.children(of: spawned.pid).first : spawned.pid
+        func join(_ group: Cgroup) -> Bool { member.map { (try? group.add(pid: $0)) != nil } == true }
         var joined = groups
-        if let group = groups.freezer, (try? group.add(pid: spawned.pid)) == nil {
+        if let group = groups.freezer, !spawned.startedInGroup, !join(group) {
             group.remove()
             joined.freezer = nil
         }
-        if let group = groups.pids, (try? group.add(pid: spawned.pid)) == nil {
+        if let group = groups.pids, !join(group) {
             group.remove()
             joined.pids = nil
         }
-        if let group = groups.memory, (try? group.group.add(pid: spawned.pid)) == nil {
+        if let group = groups.memory, !join(group.group) {
             group.discard()
             joined.memory = nil
         }
         self.groups = joined
-        if isNamespaced { bringRunnerIntoGroups() }
-    }
-
-    /// In a PID namespace the runner is started before the init execs (apphost_spawn), so
-    /// before the host has moved the init into its groups: it is moved here too, before the
-    /// configuration is sent, so that no app code runs outside them. (The first move of a launch
-    /// waits out an RCU grace period, milliseconds: the runner's start-up hides it.)
-    private func bringRunnerIntoGroups() {
-        guard let runner = ProcFS.children(of: startedPID).first else { return }
-        for group in [groups.freezer, groups.pids, groups.memory?.group].compactMap({ $0 }) {
-            try? group.add(pid: runner)
-        }
     }
 
     var cgroup: Cgroup? { groups.freezer }

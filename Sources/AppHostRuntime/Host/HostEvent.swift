@@ -62,7 +62,7 @@ public struct HostEvent: Sendable, Equatable, Codable {
     private enum CodingKeys: String, CodingKey {
         case time, app, name, pid, event, state, detail, elapsedMs, kind, namespace, code, reason, report, level, label
         case fatalError, backtrace, appFrame
-        case suspension, sandbox, memory, storage, instance, stateDirectory, schedulerClock
+        case launcher, suspension, sandbox, memory, storage, instance, stateDirectory, schedulerClock
     }
 
     public init(from decoder: any Decoder) throws {
@@ -94,6 +94,7 @@ public struct HostEvent: Sendable, Equatable, Codable {
         appFrame = try container.decodeIfPresent(String.self, forKey: .appFrame)
         if let instance = try container.decodeIfPresent(String.self, forKey: .instance) {
             host = HostSummary(
+                launcher: try container.decodeIfPresent(String.self, forKey: .launcher),
                 suspension: try container.decode(String.self, forKey: .suspension),
                 sandbox: try container.decode(String.self, forKey: .sandbox),
                 memory: try container.decode(String.self, forKey: .memory),
@@ -126,6 +127,7 @@ public struct HostEvent: Sendable, Equatable, Codable {
         try container.encodeIfPresent(backtrace, forKey: .backtrace)
         try container.encodeIfPresent(appFrame, forKey: .appFrame)
         if let host {
+            try container.encodeIfPresent(host.launcher, forKey: .launcher)
             try container.encode(host.suspension, forKey: .suspension)
             try container.encode(host.sandbox, forKey: .sandbox)
             try container.encode(host.memory, forKey: .memory)
@@ -156,6 +158,8 @@ public struct HostEvent: Sendable, Equatable, Codable {
 
 /// What the `started` event says of the host, as fields besides its text.
 public struct HostSummary: Sendable, Equatable {
+    /// How app processes start: "template" (forked from the launch template) or "exec".
+    public var launcher: String?
     /// "cgroup v2 freezer" or "SIGSTOP".
     public var suspension: String
     /// How apps are confined: "seccomp, Landlock ABI 7, …".

@@ -60,6 +60,10 @@ struct SpawnedProcess: Sendable {
     /// In namespaces of its own: the socket on which the namespace's init writes how the app
     /// process ended (non-blocking).
     var initChannel: Int32?
+    /// Started in its cgroup v2 group already (CLONE_INTO_CGROUP): the host need not move it.
+    var startedInGroup = false
+    /// Why the launch template was asked and could not start it (the process was exec'd).
+    var templateFailure: SystemError?
 }
 
 enum AppProcessSpawner {
@@ -70,8 +74,14 @@ enum AppProcessSpawner {
     /// (Namespaces.Support.flags) it is the init of a PID namespace, with the socket to the host
     /// on fd 5, and `app` (the runner and its arguments) its first child, pid 2, with those
     /// descriptors but the last.
+    ///
+    /// With `template`, the process is the launch template's fork instead (the init in
+    /// namespaces, which forks the app process; without, the app process itself), the app
+    /// process started in `group` where it is given, and exec'd as above only if the template
+    /// cannot.
     static func spawn(
-        executable: String, arguments: [String], environment: [String], namespaces: Int32, app: [String]? = nil
+        executable: String, arguments: [String], environment: [String], namespaces: Int32, app: [String]? = nil,
+        template: TemplateLauncher? = nil, group: Cgroup? = nil
     ) throws(SystemError) -> SpawnedProcess {
         var opened: [Int32] = []
         func pair(_ name: String, _ make: (inout [Int32]) -> Int32) throws(SystemError) -> (Int32, Int32) {
@@ -99,6 +109,39 @@ enum AppProcessSpawner {
             initChannel = host
         }
 
+        var started: (pid: pid_t, pidfd: Int32)?
+        var templateFailure: SystemError?
+        var startedInGroup = false
+        if let template {
+            let request = LaunchTemplateRequest(
+                namespaces: namespaces, initArguments: namespaces != 0 ? [executable] + arguments : [], environment: environment,
+                intoCgroup: false)
+            let groupFD = group.map { open($0.path, O_RDONLY | O_DIRECTORY | O_CLOEXEC) }
+            defer { if let groupFD, groupFD >= 0 { closeIgnoringErrors(groupFD) } }
+            do {
+                let forked = try template.spawn(request, descriptors: descriptors, cgroup: groupFD.flatMap { $0 >= 0 ? $0 : nil })
+                started = (forked.pid, forked.pidfd)
+                startedInGroup = forked.startedInGroup
+            } catch {
+                templateFailure = error
+            }
+        }
+        if started == nil {
+            started = try exec(executable, arguments, environment: environment, namespaces: namespaces, app: app, descriptors: descriptors)
+        }
+        for fd in [control, output, diagnostics] + (initChannel.map { [$0] } ?? []) {
+            _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK)
+            keep.insert(fd)
+        }
+        return SpawnedProcess(
+            pid: started!.pid, pidfd: started!.pidfd, control: control, output: output, diagnostics: diagnostics,
+            initChannel: initChannel, startedInGroup: startedInGroup, templateFailure: templateFailure)
+    }
+
+    /// apphost_spawn: the exec launcher.
+    private static func exec(
+        _ executable: String, _ arguments: [String], environment: [String], namespaces: Int32, app: [String]?, descriptors: [Int32]
+    ) throws(SystemError) -> (pid: pid_t, pidfd: Int32) {
         let argv = ([executable] + arguments).map { strdup($0) } + [nil]
         let envp = environment.map { strdup($0) } + [nil]
         let appArgv = (app ?? []).map { strdup($0) } + [nil]
@@ -109,11 +152,6 @@ enum AppProcessSpawner {
         let pid = apphost_spawn(
             executable, argv, envp, descriptors, Int32(descriptors.count), namespaces, app == nil ? nil : appArgv[0], appArgv, &pidfd)
         guard pid > 0 else { throw SystemError("spawn \(executable)", errno: errno) }
-        for fd in [control, output, diagnostics] + (initChannel.map { [$0] } ?? []) {
-            _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK)
-            keep.insert(fd)
-        }
-        return SpawnedProcess(
-            pid: pid, pidfd: pidfd, control: control, output: output, diagnostics: diagnostics, initChannel: initChannel)
+        return (pid, pidfd)
     }
 }

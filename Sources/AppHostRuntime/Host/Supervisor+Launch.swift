@@ -96,10 +96,7 @@ extension Supervisor {
         let groupName = "\(bundle.name)-\(groupCounter)"
         let groups = AppProcess.Groups(
             freezer: try? environment.freezerGroup?.makeChild(named: groupName),
-            // The init of the app's PID namespace is one more task, not the app's.
-            pids: environment.pidsGroup.flatMap {
-                try? $0.makePidsGroup(named: groupName, limit: policy.processLimit + (environment.namespaces.flags != 0 ? 1 : 0))
-            },
+            pids: environment.pidsGroup.flatMap { try? $0.makePidsGroup(named: groupName, limit: policy.processLimit) },
             memory: environment.memoryGroup.flatMap { memory in
                 MemoryGroup.make(
                     in: memory, named: groupName,
@@ -116,10 +113,12 @@ extension Supervisor {
             + ["--readable", bundle.url.path]
         let runner = namespaces == 0 ? nil : [configuration.executable, appProcessArgument]
         let processEnvironment = Containers.environment(container: container, parent: namespaces != 0 ? nil : getpid())
+        let template = template?.current != nil ? template : nil
         let result = spawner.run { () -> Result<SpawnedProcess, SystemError> in
             Result { () throws(SystemError) in
                 try AppProcessSpawner.spawn(
-                    executable: executable, arguments: arguments, environment: processEnvironment, namespaces: namespaces, app: runner)
+                    executable: executable, arguments: arguments, environment: processEnvironment, namespaces: namespaces, app: runner,
+                    template: template, group: groups.freezer)
             }
         }
         let spawned: SpawnedProcess
@@ -132,6 +131,11 @@ extension Supervisor {
         }
         let process = AppProcess(spawned, groups: groups, name: bundle.name, forwardOutput: configuration.forwardAppOutput)
         run.process = process
+        if let failure = spawned.templateFailure {
+            publish(HostEvent(
+                time: Date(), app: bundle.identifier, name: bundle.name, pid: process.pid, event: .warning,
+                detail: "launched by exec: the launch template could not start it (\(failure))"), run: run)
+        }
         if environment.memoryGroup != nil && process.memoryGroup == nil {
             publish(HostEvent(
                 time: Date(), app: bundle.identifier, name: bundle.name, pid: process.pid, event: .warning,

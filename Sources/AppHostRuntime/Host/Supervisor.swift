@@ -35,6 +35,11 @@ public final class Supervisor: @unchecked Sendable {
     static let libraryDirectories = Landlock.libraryDirectories()
     let clock: any HostClock
     let spawner = SpawnThread()
+    /// The launch template, with `configuration.launcher` `.template` (Supervisor+Template).
+    let template: TemplateLauncher?
+    var templateSource: (any DispatchSourceRead)?
+    /// When the template ended lately: it is not restarted past `templateRestartLimit`.
+    var templateEnds: [HostInstant] = []
     /// The instance's cgroups and how apps are suspended and limited here.
     let environment: HostEnvironment
     let sharedResources: SharedResourceCheck
@@ -125,6 +130,12 @@ public final class Supervisor: @unchecked Sendable {
         sharedResources = SharedResourceCheck(
             groupsDirectory: configuration.stateDirectory.resolvingSymlinksInPath().appendingPathComponent("groups").path,
             declared: policy.sharedResources)
+        template = configuration.launcher == .template && apphost_clone3_available() != 0
+            ? TemplateLauncher(
+                executable: configuration.executable,
+                environment: Containers.runtimeEnvironment + ["APPHOST_PARENT_PID=\(getpid())"]
+                    + launchTemplatePlaceholders.map { "\($0)=" + String(repeating: "/", count: Int(APPHOST_TEMPLATE_PLACEHOLDER_LENGTH)) })
+            : nil
         sampler = DispatchSource.makeTimerSource(queue: queue)
         schedulerTimer = DispatchSource.makeTimerSource(queue: queue)
         pressureTimer = DispatchSource.makeTimerSource(queue: queue)
@@ -159,17 +170,27 @@ public final class Supervisor: @unchecked Sendable {
         let backgroundNote = "power \(configuration.power.rawValue), network \(configuration.network.rawValue), "
             + "background app refresh \(configuration.backgroundAppRefresh ? "on" : "off"), \(pending) pending task request\(pending == 1 ? "" : "s"), "
             + "scheduler clock \(SchedulerClock(offset: .seconds(double: loaded.clockOffset), now: Date() + loaded.clockOffset).description)"
+        var launcherFailure: String?
+        if template != nil, case .failure(let error) = startTemplate() {
+            launcherFailure = "the launch template cannot start (\(error)): apps launch by exec"
+        }
         let started = HostEvent(
             time: Date(), event: .started,
             detail: "suspension: \(suspensionNote); sandbox: \(sandboxNote); memory: \(memoryNote); background: \(backgroundNote); "
                 + "storage: \(storageMechanism.rawValue), \(storageNote); limits \(policy.storageLimit.mebibytes) per app, "
-                + "\(policy.appGroupStorageLimit.mebibytes) per app group\(storageMechanism == .accounting ? ", not enforced" : "")",
+                + "\(policy.appGroupStorageLimit.mebibytes) per app group\(storageMechanism == .accounting ? ", not enforced" : ""); "
+                + "launcher: \(launcherNote)",
             host: HostSummary(
+                launcher: template?.current != nil ? Launcher.template.rawValue : Launcher.exec.rawValue,
                 suspension: suspensionMechanism.rawValue, sandbox: sandboxNote, memory: memoryEnforcement.rawValue,
                 storage: storageMechanism.rawValue, instance: configuration.instance, stateDirectory: configuration.stateDirectory.path,
                 schedulerClock: loaded.clockOffset == 0
                     ? nil : HostEvent.isoFormatter.string(from: Date().addingTimeInterval(loaded.clockOffset))))
         queue.async { observer(started) }
+        if let launcherFailure {
+            let warning = HostEvent(time: Date(), event: .warning, detail: launcherFailure)
+            queue.async { observer(warning) }
+        }
         if storageProbe.mechanism == .accounting && configuration.storageMechanism == nil {
             let warning = HostEvent(time: Date(), event: .warning, detail: "storage: accounting only, \(storageNote)")
             queue.async { observer(warning) }
@@ -194,6 +215,8 @@ public final class Supervisor: @unchecked Sendable {
     }
 
     deinit {
+        template?.stop()
+        templateSource?.cancel()
         sampler.cancel()
         schedulerTimer.cancel()
         pressureTimer.cancel()

@@ -15,6 +15,9 @@ public struct EventName: RawRepresentable, Hashable, Sendable, Codable, CustomSt
     var isCallback: Bool { WireCallback(rawValue: rawValue) != nil }
 
     public static let launching = EventName(rawValue: "launching")
+    /// The host's launcher changed: the launch template ended (apps launch by exec meanwhile)
+    /// or was started again.
+    public static let launcher = EventName(rawValue: "launcher")
     public static let loaded = EventName(rawValue: "loaded")
     // Delegate callbacks that returned (the names of WireCallback).
     public static let willFinishLaunching = EventName(rawValue: "willFinishLaunching")

@@ -28,6 +28,38 @@
 pid_t apphost_spawn(const char *path, char *const argv[], char *const envp[], const int *fds, int count,
                     int namespaces, const char *app_path, char *const app_argv[], int *pidfd);
 
+/// In the launch template (README.md, "How apps are launched"): before the first
+/// apphost_template_spawn, while single-threaded. Records where the template's environment
+/// holds the value of each variable of `placeholders` (`count`, at most 16): CoreFoundation
+/// keeps pointers to the values of HOME, TMPDIR, the XDG directories and a few more, read once
+/// at its start-up, so the host starts the template with a long placeholder for each, and each
+/// fork writes its app's value over those bytes before app code runs (as well as setting its
+/// environment). Also finds where glibc records the calling thread's tid, so that each fork's
+/// copy names its own. Returns 0, or -1 if the tid was not found (the forks then keep the
+/// template's tid there: only glibc calls that use it, such as pthread_setaffinity_np on the
+/// main thread, would be wrong).
+int apphost_template_prepare(const char *const *placeholders, int count);
+
+/// The longest value a placeholder takes (the host makes each this long).
+#define APPHOST_TEMPLATE_PLACEHOLDER_LENGTH 4095
+
+/// Whether the kernel has clone3 (Linux 5.3), which the launch template forks with.
+int apphost_clone3_available(void);
+
+/// In the launch template, a single-threaded process that has loaded the Swift runtime and
+/// Foundation: starts an app process as a fork of itself that sets `envp` as its environment
+/// and calls `app_main` (which never returns), with descriptors as apphost_spawn places them.
+/// The started process is the template's parent's child (CLONE_PARENT), so the host waits for
+/// it and its parent-death signal fires with the host's spawn thread, as with apphost_spawn.
+/// Without `namespaces`, that is the app process itself; with them, it is the init (`init_path`,
+/// `init_argv`), which forks the app process as pid 2 before it execs, as apphost_spawn's init
+/// starts `app_path`. The app process starts in the cgroup v2 directory `cgroup` where it is
+/// not -1 and the kernel can (CLONE_INTO_CGROUP); the init is in none of the app's groups. Stores a pidfd in `*pidfd` and whether the process
+/// started in `cgroup` in `*started_in_cgroup`; returns the pid, or -1 and errno.
+pid_t apphost_template_spawn(char *const envp[], const int *fds, int count, int namespaces, const char *init_path,
+                             char *const init_argv[], int cgroup, void (*app_main)(void), int *pidfd,
+                             int *started_in_cgroup);
+
 /// Whether this kernel and user can give an app the namespaces of `namespaces`: makes them
 /// in a short-lived child that mounts a /proc for its PID namespace and makes a mount
 /// read-only, as the init will. Returns 0, or -1 and errno with `*step` naming what failed.

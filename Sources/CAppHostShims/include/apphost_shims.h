@@ -68,6 +68,11 @@ ssize_t apphost_send_with_fd(int socket, const void *bytes, size_t length, int f
 /// recvmsg(MSG_DONTWAIT | MSG_CMSG_CLOEXEC) into `bytes`, storing up to `capacity` received
 /// descriptors in `fds` and their number in `*count` (descriptors beyond it are closed).
 ssize_t apphost_receive_with_fds(int socket, void *bytes, size_t length, int *fds, int capacity, int *count);
+/// apphost_receive_with_fds, but blocking (through EINTR), and a message cut short (MSG_TRUNC or
+/// MSG_CTRUNC) is refused with EMSGSIZE, its descriptors closed: the launch template's read.
+ssize_t apphost_template_receive(int socket, void *bytes, size_t length, int *fds, int capacity, int *count);
+/// sendmsg of `bytes` with `count` (at most 8) descriptors as SCM_RIGHTS, MSG_NOSIGNAL.
+ssize_t apphost_send_with_fds(int socket, const void *bytes, size_t length, const int *fds, int count);
 /// seccomp(SECCOMP_SET_MODE_FILTER, TSYNC [| NEW_LISTENER | TSYNC_ESRCH], {count, instructions}):
 /// installs a compiled classic-BPF filter on every thread. Returns the listener fd when
 /// `listener` is set, else 0; -1 and errno on failure.

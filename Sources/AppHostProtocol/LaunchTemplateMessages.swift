@@ -1,0 +1,57 @@
+package import Foundation
+
+// The launch template's socket (README.md, "How apps are launched"): the host asks the template
+// to start an app process, the template answers with its pid (and a pidfd) or why it could not.
+// One datagram each way (SOCK_SEQPACKET), a request at a time. The template runs no app code
+// and hears only from its host.
+
+/// The argument that makes apphost's binary run as the launch template (`apphost __template`).
+package let launchTemplateArgument = "__template"
+
+/// The variables CoreFoundation reads once, at start-up, that differ from app to app
+/// (Containers.environment): the template starts with a placeholder for each, which each fork
+/// fills with its app's value (apphost_template_prepare).
+package let launchTemplatePlaceholders = ["HOME", "CFFIXED_USER_HOME", "TMPDIR", "XDG_DATA_HOME", "XDG_CONFIG_HOME", "XDG_CACHE_HOME"]
+
+/// One app process to start.
+package struct LaunchTemplateRequest: Codable, Sendable {
+    /// Namespaces.Support.flags: 0 for none.
+    package var namespaces: Int32
+    /// In namespaces: the init's path and arguments (apphost-init …).
+    package var initArguments: [String]
+    /// The app process's whole environment.
+    package var environment: [String]
+    /// Whether the last descriptor passed is a cgroup v2 directory to start the process in.
+    package var intoCgroup: Bool
+
+    package init(namespaces: Int32, initArguments: [String], environment: [String], intoCgroup: Bool) {
+        self.namespaces = namespaces
+        self.initArguments = initArguments
+        self.environment = environment
+        self.intoCgroup = intoCgroup
+    }
+}
+
+/// The template's answer: the started process's pid (its pidfd passed with it), or what failed.
+package struct LaunchTemplateReply: Codable, Sendable {
+    package var pid: Int32?
+    /// Whether it started in the cgroup the request passed.
+    package var startedInCgroup: Bool?
+    package var errno: Int32?
+    package var failure: String?
+
+    package init(pid: Int32? = nil, startedInCgroup: Bool? = nil, errno: Int32? = nil, failure: String? = nil) {
+        self.pid = pid
+        self.startedInCgroup = startedInCgroup
+        self.errno = errno
+        self.failure = failure
+    }
+}
+
+extension LaunchTemplateRequest {
+    /// The most descriptors a request carries: stdin, stdout, stderr, control, diagnostics, the
+    /// init's channel and a cgroup directory.
+    package static let maximumDescriptors = 7
+    /// The largest request, in bytes (paths and an environment).
+    package static let maximumSize = 64 * 1024
+}

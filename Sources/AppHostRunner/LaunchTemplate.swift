@@ -1,0 +1,101 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import Foundation
+import AppHostProtocol
+import CAppHostShims
+
+/// The launch template (README.md, "How apps are launched"): apphost's binary started once per
+/// host as `apphost __template`, with a socket to the host on descriptor 3. Starting it loaded
+/// the Swift runtime, Foundation and Dispatch, the most of an app process's start-up; it then
+/// waits for requests and forks one app process per request, which runs AppProcessRunner as an
+/// exec'd one would. It stays single-threaded (a fork copies only the calling thread), uses no
+/// Dispatch queue, never loads a plugin and never runs app code: each fork takes the app's
+/// identity and loads its plugin only after it has left. Android's zygote works this way.
+public enum LaunchTemplate {
+    public static let argument = launchTemplateArgument
+    static let channelFD: Int32 = 3
+
+    public static func main() -> Never {
+        _ = apphost_set_parent_death_signal(SIGKILL)
+        if let expected = ProcessInfo.processInfo.environment[AppProcessRunner.parentPIDVariable].flatMap(Int32.init),
+           getppid() != expected {
+            _exit(0)
+        }
+        _ = apphost_set_thread_name("apphost-template")
+        let placeholders = launchTemplatePlaceholders.map { strdup($0) }
+        placeholders.withUnsafeBufferPointer { names in
+            names.withMemoryRebound(to: UnsafePointer<CChar>?.self) { _ = apphost_template_prepare($0.baseAddress, Int32($0.count)) }
+        }
+        warmUp()
+        // Nothing buffered may be copied into the forks (they would write it again).
+        fflush(nil)
+        var buffer = [UInt8](repeating: 0, count: LaunchTemplateRequest.maximumSize)
+        var descriptors = [Int32](repeating: -1, count: LaunchTemplateRequest.maximumDescriptors + 1)
+        while true {
+            var count: Int32 = 0
+            let received = buffer.withUnsafeMutableBytes { bytes in
+                descriptors.withUnsafeMutableBufferPointer {
+                    apphost_template_receive(channelFD, bytes.baseAddress, bytes.count, $0.baseAddress, Int32($0.count), &count)
+                }
+            }
+            // The host has gone (or closed the socket): so does the template.
+            if received <= 0 { _exit(0) }
+            let passed = Array(descriptors.prefix(Int(count)))
+            let reply = start(Data(buffer.prefix(received)), descriptors: passed)
+            passed.forEach { _ = close($0) }
+            let body = (try? JSONEncoder().encode(reply.reply)) ?? Data()
+            var pidfd = reply.pidfd
+            let sent = body.withUnsafeBytes { apphost_send_with_fds(channelFD, $0.baseAddress, $0.count, &pidfd, pidfd >= 0 ? 1 : 0) }
+            if reply.pidfd >= 0 { close(reply.pidfd) }
+            if sent < 0 { _exit(0) }
+        }
+    }
+
+    /// Starts the process a request asks for; returns the answer and the pidfd to pass with it.
+    static func start(_ body: Data, descriptors: [Int32]) -> (reply: LaunchTemplateReply, pidfd: Int32) {
+        guard let request = try? JSONDecoder().decode(LaunchTemplateRequest.self, from: body) else {
+            return (LaunchTemplateReply(errno: EINVAL, failure: "unreadable request"), -1)
+        }
+        // A value longer than its placeholder could not reach CoreFoundation: the host execs.
+        for entry in request.environment {
+            guard let equals = entry.firstIndex(of: "="), launchTemplatePlaceholders.contains(String(entry[..<equals])) else { continue }
+            if entry.utf8.count - entry.utf8.distance(from: entry.startIndex, to: equals) - 1 > Int(APPHOST_TEMPLATE_PLACEHOLDER_LENGTH) {
+                return (LaunchTemplateReply(errno: ENAMETOOLONG, failure: "\(entry[..<equals]) is longer than the template's \(APPHOST_TEMPLATE_PLACEHOLDER_LENGTH) bytes"), -1)
+            }
+        }
+        var appDescriptors = descriptors
+        var cgroup: Int32 = -1
+        if request.intoCgroup, let last = appDescriptors.popLast() { cgroup = last }
+        let environment = request.environment.map { strdup($0) } + [nil]
+        let initArguments = request.initArguments.map { strdup($0) } + [nil]
+        defer { (environment + initArguments).forEach { free($0) } }
+        var pidfd: Int32 = -1
+        var inCgroup: Int32 = 0
+        let pid = apphost_template_spawn(
+            environment, appDescriptors, Int32(appDescriptors.count), request.namespaces,
+            request.initArguments.isEmpty ? nil : initArguments[0], initArguments, cgroup, runAppProcess, &pidfd, &inCgroup)
+        guard pid > 0 else {
+            return (LaunchTemplateReply(errno: errno, failure: "fork of the template: \(String(cString: strerror(errno)))"), -1)
+        }
+        return (LaunchTemplateReply(pid: pid, startedInCgroup: inCgroup != 0), pidfd)
+    }
+
+    /// What each fork becomes, once its descriptors and environment are the app's.
+    static let runAppProcess: @convention(c) () -> Void = {
+        AppProcessRunner.main()
+    }
+
+    /// What every app process would otherwise do first, done once here so that each fork
+    /// inherits it done: the coders' and the wire types' metadata, the environment's reading.
+    static func warmUp() {
+        let configuration = WireConfiguration(
+            bundleIdentifier: "warm.up", bundleName: "WarmUp", bundlePath: "/", pluginPath: "/", delegateClassName: "",
+            containerPath: "/", launchReason: "user")
+        _ = try? WireCoding.decode(HostMessage.self, from: WireCoding.encode(HostMessage.configure(configuration)))
+        _ = try? WireCoding.decode(AppMessage.self, from: WireCoding.encode(AppMessage.hello(protocolVersion: wireProtocolVersion, pid: 0)))
+        _ = try? JSONDecoder().decode(LaunchTemplateRequest.self, from: JSONEncoder().encode(
+            LaunchTemplateRequest(namespaces: 0, initArguments: [], environment: [], intoCgroup: false)))
+        _ = ProcessInfo.processInfo.environment
+    }
+}

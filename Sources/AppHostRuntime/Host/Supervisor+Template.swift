@@ -1,0 +1,70 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import Foundation
+import Dispatch
+import AppHostSystem
+import CAppHostShims
+
+/// The launch template's supervision (README.md, "How apps are launched"): started with the
+/// host, started again when it ends, and in the meantime apps launch by exec.
+extension Supervisor {
+    /// At most this many ends of the template in `templateRestartWindow`; past it, apps launch
+    /// by exec until the host is restarted.
+    static let templateRestartLimit = 3
+    static let templateRestartWindow: Duration = .seconds(60)
+
+    /// Starts the template, on the spawn thread, and watches for its end. Returns its pid, or
+    /// why it could not start.
+    func startTemplate() -> Result<pid_t, SystemError> {
+        guard let template else { return .failure(SystemError("no launch template", errno: ENOENT)) }
+        let started = spawner.run { () -> Result<TemplateLauncher.Running, SystemError> in
+            Result { () throws(SystemError) in try template.start() }
+        }
+        guard case .success(let running) = started else {
+            return started.map(\.pid)
+        }
+        let source = DispatchSource.makeReadSource(fileDescriptor: running.pidfd, queue: queue)
+        source.setEventHandler { [weak self] in self?.templateEnded() }
+        // Closed only once no longer watched: a number reused while watched confuses the watch.
+        source.setCancelHandler { closeIgnoringErrors(running.pidfd) }
+        templateSource?.cancel()
+        templateSource = source
+        source.activate()
+        return .success(running.pid)
+    }
+
+    /// The template ended: says so, and starts it again unless it keeps ending.
+    func templateEnded() {
+        templateSource?.cancel()
+        templateSource = nil
+        guard let template else { return }
+        let pid = template.current?.pid ?? 0
+        let how = spawner.run { template.reap() }
+        guard !isShuttingDown else { return }
+        let now = clock.now
+        templateEnds = templateEnds.filter { $0.duration(to: now) < Self.templateRestartWindow } + [now]
+        var detail = "exec: the launch template (pid \(pid)) \(how)"
+        if templateEnds.count > Self.templateRestartLimit {
+            detail += "; it ended \(templateEnds.count) times in \(Self.templateRestartWindow.formatted): apps launch by exec until the host restarts"
+            publish(HostEvent(time: Date(), event: .launcher, detail: detail), run: nil)
+            return
+        }
+        publish(HostEvent(time: Date(), event: .launcher, detail: detail + "; apps launch by exec until it is back"), run: nil)
+        switch startTemplate() {
+        case .success(let pid):
+            publish(HostEvent(time: Date(), event: .launcher, detail: "template: started again (pid \(pid))"), run: nil)
+        case .failure(let error):
+            publish(HostEvent(time: Date(), event: .launcher, detail: "exec: the launch template cannot start again: \(error)"), run: nil)
+        }
+    }
+
+    /// Which launcher apps launch with now, for `ps`-like answers and the `started` event.
+    var launcherNote: String {
+        guard let running = template?.current else {
+            if configuration.launcher == .exec { return "exec" }
+            return apphost_clone3_available() != 0 ? "exec (the launch template is not running)" : "exec (this kernel has no clone3)"
+        }
+        return "template (pid \(running.pid))"
+    }
+}

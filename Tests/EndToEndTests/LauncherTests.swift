@@ -1,0 +1,138 @@
+import CAppHostShims
+import Foundation
+import Testing
+
+/// The launch template and the exec launcher (README.md, "How apps are launched"), against real
+/// app processes: which process each app is a fork of, what the template is, and what the host
+/// does when the template dies.
+@Suite(.serialized, .timeLimit(.minutes(1)))
+struct LauncherTests {
+    /// `/proc/PID/cmdline`'s arguments.
+    private func arguments(of pid: pid_t) -> [String] {
+        let data = (try? Data(contentsOf: URL(fileURLWithPath: "/proc/\(pid)/cmdline"))) ?? Data()
+        return data.split(separator: 0).map { String(decoding: $0, as: UTF8.self) }
+    }
+
+    private func parent(of pid: pid_t) -> pid_t? {
+        let stat = (try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8)) ?? ""
+        // "PID (comm) STATE PPID …": the name may hold spaces, so count from its closing parenthesis.
+        guard let close = stat.lastIndex(of: ")") else { return nil }
+        return stat[stat.index(after: close)...].split(separator: " ").dropFirst().first.flatMap { pid_t($0) }
+    }
+
+    /// The host's launch templates: its children running `apphost __template` (children of any
+    /// of its threads: the spawn thread starts them).
+    private func templates(of host: HostSession) -> [pid_t] {
+        let pid = host.process.processIdentifier
+        let threads = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/task")) ?? []
+        let children = threads.flatMap { thread in
+            ((try? String(contentsOfFile: "/proc/\(pid)/task/\(thread)/children", encoding: .utf8)) ?? "")
+                .split(separator: " ").compactMap { pid_t($0.trimmingCharacters(in: .whitespacesAndNewlines)) }
+        }
+        return children.filter { arguments(of: $0).dropFirst().first == "__template" }
+    }
+
+    /// Where libswiftCore.so is mapped in `pid`.
+    private func swiftCoreAddress(of pid: pid_t) -> String? {
+        // Read to the end: /proc files have no size, and a sized read stops at the first page.
+        let data = FileHandle(forReadingAtPath: "/proc/\(pid)/maps")?.readDataToEndOfFile() ?? Data()
+        let maps = String(decoding: data, as: UTF8.self)
+        return maps.split(separator: "\n").first { $0.hasSuffix("/libswiftCore.so") }.map { String($0.prefix { $0 != "-" }) }
+    }
+
+    private func launcher(of host: HostSession) throws -> String? {
+        try host.waitFor("the started event") { $0.event == "started" }.fields["launcher"] as? String
+    }
+
+    @Test func appProcessesAreForksOfTheTemplateAndTheHostsChildren() throws {
+        let scratch = try Scratch()
+        let host = try HostSession([try scratch.bundle("Hello")], scratch: scratch)
+        #expect(try launcher(of: host) == "template")
+        let pid = try #require(try host.waitFor("Hello", "didBecomeActive").pid)
+        let template = try #require(templates(of: host).first)
+        #expect(templates(of: host).count == 1)
+        // One thread: a fork copies only the thread that forks.
+        let status = try String(contentsOfFile: "/proc/\(template)/status", encoding: .utf8)
+        #expect(status.contains("\nThreads:\t1\n"))
+        #expect(arguments(of: pid).dropFirst().first == "__template")
+        // The host is the parent (of the init of the app's PID namespace, if it has one), not the
+        // template: the host waits for it, and it outlives the template.
+        if try host.isNamespaced("Hello") {
+            let initProcess = try #require(parent(of: pid))
+            #expect(arguments(of: initProcess).first?.hasSuffix("apphost-init") == true)
+            #expect(parent(of: initProcess) == host.process.processIdentifier)
+        } else {
+            #expect(parent(of: pid) == host.process.processIdentifier)
+        }
+        let templateHandle = apphost_pidfd_open(template)
+        defer { close(templateHandle) }
+        host.closeInput()
+        #expect(try host.waitForExit() == 0)
+        // The template ends with its host (its parent-death signal): its pidfd becomes readable.
+        var ended = pollfd(fd: templateHandle, events: Int16(POLLIN), revents: 0)
+        #expect(templateHandle >= 0 && poll(&ended, 1, 5000) == 1)
+    }
+
+    @Test func forksShareTheTemplatesLayoutAndExecGivesEachAppItsOwn() throws {
+        let aslr = (try? String(contentsOfFile: "/proc/sys/kernel/randomize_va_space", encoding: .utf8))?.hasPrefix("2") == true
+        for launcher in ["template", "exec"] {
+            let scratch = try Scratch()
+            let host = try HostSession(
+                [try scratch.bundle("First"), try scratch.bundle("Second")], scratch: scratch, arguments: ["--launcher", launcher])
+            #expect(try self.launcher(of: host) == launcher)
+            let first = try #require(try host.waitFor("First", "didBecomeActive").pid)
+            host.send("open Second")
+            let second = try #require(try host.waitFor("Second", "didBecomeActive").pid)
+            #expect(arguments(of: first).dropFirst().first == (launcher == "template" ? "__template" : "__app-process"))
+            #expect(templates(of: host).count == (launcher == "template" ? 1 : 0))
+            let addresses = (try #require(swiftCoreAddress(of: first)), try #require(swiftCoreAddress(of: second)))
+            if launcher == "template" {
+                #expect(addresses.0 == addresses.1)
+            } else if aslr {
+                #expect(addresses.0 != addresses.1)
+            }
+            host.closeInput()
+            #expect(try host.waitForExit() == 0)
+        }
+    }
+
+    @Test func aKilledTemplateIsStartedAgainAndRunningAppsLiveOn() throws {
+        let scratch = try Scratch()
+        let host = try HostSession([try scratch.bundle("First"), try scratch.bundle("Second")], scratch: scratch)
+        try host.waitFor("First", "didBecomeActive")
+        let first = try #require(templates(of: host).first)
+        kill(first, SIGKILL)
+        let ended = try host.waitFor("the template's end") { $0.event == "launcher" }
+        #expect(ended.detail == "exec: the launch template (pid \(first)) killed by signal 9 (Killed); apps launch by exec until it is back")
+        let again = try host.waitFor("the template's restart") { $0.event == "launcher" && $0.detail?.hasPrefix("template: started again") == true }
+        let second = try #require(templates(of: host).first, "no template after \(again.detail ?? "")")
+        #expect(again.detail == "template: started again (pid \(second))")
+        // The app forked from the dead template still answers.
+        host.send("memory-warning First")
+        try host.waitFor("First", "didReceiveMemoryWarning")
+        host.send("open Second")
+        let pid = try #require(try host.waitFor("Second", "didBecomeActive").pid)
+        #expect(arguments(of: pid).dropFirst().first == "__template")
+        host.closeInput()
+        #expect(try host.waitForExit() == 0)
+    }
+
+    @Test func aTemplateThatKeepsDyingLeavesLaunchesToExec() throws {
+        let scratch = try Scratch()
+        let host = try HostSession([try scratch.bundle("First"), try scratch.bundle("Second")], scratch: scratch)
+        try host.waitFor("First", "didBecomeActive")
+        for restart in 1...3 {
+            kill(try #require(templates(of: host).first), SIGKILL)
+            try host.waitFor("restart \(restart)", occurrence: restart) { $0.event == "launcher" && $0.detail?.hasPrefix("template: started again") == true }
+        }
+        kill(try #require(templates(of: host).first), SIGKILL)
+        let last = try host.waitFor("the last end") { $0.event == "launcher" && $0.detail?.hasSuffix("apps launch by exec until the host restarts") == true }
+        #expect(last.detail?.contains("it ended 4 times in 60.0 s") == true)
+        #expect(templates(of: host).isEmpty)
+        host.send("open Second")
+        let pid = try #require(try host.waitFor("Second", "didBecomeActive").pid)
+        #expect(arguments(of: pid).dropFirst().first == "__app-process")
+        host.closeInput()
+        #expect(try host.waitForExit() == 0)
+    }
+}
