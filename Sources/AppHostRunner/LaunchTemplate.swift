@@ -18,6 +18,13 @@ public enum LaunchTemplate {
 
     public static func main() -> Never {
         _ = apphost_set_parent_death_signal(SIGKILL)
+        // A fork copies only the thread that forks: a second thread's locks would be held forever.
+        let threads = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/task").count) ?? 1
+        guard threads == 1 else {
+            let line = "apphost: the launch template has \(threads) threads at start, and forks only from one; not starting\n"
+            _ = line.withCString { write(2, $0, strlen($0)) }
+            _exit(70)
+        }
         if let expected = ProcessInfo.processInfo.environment[AppProcessRunner.parentPIDVariable].flatMap(Int32.init),
            getppid() != expected {
             _exit(0)
@@ -76,7 +83,8 @@ public enum LaunchTemplate {
             environment, appDescriptors, Int32(appDescriptors.count), request.namespaces,
             request.initArguments.isEmpty ? nil : initArguments[0], initArguments, cgroup, runAppProcess, &pidfd, &inCgroup)
         guard pid > 0 else {
-            return (LaunchTemplateReply(errno: errno, failure: "fork of the template: \(String(cString: strerror(errno)))"), -1)
+            // A pidfd comes with the failure if a process was started: the host reaps it.
+            return (LaunchTemplateReply(errno: errno, failure: "fork of the template: \(String(cString: strerror(errno)))"), pidfd)
         }
         return (LaunchTemplateReply(pid: pid, startedInCgroup: inCgroup != 0), pidfd)
     }

@@ -436,12 +436,12 @@ pid_t apphost_template_spawn(char *const envp[], const int *fds, int count, int 
         int fd = -1;
         pid_t pid = clone_sharing_memory(spawn_child, &job, clone_flags(namespaces) | CLONE_PARENT, &fd, TEMPLATE_STACK_SIZE);
         if (pid < 0) return -1;
+        *pidfd = fd;
         if (job.error != 0) {
-            close(fd);
+            // The init failed before its exec: it is the host's child to reap, by this pidfd.
             errno = job.error;
             return -1;
         }
-        *pidfd = fd;
         *started_in_cgroup = job.started_in_cgroup;
         return pid;
     }

@@ -20,16 +20,11 @@ struct LauncherTests {
         return stat[stat.index(after: close)...].split(separator: " ").dropFirst().first.flatMap { pid_t($0) }
     }
 
-    /// The host's launch templates: its children running `apphost __template` (children of any
-    /// of its threads: the spawn thread starts them).
+    /// The host's launch templates: its children running `apphost __template`. (Found by each
+    /// process's parent: a thread's `children` file may miss one while another child exits.)
     private func templates(of host: HostSession) -> [pid_t] {
-        let pid = host.process.processIdentifier
-        let threads = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/task")) ?? []
-        let children = threads.flatMap { thread in
-            ((try? String(contentsOfFile: "/proc/\(pid)/task/\(thread)/children", encoding: .utf8)) ?? "")
-                .split(separator: " ").compactMap { pid_t($0.trimmingCharacters(in: .whitespacesAndNewlines)) }
-        }
-        return children.filter { arguments(of: $0).dropFirst().first == "__template" }
+        let processes = (try? FileManager.default.contentsOfDirectory(atPath: "/proc"))?.compactMap { pid_t($0) } ?? []
+        return processes.filter { parent(of: $0) == host.process.processIdentifier && arguments(of: $0).dropFirst().first == "__template" }
     }
 
     /// Where libswiftCore.so is mapped in `pid`.

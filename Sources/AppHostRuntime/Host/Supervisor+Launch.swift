@@ -154,10 +154,14 @@ extension Supervisor {
             guard let self, let record, let run else { return }
             readDiagnostics(record, run)
         })
-        // Compiled while the app process starts up (about a millisecond, in parallel with it).
+        // Compiled once per entitlements and own pid (about a millisecond, which a forked app
+        // process would otherwise wait for).
         do {
             let entitlements = Set(bundle.entitlements.compactMap(SyscallProfile.Entitlement.init(rawValue:)))
-            let program = try Seccomp.compile(SyscallProfile(entitlements: entitlements, ownPID: process.pidInNamespace))
+            let key = entitlements.map(\.rawValue).sorted().joined(separator: ",") + "/\(process.pidInNamespace)"
+            let program = try filters[key] ?? Seccomp.compile(SyscallProfile(entitlements: entitlements, ownPID: process.pidInNamespace))
+            // Only the namespaced pid (always the same) is worth keeping.
+            if process.isNamespaced { filters[key] = program }
             sandbox.filter = Data(program.instructions)
             sandbox.filterNotifies = program.notifies
         } catch {

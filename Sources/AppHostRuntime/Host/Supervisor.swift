@@ -82,6 +82,9 @@ public final class Supervisor: @unchecked Sendable {
     /// Set by `shutdown()`: no app launches after it.
     var isShuttingDown = false
     var groupCounter = 0
+    /// Compiled seccomp filters by entitlements and the pid the app sees as its own: in a PID
+    /// namespace that is always 2, so each app's filter is compiled once per host.
+    var filters: [String: Seccomp.Program] = [:]
     /// Inputs waiting for the machine while another input's actions are performed.
     var inputs: [(AppRecord, AppRun, LifecycleMachine.Input)] = []
     var isDraining = false

@@ -101,7 +101,12 @@ final class TemplateLauncher: Sendable {
             throw hung(template, SystemError("unreadable answer of the launch template", errno: EPROTO))
         }
         guard let pid = reply.pid, count == 1 else {
-            if count > 0 { closeIgnoringErrors(pidfd) }
+            if count > 0 {
+                // A process the template started and that failed before it ran: the host's child.
+                var status = apphost_child_status()
+                _ = apphost_waitid_pidfd(pidfd, WEXITED, &status)
+                closeIgnoringErrors(pidfd)
+            }
             throw SystemError(reply.failure ?? "the launch template", errno: reply.errno ?? EPROTO)
         }
         return (pid, pidfd, reply.startedInCgroup == true)
