@@ -91,7 +91,11 @@ final class AppProcess: @unchecked Sendable {
         // (The first move of a launch may wait out an RCU grace period, milliseconds; the
         // launch template's fork starts in the freezer group and skips that move.)
         let member = isNamespaced ? ProcFS.children(of: spawned.pid).first : spawned.pid
-        func join(_ group: Cgroup) -> Bool { member.map { (try? group.add(pid: $0)) != nil } == true }
+        // Born in it (the launch template's fork waits in the next launch's groups), or moved.
+        func join(_ group: Cgroup) -> Bool {
+            guard let member else { return false }
+            return ProcFS.isMember(member, of: group.path) || (try? group.add(pid: member)) != nil
+        }
         var joined = groups
         if let group = groups.freezer, !spawned.startedInGroup, !join(group) {
             group.remove()

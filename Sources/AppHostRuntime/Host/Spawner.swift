@@ -29,6 +29,14 @@ final class SpawnThread: @unchecked Sendable {
         thread.start()
     }
 
+    /// Runs `body` on the spawn thread, after what is queued there, without waiting for it.
+    func async(_ body: @escaping @Sendable () -> Void) {
+        condition.lock()
+        jobs.append(body)
+        condition.signal()
+        condition.unlock()
+    }
+
     /// Runs `body` on the spawn thread and waits for its result.
     func run<Result: Sendable>(_ body: @escaping @Sendable () -> Result) -> Result {
         let done = DispatchSemaphore(value: 0)

@@ -94,16 +94,17 @@ extension Supervisor {
         }
         groupCounter += 1
         let groupName = "\(bundle.name)-\(groupCounter)"
+        let namespaces = environment.namespaces.flags
+        let memoryLimit = run.machine.isInForeground ? policy.foregroundMemoryLimit : policy.backgroundMemoryLimit
+        // The init of a PID namespace is born in the waiting groups with the app process, and
+        // counts as one of its tasks there; a process the host moves is moved alone.
+        let processes = policy.processLimit + (namespaces != 0 ? 1 : 0)
+        let waiting = takeWaitingGroups(processes: processes, memory: memoryLimit)
         let groups = AppProcess.Groups(
             freezer: try? environment.freezerGroup?.makeChild(named: groupName),
-            pids: environment.pidsGroup.flatMap { try? $0.makePidsGroup(named: groupName, limit: policy.processLimit) },
-            memory: environment.memoryGroup.flatMap { memory in
-                MemoryGroup.make(
-                    in: memory, named: groupName,
-                    limit: run.machine.isInForeground ? policy.foregroundMemoryLimit : policy.backgroundMemoryLimit)
-            })
+            pids: waiting?.pids ?? environment.pidsGroup.flatMap { try? $0.makePidsGroup(named: groupName, limit: policy.processLimit) },
+            memory: waiting?.memory ?? environment.memoryGroup.flatMap { MemoryGroup.make(in: $0, named: groupName, limit: memoryLimit) })
         if groups.pids == nil && sandbox.uid != nil { sandbox.processLimit = UInt64(policy.processLimit) }
-        let namespaces = environment.namespaces.flags
         sandbox.namespaced = namespaces != 0
         // In namespaces the runner is the first child of apphost-init, which, while the runner
         // starts up, hides the state directory but for what the app may see.
@@ -131,6 +132,13 @@ extension Supervisor {
         }
         let process = AppProcess(spawned, groups: groups, name: bundle.name, forwardOutput: configuration.forwardAppOutput)
         run.process = process
+        // The template moves on to the next launch's groups; once it has left these, the app's
+        // process limit is its own again.
+        let waitedIn = waiting?.pids
+        prepareWaitingGroups { [weak process] in
+            guard let process, !process.isClosed, let pids = waitedIn, process.groupPaths.contains(pids.path) else { return }
+            try? pids.write("pids.max", "\(processes)")
+        }
         if let failure = spawned.templateFailure {
             publish(HostEvent(
                 time: Date(), app: bundle.identifier, name: bundle.name, pid: process.pid, event: .warning,

@@ -248,6 +248,9 @@ extension Supervisor {
         guard !shutdownContinuations.isEmpty, !apps.contains(where: { $0.run?.machine.isAlive == true }) else { return }
         let continuations = shutdownContinuations
         shutdownContinuations = []
+        // The template waits in groups of its own: it goes first, then they do.
+        template?.stop()
+        discardWaitingGroups()
         environment.remove()
         for line in storage.unmountAll() { publish(HostEvent(time: Date(), event: .warning, detail: line), run: nil) }
         // Another host may start on the instance from here.

@@ -40,6 +40,8 @@ public final class Supervisor: @unchecked Sendable {
     var templateSource: (any DispatchSourceRead)?
     /// When the template ended lately: it is not restarted past `templateRestartLimit`.
     var templateEnds: [HostInstant] = []
+    /// The cgroup v1 groups the template waits in, for the next launch (Supervisor+Template).
+    var waitingGroups: WaitingGroups?
     /// The instance's cgroups and how apps are suspended and limited here.
     let environment: HostEnvironment
     let sharedResources: SharedResourceCheck
@@ -220,6 +222,7 @@ public final class Supervisor: @unchecked Sendable {
     deinit {
         template?.stop()
         templateSource?.cancel()
+        discardWaitingGroups()
         sampler.cancel()
         schedulerTimer.cancel()
         pressureTimer.cancel()

@@ -112,6 +112,13 @@ final class TemplateLauncher: Sendable {
         return (pid, pidfd, reply.startedInCgroup == true)
     }
 
+    /// Moves the template into `groups` (the next launch's cgroup v1 groups), so that its next
+    /// fork is born in them. On the spawn thread, between requests. Returns whether it is in all.
+    func enter(_ groups: [Cgroup]) -> Bool {
+        guard let template = current else { return false }
+        return groups.allSatisfy { (try? $0.add(pid: template.pid)) != nil }
+    }
+
     /// A template that cannot be talked to is ended (its end is then noticed and it is started
     /// again); returns `error` for the caller to throw.
     private func hung(_ template: Running, _ error: SystemError) -> SystemError {
