@@ -35,8 +35,6 @@ public enum LaunchTemplate {
             names.withMemoryRebound(to: UnsafePointer<CChar>?.self) { _ = apphost_template_prepare($0.baseAddress, Int32($0.count)) }
         }
         warmUp()
-        // Nothing buffered may be copied into the forks (they would write it again).
-        fflush(nil)
         var buffer = [UInt8](repeating: 0, count: LaunchTemplateRequest.maximumSize)
         var descriptors = [Int32](repeating: -1, count: LaunchTemplateRequest.maximumDescriptors + 1)
         while true {
@@ -77,6 +75,8 @@ public enum LaunchTemplate {
         let environment = request.environment.map { strdup($0) } + [nil]
         let initArguments = request.initArguments.map { strdup($0) } + [nil]
         defer { (environment + initArguments).forEach { free($0) } }
+        // A fork copies what stdio holds unwritten, and would write it again.
+        fflush(nil)
         var pidfd: Int32 = -1
         var inCgroup: Int32 = 0
         let pid = apphost_template_spawn(
