@@ -18,22 +18,17 @@ public enum LaunchTemplate {
 
     public static func main() -> Never {
         _ = apphost_set_parent_death_signal(SIGKILL)
-        // A fork copies only the thread that forks: a second thread's locks would be held forever.
-        let threads = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/task").count) ?? 1
-        guard threads == 1 else {
-            let line = "apphost: the launch template has \(threads) threads at start, and forks only from one; not starting\n"
-            _ = line.withCString { write(2, $0, strlen($0)) }
-            _exit(70)
-        }
+        guard threadCount == 1 else { refuseToStart("it has \(threadCount) threads at start, and forks only from one") }
         if let expected = ProcessInfo.processInfo.environment[AppProcessRunner.parentPIDVariable].flatMap(Int32.init),
            getppid() != expected {
             _exit(0)
         }
         _ = apphost_set_thread_name("apphost-template")
         let placeholders = launchTemplatePlaceholders.map { strdup($0) }
-        placeholders.withUnsafeBufferPointer { names in
-            names.withMemoryRebound(to: UnsafePointer<CChar>?.self) { _ = apphost_template_prepare($0.baseAddress, Int32($0.count)) }
+        let prepared = placeholders.withUnsafeBufferPointer { names in
+            names.withMemoryRebound(to: UnsafePointer<CChar>?.self) { apphost_template_prepare($0.baseAddress, Int32($0.count)) }
         }
+        guard prepared == 0 else { refuseToStart("cannot find glibc's record of its thread's id") }
         warmUp()
         var buffer = [UInt8](repeating: 0, count: LaunchTemplateRequest.maximumSize)
         var descriptors = [Int32](repeating: -1, count: LaunchTemplateRequest.maximumDescriptors + 1)
@@ -45,9 +40,11 @@ public enum LaunchTemplate {
                 }
             }
             // The host has gone (or closed the socket): so does the template.
-            if received <= 0 { _exit(0) }
+            if received == 0 || (received < 0 && errno != EMSGSIZE) { _exit(0) }
             let passed = Array(descriptors.prefix(Int(count)))
-            let reply = start(Data(buffer.prefix(received)), descriptors: passed)
+            let reply: (reply: LaunchTemplateReply, pidfd: Int32) = received < 0
+                ? (LaunchTemplateReply(errno: EMSGSIZE, failure: "a request longer than \(LaunchTemplateRequest.maximumSize) bytes or with too many descriptors"), -1)
+                : start(Data(buffer.prefix(received)), descriptors: passed)
             passed.forEach { _ = close($0) }
             let body = (try? JSONEncoder().encode(reply.reply)) ?? Data()
             var pidfd = reply.pidfd
@@ -61,6 +58,10 @@ public enum LaunchTemplate {
     static func start(_ body: Data, descriptors: [Int32]) -> (reply: LaunchTemplateReply, pidfd: Int32) {
         guard let request = try? JSONDecoder().decode(LaunchTemplateRequest.self, from: body) else {
             return (LaunchTemplateReply(errno: EINVAL, failure: "unreadable request"), -1)
+        }
+        // Nothing may have started a thread since: the fork would copy its locks held.
+        guard threadCount == 1 else {
+            return (LaunchTemplateReply(errno: EDEADLK, failure: "the template has \(threadCount) threads"), -1)
         }
         // A value longer than its placeholder could not reach CoreFoundation: the host execs.
         for entry in request.environment {
@@ -87,6 +88,18 @@ public enum LaunchTemplate {
             return (LaunchTemplateReply(errno: errno, failure: "fork of the template: \(String(cString: strerror(errno)))"), pidfd)
         }
         return (LaunchTemplateReply(pid: pid, startedInCgroup: inCgroup != 0), pidfd)
+    }
+
+    /// The template's threads (`/proc/self/task`).
+    static var threadCount: Int {
+        (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/task").count) ?? 1
+    }
+
+    /// Says why on standard error (the host's) and ends; the host then launches by exec.
+    static func refuseToStart(_ reason: String) -> Never {
+        let line = "apphost: the launch template does not start: \(reason)\n"
+        _ = line.withCString { write(2, $0, strlen($0)) }
+        _exit(70)
     }
 
     /// What each fork becomes, once its descriptors and environment are the app's.

@@ -50,11 +50,12 @@ package struct Cgroup: Equatable, Sendable {
     package func killAll() -> Bool { (try? write("cgroup.kill", "1")) != nil }
 
     /// Kills whatever is left in the group and removes it, without waiting. False while the
-    /// kernel still holds it (a killed process that has not finished exiting): try again later.
+    /// kernel still holds it (a killed process that has not finished exiting, or `sparing`, a
+    /// process that is not the group's to kill and is on its way out): try again later.
     @discardableResult
-    package func remove() -> Bool {
-        if !killAll() {
-            for pid in processes { kill(pid, SIGKILL) }
+    package func remove(sparing: pid_t? = nil) -> Bool {
+        if sparing != nil || !killAll() {
+            for pid in processes where pid != sparing { kill(pid, SIGKILL) }
         }
         do {
             try valueOrErrno("rmdir \(path)") { rmdir(path) }

@@ -41,16 +41,6 @@ package enum ProcFS {
         }
     }
 
-    /// Whether `pid` is in the cgroup whose directory is `path` (of a v1 or v2 hierarchy), as its
-    /// `/proc/PID/cgroup` says.
-    package static func isMember(_ pid: pid_t, of path: String) -> Bool {
-        readSmallFile("/proc/\(pid)/cgroup").split(separator: "\n").contains { line in
-            guard let group = line.split(separator: ":", maxSplits: 2, omittingEmptySubsequences: false).last,
-                  group.count > 1 else { return false }
-            return path.hasSuffix(String(group))
-        }
-    }
-
     /// The fields of a stat file after the command (which may contain spaces and parentheses).
     private static func statFields(_ path: String) -> [Substring] {
         let stat = readSmallFile(path)

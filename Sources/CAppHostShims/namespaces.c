@@ -17,6 +17,8 @@
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
+#include <sys/rseq.h>
+#include <dlfcn.h>
 #include <pthread.h>
 #include <stdint.h>
 
@@ -194,10 +196,18 @@ int apphost_template_prepare(const char *const *placeholders, int count) {
         template_placeholders[template_placeholder_count].capacity = strlen(value);
         template_placeholder_count++;
     }
+    // glibc hands the kernel the address of its record of the thread's tid (set_tid_address);
+    // the kernel tells it back where checkpoint/restore is built in. Else it is looked for in
+    // the first kilobyte of glibc's thread descriptor, where it is, and must be found once.
     pid_t tid = (pid_t)syscall(SYS_gettid);
+    pid_t *address = NULL;
+    if (prctl(PR_GET_TID_ADDRESS, &address, 0, 0, 0) == 0 && address && *address == tid) {
+        template_tid_offset = (char *)address - (char *)pthread_self();
+        return 0;
+    }
     const pid_t *self = (const pid_t *)pthread_self();
     int found = 0;
-    for (long index = 0; index < 1024; index++) {
+    for (long index = 0; index < 1024 / (long)sizeof(pid_t); index++) {
         if (self[index] == tid) {
             template_tid_offset = index * (long)sizeof(pid_t);
             found++;
@@ -250,6 +260,17 @@ static pid_t fork_template(struct spawn_job *job, uint64_t exit_signal, uint64_t
 /// environment, unblocks every signal and becomes the app process. Never returns.
 static void run_template_app(struct spawn_job *job) {
     if (fill_placeholders(job->envp) != 0) _exit(127);
+    // libdispatch keeps the thread's tid in its thread-local data (the first field of
+    // __dispatch_tsd), taken in the template: its locks name their owner by it.
+    pid_t *dispatch_tid = dlsym(RTLD_DEFAULT, "__dispatch_tsd");
+    if (dispatch_tid) *dispatch_tid = (pid_t)syscall(SYS_gettid);
+    void (*dispatch_child)(void) = (void (*)(void))dlsym(RTLD_DEFAULT, "dispatch_atfork_child");
+    if (dispatch_child) dispatch_child();
+    // A fork of the namespace's init (a CLONE_VM child, which the kernel gives no restartable-
+    // sequences area) registers glibc's own, as glibc does for each thread it starts.
+    if (__rseq_size > 0) {
+        syscall(SYS_rseq, (char *)pthread_self() + __rseq_offset, __rseq_size, 0, RSEQ_SIG);
+    }
     environ = (char **)job->envp;
     sigset_t none;
     sigemptyset(&none);
@@ -408,8 +429,9 @@ pid_t apphost_spawn(const char *path, char *const argv[], char *const envp[], co
 }
 
 int apphost_clone3_available(void) {
-    // Too small an argument: EINVAL where clone3 exists, ENOSYS where it does not.
-    return syscall(SYS_clone3, NULL, 0) < 0 && errno == ENOSYS ? 0 : 1;
+    // Too small an argument: EINVAL (or E2BIG) where clone3 exists; ENOSYS where it does not,
+    // EPERM where a policy refuses it.
+    return syscall(SYS_clone3, NULL, 0) < 0 && (errno == EINVAL || errno == E2BIG) ? 1 : 0;
 }
 
 pid_t apphost_template_spawn(char *const envp[], const int *fds, int count, int namespaces, const char *init_path,

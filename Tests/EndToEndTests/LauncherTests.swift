@@ -20,11 +20,15 @@ struct LauncherTests {
         return stat[stat.index(after: close)...].split(separator: " ").dropFirst().first.flatMap { pid_t($0) }
     }
 
-    /// The host's launch templates: its children running `apphost __template`. (Found by each
-    /// process's parent: a thread's `children` file may miss one while another child exits.)
+    /// The host's launch templates: its children running `apphost __template` that are not app
+    /// processes (an app forked from one has its command line). Found by each process's parent:
+    /// a thread's `children` file may miss one while another child exits.
     private func templates(of host: HostSession) -> [pid_t] {
+        let apps = Set(host.allEvents.compactMap(\.pid))
         let processes = (try? FileManager.default.contentsOfDirectory(atPath: "/proc"))?.compactMap { pid_t($0) } ?? []
-        return processes.filter { parent(of: $0) == host.process.processIdentifier && arguments(of: $0).dropFirst().first == "__template" }
+        return processes.filter { pid in
+            !apps.contains(pid) && parent(of: pid) == host.process.processIdentifier && arguments(of: pid).dropFirst().first == "__template"
+        }
     }
 
     /// Where libswiftCore.so is mapped in `pid`.

@@ -112,17 +112,17 @@ final class MemoryGroup: @unchecked Sendable {
 
     /// Closes its control file and removes the group (killing anything left in it). The OOM
     /// eventfd belongs to the source that watches it.
-    func remove() {
+    func remove(sparing: pid_t? = nil) {
         closeControl()
-        group.remove()
+        group.remove(sparing: sparing)
     }
 
     /// Closes the control file the OOM events are registered on.
     func closeControl() { close(oomControl) }
 
     /// Removes a group nothing watches yet, closing its eventfd too.
-    func discard() {
-        remove()
+    func discard(sparing: pid_t? = nil) {
+        remove(sparing: sparing)
         close(oomEvents)
     }
 }

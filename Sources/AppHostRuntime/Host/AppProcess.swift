@@ -57,6 +57,9 @@ final class AppProcess: @unchecked Sendable {
     /// Records taken so far, valid or not; past `maximumDiagnostics` the socket is no longer read.
     private var diagnosticsReceived = 0
     private let groups: Groups
+    /// The launch template, while it may still be in this process's cgroup v1 groups (its fork
+    /// was born in them): never killed with them (Supervisor+Template).
+    private let spared: pid_t?
     /// The seccomp listener, once the runner has handed it over.
     private(set) var listener: SyscallListener?
     private var controlSource: (any DispatchSourceRead)?
@@ -72,7 +75,8 @@ final class AppProcess: @unchecked Sendable {
     /// Takes the spawned process and puts it in `groups` (a group it cannot join is dropped).
     /// It must be in them before the configuration is sent: the runner waits for it, so no app
     /// code runs outside them.
-    init(_ spawned: SpawnedProcess, groups: Groups, name: String, forwardOutput: Bool) {
+    init(_ spawned: SpawnedProcess, groups: Groups, name: String, forwardOutput: Bool, sparing template: pid_t? = nil) {
+        spared = template
         startedPID = spawned.pid
         pid = spawned.pid
         pidfd = spawned.pidfd
@@ -86,15 +90,17 @@ final class AppProcess: @unchecked Sendable {
         output = OutputForwarder(fd: spawned.output, name: name, pid: spawned.pid, forward: forwardOutput)
         diagnostics = spawned.diagnostics
         // The process that runs app code joins the groups: the started one, or in namespaces
-        // the init's child (the init, apphost-init, runs none and is in none of them). It
-        // waits for its configuration, which is sent after this, so no app code runs outside.
+        // the init's child (the init, apphost-init, runs none: moved by the host it is in none
+        // of them; a template's fork, it is born in the v1 ones with its child). It waits for
+        // its configuration, which is sent after this, so no app code runs outside.
         // (The first move of a launch may wait out an RCU grace period, milliseconds; the
         // launch template's fork starts in the freezer group and skips that move.)
         let member = isNamespaced ? ProcFS.children(of: spawned.pid).first : spawned.pid
-        // Born in it (the launch template's fork waits in the next launch's groups), or moved.
+        // Born in it (the launch template's fork is born in the groups the template waits in),
+        // or moved. Reading cgroup.procs costs no grace period.
         func join(_ group: Cgroup) -> Bool {
             guard let member else { return false }
-            return ProcFS.isMember(member, of: group.path) || (try? group.add(pid: member)) != nil
+            return group.processes.contains(member) || (try? group.add(pid: member)) != nil
         }
         var joined = groups
         if let group = groups.freezer, !spawned.startedInGroup, !join(group) {
@@ -102,11 +108,11 @@ final class AppProcess: @unchecked Sendable {
             joined.freezer = nil
         }
         if let group = groups.pids, !join(group) {
-            group.remove()
+            group.remove(sparing: template)
             joined.pids = nil
         }
         if let group = groups.memory, !join(group.group) {
-            group.discard()
+            group.discard(sparing: template)
             joined.memory = nil
         }
         self.groups = joined
@@ -119,8 +125,8 @@ final class AppProcess: @unchecked Sendable {
 
     /// Every process of the app: its group's members (children included), else itself.
     var processes: [pid_t] {
-        if let members = groups.pids?.processes, !members.isEmpty { return members }
-        if let members = groups.memory?.group.processes, !members.isEmpty { return members }
+        if let members = groups.pids?.processes.filter({ $0 != spared }), !members.isEmpty { return members }
+        if let members = groups.memory?.group.processes.filter({ $0 != spared }), !members.isEmpty { return members }
         return pid != startedPID ? [startedPID, pid] : [pid]
     }
 
@@ -334,8 +340,8 @@ final class AppProcess: @unchecked Sendable {
         groups.memory?.closeControl()
         // Children of the app (with the spawn entitlement) do not outlive it; a group whose
         // killed members have not finished exiting is removed a little later, off this turn.
-        for group in [groups.memory?.group, groups.pids, groups.freezer].compactMap({ $0 }) where !group.remove() {
-            queue.map { group.remove(retryingOn: $0) }
+        for group in [groups.memory?.group, groups.pids, groups.freezer].compactMap({ $0 }) where !group.remove(sparing: spared) {
+            queue.map { [spared] in group.remove(retryingOn: $0, sparing: spared) }
         }
     }
 }
@@ -343,10 +349,10 @@ final class AppProcess: @unchecked Sendable {
 extension Cgroup {
     /// Removes the group, trying again on `queue` every 10 ms, for up to a second, while the
     /// kernel still holds it.
-    func remove(retryingOn queue: DispatchQueue, attempts: Int = 100) {
+    func remove(retryingOn queue: DispatchQueue, attempts: Int = 100, sparing: pid_t? = nil) {
         guard attempts > 0 else { return }
         queue.asyncAfter(deadline: .now() + .milliseconds(10)) {
-            if !remove() { remove(retryingOn: queue, attempts: attempts - 1) }
+            if !remove(sparing: sparing) { remove(retryingOn: queue, attempts: attempts - 1, sparing: sparing) }
         }
     }
 }

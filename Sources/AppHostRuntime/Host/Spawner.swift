@@ -126,12 +126,18 @@ enum AppProcessSpawner {
                 intoCgroup: false)
             let groupFD = group.map { open($0.path, O_RDONLY | O_DIRECTORY | O_CLOEXEC) }
             defer { if let groupFD, groupFD >= 0 { closeIgnoringErrors(groupFD) } }
-            do {
-                let forked = try template.spawn(request, descriptors: descriptors, cgroup: groupFD.flatMap { $0 >= 0 ? $0 : nil })
+            let answer = Result { () throws(TemplateLauncher.Failure) in
+                try template.spawn(request, descriptors: descriptors, cgroup: groupFD.flatMap { $0 >= 0 ? $0 : nil })
+            }
+            switch answer {
+            case .success(let forked):
                 started = (forked.pid, forked.pidfd)
                 startedInGroup = forked.startedInGroup
-            } catch {
+            case .failure(.refused(let error)):
                 templateFailure = error
+            case .failure(.unanswered(let error)):
+                // A process the template may have started has these descriptors: none other may.
+                throw SystemError("the launch template did not answer (\(error)); it is started again", errno: error.errno)
             }
         }
         if started == nil {

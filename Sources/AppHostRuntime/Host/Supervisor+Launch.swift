@@ -102,8 +102,9 @@ extension Supervisor {
         let waiting = takeWaitingGroups(processes: processes, memory: memoryLimit)
         let groups = AppProcess.Groups(
             freezer: try? environment.freezerGroup?.makeChild(named: groupName),
-            pids: waiting?.pids ?? environment.pidsGroup.flatMap { try? $0.makePidsGroup(named: groupName, limit: policy.processLimit) },
-            memory: waiting?.memory ?? environment.memoryGroup.flatMap { MemoryGroup.make(in: $0, named: groupName, limit: memoryLimit) })
+            pids: waiting?.groups.pids ?? environment.pidsGroup.flatMap { try? $0.makePidsGroup(named: groupName, limit: policy.processLimit) },
+            memory: waiting?.groups.memory
+                ?? environment.memoryGroup.flatMap { MemoryGroup.make(in: $0, named: groupName, limit: memoryLimit) })
         if groups.pids == nil && sandbox.uid != nil { sandbox.processLimit = UInt64(policy.processLimit) }
         sandbox.namespaced = namespaces != 0
         // In namespaces the runner is the first child of apphost-init, which, while the runner
@@ -126,15 +127,24 @@ extension Supervisor {
         switch result {
         case .success(let value): spawned = value
         case .failure(let error):
-            groups.discard()
+            // Waiting groups still hold the template: they wait for the next launch.
+            groups.freezer?.remove()
+            if let waiting {
+                returnWaitingGroups(waiting.groups)
+                if groups.pids != waiting.groups.pids { groups.pids?.remove() }
+                if groups.memory !== waiting.groups.memory { groups.memory?.discard() }
+            } else {
+                groups.discard()
+            }
             failToSpawn(record, run, "cannot start the app process: \(error)")
             return
         }
-        let process = AppProcess(spawned, groups: groups, name: bundle.name, forwardOutput: configuration.forwardAppOutput)
+        let process = AppProcess(
+            spawned, groups: groups, name: bundle.name, forwardOutput: configuration.forwardAppOutput, sparing: waiting?.template)
         run.process = process
         // The template moves on to the next launch's groups; once it has left these, the app's
         // process limit is its own again.
-        let waitedIn = waiting?.pids
+        let waitedIn = waiting?.groups.pids
         prepareWaitingGroups { [weak process] in
             guard let process, !process.isClosed, let pids = waitedIn, process.groupPaths.contains(pids.path) else { return }
             try? pids.write("pids.max", "\(processes)")

@@ -74,9 +74,12 @@ extension Supervisor {
     }
 
     /// Makes the next launch's groups and queues the template's move into them; `then` runs on
-    /// the queue once the template has left the groups it was in.
+    /// the queue once the template has left the groups it was in (at once if there is none).
     func prepareWaitingGroups(then: (@Sendable () -> Void)? = nil) {
-        guard let template, template.current != nil, environment.pidsGroup != nil || environment.memoryGroup != nil else { return }
+        guard let template, template.current != nil, environment.pidsGroup != nil || environment.memoryGroup != nil else {
+            then?()
+            return
+        }
         groupCounter += 1
         let name = "launch-\(groupCounter)"
         let groups = WaitingGroups(
@@ -84,33 +87,54 @@ extension Supervisor {
             memory: environment.memoryGroup.flatMap { MemoryGroup.make(in: $0, named: name, limit: .max) })
         waitingGroups = groups
         let members = [groups.pids, groups.memory?.group].compactMap { $0 }
+        let fallback = [environment.pidsGroup, environment.memoryGroup].compactMap { $0 }
         spawner.async { [weak self] in
-            _ = template.enter(members)
+            _ = template.enter(members, fallback: fallback)
             guard let then else { return }
             self?.queue.async(execute: then)
         }
     }
 
     /// The waiting groups for a launch, sized for it: at most `processes` tasks of the app's (the
-    /// template counts until it has left), `memory` bytes. Nil if there are none.
-    func takeWaitingGroups(processes: Int, memory: UInt64) -> WaitingGroups? {
-        guard var groups = waitingGroups, template?.current != nil else { return nil }
+    /// template counts until it has left), `memory` bytes; nil if there are none, or the
+    /// template is not in them (its move failed), and with the template's pid, which the app's
+    /// process must never kill with its groups.
+    func takeWaitingGroups(processes: Int, memory: UInt64) -> (groups: WaitingGroups, template: pid_t)? {
+        guard var groups = waitingGroups, let pid = template?.current?.pid else { return nil }
+        // The move was queued before this launch's request on the spawn thread: wait for it.
+        spawner.run {}
+        let members = [groups.pids, groups.memory?.group].compactMap { $0 }
+        guard !members.isEmpty, members.allSatisfy({ $0.processes.contains(pid) }) else {
+            discardWaitingGroups()
+            return nil
+        }
         waitingGroups = nil
         if let pids = groups.pids, (try? pids.write("pids.max", "\(processes + 1)")) == nil {
-            pids.remove()
+            pids.remove(sparing: pid)
             groups.pids = nil
         }
         if let group = groups.memory, !group.setLimit(memory) {
-            group.discard()
+            group.discard(sparing: pid)
             groups.memory = nil
         }
-        return groups
+        return (groups, pid)
+    }
+
+    /// Gives back waiting groups a launch took and did not use (its spawn failed).
+    func returnWaitingGroups(_ groups: WaitingGroups) {
+        guard waitingGroups == nil else {
+            groups.pids?.remove(sparing: template?.current?.pid)
+            groups.memory?.discard(sparing: template?.current?.pid)
+            return
+        }
+        waitingGroups = groups
     }
 
     /// Removes the waiting groups (the host is shutting down, or the template is gone).
     func discardWaitingGroups() {
-        waitingGroups?.pids?.remove()
-        waitingGroups?.memory?.discard()
+        let pid = template?.current?.pid
+        waitingGroups?.pids?.remove(sparing: pid)
+        waitingGroups?.memory?.discard(sparing: pid)
         waitingGroups = nil
     }
 

@@ -176,7 +176,8 @@ public final class Supervisor: @unchecked Sendable {
             + "background app refresh \(configuration.backgroundAppRefresh ? "on" : "off"), \(pending) pending task request\(pending == 1 ? "" : "s"), "
             + "scheduler clock \(SchedulerClock(offset: .seconds(double: loaded.clockOffset), now: Date() + loaded.clockOffset).description)"
         var launcherFailure: String?
-        if template != nil, case .failure(let error) = startTemplate() {
+        // On the queue, as every later start is: the template's end is handled there.
+        if template != nil, case .failure(let error) = queue.sync(execute: { startTemplate() }) {
             launcherFailure = "the launch template cannot start (\(error)): apps launch by exec"
         }
         let started = HostEvent(

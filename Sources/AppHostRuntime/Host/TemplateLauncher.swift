@@ -26,8 +26,22 @@ final class TemplateLauncher: Sendable {
     private let environment: [String]
     private let running = Mutex<Running?>(nil)
     /// How long a request may wait for the template's answer (it starts up in tens of
-    /// milliseconds; past this it is taken for hung, killed, and the launch execs).
-    static let answerTimeout: Duration = .seconds(5)
+    /// milliseconds; past this it is taken for hung, killed, and the launch fails).
+    static let answerTimeout: Duration = .seconds(2)
+
+    /// Why the template did not start an app process. `unanswered`: the request went out and
+    /// no answer came back, so a process may have started with its descriptors: the launch
+    /// fails rather than exec another on them. `refused`: nothing was started.
+    enum Failure: Error, CustomStringConvertible {
+        case refused(SystemError)
+        case unanswered(SystemError)
+
+        var description: String {
+            switch self {
+            case .refused(let error), .unanswered(let error): "\(error)"
+            }
+        }
+    }
 
     /// `executable` is apphost's binary; `environment` the template's own (the variables the
     /// Swift runtime and libdispatch read at start-up; each app process gets its own).
@@ -79,26 +93,31 @@ final class TemplateLauncher: Sendable {
     /// diagnostics and, in namespaces, the init's channel) and, where `cgroup` is given, started
     /// in that cgroup v2 directory. On the spawn thread. Throws if the template is not running
     /// or fails: the caller then execs.
-    func spawn(_ request: LaunchTemplateRequest, descriptors: [Int32], cgroup: Int32?) throws(SystemError) -> (pid: pid_t, pidfd: Int32, startedInGroup: Bool) {
-        guard let template = current else { throw SystemError("the launch template is not running", errno: ESRCH) }
+    func spawn(_ request: LaunchTemplateRequest, descriptors: [Int32], cgroup: Int32?) throws(Failure) -> (pid: pid_t, pidfd: Int32, startedInGroup: Bool) {
+        guard let template = current else { throw .refused(SystemError("the launch template is not running", errno: ESRCH)) }
         var request = request
         request.intoCgroup = cgroup != nil
         let passed = descriptors + (cgroup.map { [$0] } ?? [])
         let body = (try? JSONEncoder().encode(request)) ?? Data()
+        guard body.count <= LaunchTemplateRequest.maximumSize, passed.count <= LaunchTemplateRequest.maximumDescriptors else {
+            throw .refused(SystemError("a launch template request of \(body.count) bytes", errno: E2BIG))
+        }
         let sent = body.withUnsafeBytes { bytes in
             passed.withUnsafeBufferPointer { apphost_send_with_fds(template.socket, bytes.baseAddress, bytes.count, $0.baseAddress, Int32($0.count)) }
         }
-        guard sent == body.count else { throw hung(template, SystemError("send to the launch template", errno: errno)) }
+        // A datagram goes whole or not at all: nothing was asked.
+        guard sent == body.count else { throw .refused(hung(template, SystemError("send to the launch template", errno: errno))) }
         var buffer = [UInt8](repeating: 0, count: 4096)
         var pidfd: Int32 = -1
         var count: Int32 = 0
         let received = buffer.withUnsafeMutableBytes { apphost_template_receive(template.socket, $0.baseAddress, $0.count, &pidfd, 1, &count) }
         guard received > 0 else {
-            throw hung(template, SystemError(received == 0 ? "the launch template closed its socket" : "answer of the launch template", errno: received == 0 ? EPIPE : errno))
+            throw .unanswered(hung(template, SystemError(
+                received == 0 ? "the launch template closed its socket" : "answer of the launch template", errno: received == 0 ? EPIPE : errno)))
         }
         guard let reply = try? JSONDecoder().decode(LaunchTemplateReply.self, from: Data(buffer.prefix(received))) else {
             if count > 0 { closeIgnoringErrors(pidfd) }
-            throw hung(template, SystemError("unreadable answer of the launch template", errno: EPROTO))
+            throw .unanswered(hung(template, SystemError("unreadable answer of the launch template", errno: EPROTO)))
         }
         guard let pid = reply.pid, count == 1 else {
             if count > 0 {
@@ -107,16 +126,21 @@ final class TemplateLauncher: Sendable {
                 _ = apphost_waitid_pidfd(pidfd, WEXITED, &status)
                 closeIgnoringErrors(pidfd)
             }
-            throw SystemError(reply.failure ?? "the launch template", errno: reply.errno ?? EPROTO)
+            throw .refused(SystemError(reply.failure ?? "the launch template", errno: reply.errno ?? EPROTO))
         }
         return (pid, pidfd, reply.startedInCgroup == true)
     }
 
     /// Moves the template into `groups` (the next launch's cgroup v1 groups), so that its next
-    /// fork is born in them. On the spawn thread, between requests. Returns whether it is in all.
-    func enter(_ groups: [Cgroup]) -> Bool {
+    /// fork is born in them; if it cannot be moved into all, back into `fallback` (the host's
+    /// own), out of the last app's. On the spawn thread, between requests. Returns whether it
+    /// is in all of `groups`.
+    func enter(_ groups: [Cgroup], fallback: [Cgroup]) -> Bool {
         guard let template = current else { return false }
-        return groups.allSatisfy { (try? $0.add(pid: template.pid)) != nil }
+        let moved = groups.map { (try? $0.add(pid: template.pid)) != nil }
+        guard moved.contains(false) else { return true }
+        for group in fallback { try? group.add(pid: template.pid) }
+        return false
     }
 
     /// A template that cannot be talked to is ended (its end is then noticed and it is started

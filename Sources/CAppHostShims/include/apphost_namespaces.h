@@ -35,9 +35,9 @@ pid_t apphost_spawn(const char *path, char *const argv[], char *const envp[], co
 /// at its start-up, so the host starts the template with a long placeholder for each, and each
 /// fork writes its app's value over those bytes before app code runs (as well as setting its
 /// environment). Also finds where glibc records the calling thread's tid, so that each fork's
-/// copy names its own. Returns 0, or -1 if the tid was not found (the forks then keep the
-/// template's tid there: only glibc calls that use it, such as pthread_setaffinity_np on the
-/// main thread, would be wrong).
+/// copy names its own (and each fork corrects libdispatch's copy, and registers glibc's
+/// restartable-sequences area where it has none). Returns 0, or -1 if the tid's record was not
+/// found: the template must then not fork (mutex owners would name the template's thread).
 int apphost_template_prepare(const char *const *placeholders, int count);
 
 /// The longest value a placeholder takes (the host makes each this long).
