@@ -325,6 +325,31 @@ func reportNamespaceCost() {
         print("namespace cost: this machine gives apps no PID and mount namespaces (see apphost doctor)")
     }
 }
+// `--callbacks-only N`: N callback round trips of one Hello, median and p99 (for profiling).
+if let index = arguments.firstIndex(of: "--callbacks-only") {
+    let count = Int(arguments[index + 1]) ?? 1000
+    let state = FileManager.default.temporaryDirectory.appendingPathComponent("apphost-benchmark-\(getpid())")
+    var configuration = Supervisor.Configuration(stateDirectory: state, executable: executable)
+    configuration.forwardAppOutput = false
+    configuration.storageMechanism = .accounting
+    let log = EventLog()
+    let supervisor = try! Supervisor(configuration: configuration) { log.record($0) }
+    try! supervisor.install(bundle)
+    var cursor = 0
+    try! supervisor.launch(bundle.name, kind: .foreground)
+    let active = log.next("didBecomeActive", after: &cursor)
+    print("app pid \(active.event.pid!), host pid \(getpid())")
+    var callbacks: [Double] = []
+    for _ in 0..<count {
+        try! supervisor.memoryWarning(bundle.name)
+        callbacks.append(log.next("didReceiveMemoryWarning", after: &cursor).event.elapsed!.seconds * 1000)
+    }
+    print(row(Sample(label: "delegate callback round trip", values: callbacks), against: nil))
+    try! supervisor.terminate(bundle.name)
+    _ = log.next("terminated", after: &cursor)
+    try? FileManager.default.removeItem(at: state)
+    exit(0)
+}
 // `--namespaces-only`: just what the namespaces cost a launch.
 if arguments.contains("--namespaces-only") {
     reportNamespaceCost()

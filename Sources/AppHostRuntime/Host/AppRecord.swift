@@ -48,6 +48,8 @@ final class AppRun: @unchecked Sendable {
     /// The latest violations (at most 32).
     private(set) var violations: [SandboxViolation] = []
     let timer: any DispatchSourceTimer
+    /// The deadline `timer` is set for (Supervisor.armTimer); nil when it is not set.
+    var armedDeadline: HostInstant?
     let launchedAt = Date()
     var lastState: AppState = .notRunning
     var stateSince: HostInstant

@@ -47,6 +47,8 @@ extension Supervisor {
         record.run = run
         run.timer.setEventHandler { [weak self, weak record, weak run] in
             guard let self, let record, let run else { return }
+            // It fired: set it again for whatever is next, sooner or later.
+            run.armedDeadline = nil
             handle(record, run, .tick)
         }
         run.timer.activate()
