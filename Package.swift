@@ -88,6 +88,8 @@ let package = Package(
     targets: [
         // C: syscalls and macros that do not import into Swift. Never a product.
         .target(name: "CAppHostShims"),
+        // C: epoll for the host's reader of the apps' control sockets. Never a product.
+        .target(name: "CAppHostEpoll"),
         // C: the app process's crash and watchdog handlers (async-signal-safe) and the record
         // they send the host. libgcc_s's unwinder reads the unwind tables.
         .target(name: "CAppHostCrash", linkerSettings: [.linkedLibrary("gcc_s")]),
@@ -146,6 +148,7 @@ let package = Package(
                 "AppHostSandbox",
                 "AppHostSystem",
                 "CAppHostShims",
+                "CAppHostEpoll",
                 .product(name: "Logging", package: "swift-log"),
                 "CAppHostCrash",
             ],

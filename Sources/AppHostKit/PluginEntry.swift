@@ -102,9 +102,14 @@ enum AppMain {
         let reader = Thread {
             var receiver = FrameReceiver(channel: ControlChannel(fd: fd))
             while true {
-                var ready = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
-                if poll(&ready, 1, -1) < 0 && errno == EINTR { continue }
+                // The socket blocks: the read waits for the host.
                 let batch = receiver.receive(budget: .max)
+                if batch.frames.isEmpty && batch.end == nil {
+                    // Woken with nothing whole to read (a non-blocking socket): wait for more.
+                    var ready = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+                    _ = poll(&ready, 1, -1)
+                    continue
+                }
                 for frame in batch.frames {
                     do {
                         let message = try WireCoding.decode(HostMessage.self, from: frame.body)

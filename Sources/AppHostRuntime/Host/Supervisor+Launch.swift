@@ -139,7 +139,7 @@ extension Supervisor {
                 time: Date(), app: bundle.identifier, name: bundle.name, pid: process.pid, event: .warning,
                 detail: "no memory cgroup for this process: its memory limits are enforced by sampling"), run: run)
         }
-        process.start(on: queue, control: { [weak self, weak record, weak run] in
+        process.start(on: queue, reader: controlReader, control: { [weak self, weak record, weak run] in
             guard let self, let record, let run else { return }
             readControl(record, run)
         }, exit: { [weak self, weak record, weak run] in

@@ -31,6 +31,8 @@ public final class Supervisor: @unchecked Sendable {
     public let storageNote: String
 
     let queue = DispatchQueue(label: "apphost.supervisor", qos: .userInitiated)
+    /// Reads the apps' control sockets and runs their handlers on `queue` (ControlReader.swift).
+    let controlReader: ControlReader
     /// Where the apps' libraries live: the host runs the same binary, so its own.
     static let libraryDirectories = Landlock.libraryDirectories()
     let clock: any HostClock
@@ -125,6 +127,7 @@ public final class Supervisor: @unchecked Sendable {
         sharedResources = SharedResourceCheck(
             groupsDirectory: configuration.stateDirectory.resolvingSymlinksInPath().appendingPathComponent("groups").path,
             declared: policy.sharedResources)
+        controlReader = try ControlReader(queue: queue)
         sampler = DispatchSource.makeTimerSource(queue: queue)
         schedulerTimer = DispatchSource.makeTimerSource(queue: queue)
         pressureTimer = DispatchSource.makeTimerSource(queue: queue)
@@ -194,6 +197,7 @@ public final class Supervisor: @unchecked Sendable {
     }
 
     deinit {
+        controlReader.stop()
         sampler.cancel()
         schedulerTimer.cancel()
         pressureTimer.cancel()
