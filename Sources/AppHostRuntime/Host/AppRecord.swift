@@ -56,8 +56,9 @@ final class AppRun: @unchecked Sendable {
     var snapshot: String?
     /// When the running callback was sent, or the last freeze or thaw began.
     var stepStartedAt: HostInstant?
-    /// The latest events (at most 32), for the report.
-    private(set) var events: [HostEvent] = []
+    /// The latest events (at most 32), for the report: only what the report shows of each, so
+    /// that a host of thousands of suspended apps holds little for each.
+    private(set) var events: [TerminationReport.Event] = []
     /// The crash record the app process sent, with the memory map read when it came.
     var crashCapture: BacktraceCapture?
     /// A watchdog's request for the main thread's backtrace, and its answer.
@@ -102,7 +103,7 @@ final class AppRun: @unchecked Sendable {
     }
 
     func remember(_ event: HostEvent) {
-        events.append(event)
+        events.append(TerminationReport.Event(time: event.time, event: event.event, state: event.state, detail: event.detail))
         if events.count > Self.historyLength { events.removeFirst(events.count - Self.historyLength) }
     }
 
