@@ -63,6 +63,23 @@ struct ControlChannelTests {
         #expect(try host.waitForExit() == HostExit.hostRules)
     }
 
+    /// The compact form of the callback's acknowledgement (CompactCoding.swift) is held to the
+    /// protocol as JSON is: an ack for a callback that is not running, and a compact frame cut
+    /// short, each end the app as a protocol violation.
+    @Test(arguments: [
+        ("compactAckOutOfTurn", "it acknowledged callback 999999, which was not running"),
+        ("compactAckTruncated", "it sent a frame that is not a message (5 bytes"),
+    ])
+    func aForgedCompactMessageEndsTheApp(attack: String, reason: String) throws {
+        let scratch = try Scratch()
+        let host = try HostSession([try scratch.bundle("Liar", behavior: ["wireAttack": attack])], scratch: scratch)
+        let end = try host.waitFor("Liar", "terminated")
+        #expect(end.kind == "protocol-violation")
+        #expect(end.reason?.contains(reason) == true, "reason: \(end.reason ?? "none")")
+        host.closeInput()
+        #expect(try host.waitForExit() == HostExit.hostRules)
+    }
+
     /// The uid the app really runs as: its own user from the host's allocations on a root host
     /// (apps run as per-app users from 2000000000 on), else the user running the tests.
     private func genuineUID(_ name: String, scratch: Scratch) throws -> UInt32 {

@@ -75,7 +75,9 @@ struct AppUsers {
 
     private func save() throws {
         let encoder = JSONEncoder()
-        encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
+        // Sorted, not pretty-printed: written at each new app's first launch, it grows with the
+        // apps a host has known (2,000 and more).
+        encoder.outputFormatting = [.sortedKeys]
         // Atomic: a crash mid-write leaves the previous table, never a torn one.
         try encoder.encode(table).write(to: file, options: .atomic)
     }

@@ -22,7 +22,13 @@ final class AppRecord: @unchecked Sendable {
     /// Its scene sessions, if it adopts scenes: kept past its process.
     var scenes = SceneSessions()
 
-    init(bundle: AppBundle) { self.bundle = bundle }
+    /// What a command may call it by, lowercased once: its name, identifier and directory name.
+    let names: [String]
+
+    init(bundle: AppBundle) {
+        self.bundle = bundle
+        names = [bundle.name, bundle.identifier, bundle.url.lastPathComponent].map { $0.lowercased() }
+    }
 }
 
 /// One process of an app, from launch to its report.

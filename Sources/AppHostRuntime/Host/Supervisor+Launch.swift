@@ -13,10 +13,7 @@ extension Supervisor {
 
     func app(named name: String) throws -> AppRecord {
         let lowered = name.lowercased()
-        if let record = apps.first(where: {
-            $0.bundle.name.lowercased() == lowered || $0.bundle.identifier.lowercased() == lowered
-                || $0.bundle.url.lastPathComponent.lowercased() == lowered
-        }) {
+        if let record = apps.first(where: { $0.names.contains(lowered) }) {
             return record
         }
         let known = apps.map(\.bundle.name).joined(separator: ", ")
