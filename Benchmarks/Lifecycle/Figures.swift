@@ -23,7 +23,8 @@ final class Figures {
             "apps": result.apps, "hostRssMiB": Self.rounded(result.hostRssMiB), "hostIdleTicks": result.hostIdleTicks,
             "idleSeconds": result.idleSeconds, "launchFirstTenth": Self.object(result.firstTenth),
             "launchLastTenth": Self.object(result.lastTenth), "pssPerAppMiB": Self.rounded(result.pssPerAppMiB),
-            "seconds": Self.rounded(result.seconds),
+            "seconds": Self.rounded(result.seconds), "hostCpuPerLaunchFirstTenthMs": Self.rounded(result.hostCpuFirstTenthMs),
+            "hostCpuPerLaunchLastTenthMs": Self.rounded(result.hostCpuLastTenthMs),
         ]
         if let stopped = result.stopped { object["stopped"] = stopped }
         entries["scale"] = object

@@ -16,6 +16,10 @@ struct ScaleResult {
     /// Launch to applicationDidBecomeActive of the first and the last tenth of the apps.
     var firstTenth: Sample
     var lastTenth: Sample
+    /// The host's own CPU time per launch (and suspension) in the first and the last tenth, in
+    /// milliseconds: what of a launch's growth is the host's.
+    var hostCpuFirstTenthMs: Double
+    var hostCpuLastTenthMs: Double
     /// The mean proportional set size of a suspended app process.
     var pssPerAppMiB: Double
     /// How long the launches and suspensions took together, in seconds.
@@ -158,7 +162,11 @@ func benchmarkScale(executable: String, bundle: URL, apps count: Int, idleSecond
     var pids: [Int32] = []
     var stopped: String?
     let start = now()
+    let tenth = max(1, (count - 1) / 10)
+    var tenthTicks: [Int] = []
     for (index, name) in names.enumerated() {
+        // The host's CPU time over the first and the last tenth of the measured launches.
+        if [1, 1 + tenth, count - tenth].contains(index) { tenthTicks.append(cpuTicks(host) ?? 0) }
         // The first app comes to the foreground with the host; each other is opened.
         let sent = now()
         if index > 0 { command("open \(name)") }
@@ -174,7 +182,12 @@ func benchmarkScale(executable: String, bundle: URL, apps count: Int, idleSecond
         }
         if let pid = active.pid { pids.append(pid) }
     }
+    tenthTicks.append(cpuTicks(host) ?? 0)
     let seconds = Double(now() - start) / 1e9
+    let tick = 1000 / Double(sysconf(Int32(_SC_CLK_TCK)))
+    func cpuPerLaunch(_ from: Int, _ to: Int) -> Double {
+        tenthTicks.count == 4 ? Double(tenthTicks[to] - tenthTicks[from]) * tick / Double(tenth) : 0
+    }
     // Launches and suspensions are over: the host should now be idle.
     usleep(500_000)
     let rss = (procKibibytes("/proc/\(host)/status", "VmRSS") ?? 0) / 1024
@@ -189,10 +202,10 @@ func benchmarkScale(executable: String, bundle: URL, apps count: Int, idleSecond
     close(output[0])
     // The first launch also starts the host: it is not one of the measured launches.
     let measured = Array(launches.dropFirst())
-    let tenth = max(1, measured.count / 10)
     return ScaleResult(
         apps: launches.count, hostRssMiB: rss, hostIdleTicks: ticks, idleSeconds: idleSeconds,
         firstTenth: Sample(label: "launch, first tenth of \(count) apps", values: Array(measured.prefix(tenth))),
         lastTenth: Sample(label: "launch, last tenth of \(count) apps", values: Array(measured.suffix(tenth))),
+        hostCpuFirstTenthMs: cpuPerLaunch(0, 1), hostCpuLastTenthMs: cpuPerLaunch(2, 3),
         pssPerAppMiB: pss.isEmpty ? 0 : pss.reduce(0, +) / Double(pss.count) / 1024, seconds: seconds, stopped: stopped)
 }

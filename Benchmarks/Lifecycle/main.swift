@@ -339,6 +339,8 @@ let bundle = try AppBundle(url: URL(fileURLWithPath: bundlePath))
     say(String(format: "  host RSS %.1f MiB; host CPU %d ticks in %.0f s with every app suspended; PSS per suspended app %.2f MiB",
                result.hostRssMiB, result.hostIdleTicks, result.idleSeconds, result.pssPerAppMiB))
     say(row(result.lastTenth, against: result.firstTenth))
+    say(String(format: "  host CPU per launch and suspension: first tenth %.2f ms, last tenth %.2f ms",
+               result.hostCpuFirstTenthMs, result.hostCpuLastTenthMs))
 }
 
 func reportNamespaceCost() {
