@@ -167,15 +167,14 @@ func pipeRoundTrips(runs: Int) -> Sample {
 
 // MARK: apphost
 
-func benchmarkApphost(mechanism: SuspensionMechanism, launcher: Launcher? = nil, bundle: AppBundle, executable: String, runs: Int)
-    -> (launch: Sample, loaded: Sample, confinement: Sample, suspend: Sample, resume: Sample, callback: Sample)
-{
-    // A directory of its own: the last host may still be letting go of its instance.
-    let state = FileManager.default.temporaryDirectory.appendingPathComponent(
-        "apphost-benchmark-\(getpid())-\(mechanism.rawValue)-\(launcher?.rawValue ?? "default")")
-    defer { try? FileManager.default.removeItem(at: state) }
+/// A host in this process with `bundle` installed, on a state directory of its own (the last
+/// host may still be letting go of its instance), the apps' output dropped.
+func benchmarkHost(
+    _ name: String, mechanism: SuspensionMechanism? = nil, launcher: Launcher? = nil, bundle: AppBundle, executable: String
+) -> (supervisor: Supervisor, log: EventLog, state: URL) {
+    let state = FileManager.default.temporaryDirectory.appendingPathComponent("apphost-benchmark-\(getpid())-\(name)")
     var configuration = Supervisor.Configuration(stateDirectory: state, executable: executable)
-    configuration.suspension = mechanism
+    if let mechanism { configuration.suspension = mechanism }
     if let launcher { configuration.launcher = launcher }
     configuration.forwardAppOutput = false
     // Storage costs are measured on their own (Storage.swift), against these same launches.
@@ -183,6 +182,16 @@ func benchmarkApphost(mechanism: SuspensionMechanism, launcher: Launcher? = nil,
     let log = EventLog()
     let supervisor = try! Supervisor(configuration: configuration) { log.record($0) }
     try! supervisor.install(bundle)
+    return (supervisor, log, state)
+}
+
+func benchmarkApphost(mechanism: SuspensionMechanism, launcher: Launcher? = nil, bundle: AppBundle, executable: String, runs: Int)
+    -> (launch: Sample, loaded: Sample, confinement: Sample, suspend: Sample, resume: Sample, callback: Sample)
+{
+    let (supervisor, log, state) = benchmarkHost(
+        "\(mechanism.rawValue)-\(launcher?.rawValue ?? "default")", mechanism: mechanism, launcher: launcher,
+        bundle: bundle, executable: executable)
+    defer { try? FileManager.default.removeItem(at: state) }
     var cursor = 0
 
     var launches: [Double] = []
@@ -353,13 +362,7 @@ func reportNamespaceCost() {
 // `--callbacks-only N`: N callback round trips of one Hello, median and p99 (for profiling).
 if let index = arguments.firstIndex(of: "--callbacks-only") {
     let count = Int(arguments[index + 1]) ?? 1000
-    let state = FileManager.default.temporaryDirectory.appendingPathComponent("apphost-benchmark-\(getpid())")
-    var configuration = Supervisor.Configuration(stateDirectory: state, executable: executable)
-    configuration.forwardAppOutput = false
-    configuration.storageMechanism = .accounting
-    let log = EventLog()
-    let supervisor = try! Supervisor(configuration: configuration) { log.record($0) }
-    try! supervisor.install(bundle)
+    let (supervisor, log, state) = benchmarkHost("callbacks", bundle: bundle, executable: executable)
     var cursor = 0
     try! supervisor.launch(bundle.name, kind: .foreground)
     let active = log.next("didBecomeActive", after: &cursor)

@@ -121,7 +121,12 @@ enum AppMain {
                 }
                 switch batch.end {
                 case nil: continue
-                case .closed: end(nil, status: 0)  // the host closed the connection: it is ending this app
+                case .closed where hostClosed(fd):
+                    end(nil, status: 0)  // the host closed the connection: it is ending this app
+                case .closed:
+                    // The app closed the socket itself (or reused its number): reading stops,
+                    // and the host, which sees the socket close, ends the app for it.
+                    break
                 case let failure?: end("AppHostKit: unreadable message from the host: \(failure)\n", status: 70)
                 }
                 return
@@ -129,6 +134,13 @@ enum AppMain {
         }
         reader.name = "apphost-control"
         reader.start()
+    }
+
+    /// Whether `fd` is still the control socket, at its end: a socket whose peer has gone reads
+    /// as the end of the stream; a descriptor the app closed (or reused for something else) does not.
+    nonisolated private static func hostClosed(_ fd: Int32) -> Bool {
+        var byte: UInt8 = 0
+        return recv(fd, &byte, 1, Int32(MSG_PEEK | MSG_DONTWAIT)) == 0
     }
 
     /// Ends the process once the main queue has run what came before (from the reader thread).

@@ -7,7 +7,8 @@ package import Foundation
 package let appProcessArgument = "__app-process"
 
 /// The version both sides send first; a mismatch ends the connection with a clear error.
-package let wireProtocolVersion = 1
+/// 2: the callback request and its ack have a compact form (CompactCoding.swift).
+package let wireProtocolVersion = 2
 
 /// `applicationState` as the app observes it. Raw values as UIKit's.
 package enum WireApplicationState: Int, Codable, Sendable {

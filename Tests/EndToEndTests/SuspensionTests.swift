@@ -65,11 +65,7 @@ struct SuspensionTests {
         try host.waitFor("Idle2", "didBecomeActive")
         host.send("home")
         try host.waitFor("Idle2", "suspended")
-        let hostPID = host.process.processIdentifier
-        let before = try #require(cpuTicks(hostPID))
-        Thread.sleep(forTimeInterval: 1.0)  // the measured interval itself
-        let after = try #require(cpuTicks(hostPID))
-        #expect(after - before <= 1, "a polling host would accumulate ticks here")
+        try expectIdle(host.process.processIdentifier)
         host.closeInput()
         #expect(try host.waitForExit() == 0)
     }
@@ -98,12 +94,17 @@ struct SuspensionTests {
             let status = try host.waitFor("ps of \(name)") { $0.event == "ps" && $0.name == name }
             #expect(status.state == "suspended")
         }
-        let before = try #require(cpuTicks(hostPID))
-        Thread.sleep(forTimeInterval: 1.0)  // the measured interval itself
-        let after = try #require(cpuTicks(hostPID))
-        #expect(after - before <= 1, "a host with suspended apps must not wake")
+        try expectIdle(hostPID)
         host.closeInput()
         #expect(try host.waitForExit() == 0)
+    }
+
+    /// The host accrues at most one clock tick of CPU over a second: it has no polling loop.
+    private func expectIdle(_ hostPID: Int32, sourceLocation: SourceLocation = #_sourceLocation) throws {
+        let before = try #require(cpuTicks(hostPID), sourceLocation: sourceLocation)
+        Thread.sleep(forTimeInterval: 1.0)  // the measured interval itself
+        let after = try #require(cpuTicks(hostPID), sourceLocation: sourceLocation)
+        #expect(after - before <= 1, "a polling host would accumulate ticks here", sourceLocation: sourceLocation)
     }
 }
 
