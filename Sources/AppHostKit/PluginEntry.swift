@@ -6,6 +6,7 @@ import Foundation
 import Synchronization
 import AppHostProtocol
 import AppHostSystem
+import CAppHostEpoll
 import CAppHostShims
 import Logging
 
@@ -101,15 +102,22 @@ enum AppMain {
     private static func startReading(fd: Int32) {
         let reader = Thread {
             var receiver = FrameReceiver(channel: ControlChannel(fd: fd))
+            // Waits in epoll, never in a read or poll on the socket: those hold the socket open
+            // while they wait, so an app that closed its descriptor 3 would keep the connection
+            // open and the host would not see it close. An epoll set holds no reference.
+            let epoll = apphost_epoll_create()
+            guard epoll >= 0, apphost_epoll_add(epoll, fd, 0) == 0 else {
+                end("AppHostKit: cannot wait on the control socket (errno \(errno))\n", status: 70)
+                return
+            }
+            var key: UInt64 = 0
             while true {
-                // The socket blocks: the read waits for the host.
-                let batch = receiver.receive(budget: .max)
-                if batch.frames.isEmpty && batch.end == nil {
-                    // Woken with nothing whole to read (a non-blocking socket): wait for more.
-                    var ready = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
-                    _ = poll(&ready, 1, -1)
-                    continue
+                if apphost_epoll_wait(epoll, &key, 1) < 0 {
+                    if errno == EINTR { continue }
+                    return
                 }
+                let batch = receiver.receive(budget: .max)
+                if batch.frames.isEmpty && batch.end == nil { continue }
                 for frame in batch.frames {
                     do {
                         let message = try WireCoding.decode(HostMessage.self, from: frame.body)
