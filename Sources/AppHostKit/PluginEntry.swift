@@ -110,6 +110,7 @@ enum AppMain {
                 end("AppHostKit: cannot wait on the control socket (errno \(errno))\n", status: 70)
                 return
             }
+            let socket = identity(of: fd)
             var key: UInt64 = 0
             while true {
                 if apphost_epoll_wait(epoll, &key, 1) < 0 {
@@ -129,7 +130,7 @@ enum AppMain {
                 }
                 switch batch.end {
                 case nil: continue
-                case .closed where hostClosed(fd):
+                case .closed where isStill(socket, fd):
                     end(nil, status: 0)  // the host closed the connection: it is ending this app
                 case .closed:
                     // The app closed the socket itself (or reused its number): reading stops,
@@ -144,11 +145,17 @@ enum AppMain {
         reader.start()
     }
 
-    /// Whether `fd` is still the control socket, at its end: a socket whose peer has gone reads
-    /// as the end of the stream; a descriptor the app closed (or reused for something else) does not.
-    nonisolated private static func hostClosed(_ fd: Int32) -> Bool {
-        var byte: UInt8 = 0
-        return recv(fd, &byte, 1, Int32(MSG_PEEK | MSG_DONTWAIT)) == 0
+    /// The device and inode of the file `fd` is, nil if it is not open.
+    nonisolated private static func identity(of fd: Int32) -> (dev_t, ino_t)? {
+        var info = stat()
+        return fstat(fd, &info) == 0 ? (info.st_dev, info.st_ino) : nil
+    }
+
+    /// Whether `fd` is still the control socket: then its end of stream (or error) is the host's
+    /// doing; else the app closed its descriptor 3 (or reused the number), which the host sees.
+    nonisolated private static func isStill(_ socket: (dev_t, ino_t)?, _ fd: Int32) -> Bool {
+        guard let socket, let now = identity(of: fd) else { return false }
+        return now == socket
     }
 
     /// Ends the process once the main queue has run what came before (from the reader thread).
