@@ -88,6 +88,8 @@ let package = Package(
     targets: [
         // C: syscalls and macros that do not import into Swift. Never a product.
         .target(name: "CAppHostShims"),
+        // C: epoll for the readers of the control sockets (the host's, and the SDK's in each app). Never a product.
+        .target(name: "CAppHostEpoll"),
         // C: the app process's crash and watchdog handlers (async-signal-safe) and the record
         // they send the host. libgcc_s's unwinder reads the unwind tables.
         .target(name: "CAppHostCrash", linkerSettings: [.linkedLibrary("gcc_s")]),
@@ -115,7 +117,7 @@ let package = Package(
         .target(
             name: "AppHostKit",
             dependencies: [
-                "AppHostProtocol", "AppHostSystem", "CAppHostShims", "CAppHostKitRecord",
+                "AppHostProtocol", "AppHostSystem", "CAppHostShims", "CAppHostEpoll", "CAppHostKitRecord",
                 .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: strictSettings
@@ -146,6 +148,7 @@ let package = Package(
                 "AppHostSandbox",
                 "AppHostSystem",
                 "CAppHostShims",
+                "CAppHostEpoll",
                 .product(name: "Logging", package: "swift-log"),
                 "CAppHostCrash",
             ],

@@ -47,12 +47,12 @@ func benchmarkNamespaceCost(bundle: AppBundle, executable: String, runs: Int) ->
     // Each run's two launches differ by this much: the median of the differences is steadier on
     // a loaded machine than the difference of the medians.
     let differences = Sample(label: "", values: zip(launches[0], launches[1]).dropFirst().map { $0 - $1 })
-    print("  namespaced minus flat, paired by run: median \(String(format: "%.3f", differences.median)) ms, "
+    say("  namespaced minus flat, paired by run: median \(String(format: "%.3f", differences.median)) ms, "
         + "quartiles \(String(format: "%.3f", differences.percentile(0.25)))…\(String(format: "%.3f", differences.percentile(0.75))) ms")
     for (index, name) in ["namespaced", "flat"].enumerated() {
         let medians = phases[index].map { Sample(label: "", values: Array($0.dropFirst())).median }
         let confinement = Sample(label: "", values: Array(confinements[index].dropFirst())).median
-        print("  \(name): to sandboxed \(String(format: "%.3f", medians[0])) (confinement in the app process \(String(format: "%.3f", confinement))), "
+        say("  \(name): to sandboxed \(String(format: "%.3f", medians[0])) (confinement in the app process \(String(format: "%.3f", confinement))), "
             + "to loaded \(String(format: "%.3f", medians[1])), to active \(String(format: "%.3f", medians[2])) ms")
     }
     return (

@@ -167,19 +167,31 @@ func pipeRoundTrips(runs: Int) -> Sample {
 
 // MARK: apphost
 
-func benchmarkApphost(mechanism: SuspensionMechanism, bundle: AppBundle, executable: String, runs: Int)
-    -> (launch: Sample, loaded: Sample, confinement: Sample, suspend: Sample, resume: Sample, callback: Sample)
-{
-    let state = FileManager.default.temporaryDirectory.appendingPathComponent("apphost-benchmark-\(getpid())")
-    defer { try? FileManager.default.removeItem(at: state) }
+/// A host in this process with `bundle` installed, on a state directory of its own (the last
+/// host may still be letting go of its instance), the apps' output dropped.
+func benchmarkHost(
+    _ name: String, mechanism: SuspensionMechanism? = nil, launcher: Launcher? = nil, bundle: AppBundle, executable: String
+) -> (supervisor: Supervisor, log: EventLog, state: URL) {
+    let state = FileManager.default.temporaryDirectory.appendingPathComponent("apphost-benchmark-\(getpid())-\(name)")
     var configuration = Supervisor.Configuration(stateDirectory: state, executable: executable)
-    configuration.suspension = mechanism
+    if let mechanism { configuration.suspension = mechanism }
+    if let launcher { configuration.launcher = launcher }
     configuration.forwardAppOutput = false
     // Storage costs are measured on their own (Storage.swift), against these same launches.
     configuration.storageMechanism = .accounting
     let log = EventLog()
     let supervisor = try! Supervisor(configuration: configuration) { log.record($0) }
     try! supervisor.install(bundle)
+    return (supervisor, log, state)
+}
+
+func benchmarkApphost(mechanism: SuspensionMechanism, launcher: Launcher? = nil, bundle: AppBundle, executable: String, runs: Int)
+    -> (launch: Sample, loaded: Sample, confinement: Sample, suspend: Sample, resume: Sample, callback: Sample)
+{
+    let (supervisor, log, state) = benchmarkHost(
+        "\(mechanism.rawValue)-\(launcher?.rawValue ?? "default")", mechanism: mechanism, launcher: launcher,
+        bundle: bundle, executable: executable)
+    defer { try? FileManager.default.removeItem(at: state) }
     var cursor = 0
 
     var launches: [Double] = []
@@ -312,18 +324,65 @@ if let index = arguments.firstIndex(of: "--syscall-loop") {
     syscallLoop(confined: arguments[index + 1] == "confined", count: Int(arguments[index + 2]) ?? 1_000_000)
 }
 let runs = arguments.firstIndex(of: "--runs").flatMap { Int(arguments[$0 + 1]) } ?? 50
+// `--scale N`: also N apps in one host (Scale.swift); at least 10, so that a tenth is one app.
+let scale = arguments.firstIndex(of: "--scale").map { index in
+    guard let count = arguments.dropFirst(index + 1).first.flatMap({ Int($0) }), count >= 10 else {
+        FileHandle.standardError.write(Data("apphost-benchmark: --scale takes a number of apps, at least 10 (e.g. --scale 2000)\n".utf8))
+        exit(1)
+    }
+    return count
+}
+let figures = Figures(json: arguments.contains("--json"))
+humanTableToStandardError = figures.json
 let binaries = URL(fileURLWithPath: arguments[0]).deletingLastPathComponent()
 let executable = binaries.appendingPathComponent("apphost").path
 let bundlePath = arguments.firstIndex(of: "--bundle").map { arguments[$0 + 1] } ?? ".build/apps/Hello.app"
 guard FileManager.default.isExecutableFile(atPath: executable) else { fatalError("\(executable) is missing: run scripts/benchmark") }
 let bundle = try AppBundle(url: URL(fileURLWithPath: bundlePath))
 
+@MainActor func reportScale(apps count: Int) {
+    let result = benchmarkScale(executable: executable, bundle: URL(fileURLWithPath: bundlePath), apps: count)
+    figures.record(scale: result)
+    say("scale: \(result.apps) of \(count) Hello apps launched and suspended one after another in one host, in \(String(format: "%.1f", result.seconds)) s"
+        + (result.stopped.map { " (stopped: \($0))" } ?? ""))
+    say(String(format: "  host RSS %.1f MiB; host CPU %d ticks in %.0f s with every app suspended; PSS per suspended app %.2f MiB",
+               result.hostRssMiB, result.hostIdleTicks, result.idleSeconds, result.pssPerAppMiB))
+    say(row(result.lastTenth, against: result.firstTenth))
+    say(String(format: "  host CPU per launch and suspension: first tenth %.2f ms, last tenth %.2f ms",
+               result.hostCpuFirstTenthMs, result.hostCpuLastTenthMs))
+}
+
 func reportNamespaceCost() {
     if let namespaces = benchmarkNamespaceCost(bundle: bundle, executable: executable, runs: runs) {
-        print(row(namespaces.namespaced, against: namespaces.flat))
+        say(row(namespaces.namespaced, against: namespaces.flat))
     } else {
-        print("namespace cost: this machine gives apps no PID and mount namespaces (see apphost doctor)")
+        say("namespace cost: this machine gives apps no PID and mount namespaces (see apphost doctor)")
     }
+}
+// `--callbacks-only N`: N callback round trips of one Hello, median and p99 (for profiling).
+if let index = arguments.firstIndex(of: "--callbacks-only") {
+    let count = Int(arguments[index + 1]) ?? 1000
+    let (supervisor, log, state) = benchmarkHost("callbacks", bundle: bundle, executable: executable)
+    var cursor = 0
+    try! supervisor.launch(bundle.name, kind: .foreground)
+    let active = log.next("didBecomeActive", after: &cursor)
+    say("app pid \(active.event.pid!), host pid \(getpid())")
+    var callbacks: [Double] = []
+    for _ in 0..<count {
+        try! supervisor.memoryWarning(bundle.name)
+        callbacks.append(log.next("didReceiveMemoryWarning", after: &cursor).event.elapsed!.seconds * 1000)
+    }
+    say(row(Sample(label: "delegate callback round trip", values: callbacks), against: nil))
+    try! supervisor.terminate(bundle.name)
+    _ = log.next("terminated", after: &cursor)
+    try? FileManager.default.removeItem(at: state)
+    exit(0)
+}
+// `--scale-only N`: just the scale run of N apps (and its JSON with --json).
+if let index = arguments.firstIndex(of: "--scale-only"), let count = arguments.dropFirst(index + 1).first.flatMap({ Int($0) }), count >= 10 {
+    reportScale(apps: count)
+    figures.write()
+    exit(0)
 }
 // `--namespaces-only`: just what the namespaces cost a launch.
 if arguments.contains("--namespaces-only") {
@@ -331,11 +390,11 @@ if arguments.contains("--namespaces-only") {
     exit(0)
 }
 
-print("apphost benchmark: \(runs) runs per figure (callbacks: \(runs * 4)); milliseconds, median and p99; ratio of medians")
+say("apphost benchmark: \(runs) runs per figure (callbacks: \(runs * 4)); milliseconds, median and p99; ratio of medians")
 let spawn = measure("spawn of /bin/true", runs: runs) { spawnTrue() }
 let (rawStop, rawContinue) = rawStopContinue(runs: runs)
 let pipeTrip = pipeRoundTrips(runs: runs * 4)
-let codec = measure("JSON coding of one callback and its ack (4 steps)", runs: runs * 4) {
+let codec = measure("compact coding of one callback and its ack (4 steps)", runs: runs * 4) {
     let start = now()
     for _ in 0..<100 {
         let request = HostMessage.callback(WireCallbackRequest(id: 7, callback: .didReceiveMemoryWarning, state: .active))
@@ -345,7 +404,18 @@ let codec = measure("JSON coding of one callback and its ack (4 steps)", runs: r
     }
     return Double(now() - start) / 1e8
 }
-print("what".padding(toLength: 64, withPad: " ", startingAt: 0) + "  median     p99   baseline")
+let jsonCodec = measure("the same in JSON", runs: runs * 4) {
+    let start = now()
+    for _ in 0..<100 {
+        let request = HostMessage.callback(WireCallbackRequest(id: 7, callback: .didReceiveMemoryWarning, state: .active))
+        _ = try! WireCoding.decode(json: HostMessage.self, from: WireCoding.encode(json: request))
+        let ack = AppMessage.ack(id: 7, returned: nil, snapshot: nil)
+        _ = try! WireCoding.decode(json: AppMessage.self, from: WireCoding.encode(json: ack))
+    }
+    return Double(now() - start) / 1e8
+}
+figures.record("spawnTrue", spawn)
+say("what".padding(toLength: 64, withPad: " ", startingAt: 0) + "  median     p99   baseline")
 // Nanoseconds per getppid, reported in the milliseconds columns' place as ns.
 let selfPath = URL(fileURLWithPath: arguments[0]).path
 // Interleaved, so that drift on a shared machine falls on both sides alike.
@@ -360,7 +430,7 @@ for _ in 0..<21 {
 }
 let confinedLoop = Sample(label: "getppid under the app's seccomp filter (ns per call)", values: confinedCalls)
 let unconfinedLoop = Sample(label: "getppid unconfined (ns per call)", values: unconfinedCalls)
-print(row(confinedLoop, against: unconfinedLoop))
+say(row(confinedLoop, against: unconfinedLoop))
 var mechanisms: [SuspensionMechanism] = [.sigstop]
 if DoctorReport.probe(instance: "benchmark").findings.contains(where: { $0.name == "cgroup v2 freezer" && $0.available }) {
     mechanisms.insert(.cgroupFreezer, at: 0)
@@ -368,42 +438,57 @@ if DoctorReport.probe(instance: "benchmark").findings.contains(where: { $0.name 
 for (index, mechanism) in mechanisms.enumerated() {
     let result = benchmarkApphost(mechanism: mechanism, bundle: bundle, executable: executable, runs: runs)
     if index == 0 {
-        print(row(result.launch, against: spawn))
-        print(row(result.launch, against: result.loaded))
-        print(row(result.confinement, against: result.launch))
-        for (label, command, options) in [
-            ("bwrap: new namespaces, /bin/true", "/usr/bin/bwrap", ["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--unshare-all", "--die-with-parent", "--new-session", "/bin/true"]),
-            ("firejail: seccomp, no caps, /bin/true", "/usr/bin/firejail", ["--quiet", "--noprofile", "--seccomp", "--caps.drop=all", "--nonewprivs", "--noroot", "/bin/true"]),
+        // The default launcher, then the exec launcher (Supervisor.Configuration.launcher).
+        let exec = benchmarkApphost(mechanism: mechanism, launcher: .exec, bundle: bundle, executable: executable, runs: runs)
+        let execLaunch = Sample(label: "launch with the exec launcher", values: exec.launch.values)
+        figures.record("launch", result.launch)
+        figures.record("launchExec", execLaunch)
+        figures.record("emptyPlugin", result.loaded)
+        figures.record("callback", result.callback)
+        figures.record("suspend", result.suspend)
+        figures.record("resume", result.resume)
+        say(row(result.launch, against: spawn))
+        say(row(result.launch, against: result.loaded))
+        say(row(result.launch, against: execLaunch))
+        say(row(result.confinement, against: result.launch))
+        for (key, label, command, options) in [
+            ("bwrap", "bwrap: new namespaces, /bin/true", "/usr/bin/bwrap", ["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--unshare-all", "--die-with-parent", "--new-session", "/bin/true"]),
+            ("firejail", "firejail: seccomp, no caps, /bin/true", "/usr/bin/firejail", ["--quiet", "--noprofile", "--seccomp", "--caps.drop=all", "--nonewprivs", "--noroot", "/bin/true"]),
         ] {
             guard run(command, options) != nil else {
-                print("\(label): \(command) is missing or fails here; scripts/benchmark installs it")
+                say("\(label): \(command) is missing or fails here; scripts/benchmark installs it")
                 continue
             }
-            print(row(result.launch, against: measure(label, runs: runs) { run(command, options)!.milliseconds }))
+            let baseline = measure(label, runs: runs) { run(command, options)!.milliseconds }
+            figures.record(key, baseline)
+            say(row(result.launch, against: baseline))
         }
-        print(row(result.callback, against: pipeTrip))
-        print(row(codec, against: nil))
+        say(row(result.callback, against: pipeTrip))
+        say(row(codec, against: jsonCodec))
     }
-    print(row(result.suspend, against: rawStop))
-    print(row(result.resume, against: rawContinue))
+    say(row(result.suspend, against: rawStop))
+    say(row(result.resume, against: rawContinue))
 }
 reportNamespaceCost()
 if let storage = benchmarkStorage(executable: executable, bundle: bundle, runs: max(10, runs / 2)) {
-    print(row(storage.make, against: nil))
-    print(row(storage.mount, against: nil))
-    print(row(storage.first, against: storage.firstBaseline))
-    print(row(storage.later, against: storage.laterBaseline))
+    say(row(storage.make, against: nil))
+    say(row(storage.mount, against: nil))
+    say(row(storage.first, against: storage.firstBaseline))
+    say(row(storage.later, against: storage.laterBaseline))
 } else {
-    print("storage: disk images are not available here (see apphost doctor)")
+    say("storage: disk images are not available here (see apphost doctor)")
 }
 let probe = URL(fileURLWithPath: bundlePath).deletingLastPathComponent().appendingPathComponent("Probe.app")
 if FileManager.default.fileExists(atPath: probe.appendingPathComponent("Info.plist").path) {
     let locks = benchmarkSharedResourceCheck(executable: executable, probe: probe, runs: runs)
-    print(row(locks.check, against: locks.checkBaseline))
-    print(row(locks.suspend, against: locks.suspendBaseline))
+    figures.record("deadlockCheck1000", locks.check)
+    say(row(locks.check, against: locks.checkBaseline))
+    say(row(locks.suspend, against: locks.suspendBaseline))
     let status = benchmarkStatusUnderFlood(executable: executable, probe: probe, runs: runs)
-    print(row(status.flood, against: status.idle))
-    if let note = status.note { print(note) }
+    say(row(status.flood, against: status.idle))
+    if let note = status.note { say(note) }
 } else {
-    print("0xdead10cc check and ps under an output flood: \(probe.path) is missing; scripts/benchmark bundles it")
+    say("0xdead10cc check and ps under an output flood: \(probe.path) is missing; scripts/benchmark bundles it")
 }
+if let scale { reportScale(apps: scale) }
+figures.write()

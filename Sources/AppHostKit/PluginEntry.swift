@@ -6,6 +6,7 @@ import Foundation
 import Synchronization
 import AppHostProtocol
 import AppHostSystem
+import CAppHostEpoll
 import CAppHostShims
 import Logging
 
@@ -50,11 +51,10 @@ public func _apphostPluginMain(_ arguments: UnsafeRawPointer) -> Int32 {
     }
 }
 
-/// The app process's main loop: reads the host's messages on the main queue and runs them.
+/// The app process's main loop: runs the host's messages on the main queue, as its reader
+/// thread hands them over.
 @MainActor
 enum AppMain {
-    private static var receiver: FrameReceiver?
-    private static var readSource: (any DispatchSourceRead)?
     private static var launchOptions: [Application.LaunchOptionsKey: Any] = [:]
 
     static func start(configuration: WireConfiguration, controlFD: Int32) {
@@ -84,12 +84,7 @@ enum AppMain {
         }
         application.delegate = delegateType.init()
 
-        let source = DispatchSource.makeReadSource(fileDescriptor: controlFD, queue: .main)
-        source.setEventHandler {
-            MainActor.assumeIsolated { readAvailable(fd: controlFD) }
-        }
-        source.resume()
-        readSource = source
+        startReading(fd: controlFD)
         hostLink.send(.ready(protocolVersion: wireProtocolVersion))
     }
 
@@ -99,22 +94,75 @@ enum AppMain {
         _exit(78)
     }
 
-    private static func readAvailable(fd: Int32) {
-        if receiver == nil { receiver = FrameReceiver(channel: ControlChannel(fd: fd)) }
-        // Mutated in place: a copy would copy its read buffer on every callback.
-        guard let batch = receiver?.receive(budget: .max) else { return }
-        do {
-            for frame in batch.frames { handle(try WireCoding.decode(HostMessage.self, from: frame.body)) }
-        } catch {
-            writeStandardError("AppHostKit: unreadable message from the host: \(error)\n")
-            _exit(70)
+    /// Reads the control socket on a thread of its own, which waits on the socket, decodes
+    /// each message and puts it on the main queue, where it runs, in order. A Dispatch read
+    /// source on the main queue cost two more thread wake-ups per message (Dispatch's manager
+    /// thread woke to see the socket readable, and again to re-arm the source once its handler
+    /// had run on the main thread), and its decoding was done on the main thread.
+    private static func startReading(fd: Int32) {
+        let reader = Thread {
+            var receiver = FrameReceiver(channel: ControlChannel(fd: fd))
+            // Waits in epoll, never in a read or poll on the socket: those hold the socket open
+            // while they wait, so an app that closed its descriptor 3 would keep the connection
+            // open and the host would not see it close. An epoll set holds no reference.
+            let epoll = apphost_epoll_create()
+            guard epoll >= 0, apphost_epoll_add(epoll, fd, 0) == 0 else {
+                end("AppHostKit: cannot wait on the control socket (errno \(errno))\n", status: 70)
+                return
+            }
+            let socket = identity(of: fd)
+            var key: UInt64 = 0
+            while true {
+                if apphost_epoll_wait(epoll, &key, 1) < 0 {
+                    if errno == EINTR { continue }
+                    return
+                }
+                let batch = receiver.receive(budget: .max)
+                if batch.frames.isEmpty && batch.end == nil { continue }
+                for frame in batch.frames {
+                    do {
+                        let message = try WireCoding.decode(HostMessage.self, from: frame.body)
+                        DispatchQueue.main.async { MainActor.assumeIsolated { handle(message) } }
+                    } catch {
+                        end("AppHostKit: unreadable message from the host: \(error)\n", status: 70)
+                        return
+                    }
+                }
+                switch batch.end {
+                case nil: continue
+                case .closed where isStill(socket, fd):
+                    end(nil, status: 0)  // the host closed the connection: it is ending this app
+                case .closed:
+                    // The app closed the socket itself (or reused its number): reading stops,
+                    // and the host, which sees the socket close, ends the app for it.
+                    break
+                case let failure?: end("AppHostKit: unreadable message from the host: \(failure)\n", status: 70)
+                }
+                return
+            }
         }
-        switch batch.end {
-        case nil: break
-        case .closed: _exit(0)  // the host closed the connection: it is ending this app
-        case let end?:
-            writeStandardError("AppHostKit: unreadable message from the host: \(end)\n")
-            _exit(70)
+        reader.name = "apphost-control"
+        reader.start()
+    }
+
+    /// The device and inode of the file `fd` is, nil if it is not open.
+    nonisolated private static func identity(of fd: Int32) -> (dev_t, ino_t)? {
+        var info = stat()
+        return fstat(fd, &info) == 0 ? (info.st_dev, info.st_ino) : nil
+    }
+
+    /// Whether `fd` is still the control socket: then its end of stream (or error) is the host's
+    /// doing; else the app closed its descriptor 3 (or reused the number), which the host sees.
+    nonisolated private static func isStill(_ socket: (dev_t, ino_t)?, _ fd: Int32) -> Bool {
+        guard let socket, let now = identity(of: fd) else { return false }
+        return now == socket
+    }
+
+    /// Ends the process once the main queue has run what came before (from the reader thread).
+    nonisolated private static func end(_ message: String?, status: Int32) {
+        DispatchQueue.main.async {
+            if let message { writeStandardError(message) }
+            _exit(status)
         }
     }
 

@@ -110,9 +110,9 @@ package struct FrameReceiver {
     /// How many descriptors may be held while their frame is incomplete. Complete frames are
     /// handed out with theirs, for the reader to judge.
     package var descriptorAllowance = 0
-    /// Scratch space reused for every read.
-    private var buffer = [UInt8](repeating: 0, count: 64 * 1024)
-    private var descriptorBuffer = [Int32](repeating: -1, count: 8)
+    /// The most one read takes. Its space is allocated per call, not held: a host reads the
+    /// sockets of thousands of apps.
+    private static let readLength = 64 * 1024
 
     package init(channel: ControlChannel) { self.channel = channel }
 
@@ -124,38 +124,10 @@ package struct FrameReceiver {
     /// complete frames, and the end of the stream once it has come (again on every later call).
     package mutating func receive(budget: Int, maximumFrames: Int = .max) -> Batch {
         var batch = Batch()
-        var read = 0
-        reading: while end == nil && read < budget && !decoder.hasCompleteFrame {
-            var count: Int32 = 0
-            let got: Int
-            do {
-                got = try valueOrErrno("recvmsg") {
-                    buffer.withUnsafeMutableBytes { bytes in
-                        descriptorBuffer.withUnsafeMutableBufferPointer { fds in
-                            apphost_receive_with_fds(
-                                channel.fd, bytes.baseAddress, min(bytes.count, budget - read), fds.baseAddress, Int32(fds.count), &count)
-                        }
-                    }
-                }
-            } catch where error.errno == EAGAIN || error.errno == EWOULDBLOCK {
-                break reading
-            } catch {
-                end = .closed
-                break reading
+        withUnsafeTemporaryAllocation(of: UInt8.self, capacity: min(budget, Self.readLength)) { buffer in
+            withUnsafeTemporaryAllocation(of: Int32.self, capacity: 8) { descriptorBuffer in
+                read(into: UnsafeMutableRawBufferPointer(buffer), descriptorBuffer: descriptorBuffer, budget: budget)
             }
-            // A read ends right after the message (sendmsg) that carried descriptors, so they
-            // belong with its last byte.
-            for fd in descriptorBuffer.prefix(Int(count)) { descriptors.append((received + max(got, 1) - 1, fd)) }
-            guard got > 0 else {
-                end = .closed
-                break
-            }
-            buffer.withUnsafeBytes { decoder.append(UnsafeRawBufferPointer(rebasing: $0[0..<got])) }
-            received += got
-            read += got
-            // Descriptors are judged with their frame before any more is read, so a peer can
-            // never make the reader hold more than its allowance.
-            if count > 0 { break }
         }
         do {
             while end == nil || end == .closed, batch.frames.count < maximumFrames, let body = try decoder.next() {
@@ -177,6 +149,40 @@ package struct FrameReceiver {
         if end != nil && end != .closed { closeDescriptors() }
         batch.end = decoder.hasCompleteFrame && end == .closed ? nil : end
         return batch
+    }
+
+    /// Reads what is available (at most `budget` bytes) into the decoder, through `buffer`.
+    private mutating func read(into buffer: UnsafeMutableRawBufferPointer, descriptorBuffer: UnsafeMutableBufferPointer<Int32>, budget: Int) {
+        var read = 0
+        reading: while end == nil && read < budget && !decoder.hasCompleteFrame {
+            var count: Int32 = 0
+            let got: Int
+            do {
+                got = try valueOrErrno("recvmsg") {
+                    apphost_receive_with_fds(
+                        channel.fd, buffer.baseAddress, min(buffer.count, budget - read), descriptorBuffer.baseAddress,
+                        Int32(descriptorBuffer.count), &count)
+                }
+            } catch where error.errno == EAGAIN || error.errno == EWOULDBLOCK {
+                break reading
+            } catch {
+                end = .closed
+                break reading
+            }
+            // A read ends right after the message (sendmsg) that carried descriptors, so they
+            // belong with its last byte.
+            for fd in descriptorBuffer.prefix(Int(count)) { descriptors.append((received + max(got, 1) - 1, fd)) }
+            guard got > 0 else {
+                end = .closed
+                break
+            }
+            decoder.append(UnsafeRawBufferPointer(rebasing: buffer[0..<got]))
+            received += got
+            read += got
+            // Descriptors are judged with their frame before any more is read, so a peer can
+            // never make the reader hold more than its allowance.
+            if count > 0 { break }
+        }
     }
 
     /// Closes every descriptor held for an unfinished frame.

@@ -43,7 +43,7 @@ package struct FrameDecoder {
 
     package mutating func append(_ bytes: UnsafeRawBufferPointer) {
         if start > 0 && start == buffer.count {
-            buffer.removeAll(keepingCapacity: true)
+            buffer.removeAll(keepingCapacity: buffer.capacity <= 4096)
             start = 0
         }
         buffer.append(contentsOf: bytes)

@@ -7,7 +7,8 @@ package import Foundation
 package let appProcessArgument = "__app-process"
 
 /// The version both sides send first; a mismatch ends the connection with a clear error.
-package let wireProtocolVersion = 1
+/// 2: the callback request and its ack have a compact form (CompactCoding.swift).
+package let wireProtocolVersion = 2
 
 /// `applicationState` as the app observes it. Raw values as UIKit's.
 package enum WireApplicationState: Int, Codable, Sendable {
@@ -171,17 +172,27 @@ package enum AppMessage: Codable, Sendable, Equatable {
     case sceneSessions([WireSceneSession])
 }
 
-/// JSON coding of messages; one shared encoder and decoder per process.
+/// Coding of messages: JSON, one shared encoder and decoder per process, but for the two
+/// messages of a callback's round trip, which have a compact form (CompactCoding.swift).
 package enum WireCoding {
     private static let encoder = JSONEncoder()
     private static let decoder = JSONDecoder()
 
     package static func encode(_ value: some Encodable) -> [UInt8] {
+        encode(json: value)
+    }
+
+    package static func decode<Value: Decodable>(_ type: Value.Type, from body: [UInt8]) throws -> Value {
+        try decode(json: type, from: body)
+    }
+
+    /// JSON, whatever the value (the compact forms are never used).
+    package static func encode(json value: some Encodable) -> [UInt8] {
         // Encoding our own message types cannot fail: they hold only strings, numbers and Bools.
         Array((try? encoder.encode(value)) ?? Data())
     }
 
-    package static func decode<Value: Decodable>(_ type: Value.Type, from body: [UInt8]) throws -> Value {
+    package static func decode<Value: Decodable>(json type: Value.Type, from body: [UInt8]) throws -> Value {
         try decoder.decode(type, from: Data(body))
     }
 }

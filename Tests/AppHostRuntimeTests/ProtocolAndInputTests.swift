@@ -41,6 +41,60 @@ import Testing
         #expect(throws: (any Error).self) { try WireCoding.decode(AppMessage.self, from: Array("not json".utf8)) }
         #expect(throws: (any Error).self) { try WireCoding.decode(AppMessage.self, from: Array("{\"fly\":{}}".utf8)) }
     }
+
+    /// A callback request and its ack go compact (a tag byte, then fixed fields) unless they
+    /// carry what the compact form has no room for; both forms decode to the same message.
+    @Test func callbackRequestsAndAcksAreCompactUnlessTheyCarryMore() throws {
+        let compact: [HostMessage] = [
+            .callback(WireCallbackRequest(id: 1, callback: .didReceiveMemoryWarning, state: .active)),
+            .callback(WireCallbackRequest(id: .max, callback: .discardScene, state: .background, stateAfter: .inactive, backgroundTimeRemaining: 29.5)),
+        ]
+        for message in compact {
+            let body = WireCoding.encode(message)
+            #expect(body.count == 21 && body.first == 0x01)
+            #expect(try WireCoding.decode(HostMessage.self, from: body) == message)
+            #expect(try WireCoding.decode(HostMessage.self, from: WireCoding.encode(json: message)) == message)
+        }
+        var withScene = WireCallbackRequest(id: 2, callback: .didBecomeActive, state: .active)
+        withScene.scene = "1"
+        let withEvent = WireCallbackRequest(
+            id: 3, callback: .performFetch, state: .background, event: WireBackgroundEvent(work: 4, kind: .fetch))
+        for message in [HostMessage.callback(withScene), .callback(withEvent)] {
+            #expect(WireCoding.encode(message).first == UInt8(ascii: "{"))
+            #expect(try WireCoding.decode(HostMessage.self, from: WireCoding.encode(message)) == message)
+        }
+        for returned in [nil, true, false] as [Bool?] {
+            let ack = AppMessage.ack(id: 9, returned: returned, snapshot: nil)
+            #expect(WireCoding.encode(ack).count == 10)
+            #expect(try WireCoding.decode(AppMessage.self, from: WireCoding.encode(ack)) == ack)
+        }
+        #expect(WireCoding.encode(AppMessage.ack(id: 9, returned: nil, snapshot: "window")).first == UInt8(ascii: "{"))
+    }
+
+    /// A compact body is checked as strictly as JSON: its exact length, every enumeration in range.
+    @Test func aMalformedCompactBodyIsAnError() {
+        let request = WireCoding.encode(HostMessage.callback(WireCallbackRequest(id: 1, callback: .willTerminate, state: .inactive)))
+        let ack = WireCoding.encode(AppMessage.ack(id: 1, returned: true, snapshot: nil))
+        var badCallback = request
+        badCallback[9] = UInt8(WireCallback.allCases.count)
+        var badState = request
+        badState[10] = 3
+        var badFlag = request
+        badFlag[12] = 2
+        var infinite = request
+        infinite[12] = 1
+        withUnsafeBytes(of: Double.infinity.bitPattern.littleEndian) { infinite.replaceSubrange(13..<21, with: $0) }
+        var badReturned = ack
+        badReturned[9] = 2
+        for body in [Array(request.dropLast()), request + [0], badCallback, badState, badFlag, infinite] {
+            #expect(throws: (any Error).self) { try WireCoding.decode(HostMessage.self, from: body) }
+        }
+        for body in [Array(ack.prefix(5)), ack + [0], badReturned, request] {
+            #expect(throws: (any Error).self) { try WireCoding.decode(AppMessage.self, from: body) }
+        }
+        // A host's compact frame is not an app's message, nor the reverse.
+        #expect(throws: (any Error).self) { try WireCoding.decode(HostMessage.self, from: ack) }
+    }
 }
 
 @Suite struct PolicyTests {

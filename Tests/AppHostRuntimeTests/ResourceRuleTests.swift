@@ -129,6 +129,25 @@ import Testing
         #expect(episode.step(now: t0 + .seconds(2), usage: 100 << 20, candidates: candidates(["A"])) == .over("relieved; the apps use 100.0 MiB, within 150.0 MiB"))
     }
 
+    /// Regression: `memory-pressure` without a target took the running apps' memory as the
+    /// target, so a foreground app that grew by a page after the command was ended with the
+    /// suspended ones; it ends only suspended apps (README: "no running one").
+    @Test func withoutATargetOnlySuspendedAppsAreEnded() {
+        var episode = MemoryPressure<String>(target: 100 << 20, cause: "memory-pressure", now: t0, grace: .zero, sparesRunningApps: true)
+        let front = ResourceRules.Candidate(id: "Front", name: "Front", state: .active, inForeground: true, since: t0, memory: 100 << 20 + 4096)
+        guard case .end("A", _) = episode.step(now: t0, usage: 200 << 20 + 4096, candidates: candidates(["A"]) + [front]) else {
+            Issue.record("the suspended app is ended first")
+            return
+        }
+        episode.victimEnded("A")
+        #expect(episode.step(now: t0, usage: 100 << 20 + 4096, candidates: [front])
+            == .over("ended A; the apps use 100.0 MiB, still over 100.0 MiB: no app is left to end"))
+        // A second cause (the budget) may end running apps again.
+        episode.tighten(to: 50 << 20)
+        #expect(episode.step(now: t0, usage: 100 << 20, candidates: [front]) == .end("Front", ResourceRules.pageShortage(
+            cause: "memory-pressure", usage: 100 << 20, target: 50 << 20, memory: 100 << 20 + 4096, position: "in the foreground, the last considered")))
+    }
+
     @Test func withNobodyLeftToEndItSaysSo() {
         var episode = MemoryPressure<String>(target: 50 << 20, cause: "memory-pressure", now: t0, grace: .zero)
         #expect(episode.step(now: t0, usage: 100 << 20, candidates: []) == .over("relieved; the apps use 100.0 MiB, still over 50.0 MiB: no app is left to end"))

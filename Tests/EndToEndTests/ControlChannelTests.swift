@@ -45,8 +45,15 @@ struct ControlChannelTests {
 
     /// Holes: (hello) a `hello` sent after launch, naming the host's own pid, was accepted
     /// silently; (sandboxedAsRoot) a second `sandboxed` frame without a descriptor claiming
-    /// uid 0 was published as how the app is confined ("uid 0").
-    @Test(arguments: [("hello", "sent hello"), ("sandboxedAsRoot", "sent sandboxed")])
+    /// uid 0 was published as how the app is confined ("uid 0"). The compact form of the
+    /// callback's acknowledgement (CompactCoding.swift) is held to the protocol as JSON is: an
+    /// ack for a callback that is not running (compactAckOutOfTurn), and a compact frame cut
+    /// short (compactAckTruncated).
+    @Test(arguments: [
+        ("hello", "sent hello"), ("sandboxedAsRoot", "sent sandboxed"),
+        ("compactAckOutOfTurn", "it acknowledged callback 999999, which was not running"),
+        ("compactAckTruncated", "it sent a frame that is not a message (5 bytes"),
+    ])
     func aForgedMessageEndsTheAppAndChangesNothing(attack: String, reason: String) throws {
         let scratch = try Scratch()
         let host = try HostSession([try scratch.bundle("Liar", behavior: ["wireAttack": attack])], scratch: scratch)

@@ -65,13 +65,46 @@ struct SuspensionTests {
         try host.waitFor("Idle2", "didBecomeActive")
         host.send("home")
         try host.waitFor("Idle2", "suspended")
-        let hostPID = host.process.processIdentifier
-        let before = try #require(cpuTicks(hostPID))
-        Thread.sleep(forTimeInterval: 1.0)  // the measured interval itself
-        let after = try #require(cpuTicks(hostPID))
-        #expect(after - before <= 1, "a polling host would accumulate ticks here")
+        try expectIdle(host.process.processIdentifier)
         host.closeInput()
         #expect(try host.waitForExit() == 0)
+    }
+
+    /// A host of many apps, each launched and suspended in turn (scripts/benchmark --scale runs
+    /// 2,000): it has raised its open-file limit to the hard limit (each app holds about eight
+    /// of its descriptors; a soft limit of 1,024 ended a host at about a hundred apps), it
+    /// answers `ps` with every app, and with all of them suspended it uses no CPU.
+    @Test func aHostOfManyAppsAnswersAndStaysIdle() throws {
+        let scratch = try Scratch()
+        let names = (1...40).map { "Many\($0)" }
+        let host = try HostSession(try names.map { try scratch.bundle($0) }, scratch: scratch)
+        for (index, name) in names.enumerated() {
+            if index > 0 { host.send("open \(name)") }
+            try host.waitFor(name, "didBecomeActive", timeout: 30)
+            host.send("home")
+            try host.waitFor(name, "suspended", timeout: 30)
+        }
+        let hostPID = host.process.processIdentifier
+        let limits = try String(contentsOfFile: "/proc/\(hostPID)/limits", encoding: .utf8)
+        let files = try #require(limits.split(separator: "\n").first { $0.hasPrefix("Max open files") })
+        let values = files.split(separator: " ").filter { Int($0) != nil }
+        #expect(values.count == 2 && values[0] == values[1], "soft and hard limits: \(files)")
+        host.send("ps")
+        for name in names {
+            let status = try host.waitFor("ps of \(name)") { $0.event == "ps" && $0.name == name }
+            #expect(status.state == "suspended")
+        }
+        try expectIdle(hostPID)
+        host.closeInput()
+        #expect(try host.waitForExit() == 0)
+    }
+
+    /// The host accrues at most one clock tick of CPU over a second: it has no polling loop.
+    private func expectIdle(_ hostPID: Int32, sourceLocation: SourceLocation = #_sourceLocation) throws {
+        let before = try #require(cpuTicks(hostPID), sourceLocation: sourceLocation)
+        Thread.sleep(forTimeInterval: 1.0)  // the measured interval itself
+        let after = try #require(cpuTicks(hostPID), sourceLocation: sourceLocation)
+        #expect(after - before <= 1, "a polling host would accumulate ticks here", sourceLocation: sourceLocation)
     }
 }
 

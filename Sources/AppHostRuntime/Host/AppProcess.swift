@@ -62,7 +62,9 @@ final class AppProcess: @unchecked Sendable {
     private let spared: pid_t?
     /// The seccomp listener, once the runner has handed it over.
     private(set) var listener: SyscallListener?
-    private var controlSource: (any DispatchSourceRead)?
+    /// The control socket's registration with the host's reader, while it is read.
+    private var controlKey: UInt64?
+    private weak var controlReader: ControlReader?
     private var exitSource: (any DispatchSourceRead)?
     private var outputSource: (any DispatchSourceRead)?
     private var listenerSource: (any DispatchSourceRead)?
@@ -175,15 +177,17 @@ final class AppProcess: @unchecked Sendable {
 
     // MARK: Watching
 
-    /// Starts watching the process: `control` when its control socket is readable, `exit` when
-    /// it has ended, `memory` when its memory group runs out, `diagnostics` when a backtrace
-    /// record has come. Its output is forwarded by itself.
+    /// Starts watching the process: `control` when its control socket is readable (through
+    /// `reader`), `exit` when it has ended, `memory` when its memory group runs out,
+    /// `diagnostics` when a backtrace record has come. Its output is forwarded by itself.
     func start(
-        on queue: DispatchQueue, control: @escaping @Sendable () -> Void, exit: @escaping @Sendable () -> Void,
+        on queue: DispatchQueue, reader: ControlReader, control: @escaping @Sendable () -> Void, exit: @escaping @Sendable () -> Void,
         memory: @escaping @Sendable () -> Void, diagnostics: @escaping @Sendable () -> Void
     ) {
         self.queue = queue
-        controlSource = watch(channel.fd, on: queue, handler: control)
+        controlReader = reader
+        controlKey = reader.watch(channel.fd, handler: control)
+        if controlKey == nil { closeIgnoringErrors(channel.fd) }
         diagnosticsSource = watch(self.diagnostics, on: queue, handler: diagnostics)
         exitSource = watch(pidfd, on: queue, handler: exit)
         outputSource = watch(output.fd, on: queue) { [weak self] in
@@ -213,7 +217,7 @@ final class AppProcess: @unchecked Sendable {
     // MARK: The control channel
 
     /// Whether the host still reads the control channel.
-    var isReadingControl: Bool { controlSource != nil }
+    var isReadingControl: Bool { controlKey != nil }
 
     /// Sends a message without blocking; a full socket throws EAGAIN.
     func send(_ message: HostMessage) throws(SystemError) {
@@ -242,8 +246,10 @@ final class AppProcess: @unchecked Sendable {
     /// Stops reading the control channel (it ended, or the app broke the protocol); closes it.
     func closeChannel() {
         receiver.closeDescriptors()
-        controlSource?.cancel()
-        controlSource = nil
+        guard let key = controlKey else { return }
+        controlReader?.unwatch(key, fd: channel.fd)
+        controlKey = nil
+        closeIgnoringErrors(channel.fd)
     }
 
     // MARK: Diagnostics

@@ -22,7 +22,13 @@ final class AppRecord: @unchecked Sendable {
     /// Its scene sessions, if it adopts scenes: kept past its process.
     var scenes = SceneSessions()
 
-    init(bundle: AppBundle) { self.bundle = bundle }
+    /// What a command may call it by, lowercased once: its name, identifier and directory name.
+    let names: [String]
+
+    init(bundle: AppBundle) {
+        self.bundle = bundle
+        names = [bundle.name, bundle.identifier, bundle.url.lastPathComponent].map { $0.lowercased() }
+    }
 }
 
 /// One process of an app, from launch to its report.
@@ -48,14 +54,17 @@ final class AppRun: @unchecked Sendable {
     /// The latest violations (at most 32).
     private(set) var violations: [SandboxViolation] = []
     let timer: any DispatchSourceTimer
+    /// The deadline `timer` is set for (Supervisor.armTimer); nil when it is not set.
+    var armedDeadline: HostInstant?
     let launchedAt = Date()
     var lastState: AppState = .notRunning
     var stateSince: HostInstant
     var snapshot: String?
     /// When the running callback was sent, or the last freeze or thaw began.
     var stepStartedAt: HostInstant?
-    /// The latest events (at most 32), for the report.
-    private(set) var events: [HostEvent] = []
+    /// The latest events (at most 32), for the report: only what the report shows of each, so
+    /// that a host of thousands of suspended apps holds little for each.
+    private(set) var events: [TerminationReport.Event] = []
     /// The crash record the app process sent, with the memory map read when it came.
     var crashCapture: BacktraceCapture?
     /// A watchdog's request for the main thread's backtrace, and its answer.
@@ -100,7 +109,7 @@ final class AppRun: @unchecked Sendable {
     }
 
     func remember(_ event: HostEvent) {
-        events.append(event)
+        events.append(TerminationReport.Event(time: event.time, event: event.event, state: event.state, detail: event.detail))
         if events.count > Self.historyLength { events.removeFirst(events.count - Self.historyLength) }
     }
 

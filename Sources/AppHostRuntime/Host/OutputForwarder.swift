@@ -22,7 +22,6 @@ final class OutputForwarder {
     private let forward: Bool
     /// The unfinished line (at most `maximumLineLength` bytes).
     private var line: [UInt8] = []
-    private var buffer = [UInt8](repeating: 0, count: 16 * 1024)
     /// The last line that reads like a fatal-error message of the Swift runtime, and how many
     /// lines came after it (the runtime may print a stack trace of its own after it).
     private var fatalMessage: String?
@@ -39,7 +38,6 @@ final class OutputForwarder {
         self.name = name
         prefix = TerminalText.escaping(Array("\(name)[\(pid)]: ".utf8))
         self.forward = forward
-        line.reserveCapacity(Self.maximumLineLength)
     }
 
     /// Names the app process by `pid` from now on (in a PID namespace, once it is known).
@@ -50,6 +48,8 @@ final class OutputForwarder {
     /// Reads up to a budget and forwards every complete line. Returns false once the pipe has
     /// ended (all of the app's processes closed it); the unfinished line is forwarded then.
     func drain() -> Bool {
+        // Allocated per turn, not held per app: a host of thousands of apps holds no idle buffers.
+        var buffer = [UInt8](repeating: 0, count: 16 * 1024)
         var read = 0
         while read < Self.budget {
             switch readSome(fd, into: &buffer) {
@@ -130,7 +130,8 @@ final class OutputForwarder {
     }
 
     private func emit(cut: Bool) {
-        defer { line.removeAll(keepingCapacity: true) }
+        // The room of a long line is not kept: most apps print short lines or none.
+        defer { line.removeAll(keepingCapacity: line.capacity <= 1024) }
         if Self.isFatalMessage(line) {
             fatalMessage = String(decoding: TerminalText.escaping(line.prefix(Self.maximumFatalMessageLength)), as: UTF8.self)
             linesSinceFatalMessage = 0

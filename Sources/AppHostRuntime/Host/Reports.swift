@@ -33,7 +33,7 @@ public struct ReportStore: Sendable {
         var held: [HeldResource]
         var violationCount: Int
         var violations: [SandboxViolation]
-        var lastEvents: [HostEvent]
+        var lastEvents: [TerminationReport.Event]
         var storage: StorageUsage?
         var fatalError: String? = nil
         var backtrace: TerminationReport.Backtrace? = nil

@@ -82,7 +82,9 @@ extension Supervisor {
                 else { return nil }
                 return run.memory
             }.reduce(0, +)
-            beginPressure(target: target ?? running, usage: usage, cause: target.map { "memory-pressure \($0.mebibytes)" } ?? "memory-pressure")
+            beginPressure(
+                target: target ?? running, usage: usage, cause: target.map { "memory-pressure \($0.mebibytes)" } ?? "memory-pressure",
+                sparingRunningApps: target == nil)
         }
     }
 }

@@ -13,10 +13,7 @@ extension Supervisor {
 
     func app(named name: String) throws -> AppRecord {
         let lowered = name.lowercased()
-        if let record = apps.first(where: {
-            $0.bundle.name.lowercased() == lowered || $0.bundle.identifier.lowercased() == lowered
-                || $0.bundle.url.lastPathComponent.lowercased() == lowered
-        }) {
+        if let record = apps.first(where: { $0.names.contains(lowered) }) {
             return record
         }
         let known = apps.map(\.bundle.name).joined(separator: ", ")
@@ -47,6 +44,8 @@ extension Supervisor {
         record.run = run
         run.timer.setEventHandler { [weak self, weak record, weak run] in
             guard let self, let record, let run else { return }
+            // It fired: set it again for whatever is next, sooner or later.
+            run.armedDeadline = nil
             handle(record, run, .tick)
         }
         run.timer.activate()
@@ -159,7 +158,7 @@ extension Supervisor {
                 time: Date(), app: bundle.identifier, name: bundle.name, pid: process.pid, event: .warning,
                 detail: "no memory cgroup for this process: its memory limits are enforced by sampling"), run: run)
         }
-        process.start(on: queue, control: { [weak self, weak record, weak run] in
+        process.start(on: queue, reader: controlReader, control: { [weak self, weak record, weak run] in
             guard let self, let record, let run else { return }
             readControl(record, run)
         }, exit: { [weak self, weak record, weak run] in

@@ -25,13 +25,27 @@ extension Supervisor {
             let (record, run, input) = inputs.removeFirst()
             let actions = run.machine.handle(input, now: clock.now)
             for action in actions { perform(action, record, run) }
-            if let deadline = run.machine.nextDeadline {
-                let delay = max(0, clock.now.duration(to: deadline).nanoseconds)
-                run.timer.schedule(deadline: .now() + .nanoseconds(Int(delay)), leeway: .microseconds(100))
-            } else {
-                run.timer.schedule(deadline: .distantFuture)
-            }
+            armTimer(run)
         }
+    }
+
+    /// Sets the app's timer for the machine's next deadline, but only when it must fire sooner
+    /// than it is set for, or the app has gone quiet. Each reprogramming wakes Dispatch's manager
+    /// thread, and a callback would otherwise reprogram twice (its watchdog set, then cleared):
+    /// a timer left set for a deadline that has gone fires once, `.tick` finds nothing due, and
+    /// it is set again for what remains. A suspended or ended app's timer is cleared at once, so
+    /// that a host whose apps are all suspended does not wake.
+    func armTimer(_ run: AppRun) {
+        let deadline = run.machine.nextDeadline
+        if let deadline {
+            guard run.armedDeadline.map({ deadline < $0 }) ?? true else { return }
+            let delay = max(0, clock.now.duration(to: deadline).nanoseconds)
+            run.timer.schedule(deadline: .now() + .nanoseconds(Int(delay)), leeway: .microseconds(100))
+        } else {
+            guard run.armedDeadline != nil, !run.machine.isAlive || run.machine.state == .suspended else { return }
+            run.timer.schedule(deadline: .distantFuture)
+        }
+        run.armedDeadline = deadline
     }
 
     func perform(_ action: LifecycleMachine.Action, _ record: AppRecord, _ run: AppRun) {

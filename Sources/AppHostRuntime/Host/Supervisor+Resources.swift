@@ -141,13 +141,13 @@ extension Supervisor {
     // MARK: Memory pressure (jetsam vm-pageshortage)
 
     /// Warns the running apps, then (after the policy's grace) ends apps until usage fits `target`.
-    func beginPressure(target: UInt64, usage: UInt64, cause: String) {
+    func beginPressure(target: UInt64, usage: UInt64, cause: String, sparingRunningApps: Bool = false) {
         if pressure != nil {
             pressure?.tighten(to: target)
             return
         }
         let grace = configuration.policy.memoryWarningGrace
-        pressure = MemoryPressure(target: target, cause: cause, now: clock.now, grace: grace)
+        pressure = MemoryPressure(target: target, cause: cause, now: clock.now, grace: grace, sparesRunningApps: sparingRunningApps)
         let running = apps.filter { record in
             guard let run = record.run, run.machine.isLive else { return false }
             return run.machine.state != .suspended && run.machine.phase != .starting

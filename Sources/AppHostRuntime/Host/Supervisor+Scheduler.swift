@@ -36,7 +36,9 @@ extension Supervisor {
         let floor = configuration.policy.minimumBackgroundFetchInterval.seconds
         var started: [String] = []
         var changed = false
-        for record in apps where mayWakeForSchedule(record) {
+        // Only apps with something scheduled: a pass runs after every state change, and a host
+        // may hold thousands of suspended apps that asked for nothing.
+        for record in apps where schedule.apps[record.bundle.identifier] != nil && mayWakeForSchedule(record) {
             let id = record.bundle.identifier
             let before = schedule.apps[id]
             let running = record.run.map { run in

@@ -31,6 +31,8 @@ public final class Supervisor: @unchecked Sendable {
     public let storageNote: String
 
     let queue = DispatchQueue(label: "apphost.supervisor", qos: .userInitiated)
+    /// Reads the apps' control sockets and runs their handlers on `queue` (ControlReader.swift).
+    let controlReader: ControlReader
     /// Where the apps' libraries live: the host runs the same binary, so its own.
     static let libraryDirectories = Landlock.libraryDirectories()
     let clock: any HostClock
@@ -141,6 +143,8 @@ public final class Supervisor: @unchecked Sendable {
                 environment: Containers.runtimeEnvironment + ["APPHOST_PARENT_PID=\(getpid())"]
                     + launchTemplatePlaceholders.map { "\($0)=" + String(repeating: "/", count: Int(APPHOST_TEMPLATE_PLACEHOLDER_LENGTH)) })
             : nil
+        Self.raiseDescriptorLimit()
+        controlReader = try ControlReader(queue: queue)
         sampler = DispatchSource.makeTimerSource(queue: queue)
         schedulerTimer = DispatchSource.makeTimerSource(queue: queue)
         pressureTimer = DispatchSource.makeTimerSource(queue: queue)
@@ -220,10 +224,22 @@ public final class Supervisor: @unchecked Sendable {
         locationTimer.activate()
     }
 
+    /// Raises the host's open-file limit to its hard limit: each app holds about eight of the
+    /// host's descriptors (its control socket, pidfd, output pipe, diagnostics socket, seccomp
+    /// listener…), and the usual soft limit of 1,024 would end a host at about a hundred apps.
+    /// App processes get their own limit from the policy.
+    static func raiseDescriptorLimit() {
+        var limit = rlimit()
+        guard getrlimit(__rlimit_resource_t(RLIMIT_NOFILE.rawValue), &limit) == 0, limit.rlim_cur < limit.rlim_max else { return }
+        limit.rlim_cur = limit.rlim_max
+        _ = setrlimit(__rlimit_resource_t(RLIMIT_NOFILE.rawValue), &limit)
+    }
+
     deinit {
         template?.stop()
         templateSource?.cancel()
         discardWaitingGroups()
+        controlReader.stop()
         sampler.cancel()
         schedulerTimer.cancel()
         pressureTimer.cancel()

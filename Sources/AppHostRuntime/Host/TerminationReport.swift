@@ -178,7 +178,7 @@ public struct TerminationReport: Codable, Sendable, Equatable {
             backgroundTimeRemainingSeconds: contents.backgroundTimeRemaining?.seconds,
             storageBytes: contents.storage?.bytes, storageLimitBytes: contents.storage?.limitBytes,
             storageMechanism: contents.storage?.mechanism.rawValue, storage: contents.storage?.parts)
-        lastEvents = contents.lastEvents.map { Event(time: $0.time, event: $0.event, state: $0.state, detail: $0.detail) }
+        lastEvents = contents.lastEvents
         fatalError = contents.fatalError
         backtrace = contents.backtrace
         backtraceUnavailable = contents.backtraceUnavailable

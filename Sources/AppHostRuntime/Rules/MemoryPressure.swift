@@ -23,9 +23,14 @@ struct MemoryPressure<ID: Equatable> {
         case over(String)
     }
 
-    init(target: UInt64, cause: String, now: HostInstant, grace: Duration) {
+    /// Only suspended apps may be ended (`memory-pressure` without a target): a running app is
+    /// spared even if it grew by a page since the target was taken from it.
+    private(set) var sparesRunningApps: Bool
+
+    init(target: UInt64, cause: String, now: HostInstant, grace: Duration, sparesRunningApps: Bool = false) {
         self.target = target
         self.cause = cause
+        self.sparesRunningApps = sparesRunningApps
         graceEnds = now + grace
     }
 
@@ -33,7 +38,10 @@ struct MemoryPressure<ID: Equatable> {
     var deadline: HostInstant? { graceEnds }
 
     /// A second cause while one episode runs only lowers the target.
-    mutating func tighten(to target: UInt64) { self.target = min(self.target, target) }
+    mutating func tighten(to target: UInt64) {
+        self.target = min(self.target, target)
+        sparesRunningApps = false
+    }
 
     /// The victim's process is gone: the next step measures again.
     mutating func victimEnded(_ id: ID) {
@@ -45,6 +53,7 @@ struct MemoryPressure<ID: Equatable> {
         if let graceEnds, now < graceEnds { return .wait }
         graceEnds = nil
         guard awaiting == nil else { return .wait }
+        let candidates = sparesRunningApps ? candidates.filter { $0.state == .suspended } : candidates
         guard usage > target, let (victim, position) = ResourceRules.nextVictim(among: candidates) else {
             let outcome = ended.isEmpty ? "relieved" : "ended \(ended.joined(separator: ", "))"
             return .over("\(outcome); the apps use \(usage.mebibytes)"

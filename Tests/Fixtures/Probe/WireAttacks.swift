@@ -14,6 +14,9 @@ import ProbeSyscalls
 //               "hello"                    a `hello` carrying the host's pid
 //               "sandboxedAsRoot"          a second `sandboxed` frame, no descriptor, uid 0
 //               "logUnknownLevel"          a `log` frame of a level swift-log does not have
+//               "compactAckOutOfTurn"      an `ack` in the compact form for callback 999999, which
+//                                          is not running
+//               "compactAckTruncated"      a compact `ack`'s tag and four bytes of its id
 //   flood       "lines"                    16-byte lines on stdout, as fast as a thread can write
 //                                          (64 KiB of them per write)
 //               "noNewline"                the same bytes with no newline at all
@@ -55,13 +58,21 @@ extension AppDelegate {
             sendWhole(AppMessage.sandboxed(listener: false, landlockABI: 0, uid: 0, seconds: 0), attack)
         case "logUnknownLevel":
             sendWhole(AppMessage.log(level: "emergency", label: "probe", message: "not a level"), attack)
+        case "compactAckOutOfTurn":
+            sendWhole(AppMessage.ack(id: 999_999, returned: nil, snapshot: nil), attack)
+        case "compactAckTruncated":
+            sendBody(WireCoding.encode(AppMessage.ack(id: 7, returned: nil, snapshot: nil)).prefix(5).map { $0 }, attack)
         default:
             record("attack \(attack): unknown")
         }
     }
 
     private func sendWhole(_ message: AppMessage, _ attack: String) {
-        let frame = Framing.frame(WireCoding.encode(message))
+        sendBody(WireCoding.encode(message), attack)
+    }
+
+    private func sendBody(_ body: [UInt8], _ attack: String) {
+        let frame = Framing.frame(body)
         let sent = frame.withUnsafeBytes { send(3, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
         record("attack \(attack): sent \(sent) of \(frame.count) bytes")
     }
