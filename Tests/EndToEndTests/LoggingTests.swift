@@ -46,7 +46,7 @@ struct LoggingTests {
         // The host's own diagnostics, through swift-log, at debug.
         let errors = run.error.split(separator: "\n").map(String.init)
         #expect(errors.contains { $0.hasPrefix("apphost: debug: Logger: spawned for a user launch, pid ") }, "\(errors)")
-        #expect(errors.contains { $0.hasPrefix("apphost: debug: Logger: ended (killed by SIGKILL), report ") })
+        #expect(errors.contains { $0.hasPrefix("apphost: debug: Logger: ended (killed by SIGKILL), report ") }, "\(errors)")
 
         // The trace carries a record's level and label too.
         let events = try #require(try JSONSerialization.jsonObject(with: Data(contentsOf: trace)) as? [[String: Any]])
