@@ -325,6 +325,7 @@ func reportNamespaceCost() {
         print("namespace cost: this machine gives apps no PID and mount namespaces (see apphost doctor)")
     }
 }
+reportTransferThroughput(arguments)
 // `--namespaces-only`: just what the namespaces cost a launch.
 if arguments.contains("--namespaces-only") {
     reportNamespaceCost()

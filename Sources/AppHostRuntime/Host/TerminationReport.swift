@@ -41,6 +41,9 @@ public struct TerminationReport: Codable, Sendable, Equatable {
     /// Why a crash or watchdog report has no backtrace ("the app process did not answer the
     /// sample signal within 100 ms").
     public var backtraceUnavailable: String?
+    /// The app's background URL session transfers when it ended (absent when it had none):
+    /// they go on without it.
+    public var transfers: [TransferListing]?
 
     public struct Held: Codable, Sendable, Equatable {
         public struct Lock: Codable, Sendable, Equatable {
@@ -182,6 +185,7 @@ public struct TerminationReport: Codable, Sendable, Equatable {
         fatalError = contents.fatalError
         backtrace = contents.backtrace
         backtraceUnavailable = contents.backtraceUnavailable
+        transfers = contents.transfers.isEmpty ? nil : contents.transfers
     }
 
     /// The report as its file holds it: pretty-printed, keys sorted, ISO 8601 times; or, not
