@@ -32,15 +32,22 @@ import Testing
 
     @Test func theCallbackNamesTheSessionAndCarriesItsWorkNumber() {
         var machine = SimulatedHost.suspendedMachine()
-        let actions = machine.handle(.deliver(Self.event, reason: "backgroundURLSession"), now: HostInstant(nanoseconds: 2_000_000_000))
-        let requests = actions.compactMap { action -> WireCallbackRequest? in
-            if case .send(let request) = action { return request }
-            return nil
+        let now = HostInstant(nanoseconds: 2_000_000_000)
+        func requests(_ actions: [LifecycleMachine.Action]) -> [WireCallbackRequest] {
+            actions.compactMap { action -> WireCallbackRequest? in
+                if case .send(let request) = action { return request }
+                return nil
+            }
         }
-        let request = requests.first { $0.callback == .handleEventsForBackgroundURLSession }
+        let resumed = requests(machine.handle(.deliver(Self.event, reason: "backgroundURLSession"), now: now))
+        #expect(resumed.map(\.callback) == [.didEnterBackground], "sequence 6: didEnterBackground comes first")
+        let after = requests(machine.handle(.acknowledged(id: resumed[0].id, returned: nil, snapshot: nil), now: now))
+        let request = after.first
+        #expect(request?.callback == .handleEventsForBackgroundURLSession)
         #expect(request?.event?.kind == .backgroundURLSession)
         #expect(request?.event?.urlSession == "com.example.episodes")
         #expect(request?.event?.work != nil)
+        #expect(request?.state == .background)
     }
 
     @Test func sequence6ResumeASuspendedAppForItsSessionsEvents() {

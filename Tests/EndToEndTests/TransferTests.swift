@@ -48,8 +48,12 @@ struct TransferTests {
             "completed events",
         ])
         #expect(scratch.containerFile("test.podcast", "Documents/download-1") == TransferServer.content(size))
-        let names = host.allEvents.filter { $0.name == "Podcast" }.map(\.event)
-        #expect(names.drop { $0 != "resumed" }.prefix(4) == ["resumed", "handleEventsForBackgroundURLSession", "urlSessionEventsCompleted", "snapshot"])
+        let violations = host.allEvents.filter { $0.event == "violation" }.compactMap(\.detail)
+        #expect(violations.isEmpty, "delivery takes nothing the sandbox refuses: \(violations)")
+        let names = host.allEvents.filter { $0.name == "Podcast" && !["transfer", "violation"].contains($0.event) }.map(\.event)
+        #expect(names.drop { $0 != "resumed" }.prefix(6) == [
+            "resumed", "didEnterBackground", "handleEventsForBackgroundURLSession", "urlSessionEventsCompleted", "snapshot", "suspended",
+        ])
         #expect(transferEvents(host, "Podcast").last?.hasSuffix("delivered") == true)
         #expect(try listing(host).isEmpty, "a delivered transfer is forgotten")
         host.closeInput()

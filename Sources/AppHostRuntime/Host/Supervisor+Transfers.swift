@@ -249,7 +249,8 @@ extension Supervisor {
         guard !owed.isEmpty, schedule.apps[id]?.forceQuit != true else { return }
         if let run = record.run, run.machine.isLive, !run.machine.isEnding, launchFinished(run),
            [.active, .inactive, .background].contains(run.machine.state) {
-            for transfer in owed where transfers.sentTo[transfer.id] != run.launchedAt {
+            // A session whose wake-up is on its way gets its transfers with handleEvents.
+            for transfer in owed where transfers.sentTo[transfer.id] != run.launchedAt && !transfers.wakes.contains("\(id) \(transfer.transfer.session)") {
                 guard let event = prepareDelivery(transfer.id, record, run) else { continue }
                 send(.transferFinished(event), record, run)
                 announceTransfer(transfer, "sent to the running app")
@@ -257,9 +258,11 @@ extension Supervisor {
             return
         }
         guard !isShuttingDown else { return }
-        let sessions = Set(owed.filter {
-            $0.transfer.sessionSendsLaunchEvents && transfers.sentTo[$0.id] != record.run?.launchedAt
-                && transfers.wakesWithoutDelivery[$0.id, default: 0] < Transfers.maximumWakes
+        // A wake-up whose run ended before its callback was sent is owed again.
+        if record.run?.machine.isAlive != true { transfers.wakes = transfers.wakes.filter { !$0.hasPrefix(id + " ") } }
+        let sessions = Set(owed.filter { transfer in
+            transfer.transfer.sessionSendsLaunchEvents && (record.run.map { transfers.sentTo[transfer.id] != $0.launchedAt } ?? true)
+                && transfers.wakesWithoutDelivery[transfer.id, default: 0] < Transfers.maximumWakes
         }.map(\.transfer.session))
         for session in sessions.sorted() where !transfers.wakes.contains("\(id) \(session)") {
             transfers.wakes.insert("\(id) \(session)")

@@ -47,7 +47,9 @@ struct TransferStore {
     func load() -> ([TransferRecord], String?) {
         guard let data = try? Data(contentsOf: file) else { return ([], nil) }
         do {
-            return (try JSONDecoder().decode([TransferRecord].self, from: data), nil)
+            let decoder = JSONDecoder()
+            decoder.dateDecodingStrategy = .iso8601
+            return (try decoder.decode([TransferRecord].self, from: data), nil)
         } catch {
             return ([], "cannot read \(file.path) (\(error)); starting with no background transfers")
         }

@@ -25,7 +25,10 @@ final class TransferProbe: URLSessionDownloadDelegate, URLSessionDataDelegate {
         let destination = Application.shared.containerURL.appendingPathComponent("Documents/download-\(downloadTask.taskIdentifier)")
         try? FileManager.default.removeItem(at: destination)
         let moved = (try? FileManager.default.moveItem(at: location, to: destination)) != nil
-        let size = (try? FileManager.default.attributesOfItem(atPath: destination.path)[.size] as? Int) ?? -1
+        // stat, not attributesOfItem: that looks up the owner's name, through nscd's socket,
+        // which the sandbox refuses.
+        var info = stat()
+        let size = stat(destination.path, &info) == 0 ? Int(info.st_size) : -1
         record("didFinishDownloading task=\(downloadTask.taskIdentifier) moved=\(moved) bytes=\(size) tmp=\(location.path.contains("/tmp/")) state=\(Application.shared.applicationState)")
     }
 
