@@ -51,7 +51,14 @@ package final class TransferService: Sendable {
     static let responseBodyLimit = 64 * 1024
 
     private let client: HTTPClient
-    private let running = Mutex<[String: Task<Void, Never>]>([:])
+    private let running = Mutex<Jobs>(Jobs())
+
+    /// The jobs running, and those stopped whose task has not yet returned: a job started again
+    /// waits for its stopped run, so two never write one part file.
+    private struct Jobs {
+        var running: [String: Task<Void, Never>] = [:]
+        var stopping: [String: Task<Void, Never>] = [:]
+    }
     private let resourceTimeout: TimeAmount
 
     package init(connectTimeout: Duration = .seconds(10), readTimeout: Duration = .seconds(60), resourceTimeout: Duration = .seconds(7 * 24 * 3600)) {
@@ -71,27 +78,38 @@ package final class TransferService: Sendable {
         try? client.syncShutdown()
     }
 
-    var isRunningAnything: Bool { running.withLock { !$0.isEmpty } }
-
-    func isRunning(_ id: String) -> Bool { running.withLock { $0[id] != nil } }
-
     /// Starts the job; `report` gets its updates from another thread. A job already running is
     /// left alone.
     package func start(_ job: Job, report: @escaping @Sendable (Update) -> Void) {
-        running.withLock { running in
-            guard running[job.id] == nil else { return }
-            running[job.id] = Task { [self] in
+        running.withLock { jobs in
+            guard jobs.running[job.id] == nil else { return }
+            let previous = jobs.stopping[job.id]
+            let task = Task { [self] in
+                await previous?.value
                 let outcome = await run(job, report: report)
-                let stillWanted = self.running.withLock { $0.removeValue(forKey: job.id) != nil }
                 // A stopped job reports nothing more: whoever stopped it decided its fate.
+                let stillWanted = self.running.withLock { jobs in
+                    guard jobs.running[job.id] != nil, !Task.isCancelled else { return false }
+                    jobs.running[job.id] = nil
+                    return true
+                }
                 if stillWanted { report(.ended(outcome)) }
             }
+            jobs.running[job.id] = task
         }
     }
 
     /// Stops the job (its part file stays, for a later resume); it reports nothing more.
     package func stop(_ id: String) {
-        running.withLock { $0.removeValue(forKey: id) }?.cancel()
+        running.withLock { jobs in
+            guard let task = jobs.running.removeValue(forKey: id) else { return }
+            task.cancel()
+            jobs.stopping[id] = task
+            Task { [self] in
+                await task.value
+                self.running.withLock { if $0.stopping[id] == task { $0.stopping[id] = nil } }
+            }
+        }
     }
 
     private func run(_ job: Job, report: @escaping @Sendable (Update) -> Void) async -> Outcome {
@@ -135,6 +153,8 @@ package final class TransferService: Sendable {
             if let validator { request.headers.add(name: "If-Range", value: validator) }
         }
         let response = try await client.execute(request, deadline: .now() + resourceTimeout)
+        // Stopped while waiting for the head: the part file is no longer this run's.
+        try Task.checkCancellation()
         let status = Int(response.status.code)
         if status >= 400 {
             if status == 416 && offset > 0 {
