@@ -93,6 +93,24 @@ struct TransferTests {
         #expect(server.requests == ["PUT /upload 3000"])
     }
 
+    /// Examples/Podcasts, as README.md describes it: the episode finishes while it is suspended.
+    @Test func thePodcastsExampleFinishesItsEpisodeWhileSuspended() async throws {
+        let server = try await TransferServer()
+        let scratch = try Scratch()
+        let podcasts = try scratch.bundle("Podcasts", from: "Podcasts", changes: ["PodcastsEpisodeURL": server.url("/slow/800000")])
+        let host = try HostSession([podcasts], scratch: scratch)
+        try host.waitFor("Podcasts", "didBecomeActive")
+        try host.waitForStandardError(containing: "Podcasts: downloading \(server.url("/slow/800000"))")
+        host.send("home")
+        try host.waitFor("Podcasts", "suspended")
+        try host.waitFor("Podcasts", "urlSessionEventsCompleted", timeout: 20)
+        let snapshot = try host.waitFor("Podcasts", "snapshot", occurrence: 2)
+        #expect(snapshot.detail == "Podcasts: 1 episode(s)")
+        try host.waitFor("Podcasts", "suspended", occurrence: 2)
+        #expect(scratch.containerFile("test.podcasts", "Documents/Episodes/800000") == TransferServer.content(800_000))
+        try host.waitForStandardError(containing: "Podcasts: saved 800000")
+    }
+
     // MARK: Persistence
 
     /// The app is not running when its transfers finish: the host ended (closing its apps), and
@@ -229,6 +247,11 @@ struct TransferTests {
         #expect(waiting.count == 1)
         #expect(waiting.first?["state"] as? String == "waiting")
         #expect(waiting.first?["waitingFor"] as? String == "external power (discretionary)")
+        #expect(waiting.first?["discretionary"] as? Bool == true)
+        #expect(waiting.first?["name"] as? String == "Patient")
+        #expect(waiting.first?["session"] as? String == Self.session)
+        let status = try #require(host.allEvents.last { $0.event == "ps" && $0.name == "Patient" })
+        #expect((status.fields["transfers"] as? [[String: Any]])?.map { $0["state"] as? String } == ["waiting"], "ps shows the app's transfers")
         #expect(server.requests.isEmpty)
         host.send("power plugged")
         try host.waitFor("Patient transfer", timeout: 20) { $0.name == "Patient" && $0.event == "transfer" && $0.detail?.hasSuffix("delivered") == true }
@@ -278,9 +301,41 @@ struct TransferTests {
         host.send("terminate Quitter")
         let cancelled = try host.waitFor("Quitter transfer") { $0.name == "Quitter" && $0.event == "transfer" && $0.detail?.contains("cancelled") == true }
         #expect(cancelled.detail == "Quitter: cancelled 1 background transfer: the user force quit the app")
+        let end = try host.waitFor("Quitter", "terminated")
+        let path = try #require(end.report)
+        let report = try #require(try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: path))) as? [String: Any])
+        let kept = try #require(report["transfers"] as? [[String: Any]], "the report lists the transfers the app had when it ended")
+        #expect(kept.map { $0["url"] as? String } == [server.url("/slow/5000000")])
         #expect(try listing(host).isEmpty)
         #expect(try FileManager.default.contentsOfDirectory(atPath: scratch.stateDirectory.appendingPathComponent("transfers").path)
             .filter { $0.hasSuffix(".part") }.isEmpty)
+    }
+
+    // MARK: A hostile app
+
+    /// Transfer messages out of turn end the app; a forged upload of a host file is refused and
+    /// nothing is kept or read.
+    @Test(arguments: [
+        ("transferTwice", "it created task 7 of background session \"forged\" twice"),
+        ("transferDeliveredUnsent", "it said task 1 of background session \"forged\" was delivered, but the host delivered no such transfer to it"),
+    ])
+    func forgedTransferMessagesEndTheApp(attack: String, reason: String) throws {
+        let scratch = try Scratch()
+        let host = try HostSession([try scratch.bundle("Forger", behavior: ["wireAttack": attack])], scratch: scratch)
+        let end = try host.waitFor("Forger", "terminated")
+        #expect(end.kind == "protocol-violation")
+        #expect(end.reason?.contains(reason) == true, "reason: \(end.reason ?? "none")")
+    }
+
+    @Test func aForgedUploadOfAHostFileIsRefused() throws {
+        let scratch = try Scratch()
+        let host = try HostSession([try scratch.bundle("Thief", behavior: ["wireAttack": "transferOfHostFile", "urlSession": true])], scratch: scratch)
+        let refused = try host.waitFor("Thief refused") { $0.name == "Thief" && $0.event == "transfer" && $0.detail?.contains("refused") == true }
+        #expect(refused.detail == "Thief: refused upload task 1 of session forged: /etc/shadow is outside the app's container (\(scratch.stateDirectory.path)/containers/test.thief); upload a file from the container")
+        #expect(try listing(host).isEmpty)
+        #expect(host.allEvents.last { $0.name == "Thief" }?.state == "active", "refused, not ended")
+        let stored = scratch.stateDirectory.appendingPathComponent("transfers")
+        #expect(((try? FileManager.default.contentsOfDirectory(atPath: stored.path)) ?? []).filter { $0.hasSuffix(".body") }.isEmpty)
     }
 
     /// `transfers --json`'s lines, read up to a `ps` sent after it.

@@ -14,6 +14,10 @@ import ProbeSyscalls
 //               "hello"                    a `hello` carrying the host's pid
 //               "sandboxedAsRoot"          a second `sandboxed` frame, no descriptor, uid 0
 //               "logUnknownLevel"          a `log` frame of a level swift-log does not have
+//               "transferTwice"            `transferCreated` for the same task of a session twice
+//               "transferDeliveredUnsent"  `transferDelivered` for a transfer the host never sent
+//               "transferOfHostFile"       `transferCreated`, past the SDK's check, for an upload
+//                                          of /etc/shadow (outside the container)
 //   flood       "lines"                    16-byte lines on stdout, as fast as a thread can write
 //                                          (64 KiB of them per write)
 //               "noNewline"                the same bytes with no newline at all
@@ -55,6 +59,14 @@ extension AppDelegate {
             sendWhole(AppMessage.sandboxed(listener: false, landlockABI: 0, uid: 0, seconds: 0), attack)
         case "logUnknownLevel":
             sendWhole(AppMessage.log(level: "emergency", label: "probe", message: "not a level"), attack)
+        case "transferTwice":
+            let transfer = WireTransfer(session: "forged", task: 7, kind: .download, url: "http://127.0.0.1:9/episode")
+            sendWhole(AppMessage.transferCreated(transfer), attack)
+            sendWhole(AppMessage.transferCreated(transfer), attack)
+        case "transferDeliveredUnsent":
+            sendWhole(AppMessage.transferDelivered(session: "forged", task: 1), attack)
+        case "transferOfHostFile":
+            sendWhole(AppMessage.transferCreated(WireTransfer(session: "forged", task: 1, kind: .upload, url: "http://127.0.0.1:9/upload", file: "/etc/shadow")), attack)
         default:
             record("attack \(attack): unknown")
         }
