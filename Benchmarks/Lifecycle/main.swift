@@ -311,6 +311,7 @@ let arguments = CommandLine.arguments
 if let index = arguments.firstIndex(of: "--syscall-loop") {
     syscallLoop(confined: arguments[index + 1] == "confined", count: Int(arguments[index + 2]) ?? 1_000_000)
 }
+reportTransferThroughput(arguments)
 let runs = arguments.firstIndex(of: "--runs").flatMap { Int(arguments[$0 + 1]) } ?? 50
 let binaries = URL(fileURLWithPath: arguments[0]).deletingLastPathComponent()
 let executable = binaries.appendingPathComponent("apphost").path
@@ -325,7 +326,6 @@ func reportNamespaceCost() {
         print("namespace cost: this machine gives apps no PID and mount namespaces (see apphost doctor)")
     }
 }
-reportTransferThroughput(arguments)
 // `--namespaces-only`: just what the namespaces cost a launch.
 if arguments.contains("--namespaces-only") {
     reportNamespaceCost()

@@ -172,7 +172,8 @@ struct TransferTests {
         second.closeInput()
         #expect(try second.waitForExit() == 0)
         let delivered = scratch.recorded("Survivor").filter { $0.hasPrefix("didFinishDownloading") }
-        #expect(delivered == ["didFinishDownloading task=1 moved=true bytes=\(size) tmp=true state=background"], "delivered exactly once")
+        #expect(delivered == ["didFinishDownloading task=1 moved=true bytes=\(size) tmp=true state=background"],
+                "delivered exactly once: \(sessionLines(scratch, "Survivor")) \(transferEvents(second, "Survivor"))")
         #expect(scratch.containerFile("test.survivor", "Documents/download-1") == TransferServer.content(size))
         let ranges = server.requests.filter { $0.contains("range=") }
         #expect(ranges.count == 1, "resumed once, with a Range request: \(server.requests)")
@@ -304,7 +305,7 @@ struct TransferTests {
         let end = try host.waitFor("Quitter", "terminated")
         let path = try #require(end.report)
         let report = try #require(try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: path))) as? [String: Any])
-        let kept = try #require(report["transfers"] as? [[String: Any]], "the report lists the transfers the app had when it ended")
+        let kept = try #require((report["usage"] as? [String: Any])?["transfers"] as? [[String: Any]], "the report lists the transfers the app had when it ended")
         #expect(kept.map { $0["url"] as? String } == [server.url("/slow/5000000")])
         #expect(try listing(host).isEmpty)
         #expect(try FileManager.default.contentsOfDirectory(atPath: scratch.stateDirectory.appendingPathComponent("transfers").path)

@@ -41,9 +41,6 @@ public struct TerminationReport: Codable, Sendable, Equatable {
     /// Why a crash or watchdog report has no backtrace ("the app process did not answer the
     /// sample signal within 100 ms").
     public var backtraceUnavailable: String?
-    /// The app's background URL session transfers when it ended (absent when it had none):
-    /// they go on without it.
-    public var transfers: [TransferListing]?
 
     public struct Held: Codable, Sendable, Equatable {
         public struct Lock: Codable, Sendable, Equatable {
@@ -89,6 +86,9 @@ public struct TerminationReport: Codable, Sendable, Equatable {
         public var storageLimitBytes: UInt64?
         public var storageMechanism: String?
         public var storage: [StoragePart]?
+        /// Its background URL session transfers when it ended (absent when it had none, and
+        /// from reports written before transfers): they go on without it.
+        public var transfers: [TransferListing]?
     }
 
     /// One thread's backtrace, captured inside the app process by apphost's handlers (installed
@@ -180,12 +180,12 @@ public struct TerminationReport: Codable, Sendable, Equatable {
             keptRunningBy: contents.keptRunningBy, backgroundWakeups: contents.backgroundWakeups, violations: contents.violationCount,
             backgroundTimeRemainingSeconds: contents.backgroundTimeRemaining?.seconds,
             storageBytes: contents.storage?.bytes, storageLimitBytes: contents.storage?.limitBytes,
-            storageMechanism: contents.storage?.mechanism.rawValue, storage: contents.storage?.parts)
+            storageMechanism: contents.storage?.mechanism.rawValue, storage: contents.storage?.parts,
+            transfers: contents.transfers.isEmpty ? nil : contents.transfers)
         lastEvents = contents.lastEvents.map { Event(time: $0.time, event: $0.event, state: $0.state, detail: $0.detail) }
         fatalError = contents.fatalError
         backtrace = contents.backtrace
         backtraceUnavailable = contents.backtraceUnavailable
-        transfers = contents.transfers.isEmpty ? nil : contents.transfers
     }
 
     /// The report as its file holds it: pretty-printed, keys sorted, ISO 8601 times; or, not
