@@ -86,8 +86,8 @@ public struct TerminationReport: Codable, Sendable, Equatable {
         public var storageLimitBytes: UInt64?
         public var storageMechanism: String?
         public var storage: [StoragePart]?
-        /// Its background URL session transfers when it ended (absent when it had none, and
-        /// from reports written before transfers): they go on without it.
+        /// Its background URL session transfers when it ended, which go on without it (absent
+        /// from reports written before transfers).
         public var transfers: [TransferListing]?
     }
 
@@ -181,7 +181,7 @@ public struct TerminationReport: Codable, Sendable, Equatable {
             backgroundTimeRemainingSeconds: contents.backgroundTimeRemaining?.seconds,
             storageBytes: contents.storage?.bytes, storageLimitBytes: contents.storage?.limitBytes,
             storageMechanism: contents.storage?.mechanism.rawValue, storage: contents.storage?.parts,
-            transfers: contents.transfers.isEmpty ? nil : contents.transfers)
+            transfers: contents.transfers)
         lastEvents = contents.lastEvents.map { Event(time: $0.time, event: $0.event, state: $0.state, detail: $0.detail) }
         fatalError = contents.fatalError
         backtrace = contents.backtrace
