@@ -26,7 +26,7 @@ func reportTransferThroughput(_ arguments: [String], runs: Int = 3) {
     let served = directory.appendingPathComponent("served")
     try? FileManager.default.createDirectory(at: served, withIntermediateDirectories: true)
     let episode = served.appendingPathComponent("episode.bin")
-    FileManager.default.createFile(atPath: episode.path, contents: nil)
+    _ = FileManager.default.createFile(atPath: episode.path, contents: nil)
     truncate(episode.path, off_t(size))
     let port = 20_000 + Int(getpid() % 20_000)
     let server = Process()
