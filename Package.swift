@@ -38,6 +38,7 @@ let apps = [
     appPlugin("SoftphoneExample", path: "Examples/Softphone"),
     appPlugin("JournalExample", path: "Examples/Journal"),
     appPlugin("PagesExample", path: "Examples/Pages"),
+    appPlugin("PodcastsExample", path: "Examples/Podcasts"),
     // Test fixtures: real plugins that the end-to-end tests and the benchmark launch.
     // Xcode's iOS App template, unchanged, on UIKit, BackgroundTasks and os (README.md, "Porting iOS code").
     // Built as Xcode 16 builds a new iOS project: Swift 5 language mode, no upcoming features.
@@ -84,6 +85,10 @@ let package = Package(
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
         .package(url: "https://github.com/apple/swift-log", from: "1.6.0"),
+        // The host's transfer service (background URL sessions); never linked into an app.
+        .package(url: "https://github.com/swift-server/async-http-client", from: "1.37.0"),
+        // The loopback HTTP server of the transfer end-to-end tests only.
+        .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.28.1"),
     ],
     targets: [
         // C: syscalls and macros that do not import into Swift. Never a product.
@@ -151,6 +156,7 @@ let package = Package(
                 "CAppHostEpoll",
                 .product(name: "Logging", package: "swift-log"),
                 "CAppHostCrash",
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
             ],
             swiftSettings: strictSettings
         ),
@@ -215,7 +221,7 @@ let package = Package(
         ),
         .testTarget(
             name: "EndToEndTests",
-            dependencies: ["CAppHostShims", "AppHostSystem"],
+            dependencies: ["CAppHostShims", "AppHostSystem", .product(name: "Hummingbird", package: "hummingbird")],
             swiftSettings: strictSettings
         ),
     ] + apps.map(\.1)

@@ -48,6 +48,14 @@ public protocol ApplicationDelegate: AnyObject {
     func application(
         _ application: Application, didReceiveRemoteNotification userInfo: [AnyHashable: Any],
         fetchCompletionHandler completionHandler: @escaping @Sendable (Application.BackgroundFetchResult) -> Void)
+    /// A background URL session's transfers finished while the app was suspended or not
+    /// running, and the host launched or resumed it in the background for them. Keep
+    /// `completionHandler`, make the session again with `identifier` (its delegate then gets each
+    /// transfer's callbacks and `urlSessionDidFinishEvents(forBackgroundURLSession:)`), and call
+    /// the handler there, within 30 s by default, or the host terminates the app (0x2182bad3).
+    func application(
+        _ application: Application, handleEventsForBackgroundURLSession identifier: String,
+        completionHandler: @escaping @Sendable () -> Void)
     /// A scene session is connecting: return the configuration to create its scene with,
     /// normally one named in Info.plist's `UIApplicationSceneManifest` (the default: the
     /// manifest's first configuration).
@@ -86,6 +94,13 @@ extension ApplicationDelegate {
     ) {
         application.link.warn("the app declares the remote-notification background mode but its delegate does not implement application(_:didReceiveRemoteNotification:fetchCompletionHandler:); answering noData")
         completionHandler(.noData)
+    }
+    public func application(
+        _ application: Application, handleEventsForBackgroundURLSession identifier: String,
+        completionHandler: @escaping @Sendable () -> Void
+    ) {
+        // The session's delegate still gets the events when the app makes the session.
+        completionHandler()
     }
     public func application(
         _ application: Application, configurationForConnecting connectingSceneSession: SceneSession,

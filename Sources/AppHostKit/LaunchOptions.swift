@@ -33,6 +33,9 @@ extension Application {
         /// `UIApplication.LaunchOptionsKey.location`: the app starts its location manager again
         /// to receive it.
         public static let location = LaunchReason(rawValue: "location")
+        /// Launched into the background because a background URL session's transfers finished:
+        /// `application(_:handleEventsForBackgroundURLSession:completionHandler:)` follows.
+        public static let backgroundURLSession = LaunchReason(rawValue: "backgroundURLSession")
 
         public var description: String { rawValue }
     }

@@ -29,7 +29,8 @@ extension Application {
         case .willTerminate: willTerminateNotification
         case .didReceiveMemoryWarning: didReceiveMemoryWarningNotification
         case .willFinishLaunching, .performFetch, .didReceiveRemoteNotification, .launchTask, .snapshot,
-             .didReceiveIncomingPush, .didUpdateLocations, .connectScene, .disconnectScene, .discardScene: nil
+             .didReceiveIncomingPush, .didUpdateLocations, .connectScene, .disconnectScene, .discardScene,
+             .handleEventsForBackgroundURLSession: nil
         }
     }
 

@@ -185,6 +185,8 @@ enum AppMain {
             CLLocationManager.fail(code: code)
         case .locationAuthorization(let status):
             CLLocationManager.authorizationChanged(status)
+        case .transferFinished(let event):
+            urlSessionRegistry.received([event], batch: nil)
         case .configure:
             writeStandardError("AppHostKit: unexpected configure message\n")
             _exit(70)
@@ -245,6 +247,8 @@ enum AppMain {
                 if location.map({ CLLocationManager.deliver($0, significantOnly: true) }) != true {
                     hostLink.warn("a significant location change came, but no CLLocationManager monitors significant changes; start monitoring while launching")
                 }
+            case .handleEventsForBackgroundURLSession:
+                urlSessionRegistry.handleEvents(request.event, application, delegate)
             case .snapshot: snapshot = application.snapshot()
             case .connectScene, .disconnectScene, .discardScene:
                 hostLink.warn("the host sent \(request.callback.rawValue), but the app does not adopt scenes; nothing was called")

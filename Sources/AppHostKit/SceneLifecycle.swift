@@ -135,7 +135,8 @@ final class SceneDriver {
             delegate.application(application, didDiscardSceneSessions: [session])
             return true
         case .snapshot, .willFinishLaunching, .didFinishLaunching, .didReceiveMemoryWarning, .performFetch,
-             .didReceiveRemoteNotification, .launchTask, .didReceiveIncomingPush, .didUpdateLocations:
+             .didReceiveRemoteNotification, .launchTask, .didReceiveIncomingPush, .didUpdateLocations,
+             .handleEventsForBackgroundURLSession:
             return false
         }
     }

@@ -37,6 +37,10 @@ package enum WireCallback: String, Codable, Sendable, CaseIterable {
     /// A significant location change woke or relaunched the app: its location managers that
     /// monitor significant changes get `locationManager(_:didUpdateLocations:)`.
     case didUpdateLocations
+    /// A background URL session's transfers finished while the app was suspended or not
+    /// running: `application(_:handleEventsForBackgroundURLSession:completionHandler:)`, then the
+    /// session delegate's callbacks for the request's `event.transfers`.
+    case handleEventsForBackgroundURLSession
     /// Not a delegate callback: the SDK answers with the app's window content.
     case snapshot
     /// Scene operations for an app that adopts scenes, on the request's `scene` session: connect
@@ -63,6 +67,7 @@ package enum WireCallback: String, Codable, Sendable, CaseIterable {
         case .launchTask: "the BGTaskScheduler launch handler"
         case .didReceiveIncomingPush: "pushRegistry(_:didReceiveIncomingPushWith:for:completion:)"
         case .didUpdateLocations: "locationManager(_:didUpdateLocations:)"
+        case .handleEventsForBackgroundURLSession: "application(_:handleEventsForBackgroundURLSession:completionHandler:)"
         case .snapshot: "snapshot"
         case .connectScene: "scene(_:willConnectTo:options:)"
         case .disconnectScene: "sceneDidDisconnect(_:)"
@@ -118,6 +123,9 @@ package enum HostMessage: Codable, Sendable, Equatable {
     /// The app's audio session was interrupted (a call, `audio-interrupt`), or the interruption
     /// ended: AVAudioSession.interruptionNotification with this type.
     case audioInterruption(began: Bool)
+    /// A transfer of one of the app's background URL sessions finished while the app runs: the
+    /// session delegate's callbacks, as they happen.
+    case transferFinished(WireTransferEvent)
 }
 
 /// App to host.
@@ -170,6 +178,14 @@ package enum AppMessage: Codable, Sendable, Equatable {
     /// The restoration data of the app's scene sessions (`userInfo`, `stateRestorationActivity`),
     /// sent when it changed after a scene callback: the host keeps it for the next launch.
     case sceneSessions([WireSceneSession])
+    /// A background URL session task was made and resumed (`resume()`): the host's transfer
+    /// service carries it out.
+    case transferCreated(WireTransfer)
+    /// `cancel()` of a background URL session task.
+    case transferCancelled(session: String, task: Int)
+    /// The session delegate's callbacks for a finished transfer returned (the downloaded file
+    /// was moved or is gone): the host forgets it; it is never delivered again.
+    case transferDelivered(session: String, task: Int)
 }
 
 /// Coding of messages: JSON, one shared encoder and decoder per process, but for the two

@@ -38,6 +38,9 @@ package struct WireConfiguration: Codable, Sendable, Equatable {
     /// The app's scene sessions the host keeps (across launches and hosts), with what the app
     /// last reported of each: given back to the SDK when the app launches.
     package var sceneSessions: [WireSceneSession]?
+    /// The app's background URL session transfers the host carries on (running, waiting, or
+    /// finished and not yet delivered): given back as tasks when the app makes each session.
+    package var transfers: [WireTransfer]?
 
     package init(
         protocolVersion: Int = wireProtocolVersion, bundleIdentifier: String, bundleName: String,
@@ -171,6 +174,8 @@ package struct WireBackgroundEvent: Codable, Sendable, Equatable {
         case voipPush
         /// A significant location change (payload: a WireLocation's JSON); no work to complete.
         case significantLocationChange
+        /// A background URL session's transfers finished (`transfers` says which).
+        case backgroundURLSession
     }
 
     /// The host's number for this piece of work; the app's completion names it.
@@ -180,6 +185,9 @@ package struct WireBackgroundEvent: Codable, Sendable, Equatable {
     package var taskIdentifier: String?
     /// A remote notification's payload, a JSON object.
     package var payload: String?
+    /// A background URL session's identifier, and its finished transfers to deliver.
+    package var urlSession: String?
+    package var transfers: [WireTransferEvent]?
 
     package init(work: UInt64, kind: Kind, taskIdentifier: String? = nil, payload: String? = nil) {
         self.work = work
@@ -245,5 +253,120 @@ package struct WireLocation: Codable, Sendable, Equatable {
         let Δφ = φ2 - φ1, Δλ = (to.longitude - from.longitude) * .pi / 180
         let a = sin(Δφ / 2) * sin(Δφ / 2) + cos(φ1) * cos(φ2) * sin(Δλ / 2) * sin(Δλ / 2)
         return 2 * radius * atan2(a.squareRoot(), (1 - a).squareRoot())
+    }
+}
+
+/// A background URL session task as the SDK made it: what the host's transfer service carries
+/// out for the app (README.md, "Background transfers").
+package struct WireTransfer: Codable, Sendable, Equatable {
+    package enum Kind: String, Codable, Sendable {
+        case download
+        case upload
+    }
+
+    /// The session's identifier (`URLSessionConfiguration.background(withIdentifier:)`).
+    package var session: String
+    /// `taskIdentifier`, unique within the session.
+    package var task: Int
+    package var kind: Kind
+    /// An absolute http or https URL.
+    package var url: String
+    /// For an upload: the body, a file in the app's container (as the app sees the path).
+    package var file: String?
+    /// The HTTP method; nil: GET for a download, POST for an upload.
+    package var method: String?
+    package var isDiscretionary: Bool
+    package var sessionSendsLaunchEvents: Bool
+    /// `taskDescription`, the app's own label.
+    package var taskDescription: String?
+
+    package init(
+        session: String, task: Int, kind: Kind, url: String, file: String? = nil, method: String? = nil,
+        isDiscretionary: Bool = false, sessionSendsLaunchEvents: Bool = true, taskDescription: String? = nil
+    ) {
+        self.session = session
+        self.task = task
+        self.kind = kind
+        self.url = url
+        self.file = file
+        self.method = method
+        self.isDiscretionary = isDiscretionary
+        self.sessionSendsLaunchEvents = sessionSendsLaunchEvents
+        self.taskDescription = taskDescription
+    }
+}
+
+/// A transfer that ended: what the session delegate is told.
+package struct WireTransferEvent: Codable, Sendable, Equatable {
+    package var transfer: WireTransfer
+    /// The HTTP status of the response; nil if there was none.
+    package var statusCode: Int?
+    /// Bytes received (a download's body, an upload's response) and sent.
+    package var bytesReceived: Int64
+    package var bytesSent: Int64
+    /// For a download that got a response: the file in the app's container (its tmp directory)
+    /// that `urlSession(_:downloadTask:didFinishDownloadingTo:)` is given; removed once it returns.
+    package var location: String?
+    /// For an upload: the response body (cut at 64 KiB), as `urlSession(_:dataTask:didReceive:)` gets it.
+    package var responseBody: Data?
+    /// nil: completed. Else `URLError.Code` raw value and a message for the person.
+    package var errorCode: Int?
+    package var errorMessage: String?
+
+    package init(
+        transfer: WireTransfer, statusCode: Int? = nil, bytesReceived: Int64 = 0, bytesSent: Int64 = 0,
+        location: String? = nil, responseBody: Data? = nil, errorCode: Int? = nil, errorMessage: String? = nil
+    ) {
+        self.transfer = transfer
+        self.statusCode = statusCode
+        self.bytesReceived = bytesReceived
+        self.bytesSent = bytesSent
+        self.location = location
+        self.responseBody = responseBody
+        self.errorCode = errorCode
+        self.errorMessage = errorMessage
+    }
+}
+
+extension WireTransfer {
+    /// `URLError.Code` raw values of the errors a transfer ends with (Foundation's).
+    package enum ErrorCode {
+        package static let cancelled = -999
+        package static let badURL = -1000
+        package static let timedOut = -1001
+        package static let unsupportedURL = -1002
+        package static let cannotFindHost = -1003
+        package static let cannotConnectToHost = -1004
+        package static let networkConnectionLost = -1005
+        package static let httpTooManyRedirects = -1007
+        package static let badServerResponse = -1011
+        package static let secureConnectionFailed = -1200
+        package static let fileDoesNotExist = -1100
+        package static let noPermissionsToReadFile = -1102
+    }
+
+    /// What is wrong with the transfer before it starts, as the SDK and the host both judge it:
+    /// a URL that is not absolute http(s), an upload file that is not a file in `container`
+    /// (symbolic links resolved). nil: nothing.
+    package func problem(container: String) -> (code: Int, message: String)? {
+        guard let parsed = URL(string: url), let scheme = parsed.scheme?.lowercased(), ["http", "https"].contains(scheme),
+              let host = parsed.host, !host.isEmpty
+        else {
+            return (ErrorCode.unsupportedURL, "\(url.debugDescription) is not an absolute http or https URL")
+        }
+        guard kind == .upload else { return nil }
+        guard let file, file.hasPrefix("/") else {
+            return (ErrorCode.fileDoesNotExist, "an upload needs a file in the app's container, named by its absolute path")
+        }
+        let resolved = URL(fileURLWithPath: file).resolvingSymlinksInPath().path
+        let root = URL(fileURLWithPath: container).resolvingSymlinksInPath().path
+        guard resolved.hasPrefix(root.hasSuffix("/") ? root : root + "/") else {
+            return (ErrorCode.noPermissionsToReadFile, "\(file) is outside the app's container (\(container)); upload a file from the container")
+        }
+        var isDirectory: ObjCBool = false
+        guard FileManager.default.fileExists(atPath: resolved, isDirectory: &isDirectory), !isDirectory.boolValue else {
+            return (ErrorCode.fileDoesNotExist, "\(file) does not exist or is not a file")
+        }
+        return nil
     }
 }

@@ -22,7 +22,7 @@ extension HostCommand {
             .app(app)
         case .memoryWarning(let app):
             app.map(Settling.app) ?? .everyApp
-        case .home, .open, .openNewScene, .scenes, .switcher, .memoryPressure, .storagePressure, .locationSet, .locationRoute, .locationClear, .power, .network, .advance, .resetClock, .tasks, .ps:
+        case .home, .open, .openNewScene, .scenes, .switcher, .memoryPressure, .storagePressure, .locationSet, .locationRoute, .locationClear, .power, .network, .advance, .resetClock, .tasks, .transfers, .ps:
             .everyApp
         case .sleep, .wait, .help, .quit:
             .nothing

@@ -134,6 +134,8 @@ struct CommandSession {
                 answer(supervisor.resetClock(), as: .advance)
             case .tasks:
                 printTasks()
+            case .transfers:
+                printTransfers()
             case .sleep(let duration):
                 try? await Task.sleep(for: duration)
             case .wait(let app, let state, let timeout):
@@ -183,6 +185,27 @@ struct CommandSession {
         tableLines(rows).forEach(printer.write)
     }
 
+    private func printTransfers() {
+        let transfers = supervisor.transferListing()
+        if printer.json {
+            transfers.forEach { printer.write(HostEvent.jsonLine(TransferListingLine(listing: $0))) }
+            return
+        }
+        guard !transfers.isEmpty else {
+            printer.write("no background transfers")
+            return
+        }
+        var rows = [["APP", "SESSION", "TASK", "KIND", "URL", "BYTES", "STATE", "WAITING FOR"]]
+        for transfer in transfers {
+            rows.append([
+                transfer.name, transfer.session, String(transfer.task), transfer.kind + (transfer.discretionary ? " (discretionary)" : ""),
+                transfer.url, "\(transfer.bytesDone) of \(transfer.bytesExpected.map(String.init) ?? "?")", transfer.state,
+                transfer.waitingFor ?? "-",
+            ])
+        }
+        tableLines(rows).forEach(printer.write)
+    }
+
     private func printScenes(json: Bool) {
         let scenes = supervisor.sceneListing()
         if json || printer.json {
@@ -207,6 +230,13 @@ struct CommandSession {
         }
     }
 
+    /// "-", or "2 (1 running, 1 waiting)".
+    private func transferSummary(_ transfers: [TransferListing]) -> String {
+        guard !transfers.isEmpty else { return "-" }
+        let states = Dictionary(grouping: transfers, by: \.state).map { "\($0.value.count) \($0.key)" }.sorted()
+        return "\(transfers.count) (\(states.joined(separator: ", ")))"
+    }
+
     private func printStatus() {
         let apps = supervisor.status()
         if printer.json {
@@ -215,18 +245,31 @@ struct CommandSession {
         }
         func seconds(_ duration: Duration) -> String { String(format: "%.2f s", duration.seconds) }
         func mebibytes(_ bytes: UInt64) -> String { String(format: "%.1f MiB", Double(bytes) / 1_048_576) }
-        var rows = [["NAME", "PID", "STATE", "IN STATE", "CPU FG", "CPU BG", "MEMORY", "PEAK", "STORAGE", "TASKS", "KEPT RUNNING BY", "BG LEFT", "WAKE-UPS", "VIOLATIONS", "SNAPSHOT"]]
+        var rows = [["NAME", "PID", "STATE", "IN STATE", "CPU FG", "CPU BG", "MEMORY", "PEAK", "STORAGE", "TASKS", "TRANSFERS", "KEPT RUNNING BY", "BG LEFT", "WAKE-UPS", "VIOLATIONS", "SNAPSHOT"]]
         for app in apps {
             rows.append([
                 app.name, app.pid.map(String.init) ?? "-", app.state.rawValue, seconds(app.timeInState),
                 seconds(app.cpuForeground), seconds(app.cpuBackground), mebibytes(app.memory), mebibytes(app.peakMemory),
                 app.storage.map { "\(mebibytes($0.bytes)) \($0.limitBytes.map { "of \(mebibytes($0))" } ?? "(no limit)")" } ?? "-",
-                String(app.openBackgroundTasks), app.keptRunningBy.isEmpty ? "-" : app.keptRunningBy.map(\.rawValue).joined(separator: ","),
+                String(app.openBackgroundTasks), transferSummary(app.transfers), app.keptRunningBy.isEmpty ? "-" : app.keptRunningBy.map(\.rawValue).joined(separator: ","),
                 app.backgroundTimeRemaining.map(seconds) ?? "-",
                 String(app.backgroundWakeups), String(app.violations),
                 app.snapshot.map { $0.replacingOccurrences(of: "\n", with: " ⏎ ").debugDescription } ?? "-",
             ])
         }
         tableLines(rows).forEach(printer.write)
+    }
+}
+
+/// A line of `transfers --json`: `event` "transferListing" and the listing's fields.
+struct TransferListingLine: Encodable {
+    var listing: TransferListing
+
+    private enum CodingKeys: String, CodingKey { case event }
+
+    func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode("transferListing", forKey: .event)
+        try listing.encode(to: encoder)
     }
 }

@@ -61,6 +61,8 @@ enum HostCommand: Sendable, Equatable {
     case resetClock
     /// List pending BGTaskScheduler requests.
     case tasks
+    /// List the background URL session transfers.
+    case transfers
     /// Pause the script.
     case sleep(Duration)
     /// Wait until an app reaches a state; fail after the timeout.
@@ -100,6 +102,7 @@ enum HostCommand: Sendable, Equatable {
         ("network online|offline", "set the simulated network"),
         ("advance SECONDS", "move the scheduler's clock on"),
         ("tasks", "list the pending BGTaskScheduler requests"),
+        ("transfers", "list the background URL session transfers: app, session, URL, bytes, state, what each waits for"),
         ("sleep SECONDS", "pause the script"),
         ("wait APP STATE [TIMEOUT]", "wait until APP is inactive, active, background, suspended or terminated"),
         ("ps", "list the apps and what each uses"),
@@ -252,6 +255,9 @@ enum HostCommand: Sendable, Equatable {
         case "tasks":
             try count(0...0, "tasks")
             return .tasks
+        case "transfers":
+            try count(0...0, "transfers")
+            return .transfers
         case "sleep":
             try count(1...1, "sleep SECONDS")
             return .sleep(try seconds(arguments[0], "SECONDS"))

@@ -15,7 +15,7 @@ struct Launch: AsyncParsableCommand {
               push APP FILE.json | voip-push APP FILE.json | audio-interrupt APP | audio-resume APP
               location set LAT,LON | location route FILE.gpx [--speed M/S] | location clear
               authorize APP location always|whenInUse|denied
-              power plugged|battery | network online|offline | advance SECONDS | tasks
+              power plugged|battery | network online|offline | advance SECONDS | tasks | transfers
               advance reset | sleep SECONDS | wait APP STATE [TIMEOUT] | ps | help | quit
             APP is a bundle's CFBundleName or identifier; STATE is inactive, active, background, suspended \
             or terminated. A command first waits (at most the launch timeout) for the apps it concerns to \

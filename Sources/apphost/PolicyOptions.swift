@@ -35,6 +35,7 @@ struct PolicyOptions: ParsableArguments {
     @Option(name: .knob("backgroundCPUWindow"), help: .knob("backgroundCPUWindow")) var backgroundCPUWindow: String?
     @Option(name: .knob("sharedResources"), help: .knob("sharedResources")) var sharedResources: [String] = []
     @Option(name: .knob("backgroundFetchTime"), help: .knob("backgroundFetchTime")) var backgroundFetchTime: String?
+    @Option(name: .knob("backgroundURLSessionTime"), help: .knob("backgroundURLSessionTime")) var backgroundURLSessionTime: String?
     @Option(name: .knob("appRefreshTaskTime"), help: .knob("appRefreshTaskTime")) var appRefreshTaskTime: String?
     @Option(name: .knob("processingTaskTime"), help: .knob("processingTaskTime")) var processingTaskTime: String?
     @Option(name: .knob("minimumBackgroundFetchInterval"), help: .knob("minimumBackgroundFetchInterval"))

@@ -28,6 +28,7 @@ import Testing
         #expect(try HostCommand.parse("advance 86400") == .advance(.seconds(86400)))
         #expect(try HostCommand.parse("advance reset") == .resetClock)
         #expect(try HostCommand.parse("tasks") == .tasks)
+        #expect(try HostCommand.parse("transfers") == .transfers)
         #expect(try HostCommand.parse("quit") == .quit)
         #expect(try HostCommand.parse("help") == .help)
         #expect(try HostCommand.parse("") == nil)
@@ -57,7 +58,7 @@ import Testing
         #expect(throws: CommandError("usage: run-task APP IDENTIFIER")) { try HostCommand.parse("run-task Weather") }
         #expect(throws: CommandError("usage: storage-pressure")) { try HostCommand.parse("storage-pressure 100") }
         #expect(throws: CommandError("SECONDS must be a number of seconds, not tomorrow")) { try HostCommand.parse("advance tomorrow") }
-        #expect(throws: CommandError("unknown command launch; commands: home, open, close-scene, discard-scene, scenes, interrupt, switcher, wake, terminate, memory-warning, memory-pressure, storage-pressure, fetch, run-task, expire, push, voip-push, audio-interrupt, audio-resume, location, authorize, power, network, advance, tasks, sleep, wait, ps, help, quit")) {
+        #expect(throws: CommandError("unknown command launch; commands: home, open, close-scene, discard-scene, scenes, interrupt, switcher, wake, terminate, memory-warning, memory-pressure, storage-pressure, fetch, run-task, expire, push, voip-push, audio-interrupt, audio-resume, location, authorize, power, network, advance, tasks, transfers, sleep, wait, ps, help, quit")) {
             try HostCommand.parse("launch Notes")
         }
     }

@@ -35,6 +35,9 @@ public struct Policy: Sendable, Equatable {
     public var maximumBackgroundTasks = 1000
     /// A background fetch or background remote notification, to call its completion handler.
     public var backgroundFetchTime: Duration = .seconds(30)
+    /// `application(_:handleEventsForBackgroundURLSession:completionHandler:)`, to call its
+    /// completion handler (else 0x2182bad3).
+    public var backgroundURLSessionTime: Duration = .seconds(30)
     /// A `BGAppRefreshTask`, to call `setTaskCompleted(success:)` before its expiration.
     public var appRefreshTaskTime: Duration = .seconds(30)
     /// A `BGProcessingTask`, likewise.

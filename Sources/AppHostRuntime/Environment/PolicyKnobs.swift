@@ -121,6 +121,8 @@ extension Policy {
               "A shared system resource (device, database file, Unix socket): an app that has it open when it would be suspended is ended with 0xdead10cc"),
         .init("backgroundFetchTime", "background-fetch-time", .seconds(\.backgroundFetchTime),
               "A background fetch's or background notification's time to call its completion handler"),
+        .init("backgroundURLSessionTime", "background-url-session-time", .seconds(\.backgroundURLSessionTime),
+              "The time to call the completion handler of application(_:handleEventsForBackgroundURLSession:completionHandler:) (else 0x2182bad3)"),
         .init("appRefreshTaskTime", "app-refresh-task-time", .seconds(\.appRefreshTaskTime),
               "A BGAppRefreshTask's time before its expiration"),
         .init("processingTaskTime", "processing-task-time", .seconds(\.processingTaskTime),

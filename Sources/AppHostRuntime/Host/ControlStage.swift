@@ -35,7 +35,8 @@ enum ControlStage: Equatable {
         case .launchFailed: self == .confining || self == .loading
         case .warning, .log: self == .loading || self == .running
         case .ack, .taskBegan, .taskEnded, .expirationHandlers, .fetchInterval, .workCompleted, .registerTask, .submitTask, .cancelTask,
-             .audio, .callReported, .callEnded, .locationManager, .requestLocationAuthorization, .sceneSessions:
+             .audio, .callReported, .callEnded, .locationManager, .requestLocationAuthorization, .sceneSessions,
+             .transferCreated, .transferCancelled, .transferDelivered:
             self == .running
         }
     }
@@ -76,6 +77,9 @@ extension AppMessage {
         case .locationManager: "locationManager"
         case .requestLocationAuthorization: "requestLocationAuthorization"
         case .sceneSessions: "sceneSessions"
+        case .transferCreated: "transferCreated"
+        case .transferCancelled: "transferCancelled"
+        case .transferDelivered: "transferDelivered"
         }
     }
 }

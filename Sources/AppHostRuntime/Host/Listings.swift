@@ -26,13 +26,15 @@ public struct AppStatus: Sendable, Equatable, Encodable {
     public var snapshot: String?
     /// Disk space of its container and its app groups', and the limits that hold them.
     public var storage: StorageUsage?
+    /// Its background URL session transfers (Supervisor+Transfers).
+    public var transfers: [TransferListing] = []
 
     /// The figures have the names of a termination report's `usage` (TerminationReport.Usage),
     /// units included: one vocabulary for the same figure wherever it is printed.
     private enum CodingKeys: String, CodingKey {
         case event, time, app, name, pid, state, timeInStateSeconds, openBackgroundTasks, keptRunningBy, backgroundTimeRemainingSeconds
         case cpuForegroundSeconds, cpuBackgroundSeconds, violations, memoryBytes, peakMemoryBytes, backgroundWakeups, snapshot
-        case storageBytes, storageLimitBytes, storageMechanism, storage
+        case storageBytes, storageLimitBytes, storageMechanism, storage, transfers
     }
 
     public func encode(to encoder: any Encoder) throws {
@@ -60,6 +62,7 @@ public struct AppStatus: Sendable, Equatable, Encodable {
             try container.encode(storage.mechanism.rawValue, forKey: .storageMechanism)
             try container.encode(storage.parts, forKey: .storage)
         }
+        try container.encode(transfers, forKey: .transfers)
     }
 }
 

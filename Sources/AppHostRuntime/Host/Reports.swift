@@ -38,6 +38,7 @@ public struct ReportStore: Sendable {
         var fatalError: String? = nil
         var backtrace: TerminationReport.Backtrace? = nil
         var backtraceUnavailable: String? = nil
+        var transfers: [TransferListing] = []
     }
 
     /// Writes the report atomically (a temporary file renamed into place) and returns its path.

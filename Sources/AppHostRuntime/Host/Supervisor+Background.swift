@@ -282,7 +282,7 @@ extension Supervisor {
                 handle(record, run, .conditionsChanged(externalPower: power == .plugged, network: network == .online))
             }
         }
-        let started = runDueWork()
+        let started = runDueWork() + reconsiderTransfers()
         let full = line + (started.isEmpty ? "" : "; started \(started.joined(separator: ", "))")
         publish(HostEvent(time: Date(), event: .conditions, detail: full), run: nil)
         return full

@@ -128,6 +128,8 @@ extension Supervisor {
             handle(record, run, .audio(active: active, playing: playing))
         case .sceneSessions(let sessions):
             if let violation = receiveSceneSessions(sessions, record) { violate(record, run, violation) }
+        case .transferCreated, .transferCancelled, .transferDelivered:
+            if let violation = receiveTransferMessage(message, record, run) { violate(record, run, violation) }
         case .callReported(let uuid), .callEnded(let uuid):
             guard let call = UUID(uuidString: uuid) else {
                 return violate(record, run, "it sent \(message.name) for \(uuid.cut(to: 64).debugDescription), which is not a UUID")

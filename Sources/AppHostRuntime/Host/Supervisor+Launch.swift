@@ -198,6 +198,7 @@ extension Supervisor {
         configurationMessage.logLevel = configuration.appLogLevel.rawValue
         configurationMessage.scenes = bundle.sceneManifest
         if bundle.adoptsScenes { configurationMessage.sceneSessions = record.scenes.forLaunch }
+        configurationMessage.transfers = transfers.records.filter { $0.app == bundle.identifier }.map(\.transfer)
         send(.configure(configurationMessage), record, run)
     }
 

@@ -62,6 +62,9 @@ extension Supervisor {
                 request.scene = record.scenes.connectFront()
                 if record.scenes.sessions.count != known { saveSceneSessions() }
             }
+            if request.callback == .handleEventsForBackgroundURLSession, let event = request.event {
+                request.event?.transfers = transferEvents(for: event, record, run)
+            }
             run.stepStartedAt = clock.now
             logger.trace("\(name): callback \(request.callback.rawValue) #\(request.id) sent")
             send(.callback(request), record, run)
@@ -154,6 +157,7 @@ extension Supervisor {
             run.stateSince = clock.now
             stateChanged(record, run, from: previous)
             queueSchedulerPass()
+            queueTransferPass()
         }
         if event.name == .snapshot { run.snapshot = event.detail }
         publish(HostEvent(
@@ -220,7 +224,7 @@ extension Supervisor {
                 violationCount: run.violationCount, violations: run.violations,
                 lastEvents: run.events, storage: storageUsage(of: record.bundle),
                 fatalError: diagnostics.fatalError, backtrace: diagnostics.backtrace,
-                backtraceUnavailable: diagnostics.unavailable)).path
+                backtraceUnavailable: diagnostics.unavailable, transfers: transferListing(of: record.bundle.identifier))).path
             configuration.logger.debug("\(record.bundle.name): ended (\(exit.description)), report \(reportPath ?? "")")
         } catch {
             publish(HostEvent(time: Date(), event: .warning, detail: "cannot write the report of \(record.bundle.name): \(error)"), run: nil)

@@ -124,6 +124,7 @@ extension Supervisor {
     func userForceQuit(_ record: AppRecord) {
         schedule.setForceQuit(true, for: record.bundle.identifier)
         saveSchedule()
+        cancelTransfers(of: record, because: "the user force quit the app")
     }
 
     func backgroundTasksConfiguration(for bundle: AppBundle) -> WireBackgroundTasks {

@@ -97,6 +97,8 @@ public final class Supervisor: @unchecked Sendable {
     /// Apps ended by storage pressure (or ending when it came) whose caches are purged once
     /// their process is gone.
     var pendingPurges: Set<ObjectIdentifier> = []
+    /// Background URL session transfers, kept in the state directory (Supervisor+Transfers).
+    var transfers: Transfers
 
     /// Creates a host. `observer` receives every event, on the supervisor's queue.
     public init(
@@ -154,6 +156,11 @@ public final class Supervisor: @unchecked Sendable {
         let (sceneSessions, sceneWarning) = Self.loadSceneSessions(configuration.stateDirectory)
         storedSceneSessions = sceneSessions
         for warning in [authorizationWarning, sceneWarning].compactMap({ $0 }) {
+            let event = HostEvent(time: Date(), event: .warning, detail: warning)
+            queue.async { observer(event) }
+        }
+        transfers = Transfers(stateDirectory: configuration.stateDirectory)
+        if let warning = transfers.loadWarning {
             let event = HostEvent(time: Date(), event: .warning, detail: warning)
             queue.async { observer(event) }
         }
@@ -270,6 +277,7 @@ public final class Supervisor: @unchecked Sendable {
             if bundle.adoptsScenes, let kept = storedSceneSessions[bundle.identifier] { record.scenes = kept }
             apps.append(record)
             queueSchedulerPass()
+            queueTransferPass()
         }
     }
 
@@ -352,7 +360,7 @@ public final class Supervisor: @unchecked Sendable {
                 // CPU time since the last state change counts towards the current state.
                 let cpu = run.map { run in run.cpu(upTo: run.machine.isAlive ? run.process.flatMap { ProcFS.cpuTime(pid: $0.pid) } : nil) }
                 let footprint = run.flatMap { $0.machine.isAlive ? MemoryFootprint.of(processes(of: $0)) : nil }
-                return AppStatus(
+                var status = AppStatus(
                     name: record.bundle.name, identifier: record.bundle.identifier,
                     pid: run?.process?.pid, state: currentState(of: record),
                     timeInState: run.map { $0.stateSince.duration(to: now) } ?? .zero,
@@ -366,6 +374,8 @@ public final class Supervisor: @unchecked Sendable {
                     backgroundWakeups: record.backgroundWakeups,
                     snapshot: run?.snapshot,
                     storage: storageUsage(of: record.bundle))
+                status.transfers = transferListing(of: record.bundle.identifier)
+                return status
             }
         }
     }

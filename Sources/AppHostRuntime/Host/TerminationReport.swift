@@ -86,6 +86,9 @@ public struct TerminationReport: Codable, Sendable, Equatable {
         public var storageLimitBytes: UInt64?
         public var storageMechanism: String?
         public var storage: [StoragePart]?
+        /// Its background URL session transfers when it ended, which go on without it (absent
+        /// from reports written before transfers).
+        public var transfers: [TransferListing]?
     }
 
     /// One thread's backtrace, captured inside the app process by apphost's handlers (installed
@@ -177,7 +180,8 @@ public struct TerminationReport: Codable, Sendable, Equatable {
             keptRunningBy: contents.keptRunningBy, backgroundWakeups: contents.backgroundWakeups, violations: contents.violationCount,
             backgroundTimeRemainingSeconds: contents.backgroundTimeRemaining?.seconds,
             storageBytes: contents.storage?.bytes, storageLimitBytes: contents.storage?.limitBytes,
-            storageMechanism: contents.storage?.mechanism.rawValue, storage: contents.storage?.parts)
+            storageMechanism: contents.storage?.mechanism.rawValue, storage: contents.storage?.parts,
+            transfers: contents.transfers)
         lastEvents = contents.lastEvents
         fatalError = contents.fatalError
         backtrace = contents.backtrace

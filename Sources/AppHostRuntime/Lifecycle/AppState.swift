@@ -25,14 +25,17 @@ package struct BackgroundEvent: Sendable, Equatable {
     package var taskIdentifier: String?
     /// A remote notification's payload (JSON).
     package var payload: String?
+    /// A background URL session's identifier (its finished transfers are added when it is sent).
+    package var urlSession: String?
     /// A processing task's conditions: it ends early when one stops holding.
     package var requiresExternalPower = false
     package var requiresNetworkConnectivity = false
 
     package init(
         kind: WireBackgroundEvent.Kind, taskIdentifier: String? = nil, payload: String? = nil,
-        requiresExternalPower: Bool = false, requiresNetworkConnectivity: Bool = false
+        requiresExternalPower: Bool = false, requiresNetworkConnectivity: Bool = false, urlSession: String? = nil
     ) {
+        self.urlSession = urlSession
         self.kind = kind
         self.taskIdentifier = taskIdentifier
         self.payload = payload
@@ -49,6 +52,7 @@ package struct BackgroundEvent: Sendable, Equatable {
         case .processing: "BGProcessingTask \(taskIdentifier ?? "?")"
         case .voipPush: "VoIP push"
         case .significantLocationChange: "significant location change"
+        case .backgroundURLSession: "background URLSession \(urlSession ?? "?")"
         }
     }
 
@@ -65,6 +69,7 @@ package struct BackgroundEvent: Sendable, Equatable {
         case .appRefresh, .processing: .launchTask
         case .voipPush: .didReceiveIncomingPush
         case .significantLocationChange: .didUpdateLocations
+        case .backgroundURLSession: .handleEventsForBackgroundURLSession
         }
     }
 }

@@ -33,6 +33,7 @@ public struct EventName: RawRepresentable, Hashable, Sendable, Codable, CustomSt
     public static let launchTask = EventName(rawValue: "launchTask")
     public static let didReceiveIncomingPush = EventName(rawValue: "didReceiveIncomingPush")
     public static let didUpdateLocations = EventName(rawValue: "didUpdateLocations")
+    public static let handleEventsForBackgroundURLSession = EventName(rawValue: "handleEventsForBackgroundURLSession")
     // Continuous background modes: what the app does that may keep it running.
     /// The app's audio started or stopped playing, or was interrupted.
     public static let audio = EventName(rawValue: "audio")
@@ -59,6 +60,10 @@ public struct EventName: RawRepresentable, Hashable, Sendable, Codable, CustomSt
     public static let taskSubmitted = EventName(rawValue: "taskSubmitted")
     public static let taskCancelled = EventName(rawValue: "taskCancelled")
     public static let fetchInterval = EventName(rawValue: "fetchInterval")
+    /// The app called the completion handler of `handleEventsForBackgroundURLSession`.
+    public static let urlSessionEventsCompleted = EventName(rawValue: "urlSessionEventsCompleted")
+    /// A background transfer changed: created, started, waiting, finished, delivered, cancelled.
+    public static let transfer = EventName(rawValue: "transfer")
     // Triggers: what a command or the scheduler did.
     public static let fetch = EventName(rawValue: "fetch")
     public static let runTask = EventName(rawValue: "runTask")

@@ -65,6 +65,10 @@ extension LifecycleMachine {
                     actions += kill(Termination(
                         kind: .backgroundTask, namespace: .runningBoard, code: TerminationCode.backgroundWorkOverrun.rawValue,
                         reason: "\(item.event.label) did not call setTaskCompleted(success:) within \(policy.expirationGrace.formatted) of its expiration (\(reason))"))
+                case (false, _) where item.event.kind == .backgroundURLSession:
+                    actions += kill(Termination(
+                        kind: .backgroundURLSession, namespace: .runningBoard, code: TerminationCode.backgroundURLSessionOverrun.rawValue,
+                        reason: "did not call the completion handler of \(item.event.callback.delegateMethodName) for \(item.event.label) within \(budget.formatted)"))
                 case (false, _):
                     actions += kill(Termination(
                         kind: item.event.kind == .fetch ? .backgroundFetch : .remoteNotification, namespace: .runningBoard,

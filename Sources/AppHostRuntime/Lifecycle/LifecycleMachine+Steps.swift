@@ -67,9 +67,11 @@ extension LifecycleMachine {
         nextWorkID += 1
         work[id] = Work(event: backgroundEvent)
         deadlines[.work(id)] = now + budget(of: backgroundEvent.kind)
-        let wire = WireBackgroundEvent(
+        var wire = WireBackgroundEvent(
             work: id, kind: backgroundEvent.kind, taskIdentifier: backgroundEvent.taskIdentifier, payload: backgroundEvent.payload)
-        return send(backgroundEvent.callback, state: state, event: wire, detail: backgroundEvent.taskIdentifier, now: now)
+        wire.urlSession = backgroundEvent.urlSession
+        return send(
+            backgroundEvent.callback, state: state, event: wire, detail: backgroundEvent.taskIdentifier ?? backgroundEvent.urlSession, now: now)
     }
 
     /// The time a piece of background work has to complete.
@@ -79,6 +81,7 @@ extension LifecycleMachine {
         case .appRefresh: policy.appRefreshTaskTime
         case .processing: policy.processingTaskTime
         case .voipPush, .significantLocationChange: policy.callbackTimeout
+        case .backgroundURLSession: policy.backgroundURLSessionTime
         }
     }
 
@@ -119,7 +122,7 @@ extension LifecycleMachine {
             break
         case .snapshot:
             return [event(.snapshot, detail: snapshot ?? "")]
-        case .performFetch, .didReceiveRemoteNotification, .launchTask, .didUpdateLocations:
+        case .performFetch, .didReceiveRemoteNotification, .launchTask, .didUpdateLocations, .handleEventsForBackgroundURLSession:
             break
         case .connectScene, .disconnectScene, .discardScene:
             needsSnapshot = phase != .active && phase != .inactive

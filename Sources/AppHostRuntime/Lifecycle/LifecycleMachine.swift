@@ -363,6 +363,8 @@ package struct LifecycleMachine: Sendable {
             case .remoteNotification: actions.append(event(.notificationCompleted, detail: result))
             case .appRefresh, .processing:
                 actions.append(event(.taskCompleted, detail: "\(done.event.taskIdentifier ?? "?") \(result)"))
+            case .backgroundURLSession:
+                actions.append(event(.urlSessionEventsCompleted, detail: done.event.urlSession))
             case .voipPush, .significantLocationChange:
                 break
             }

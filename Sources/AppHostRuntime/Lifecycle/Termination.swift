@@ -44,6 +44,9 @@ public struct TerminationCode: RawRepresentable, Hashable, Sendable, CustomStrin
     /// Background work not completed in time: a fetch or remote notification's completion
     /// handler not called, a BGTaskScheduler task not completed after its expiration.
     public static let backgroundWorkOverrun = TerminationCode(rawValue: 0x2182_bad4)
+    /// A background URL session's events were not completed in time: the completion handler of
+    /// `application(_:handleEventsForBackgroundURLSession:completionHandler:)` was not called.
+    public static let backgroundURLSessionOverrun = TerminationCode(rawValue: 0x2182_bad3)
     /// "bad disc": a suspended app ended while its caches are reclaimed under storage pressure.
     public static let cachesReclaimed = TerminationCode(rawValue: 0xbadd_d15c)
     /// "bad call": a VoIP push callback returned without reporting an incoming call to CallKit.
@@ -89,6 +92,8 @@ public struct Termination: Sendable, Equatable {
         public static let backgroundFetch = Kind(rawValue: "background-fetch")
         /// A background remote notification's completion handler not called in time.
         public static let remoteNotification = Kind(rawValue: "remote-notification")
+        /// `application(_:handleEventsForBackgroundURLSession:completionHandler:)`'s handler not called in time.
+        public static let backgroundURLSession = Kind(rawValue: "background-url-session")
         /// A BGTaskScheduler task not completed within the grace after its expiration.
         public static let backgroundTask = Kind(rawValue: "bg-task")
         /// A BGTaskScheduler launch handler registered twice, or after launching finished.

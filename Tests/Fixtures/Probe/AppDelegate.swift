@@ -14,6 +14,7 @@ final class AppDelegate: ApplicationDelegate {
     private var task = BackgroundTaskIdentifier.invalid
     private lazy var held = HeldResources { [weak self] line in self?.record(line) }
     private let memoryUse = MemoryUse()
+    var transferProbe: TransferProbe?
     private lazy var continuous = ContinuousProbe(behavior: behavior) { [weak self] line in self?.record(line) }
 
     func record(_ line: String) {
@@ -151,6 +152,7 @@ final class AppDelegate: ApplicationDelegate {
         if let threads = behavior["busyThreads"] as? Int { startBusyThreads(threads) }
         if let wire = behavior["wire"] as? String { writeToControlSocket(wire) }
         runWireAttacks(behavior)
+        transferProbe = transferSetup(application)
         if behavior["closeControlSocket"] as? Bool == true { close(3) }
         Window(content: behavior["windowContent"] as? String ?? "Probe").makeKeyAndVisible()
         return behavior["didFinishLaunchingReturns"] as? Bool ?? true

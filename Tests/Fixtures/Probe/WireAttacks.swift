@@ -17,6 +17,10 @@ import ProbeSyscalls
 //               "compactAckOutOfTurn"      an `ack` in the compact form for callback 999999, which
 //                                          is not running
 //               "compactAckTruncated"      a compact `ack`'s tag and four bytes of its id
+//               "transferTwice"            `transferCreated` for the same task of a session twice
+//               "transferDeliveredUnsent"  `transferDelivered` for a transfer the host never sent
+//               "transferOfHostFile"       `transferCreated`, past the SDK's check, for an upload
+//                                          of /etc/shadow (outside the container)
 //   flood       "lines"                    16-byte lines on stdout, as fast as a thread can write
 //                                          (64 KiB of them per write)
 //               "noNewline"                the same bytes with no newline at all
@@ -62,6 +66,14 @@ extension AppDelegate {
             sendWhole(AppMessage.ack(id: 999_999, returned: nil, snapshot: nil), attack)
         case "compactAckTruncated":
             sendBody(WireCoding.encode(AppMessage.ack(id: 7, returned: nil, snapshot: nil)).prefix(5).map { $0 }, attack)
+        case "transferTwice":
+            let transfer = WireTransfer(session: "forged", task: 7, kind: .download, url: "http://127.0.0.1:9/episode")
+            sendWhole(AppMessage.transferCreated(transfer), attack)
+            sendWhole(AppMessage.transferCreated(transfer), attack)
+        case "transferDeliveredUnsent":
+            sendWhole(AppMessage.transferDelivered(session: "forged", task: 1), attack)
+        case "transferOfHostFile":
+            sendWhole(AppMessage.transferCreated(WireTransfer(session: "forged", task: 1, kind: .upload, url: "http://127.0.0.1:9/upload", file: "/etc/shadow")), attack)
         default:
             record("attack \(attack): unknown")
         }

@@ -1,0 +1,150 @@
+import Foundation
+import Synchronization
+import AppHostProtocol
+
+/// The app process's background sessions, their tasks, and the finished transfers the host sent
+/// that wait for their session's delegate: a relaunched app gets them once it makes the session
+/// again with the same identifier, as on iOS.
+final class URLSessionRegistry: Sendable {
+    private struct State {
+        var sessions: [String: URLSession] = [:]
+        var tasks: [String: [Int: URLSessionTask]] = [:]
+        /// The transfers the host carried on for the app, by session: given back as tasks when
+        /// the app makes the session.
+        var known: [String: [WireTransfer]]?
+        var lastTask: [String: Int] = [:]
+        var pending: [String: [WireTransferEvent]] = [:]
+        /// Sessions whose `handleEventsForBackgroundURLSession` waits for `urlSessionDidFinishEvents`.
+        var finishing: Set<String> = []
+    }
+
+    private let link: HostLink
+    private let state = Mutex(State())
+
+    init(link: HostLink) { self.link = link }
+
+    /// The transfers the host said the app has, by session, read once from the configuration.
+    private func knownTransfers(_ state: inout State) -> [String: [WireTransfer]] {
+        if let known = state.known { return known }
+        let known = Dictionary(grouping: link.configuration.transfers ?? [], by: \.session)
+        state.known = known
+        for (session, transfers) in known { state.lastTask[session] = transfers.map(\.task).max() ?? 0 }
+        return known
+    }
+
+    func attach(_ session: URLSession) {
+        let id = session.identifier
+        state.withLock { state in
+            state.sessions[id] = session
+            for transfer in knownTransfers(&state)[id] ?? [] where state.tasks[id]?[transfer.task] == nil {
+                let type: URLSessionTask.Type = transfer.kind == .download ? URLSessionDownloadTask.self : URLSessionUploadTask.self
+                state.tasks[id, default: [:]][transfer.task] = type.init(session: session, wire: transfer, state: .running)
+            }
+        }
+        DispatchQueue.main.async { MainActor.assumeIsolated { self.flush(id) } }
+    }
+
+    func make<Task: URLSessionTask>(_ type: Task.Type, kind: WireTransfer.Kind, request: URLRequest, file: URL?, in session: URLSession) -> Task {
+        state.withLock { state in
+            _ = knownTransfers(&state)
+            let number = (state.lastTask[session.identifier] ?? 0) + 1
+            state.lastTask[session.identifier] = number
+            let wire = WireTransfer(
+                session: session.identifier, task: number, kind: kind, url: request.url?.absoluteString ?? "", file: file?.path,
+                method: request.httpMethod, isDiscretionary: session.configuration.isDiscretionary,
+                sessionSendsLaunchEvents: session.configuration.sessionSendsLaunchEvents)
+            let task = Task(session: session, wire: wire, state: .suspended)
+            state.tasks[session.identifier, default: [:]][number] = task
+            return task
+        }
+    }
+
+    func tasks(of session: URLSession) -> [URLSessionTask] {
+        state.withLock { state in
+            (state.tasks[session.identifier] ?? [:]).values.filter { $0.state != .completed }.sorted { $0.taskIdentifier < $1.taskIdentifier }
+        }
+    }
+
+    /// `resume()` of a new task: checked here as the host will check it again, then handed over.
+    func start(_ task: URLSessionTask, _ wire: WireTransfer, in session: URLSession) {
+        if let problem = wire.problem(container: link.configuration.containerPath) {
+            link.warn("\(wire.kind == .download ? "downloadTask" : "uploadTask") \(wire.task) of session \(wire.session) not started: \(problem.message)")
+            let event = WireTransferEvent(transfer: wire, errorCode: problem.code, errorMessage: problem.message)
+            DispatchQueue.main.async { MainActor.assumeIsolated { self.received([event], batch: nil, report: false) } }
+            return
+        }
+        link.send(.transferCreated(wire))
+    }
+
+    func cancel(_ task: URLSessionTask, in session: URLSession) {
+        link.send(.transferCancelled(session: session.identifier, task: task.taskIdentifier))
+    }
+
+    // MARK: Delivery (main queue)
+
+    /// Transfers that finished: delivered to their session's delegate now if the app has made
+    /// the session, else when it does.
+    @MainActor
+    func received(_ events: [WireTransferEvent], batch: String?, report: Bool = true) {
+        state.withLock { state in
+            for event in events { state.pending[event.transfer.session, default: []].append(event) }
+            if let batch { state.finishing.insert(batch) }
+        }
+        for session in Set(events.map(\.transfer.session) + (batch.map { [$0] } ?? [])) { flush(session, report: report) }
+    }
+
+    /// `application(_:handleEventsForBackgroundURLSession:completionHandler:)`, then the events.
+    @MainActor
+    func handleEvents(_ event: WireBackgroundEvent?, _ application: Application, _ delegate: any ApplicationDelegate) {
+        guard let event, let session = event.urlSession else { return }
+        let called = Atomic<Bool>(false)
+        let link = link
+        let method = WireCallback.handleEventsForBackgroundURLSession.delegateMethodName
+        delegate.application(application, handleEventsForBackgroundURLSession: session) {
+            guard !called.exchange(true, ordering: .acquiringAndReleasing) else {
+                link.warn("the completion handler of \(method) was called twice; ignoring the second call")
+                return
+            }
+            link.send(.workCompleted(id: event.work, result: "success"))
+        }
+        received(event.transfers ?? [], batch: session)
+    }
+
+    @MainActor
+    private func flush(_ id: String, report: Bool = true) {
+        let taken = state.withLock { state -> (URLSession, [(URLSessionTask, WireTransferEvent)], Bool)? in
+            guard let session = state.sessions[id] else { return nil }
+            let events = state.pending.removeValue(forKey: id) ?? []
+            let tasks = events.map { event -> (URLSessionTask, WireTransferEvent) in
+                let transfer = event.transfer
+                let task = state.tasks[id]?[transfer.task] ?? (transfer.kind == .download ? URLSessionDownloadTask.self : URLSessionUploadTask.self)
+                    .init(session: session, wire: transfer, state: .running)
+                state.tasks[id]?[transfer.task] = nil
+                return (task, event)
+            }
+            return (session, tasks, state.finishing.remove(id) != nil)
+        }
+        guard let (session, tasks, finishing) = taken else { return }
+        for (task, event) in tasks {
+            let error = event.errorCode.map {
+                URLError(URLError.Code(rawValue: $0) ?? .unknown, userInfo: [NSLocalizedDescriptionKey: event.errorMessage ?? "the transfer failed"])
+            }
+            task.finish(event, error: error)
+            if let location = event.location, error == nil, let download = task as? URLSessionDownloadTask {
+                (session.delegate as? any URLSessionDownloadDelegate)?.urlSession(
+                    session, downloadTask: download, didFinishDownloadingTo: URL(fileURLWithPath: location))
+                // As on iOS, the file is gone once the delegate returns: it had to move it.
+                try? FileManager.default.removeItem(atPath: location)
+            }
+            if let body = event.responseBody, let upload = task as? URLSessionDataTask {
+                (session.delegate as? any URLSessionDataDelegate)?.urlSession(session, dataTask: upload, didReceive: body)
+            }
+            (session.delegate as? any URLSessionTaskDelegate)?.urlSession(session, task: task, didCompleteWithError: error)
+            if report { link.send(.transferDelivered(session: id, task: task.taskIdentifier)) }
+        }
+        if finishing { session.delegate?.urlSessionDidFinishEvents(forBackgroundURLSession: session) }
+    }
+}
+
+/// The app process's sessions and the transfer events waiting for them.
+let urlSessionRegistry = URLSessionRegistry(link: hostLink)

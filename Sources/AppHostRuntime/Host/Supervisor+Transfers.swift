@@ -1,0 +1,304 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import Foundation
+import AppHostProtocol
+import AppHostSystem
+
+/// The host's background transfers (README.md, "Background transfers"): the records kept in the
+/// state directory, the service that runs them, and what is owed to each app.
+struct Transfers {
+    let store: TransferStore
+    var records: [TransferRecord]
+    let service = TransferService()
+    var loadWarning: String?
+    /// Finished transfers sent to an app's run (by its launch date): never sent to it again.
+    var sentTo: [String: Date] = [:]
+    /// Sessions ("APP SESSION") whose backgroundURLSession event is on its way to the app.
+    var wakes: Set<String> = []
+    /// Launches or resumptions for a transfer's delivery that did not end in its delivery: after
+    /// `maximumWakes` the transfer waits for the app to run for another reason.
+    var wakesWithoutDelivery: [String: Int] = [:]
+    var passQueued = false
+
+    static let maximumWakes = 3
+
+    init(stateDirectory: URL) {
+        store = TransferStore(stateDirectory: stateDirectory)
+        (records, loadWarning) = store.load()
+        // A transfer that ran when the host ended resumes from its part file.
+        for index in records.indices where records[index].phase == .running { records[index].phase = .waiting }
+    }
+}
+
+extension Supervisor {
+    /// A transfer's strings are cut at these (a hostile app cannot make the store grow).
+    static let transferLimits = (session: 256, url: 8192, file: 4096, description: 1024)
+    /// Transfers one app may have at once.
+    static let maximumTransfersPerApp = 1000
+
+    // MARK: The app's messages
+
+    /// `transferCreated`, `transferCancelled`, `transferDelivered`; returns a violation, if any.
+    func receiveTransferMessage(_ message: AppMessage, _ record: AppRecord, _ run: AppRun) -> String? {
+        switch message {
+        case .transferCreated(let transfer):
+            return created(transfer, record, run)
+        case .transferCancelled(let session, let task):
+            // A transfer that already ended is delivered as it ended, as on iOS.
+            guard let index = transferIndex(record, session, task), transfers.records[index].phase != .finished else { return nil }
+            let id = transfers.records[index].id
+            transfers.service.stop(id)
+            transfers.store.removeFiles(id)
+            transfers.records[index].phase = .finished
+            transfers.records[index].result = WireTransferEvent(
+                transfer: transfers.records[index].transfer, bytesReceived: transfers.records[index].bytesReceived,
+                errorCode: WireTransfer.ErrorCode.cancelled, errorMessage: "cancelled")
+            saveTransfers()
+            announce(record, command: .transfer, "\(label(transfers.records[index])) cancelled by the app", nil)
+            deliverTransfers(record)
+            return nil
+        case .transferDelivered(let session, let task):
+            guard let index = transferIndex(record, session, task), transfers.records[index].phase == .finished,
+                  transfers.sentTo[transfers.records[index].id] == run.launchedAt
+            else {
+                return "it said task \(task) of background session \(session.cut(to: 64).debugDescription) was delivered, but the host delivered no such transfer to it"
+            }
+            let done = transfers.records.remove(at: index)
+            transfers.store.removeFiles(done.id)
+            transfers.sentTo[done.id] = nil
+            transfers.wakesWithoutDelivery[done.id] = nil
+            saveTransfers()
+            announce(record, command: .transfer, "\(label(done)) delivered", nil)
+            return nil
+        default:
+            return nil
+        }
+    }
+
+    private func created(_ transfer: WireTransfer, _ record: AppRecord, _ run: AppRun) -> String? {
+        let limits = Self.transferLimits
+        guard !transfer.session.isEmpty, transfer.session.utf8.count <= limits.session, transfer.task > 0,
+              transfer.url.utf8.count <= limits.url, (transfer.file?.utf8.count ?? 0) <= limits.file,
+              (transfer.taskDescription?.utf8.count ?? 0) <= limits.description,
+              transfer.method.map({ !$0.isEmpty && $0.count <= 16 && $0.allSatisfy { $0.isASCII && $0.isUppercase } }) ?? true
+        else {
+            return "it sent a background transfer that is out of bounds (session 1-\(limits.session) bytes, task above 0, URL at most \(limits.url) bytes, method in capitals)"
+        }
+        if transferIndex(record, transfer.session, transfer.task) != nil {
+            return "it created task \(transfer.task) of background session \(transfer.session.debugDescription) twice"
+        }
+        let container = storage.containerPath(.app(record.bundle.identifier))
+        var problem = transfer.problem(container: container)
+        if problem == nil, transfers.records.count(where: { $0.app == record.bundle.identifier }) >= Self.maximumTransfersPerApp {
+            problem = (WireTransfer.ErrorCode.cannotConnectToHost, "the app has \(Self.maximumTransfersPerApp) background transfers already; the host takes no more")
+        }
+        let id = UUID().uuidString.lowercased()
+        if problem == nil, transfer.kind == .upload, let file = transfer.file {
+            problem = copyUploadBody(file, container: container, to: transfers.store.bodyFile(id))
+        }
+        if let problem {
+            // Refused before anything was kept: the delegate hears why, and nothing is half-done.
+            announce(record, command: .transfer, "refused \(transfer.kind.rawValue) task \(transfer.task) of session \(transfer.session): \(problem.message)", nil)
+            send(.transferFinished(WireTransferEvent(transfer: transfer, errorCode: problem.code, errorMessage: problem.message)), record, run)
+            transfers.store.removeFiles(id)
+            return nil
+        }
+        transfers.records.append(TransferRecord(id: id, app: record.bundle.identifier, transfer: transfer, created: Date()))
+        saveTransfers()
+        let index = transfers.records.count - 1
+        announce(record, command: .transfer, "\(label(transfers.records[index])) created\(transfer.isDiscretionary ? " (discretionary)" : "")", nil)
+        reconsiderTransfers()
+        return nil
+    }
+
+    /// Copies an upload's body out of the container, as the host reads it: never through a link
+    /// planted after the check, and only a regular file. Returns the problem, if any.
+    private func copyUploadBody(_ path: String, container: String, to destination: URL) -> (code: Int, message: String)? {
+        let resolved = URL(fileURLWithPath: path).resolvingSymlinksInPath().path
+        let source = Glibc.open(resolved, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK)
+        guard source >= 0 else { return (WireTransfer.ErrorCode.fileDoesNotExist, "cannot open \(path): \(String(cString: strerror(errno)))") }
+        defer { close(source) }
+        var info = stat()
+        guard fstat(source, &info) == 0, (info.st_mode & S_IFMT) == S_IFREG else {
+            return (WireTransfer.ErrorCode.fileDoesNotExist, "\(path) is not a regular file")
+        }
+        let opened = (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/fd/\(source)")) ?? ""
+        let root = URL(fileURLWithPath: container).resolvingSymlinksInPath().path + "/"
+        guard opened.hasPrefix(root) else {
+            return (WireTransfer.ErrorCode.noPermissionsToReadFile, "\(path) is outside the app's container (\(container)); upload a file from the container")
+        }
+        do {
+            try FileManager.default.createDirectory(at: transfers.store.directory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+            let data = try FileHandle(fileDescriptor: source, closeOnDealloc: false).readToEnd() ?? Data()
+            try data.write(to: destination)
+        } catch {
+            return (WireTransfer.ErrorCode.noPermissionsToReadFile, "cannot copy \(path): \(error.localizedDescription)")
+        }
+        return nil
+    }
+
+    // MARK: Running
+
+    /// Runs `reconsiderTransfers` and delivers what is owed once the current work on the queue
+    /// is done (after a state change, an installation).
+    func queueTransferPass() {
+        guard !transfers.passQueued else { return }
+        transfers.passQueued = true
+        queue.async { [weak self] in
+            guard let self else { return }
+            transfers.passQueued = false
+            reconsiderTransfers()
+            for record in apps { deliverTransfers(record) }
+        }
+    }
+
+    /// What a transfer waits for under the host's conditions now; nil: nothing, it may run.
+    func transferWaitsFor(_ record: TransferRecord) -> String? {
+        if network != .online { return "the network" }
+        if record.transfer.isDiscretionary && power != .plugged { return "external power (discretionary)" }
+        if !apps.contains(where: { $0.bundle.identifier == record.app }) { return "its app to be installed" }
+        return nil
+    }
+
+    /// Starts the transfers whose conditions hold and pauses those whose no longer do. Returns
+    /// what it started, for the conditions line.
+    @discardableResult
+    func reconsiderTransfers() -> [String] {
+        var started: [String] = []
+        for index in transfers.records.indices where transfers.records[index].phase != .finished {
+            let record = transfers.records[index]
+            let waits = transferWaitsFor(record)
+            switch (record.phase, waits) {
+            case (.running, let reason?):
+                transfers.service.stop(record.id)
+                transfers.records[index].phase = .waiting
+                announceTransfer(record, "paused: waiting for \(reason)")
+            case (.waiting, nil):
+                startTransfer(at: index)
+                started.append("\(appName(record.app)) \(label(record))")
+            default:
+                break
+            }
+        }
+        return started
+    }
+
+    private func startTransfer(at index: Int) {
+        transfers.records[index].phase = .running
+        let record = transfers.records[index]
+        let file = record.transfer.kind == .download ? transfers.store.partFile(record.id) : transfers.store.bodyFile(record.id)
+        let job = TransferService.Job(id: record.id, transfer: record.transfer, file: file, validator: record.validator)
+        let id = record.id
+        transfers.service.start(job) { [weak self] update in
+            guard let self else { return }
+            queue.async { self.transferUpdate(id, update) }
+        }
+        announceTransfer(record, "started")
+    }
+
+    private func transferUpdate(_ id: String, _ update: TransferService.Update) {
+        guard let index = transfers.records.firstIndex(where: { $0.id == id }), transfers.records[index].phase == .running else { return }
+        switch update {
+        case .started(_, let expected, let validator, let resumedAt):
+            transfers.records[index].bytesExpected = expected
+            if transfers.records[index].transfer.kind == .download { transfers.records[index].validator = validator }
+            transfers.records[index].bytesReceived = resumedAt
+            if resumedAt > 0 {
+                transfers.records[index].resumes += 1
+                announceTransfer(transfers.records[index], "resumed at byte \(resumedAt) with a Range request")
+            }
+            saveTransfers()
+        case .progress(let received, let sent):
+            transfers.records[index].bytesReceived = received
+            transfers.records[index].bytesSent = sent
+        case .ended(let outcome):
+            var record = transfers.records[index]
+            record.phase = .finished
+            switch outcome {
+            case .completed(let status, let received, let sent, let body):
+                record.bytesReceived = received
+                record.bytesSent = sent
+                record.result = WireTransferEvent(
+                    transfer: record.transfer, statusCode: status, bytesReceived: received, bytesSent: sent, responseBody: body)
+                if record.transfer.kind == .upload { transfers.store.removeFiles(record.id) }
+            case .failed(let code, let message, let status):
+                record.result = WireTransferEvent(
+                    transfer: record.transfer, statusCode: status, bytesReceived: record.bytesReceived, bytesSent: record.bytesSent,
+                    errorCode: code, errorMessage: message)
+                transfers.store.removeFiles(record.id)
+            }
+            transfers.records[index] = record
+            saveTransfers()
+            let result = record.result
+            announceTransfer(record, result?.errorCode == nil
+                ? "finished: HTTP \(result?.statusCode ?? 0), \(record.bytesReceived) bytes received, \(record.bytesSent) sent"
+                : "failed: \(result?.errorMessage ?? "") (URLError \(result?.errorCode ?? 0))")
+            if let app = apps.first(where: { $0.bundle.identifier == record.app }) { deliverTransfers(app) }
+        }
+    }
+
+    // MARK: Listings
+
+    /// Every transfer the host keeps, for `transfers`.
+    public func transferListing() -> [TransferListing] {
+        queue.sync { transfers.records.map(listing) }
+    }
+
+    func listing(_ record: TransferRecord) -> TransferListing {
+        let state: String
+        var waitingFor: String?
+        switch record.phase {
+        case .waiting:
+            state = "waiting"
+            waitingFor = transferWaitsFor(record) ?? "its turn"
+        case .running:
+            state = "running"
+        case .finished:
+            state = record.result?.errorCode == nil ? "finished" : "failed"
+            waitingFor = "delivery to the app"
+        }
+        return TransferListing(
+            app: record.app, name: appName(record.app), session: record.transfer.session, task: record.transfer.task,
+            kind: record.transfer.kind.rawValue, url: record.transfer.url,
+            bytesDone: record.transfer.kind == .download ? record.bytesReceived : record.bytesSent,
+            bytesExpected: record.bytesExpected, state: state, waitingFor: waitingFor, discretionary: record.transfer.isDiscretionary,
+            resumes: record.resumes)
+    }
+
+    /// The app's transfers, for `ps` and its report.
+    func transferListing(of bundleIdentifier: String) -> [TransferListing] {
+        transfers.records.filter { $0.app == bundleIdentifier }.map(listing)
+    }
+
+    // MARK: Helpers
+
+    func saveTransfers() {
+        do {
+            try transfers.store.save(transfers.records)
+        } catch {
+            publish(HostEvent(time: Date(), event: .warning, detail: "cannot save the background transfers: \(error)"), run: nil)
+        }
+    }
+
+    func transferIndex(_ record: AppRecord, _ session: String, _ task: Int) -> Int? {
+        transfers.records.firstIndex { $0.app == record.bundle.identifier && $0.transfer.session == session && $0.transfer.task == task }
+    }
+
+    func appName(_ identifier: String) -> String {
+        apps.first { $0.bundle.identifier == identifier }?.bundle.name ?? identifier
+    }
+
+    /// "download task 1 of session com.example.episodes (http://…)".
+    func label(_ record: TransferRecord) -> String {
+        "\(record.transfer.kind.rawValue) task \(record.transfer.task) of session \(record.transfer.session) (\(record.transfer.url))"
+    }
+
+    func announceTransfer(_ record: TransferRecord, _ what: String) {
+        if let app = apps.first(where: { $0.bundle.identifier == record.app }) {
+            announce(app, command: .transfer, "\(label(record)) \(what)", nil)
+        } else {
+            publish(HostEvent(time: Date(), event: .transfer, detail: "\(record.app): \(label(record)) \(what)"), run: nil)
+        }
+    }
+}

@@ -1,0 +1,352 @@
+import Foundation
+import Testing
+
+/// Background URL sessions against a real HTTP server on the loopback interface (README.md,
+/// "Background transfers"): the host's transfer service carries the Probe's transfers on while
+/// it is suspended or not running, and delivers them in Apple's sequence. TransferProbes.swift
+/// lists the Probe's behaviours; TransferServer its resources.
+@Suite(.serialized, .timeLimit(.minutes(1)))
+struct TransferTests {
+    static let session = "com.example.probe.transfers"
+
+    func app(_ scratch: Scratch, _ name: String, _ transfers: [[String: Any]], behavior: [String: Any] = [:]) throws -> URL {
+        try scratch.bundle(name, behavior: behavior.merging(["transfers": transfers, "uploadBytes": 3000]) { $1 })
+    }
+
+    func transferEvents(_ host: HostSession, _ name: String) -> [String] {
+        host.allEvents.filter { $0.name == name && $0.event == "transfer" }.compactMap(\.detail)
+    }
+
+    /// The Probe's lines about its session, without the launch lines.
+    func sessionLines(_ scratch: Scratch, _ name: String) -> [String] {
+        scratch.recorded(name).filter { line in
+            ["handleEvents", "didFinishDownloading", "didReceive", "didComplete", "didFinishEvents", "completed events", "getAllTasks", "resumed"]
+                .contains { line.hasPrefix($0) }
+        }
+    }
+
+    // MARK: Delivery
+
+    @Test func aDownloadFinishesWhileTheAppIsSuspendedAndIsDeliveredInApplesSequence() async throws {
+        let server = try await TransferServer()
+        let scratch = try Scratch()
+        let size = 1_500_000
+        let host = try HostSession([try app(scratch, "Podcast", [["url": server.url("/slow/\(size)")]])], scratch: scratch)
+        try host.waitFor("Podcast", "didBecomeActive")
+        host.send("home")
+        try host.waitFor("Podcast", "suspended")
+        let woken = try host.waitFor("Podcast transfer", timeout: 30) { $0.name == "Podcast" && $0.event == "transfer" && $0.detail?.contains("its transfers finished") == true }
+        #expect(woken.detail == "Podcast: background URLSession \(Self.session): its transfers finished; resuming it in the background")
+        try host.waitFor("Podcast", "urlSessionEventsCompleted")
+        try host.waitFor("Podcast", "suspended", occurrence: 2)
+        #expect(sessionLines(scratch, "Podcast") == [
+            "resumed task=1 download",
+            "handleEvents \(Self.session) background main=true",
+            "didFinishDownloading task=1 moved=true bytes=\(size) tmp=true state=background",
+            "didComplete task=1 error=nil status=200 sent=0",
+            "didFinishEvents \(Self.session) main=true",
+            "completed events",
+        ])
+        #expect(scratch.containerFile("test.podcast", "Documents/download-1") == TransferServer.content(size))
+        let violations = host.allEvents.filter { $0.event == "violation" }.compactMap(\.detail)
+        #expect(violations.isEmpty, "delivery takes nothing the sandbox refuses: \(violations)")
+        let names = host.allEvents.filter { $0.name == "Podcast" && !["transfer", "violation"].contains($0.event) }.map(\.event)
+        #expect(names.drop { $0 != "resumed" }.prefix(6) == [
+            "resumed", "didEnterBackground", "handleEventsForBackgroundURLSession", "urlSessionEventsCompleted", "snapshot", "suspended",
+        ])
+        #expect(transferEvents(host, "Podcast").last?.hasSuffix("delivered") == true)
+        #expect(try listing(host).isEmpty, "a delivered transfer is forgotten")
+        host.closeInput()
+        #expect(try host.waitForExit() == 0)
+    }
+
+    @Test func whileTheAppRunsCallbacksArriveAsTheyHappen() async throws {
+        let server = try await TransferServer()
+        let scratch = try Scratch()
+        let host = try HostSession([try app(scratch, "Live", [["url": server.url("/files/20000")]])], scratch: scratch)
+        try host.waitFor("Live transfer") { $0.name == "Live" && $0.event == "transfer" && $0.detail?.hasSuffix("delivered") == true }
+        #expect(sessionLines(scratch, "Live") == [
+            "resumed task=1 download",
+            "didFinishDownloading task=1 moved=true bytes=20000 tmp=true state=active",
+            "didComplete task=1 error=nil status=200 sent=0",
+        ])
+        #expect(!host.allEvents.contains { $0.event == "handleEventsForBackgroundURLSession" }, "no launch event for a running app")
+    }
+
+    @Test func anUploadIsDeliveredToASuspendedApp() async throws {
+        let server = try await TransferServer()
+        let scratch = try Scratch()
+        let host = try HostSession([try app(scratch, "Sender", [["kind": "upload", "url": server.url("/upload")]])], scratch: scratch, arguments: ["--network", "offline"])
+        try host.waitFor("Sender", "didBecomeActive")
+        host.send("home")
+        try host.waitFor("Sender", "suspended")
+        host.send("network online")
+        try host.waitFor("Sender", "urlSessionEventsCompleted", timeout: 20)
+        #expect(sessionLines(scratch, "Sender") == [
+            "resumed task=1 upload",
+            "handleEvents \(Self.session) background main=true",
+            "didReceive task=1 received 3000 bytes",
+            "didComplete task=1 error=nil status=200 sent=3000",
+            "didFinishEvents \(Self.session) main=true",
+            "completed events",
+        ])
+        #expect(server.requests == ["PUT /upload 3000"])
+    }
+
+    /// Examples/Podcasts, as README.md describes it: the episode finishes while it is suspended.
+    @Test func thePodcastsExampleFinishesItsEpisodeWhileSuspended() async throws {
+        let server = try await TransferServer()
+        let scratch = try Scratch()
+        let podcasts = try scratch.bundle("Podcasts", from: "Podcasts", changes: ["PodcastsEpisodeURL": server.url("/slow/800000")])
+        let host = try HostSession([podcasts], scratch: scratch)
+        try host.waitFor("Podcasts", "didBecomeActive")
+        try host.waitForStandardError(containing: "Podcasts: downloading \(server.url("/slow/800000"))")
+        host.send("home")
+        try host.waitFor("Podcasts", "suspended")
+        try host.waitFor("Podcasts", "urlSessionEventsCompleted", timeout: 20)
+        let snapshot = try host.waitFor("Podcasts", "snapshot", occurrence: 2)
+        #expect(snapshot.detail == "Podcasts: 1 episode(s)")
+        try host.waitFor("Podcasts", "suspended", occurrence: 2)
+        #expect(scratch.containerFile("test.podcasts", "Documents/Episodes/800000") == TransferServer.content(800_000))
+        try host.waitForStandardError(containing: "Podcasts: saved 800000")
+    }
+
+    // MARK: Persistence
+
+    /// The app is not running when its transfers finish: the host ended (closing its apps), and
+    /// the next host carries the transfers on and launches the app into the background.
+    @Test func transfersOutliveTheirHostAndLaunchAnAppThatIsNotRunning() async throws {
+        let server = try await TransferServer()
+        let scratch = try Scratch()
+        let size = 2_000_000
+        let transfers: [[String: Any]] = [["url": server.url("/slow/\(size)")], ["kind": "upload", "url": server.url("/upload")]]
+        let first = try HostSession([try app(scratch, "Keeper", transfers)], scratch: scratch)
+        try first.waitFor("Keeper transfer") { $0.name == "Keeper" && $0.event == "transfer" && $0.detail?.contains("download task 1") == true && $0.detail?.hasSuffix("started") == true }
+        try first.waitFor("Keeper transfer") { $0.name == "Keeper" && $0.event == "transfer" && $0.detail?.contains("upload task 2") == true && $0.detail?.contains("delivered") == true }
+        first.closeInput()
+        #expect(try first.waitForExit() == 0)
+
+        let front = try scratch.bundle("Front")
+        let second = try HostSession([front, try app(scratch, "Keeper", transfers)], scratch: scratch)
+        try second.waitFor("Front", "didBecomeActive")
+        let launched = try second.waitFor("Keeper transfer", timeout: 30) { $0.name == "Keeper" && $0.event == "transfer" && $0.detail?.contains("its transfers finished") == true }
+        #expect(launched.detail == "Keeper: background URLSession \(Self.session): its transfers finished; launching it into the background (launch reason backgroundURLSession)")
+        try second.waitFor("Keeper", "urlSessionEventsCompleted")
+        try second.waitFor("Keeper", "suspended")
+        let lines = scratch.recorded("Keeper")
+        #expect(lines.contains("launch reason=backgroundURLSession remaining=max"))
+        #expect(sessionLines(scratch, "Keeper").suffix(5) == [
+            "handleEvents \(Self.session) background main=true",
+            "didFinishDownloading task=1 moved=true bytes=\(size) tmp=true state=background",
+            "didComplete task=1 error=nil status=206 sent=0",
+            "didFinishEvents \(Self.session) main=true",
+            "completed events",
+        ])
+        #expect(scratch.containerFile("test.keeper", "Documents/download-1") == TransferServer.content(size))
+        #expect(server.requests.contains { $0.hasPrefix("GET /slow/\(size) range=bytes=") }, "the second host resumed with a Range request")
+    }
+
+    @Test func aHostKilledMidTransferCompletesItAfterRestartAndDeliversItOnce() async throws {
+        let server = try await TransferServer()
+        let scratch = try Scratch()
+        let size = 3_000_000
+        let transfers: [[String: Any]] = [["url": server.url("/slow/\(size)")]]
+        let first = try HostSession([try app(scratch, "Survivor", transfers)], scratch: scratch)
+        try first.waitFor("Survivor", "didBecomeActive")
+        first.send("home")
+        try first.waitFor("Survivor", "suspended")
+        // Well into the transfer, then SIGKILL: no shutdown, no save.
+        let part = try #require(try FileManager.default.contentsOfDirectory(atPath: scratch.stateDirectory.appendingPathComponent("transfers").path)
+            .first { $0.hasSuffix(".part") })
+        let partPath = scratch.stateDirectory.appendingPathComponent("transfers/\(part)").path
+        let deadline = Date().addingTimeInterval(20)
+        while ((try? FileManager.default.attributesOfItem(atPath: partPath)[.size] as? Int) ?? 0) < size / 4, Date() < deadline {
+            try await Task.sleep(for: .milliseconds(20))
+        }
+        kill(first.process.processIdentifier, SIGKILL)
+        #expect(try first.waitForExit() == SIGKILL)
+
+        let second = try HostSession([try scratch.bundle("Front"), try app(scratch, "Survivor", transfers)], scratch: scratch)
+        try second.waitFor("Survivor", "urlSessionEventsCompleted", timeout: 40)
+        try second.waitFor("Survivor", "suspended")
+        second.closeInput()
+        #expect(try second.waitForExit() == 0)
+        let delivered = scratch.recorded("Survivor").filter { $0.hasPrefix("didFinishDownloading") }
+        #expect(delivered == ["didFinishDownloading task=1 moved=true bytes=\(size) tmp=true state=background"],
+                "delivered exactly once: \(sessionLines(scratch, "Survivor")) \(transferEvents(second, "Survivor"))")
+        #expect(scratch.containerFile("test.survivor", "Documents/download-1") == TransferServer.content(size))
+        let ranges = server.requests.filter { $0.contains("range=") }
+        #expect(ranges.count == 1, "resumed once, with a Range request: \(server.requests)")
+        #expect(!FileManager.default.fileExists(atPath: partPath), "nothing is left in the host's transfers directory")
+
+        // A third host has nothing more to deliver.
+        let third = try HostSession([try scratch.bundle("Front")], scratch: scratch)
+        third.send("transfers")
+        try third.waitFor("Front", "didBecomeActive")
+        third.closeInput()
+        #expect(try third.waitForExit() == 0)
+        #expect(!third.allEvents.contains { $0.event == "transfer" })
+    }
+
+    // MARK: Failures
+
+    @Test func aDroppedConnectionIsResumedWithARangeRequest() async throws {
+        let server = try await TransferServer()
+        let scratch = try Scratch()
+        let size = 1_000_000
+        let host = try HostSession([try app(scratch, "Resumer", [["url": server.url("/drop/\(size)")]])], scratch: scratch)
+        try host.waitFor("Resumer transfer", timeout: 20) { $0.name == "Resumer" && $0.event == "transfer" && $0.detail?.hasSuffix("delivered") == true }
+        #expect(server.requests == ["GET /drop/\(size)", "GET /drop/\(size) range=bytes=\(size / 2)-"])
+        #expect(transferEvents(host, "Resumer").contains { $0.hasSuffix("resumed at byte \(size / 2) with a Range request") })
+        #expect(scratch.containerFile("test.resumer", "Documents/download-1") == TransferServer.content(size))
+        #expect(sessionLines(scratch, "Resumer").last == "didComplete task=1 error=nil status=206 sent=0")
+    }
+
+    @Test func aNotFoundAndARefusedConnectionReachTheDelegateAsErrors() async throws {
+        let server = try await TransferServer()
+        let scratch = try Scratch()
+        let closed = try TransferServer.freePort()
+        let transfers: [[String: Any]] = [["url": server.url("/missing")], ["url": "http://127.0.0.1:\(closed)/episode"]]
+        let host = try HostSession([try app(scratch, "Failing", transfers)], scratch: scratch)
+        try host.waitFor("Failing transfer", occurrence: 2, timeout: 20) { $0.name == "Failing" && $0.event == "transfer" && $0.detail?.hasSuffix("delivered") == true }
+        let completions = sessionLines(scratch, "Failing").filter { $0.hasPrefix("didComplete") }.sorted()
+        #expect(completions == ["didComplete task=1 error=-1011 status=404 sent=0", "didComplete task=2 error=-1004 status=nil sent=0"])
+        #expect(!sessionLines(scratch, "Failing").contains { $0.hasPrefix("didFinishDownloading") })
+        let failures = transferEvents(host, "Failing").filter { $0.contains("failed:") }
+        #expect(failures.contains { $0.contains("the server answered HTTP 404 Not Found (URLError -1011)") })
+        #expect(failures.contains { $0.contains("the server refused the connection (URLError -1004)") })
+    }
+
+    @Test func badInputGetsAClearErrorAndNothingIsKept() async throws {
+        let scratch = try Scratch()
+        let transfers: [[String: Any]] = [
+            ["url": "episodes/1.mp3"], ["url": "ftp://127.0.0.1/1.mp3"], ["kind": "upload", "url": "http://127.0.0.1:1/upload", "file": "/etc/hostname"],
+        ]
+        let host = try HostSession([try app(scratch, "Careless", transfers)], scratch: scratch)
+        try host.waitForStandardError(containing: "/etc/hostname is outside the app's container")
+        let deadline = Date().addingTimeInterval(10)
+        while scratch.recorded("Careless").filter({ $0.hasPrefix("didComplete") }).count < 3, Date() < deadline { usleep(20_000) }
+        #expect(sessionLines(scratch, "Careless").filter { $0.hasPrefix("didComplete") } == [
+            "didComplete task=1 error=-1002 status=nil sent=0", "didComplete task=2 error=-1002 status=nil sent=0",
+            "didComplete task=3 error=-1102 status=nil sent=0",
+        ])
+        #expect(host.standardError.contains("\"episodes/1.mp3\" is not an absolute http or https URL"))
+        #expect(try listing(host).isEmpty, "nothing half-done is kept")
+        #expect(!host.allEvents.contains { $0.event == "transfer" && $0.detail?.contains("created") == true })
+    }
+
+    // MARK: Conditions
+
+    @Test func aDiscretionaryTransferWaitsForExternalPower() async throws {
+        let server = try await TransferServer()
+        let scratch = try Scratch()
+        let host = try HostSession(
+            [try app(scratch, "Patient", [["url": server.url("/files/50000"), "discretionary": true]])], scratch: scratch,
+            arguments: ["--power", "battery"])
+        try host.waitFor("Patient transfer") { $0.name == "Patient" && $0.event == "transfer" && $0.detail?.contains("created (discretionary)") == true }
+        let waiting = try listing(host)
+        #expect(waiting.count == 1)
+        #expect(waiting.first?["state"] as? String == "waiting")
+        #expect(waiting.first?["waitingFor"] as? String == "external power (discretionary)")
+        #expect(waiting.first?["discretionary"] as? Bool == true)
+        #expect(waiting.first?["name"] as? String == "Patient")
+        #expect(waiting.first?["session"] as? String == Self.session)
+        let status = try #require(host.allEvents.last { $0.event == "ps" && $0.name == "Patient" })
+        #expect((status.fields["transfers"] as? [[String: Any]])?.map { $0["state"] as? String } == ["waiting"], "ps shows the app's transfers")
+        #expect(server.requests.isEmpty)
+        host.send("power plugged")
+        try host.waitFor("Patient transfer", timeout: 20) { $0.name == "Patient" && $0.event == "transfer" && $0.detail?.hasSuffix("delivered") == true }
+        #expect(server.requests == ["GET /files/50000"])
+    }
+
+    @Test func goingOfflinePausesATransferAndOnlineResumesIt() async throws {
+        let server = try await TransferServer()
+        let scratch = try Scratch()
+        let size = 2_000_000
+        let host = try HostSession([try app(scratch, "Commuter", [["url": server.url("/slow/\(size)")]])], scratch: scratch)
+        try host.waitFor("Commuter transfer") { $0.name == "Commuter" && $0.event == "transfer" && $0.detail?.hasSuffix("started") == true }
+        try await Task.sleep(for: .milliseconds(300))
+        host.send("network offline")
+        try host.waitFor("Commuter transfer") { $0.name == "Commuter" && $0.event == "transfer" && $0.detail?.hasSuffix("paused: waiting for the network") == true }
+        let paused = try listing(host)
+        #expect(paused.first?["waitingFor"] as? String == "the network")
+        host.send("network online")
+        try host.waitFor("Commuter transfer", timeout: 30) { $0.name == "Commuter" && $0.event == "transfer" && $0.detail?.hasSuffix("delivered") == true }
+        #expect(server.requests.count == 2 && server.requests[1].hasPrefix("GET /slow/\(size) range=bytes="), "\(server.requests)")
+        #expect(scratch.containerFile("test.commuter", "Documents/download-1") == TransferServer.content(size), "\(sessionLines(scratch, "Commuter")) \(transferEvents(host, "Commuter"))")
+    }
+
+    // MARK: Rules
+
+    @Test func aCompletionHandlerNeverCalledEndsTheAppWith0x2182bad3() async throws {
+        let server = try await TransferServer()
+        let scratch = try Scratch()
+        let probe = try app(scratch, "Forgetful", [["url": server.url("/slow/200000")]], behavior: ["urlSessionCompletion": "never"])
+        let host = try HostSession([probe], scratch: scratch, arguments: ["--background-url-session-time", "0.5"])
+        try host.waitFor("Forgetful", "didBecomeActive")
+        host.send("home")
+        try host.waitFor("Forgetful", "suspended")
+        let end = try host.waitFor("Forgetful", "terminated", timeout: 20)
+        #expect(end.code == "0x2182bad3")
+        #expect(end.namespace == "RUNNINGBOARD")
+        #expect(end.kind == "background-url-session")
+        #expect(end.reason == "did not call the completion handler of application(_:handleEventsForBackgroundURLSession:completionHandler:) for background URLSession \(Self.session) within 0.5 s")
+        #expect(sessionLines(scratch, "Forgetful").suffix(2) == ["didComplete task=1 error=nil status=200 sent=0", "didFinishEvents \(Self.session) main=true"])
+    }
+
+    @Test func aForceQuitAppsTransfersAreCancelled() async throws {
+        let server = try await TransferServer()
+        let scratch = try Scratch()
+        let host = try HostSession([try app(scratch, "Quitter", [["url": server.url("/slow/5000000")]])], scratch: scratch)
+        try host.waitFor("Quitter transfer") { $0.name == "Quitter" && $0.event == "transfer" && $0.detail?.hasSuffix("started") == true }
+        host.send("terminate Quitter")
+        let cancelled = try host.waitFor("Quitter transfer") { $0.name == "Quitter" && $0.event == "transfer" && $0.detail?.contains("cancelled") == true }
+        #expect(cancelled.detail == "Quitter: cancelled 1 background transfer: the user force quit the app")
+        let end = try host.waitFor("Quitter", "terminated")
+        let path = try #require(end.report)
+        let report = try #require(try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: path))) as? [String: Any])
+        let kept = try #require((report["usage"] as? [String: Any])?["transfers"] as? [[String: Any]], "the report lists the transfers the app had when it ended")
+        #expect(kept.map { $0["url"] as? String } == [server.url("/slow/5000000")])
+        #expect(try listing(host).isEmpty)
+        #expect(try FileManager.default.contentsOfDirectory(atPath: scratch.stateDirectory.appendingPathComponent("transfers").path)
+            .filter { $0.hasSuffix(".part") }.isEmpty)
+    }
+
+    // MARK: A hostile app
+
+    /// Transfer messages out of turn end the app; a forged upload of a host file is refused and
+    /// nothing is kept or read.
+    @Test(arguments: [
+        ("transferTwice", "it created task 7 of background session \"forged\" twice"),
+        ("transferDeliveredUnsent", "it said task 1 of background session \"forged\" was delivered, but the host delivered no such transfer to it"),
+    ])
+    func forgedTransferMessagesEndTheApp(attack: String, reason: String) throws {
+        let scratch = try Scratch()
+        let host = try HostSession([try scratch.bundle("Forger", behavior: ["wireAttack": attack])], scratch: scratch)
+        let end = try host.waitFor("Forger", "terminated")
+        #expect(end.kind == "protocol-violation")
+        #expect(end.reason?.contains(reason) == true, "reason: \(end.reason ?? "none")")
+    }
+
+    @Test func aForgedUploadOfAHostFileIsRefused() throws {
+        let scratch = try Scratch()
+        let host = try HostSession([try scratch.bundle("Thief", behavior: ["wireAttack": "transferOfHostFile", "urlSession": true])], scratch: scratch)
+        let refused = try host.waitFor("Thief refused") { $0.name == "Thief" && $0.event == "transfer" && $0.detail?.contains("refused") == true }
+        #expect(refused.detail == "Thief: refused upload task 1 of session forged: /etc/shadow is outside the app's container (\(scratch.stateDirectory.path)/containers/test.thief); upload a file from the container")
+        #expect(try listing(host).isEmpty)
+        #expect(host.allEvents.last { $0.name == "Thief" }?.state == "active", "refused, not ended")
+        let stored = scratch.stateDirectory.appendingPathComponent("transfers")
+        #expect(((try? FileManager.default.contentsOfDirectory(atPath: stored.path)) ?? []).filter { $0.hasSuffix(".body") }.isEmpty)
+    }
+
+    /// `transfers --json`'s lines, read up to a `ps` sent after it.
+    func listing(_ host: HostSession) throws -> [[String: Any]] {
+        let events = host.allEvents
+        let before = events.count
+        let listings = events.filter { $0.event == "ps" }.count
+        host.send("transfers")
+        host.send("ps")
+        try host.waitFor("ps after transfers", occurrence: listings + 1) { $0.event == "ps" }
+        return host.allEvents.dropFirst(before).filter { $0.event == "transferListing" }.map(\.fields)
+    }
+}
