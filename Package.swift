@@ -156,8 +156,14 @@ let package = Package(
                 "CAppHostEpoll",
                 .product(name: "Logging", package: "swift-log"),
                 "CAppHostCrash",
-                .product(name: "AsyncHTTPClient", package: "async-http-client"),
             ],
+            swiftSettings: strictSettings
+        ),
+        // The host's HTTP transfers (background URL sessions), on async-http-client: linked by
+        // the apphost executable alone, never by an app, AppHostRuntime or an app's tests.
+        .target(
+            name: "AppHostTransfers",
+            dependencies: ["AppHostRuntime", "AppHostProtocol", .product(name: "AsyncHTTPClient", package: "async-http-client")],
             swiftSettings: strictSettings
         ),
         // TestHost: runs the apphost binary for a test and reads its events and reports, which
@@ -171,6 +177,7 @@ let package = Package(
             name: "apphost",
             dependencies: [
                 "AppHostRuntime",
+                "AppHostTransfers",
                 "AppHostRunner",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
@@ -188,7 +195,7 @@ let package = Package(
         ),
         .executableTarget(
             name: "apphost-benchmark",
-            dependencies: ["AppHostRuntime", "AppHostProtocol", "AppHostSandbox", "AppHostSystem"],
+            dependencies: ["AppHostRuntime", "AppHostProtocol", "AppHostSandbox", "AppHostSystem", "AppHostTransfers"],
             path: "Benchmarks/Lifecycle",
             swiftSettings: strictSettings
         ),

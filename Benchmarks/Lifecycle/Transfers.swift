@@ -1,5 +1,6 @@
 import AppHostProtocol
 import AppHostRuntime
+import AppHostTransfers
 import Dispatch
 import Foundation
 #if canImport(Glibc)
@@ -55,7 +56,7 @@ func reportTransferThroughput(_ arguments: [String], runs: Int = 3) {
         let received = LockedValue<Int64>(0)
         let start = now()
         let transfer = WireTransfer(session: "benchmark", task: index + 1, kind: .download, url: url)
-        service.start(TransferService.Job(id: "benchmark-\(index)", transfer: transfer, file: part)) { update in
+        service.start(TransferJob(id: "benchmark-\(index)", transfer: transfer, file: part)) { update in
             if case .ended(let outcome) = update {
                 if case .completed(_, let bytes, _, _) = outcome { received.set(bytes) }
                 done.signal()

@@ -1,5 +1,6 @@
 import ArgumentParser
 import AppHostRuntime
+import AppHostTransfers
 import Foundation
 import Logging
 import Synchronization
@@ -97,6 +98,7 @@ struct Launch: AsyncParsableCommand {
         configuration.memoryEnforcement = memoryEnforcement.enforcement
         configuration.power = PowerState(rawValue: power.rawValue) ?? .plugged
         configuration.network = NetworkState(rawValue: network.rawValue) ?? .online
+        configuration.transferRunner = TransferService()
         configuration.backgroundAppRefresh = !noBackgroundAppRefresh
         configuration.storageMechanism = storage.mechanism
         configuration.appLogLevel = logLevel

@@ -9,6 +9,8 @@ extension Supervisor {
         public var stateDirectory: URL
         /// Names this host among others on the same machine (cgroups and state are per instance).
         public var instance = "default"
+        /// Carries out background URL session transfers; nil: none (they wait).
+        package var transferRunner: (any TransferRunner)?
         /// The binary re-executed as each app process (`EXECUTABLE __app-process`).
         public var executable: String
         /// The init of each app's PID namespace: `apphost-init` beside `executable`.

@@ -120,7 +120,7 @@ extension Supervisor {
         let cancelled = transfers.records.filter { $0.app == id }
         guard !cancelled.isEmpty else { return }
         for transfer in cancelled {
-            transfers.service.stop(transfer.id)
+            transfers.service?.stop(transfer.id)
             transfers.store.removeFiles(transfer.id)
             if let location = transfer.result?.location { unlink(location) }
             transfers.sentTo[transfer.id] = nil

@@ -10,7 +10,8 @@ import AppHostSystem
 struct Transfers {
     let store: TransferStore
     var records: [TransferRecord]
-    let service = TransferService()
+    /// nil: this host has none (a Supervisor made without one); transfers wait for it.
+    let service: (any TransferRunner)?
     var loadWarning: String?
     /// Finished transfers sent to an app's run (by its launch date): never sent to it again.
     var sentTo: [String: Date] = [:]
@@ -23,7 +24,8 @@ struct Transfers {
 
     static let maximumWakes = 3
 
-    init(stateDirectory: URL) {
+    init(stateDirectory: URL, service: (any TransferRunner)?) {
+        self.service = service
         store = TransferStore(stateDirectory: stateDirectory)
         (records, loadWarning) = store.load()
         // A transfer that ran when the host ended resumes from its part file.
@@ -48,7 +50,7 @@ extension Supervisor {
             // A transfer that already ended is delivered as it ended, as on iOS.
             guard let index = transferIndex(record, session, task), transfers.records[index].phase != .finished else { return nil }
             let id = transfers.records[index].id
-            transfers.service.stop(id)
+            transfers.service?.stop(id)
             transfers.store.removeFiles(id)
             transfers.records[index].phase = .finished
             transfers.records[index].result = WireTransferEvent(
@@ -155,6 +157,7 @@ extension Supervisor {
 
     /// What a transfer waits for under the host's conditions now; nil: nothing, it may run.
     func transferWaitsFor(_ record: TransferRecord) -> String? {
+        if transfers.service == nil { return "a transfer service (this host was made without one)" }
         if network != .online { return "the network" }
         if record.transfer.isDiscretionary && power != .plugged { return "external power (discretionary)" }
         if !apps.contains(where: { $0.bundle.identifier == record.app }) { return "its app to be installed" }
@@ -171,7 +174,7 @@ extension Supervisor {
             let waits = transferWaitsFor(record)
             switch (record.phase, waits) {
             case (.running, let reason?):
-                transfers.service.stop(record.id)
+                transfers.service?.stop(record.id)
                 transfers.records[index].phase = .waiting
                 announceTransfer(record, "paused: waiting for \(reason)")
             case (.waiting, nil):
@@ -188,16 +191,16 @@ extension Supervisor {
         transfers.records[index].phase = .running
         let record = transfers.records[index]
         let file = record.transfer.kind == .download ? transfers.store.partFile(record.id) : transfers.store.bodyFile(record.id)
-        let job = TransferService.Job(id: record.id, transfer: record.transfer, file: file, validator: record.validator)
+        let job = TransferJob(id: record.id, transfer: record.transfer, file: file, validator: record.validator)
         let id = record.id
-        transfers.service.start(job) { [weak self] update in
+        transfers.service?.start(job) { [weak self] update in
             guard let self else { return }
             queue.async { self.transferUpdate(id, update) }
         }
         announceTransfer(record, "started")
     }
 
-    private func transferUpdate(_ id: String, _ update: TransferService.Update) {
+    private func transferUpdate(_ id: String, _ update: TransferUpdate) {
         guard let index = transfers.records.firstIndex(where: { $0.id == id }), transfers.records[index].phase == .running else { return }
         switch update {
         case .started(_, let expected, let validator, let resumedAt):

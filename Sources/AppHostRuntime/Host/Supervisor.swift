@@ -159,7 +159,7 @@ public final class Supervisor: @unchecked Sendable {
             let event = HostEvent(time: Date(), event: .warning, detail: warning)
             queue.async { observer(event) }
         }
-        transfers = Transfers(stateDirectory: configuration.stateDirectory)
+        transfers = Transfers(stateDirectory: configuration.stateDirectory, service: configuration.transferRunner)
         if let warning = transfers.loadWarning {
             let event = HostEvent(time: Date(), event: .warning, detail: warning)
             queue.async { observer(event) }

@@ -4,47 +4,17 @@ import Glibc
 package import Foundation
 import Synchronization
 import AsyncHTTPClient
+package import AppHostRuntime
 import NIOCore
 import NIOHTTP1
 package import AppHostProtocol
 
 /// The host's HTTP transfers (README.md, "Background transfers"): one request per transfer, on
-/// async-http-client, never in an app process. It knows nothing of apps: it is given a transfer
+/// async-http-client, never in an app process (the apphost executable alone links it). It knows nothing of apps: it is given a transfer
 /// and its files, and reports what happens through `report` (the supervisor hops to its queue).
 /// A download writes to its part file and resumes it with a Range request after a dropped
 /// connection or a restart of the host; an upload streams its body file.
-package final class TransferService: Sendable {
-    /// What a transfer reports, in order: started (once per attempt), progress, then one end.
-    package enum Update: Sendable {
-        /// The response's head came: its status, the bytes expected in all, and what validates
-        /// a later Range request (ETag or Last-Modified).
-        case started(status: Int, expected: Int64?, validator: String?, resumedAt: Int64)
-        case progress(received: Int64, sent: Int64)
-        case ended(Outcome)
-    }
-
-    package enum Outcome: Sendable {
-        case completed(status: Int, received: Int64, sent: Int64, responseBody: Data?)
-        case failed(code: Int, message: String, status: Int?)
-    }
-
-    /// What one transfer needs: its request and its files in the host's state directory.
-    package struct Job: Sendable {
-        package var id: String
-        package var transfer: WireTransfer
-        /// A download's part file (resumed from its size), or an upload's body.
-        package var file: URL
-        /// A download's validator from an earlier attempt, for If-Range.
-        package var validator: String?
-
-        package init(id: String, transfer: WireTransfer, file: URL, validator: String? = nil) {
-            self.id = id
-            self.transfer = transfer
-            self.file = file
-            self.validator = validator
-        }
-    }
-
+package final class TransferService: TransferRunner {
     /// Attempts after a dropped connection or a timeout before the transfer fails.
     static let maximumAttempts = 5
     /// An upload's response body is cut at this.
@@ -64,14 +34,19 @@ package final class TransferService: Sendable {
     package init(connectTimeout: Duration = .seconds(10), readTimeout: Duration = .seconds(60), resourceTimeout: Duration = .seconds(7 * 24 * 3600)) {
         var configuration = HTTPClient.Configuration(
             redirectConfiguration: .follow(max: 10, allowCycles: false),
-            timeout: .init(connect: .nanoseconds(connectTimeout.nanoseconds), read: .nanoseconds(readTimeout.nanoseconds)))
-        configuration.decompression = .disabled
+            timeout: .init(connect: Self.amount(connectTimeout), read: Self.amount(readTimeout)))
+        configuration.decompression = HTTPClient.Decompression.disabled
         // A refused connection is the transfer's error, not a reason to keep trying in the pool:
         // the service retries what may mend (a dropped connection), and the network command
         // pauses and resumes.
         configuration.connectionPool.retryConnectionEstablishment = false
         client = HTTPClient(eventLoopGroupProvider: .singleton, configuration: configuration)
-        self.resourceTimeout = .nanoseconds(resourceTimeout.nanoseconds)
+        self.resourceTimeout = Self.amount(resourceTimeout)
+    }
+
+    /// NIO's TimeAmount for a Duration.
+    private static func amount(_ duration: Duration) -> TimeAmount {
+        .nanoseconds(duration.components.seconds * 1_000_000_000 + duration.components.attoseconds / 1_000_000_000)
     }
 
     deinit {
@@ -80,7 +55,7 @@ package final class TransferService: Sendable {
 
     /// Starts the job; `report` gets its updates from another thread. A job already running is
     /// left alone.
-    package func start(_ job: Job, report: @escaping @Sendable (Update) -> Void) {
+    package func start(_ job: TransferJob, report: @escaping @Sendable (TransferUpdate) -> Void) {
         running.withLock { jobs in
             guard jobs.running[job.id] == nil else { return }
             let previous = jobs.stopping[job.id]
@@ -112,7 +87,7 @@ package final class TransferService: Sendable {
         }
     }
 
-    private func run(_ job: Job, report: @escaping @Sendable (Update) -> Void) async -> Outcome {
+    private func run(_ job: TransferJob, report: @escaping @Sendable (TransferUpdate) -> Void) async -> TransferOutcome {
         var validator = job.validator
         var lastFailure: (code: Int, message: String)?
         for attempt in 0..<Self.maximumAttempts {
@@ -139,7 +114,7 @@ package final class TransferService: Sendable {
         return .failed(code: failure.code, message: "\(failure.message) (\(Self.maximumAttempts) attempts)", status: nil)
     }
 
-    private func download(_ job: Job, validator: inout String?, report: @escaping @Sendable (Update) -> Void) async throws -> Outcome {
+    private func download(_ job: TransferJob, validator: inout String?, report: @escaping @Sendable (TransferUpdate) -> Void) async throws -> TransferOutcome {
         let fd = open(job.file.path, O_WRONLY | O_CREAT | O_CLOEXEC, 0o600)
         guard fd >= 0 else { throw TransferFailure(code: WireTransfer.ErrorCode.cannotConnectToHost, message: "cannot open the part file: \(String(cString: strerror(errno)))") }
         defer { close(fd) }
@@ -201,7 +176,7 @@ package final class TransferService: Sendable {
         return .completed(status: status, received: received, sent: 0, responseBody: nil)
     }
 
-    private func upload(_ job: Job, report: @escaping @Sendable (Update) -> Void) async throws -> Outcome {
+    private func upload(_ job: TransferJob, report: @escaping @Sendable (TransferUpdate) -> Void) async throws -> TransferOutcome {
         let fd = open(job.file.path, O_RDONLY | O_CLOEXEC)
         guard fd >= 0 else { throw TransferFailure(code: WireTransfer.ErrorCode.fileDoesNotExist, message: "cannot open the upload's body: \(String(cString: strerror(errno)))") }
         var info = stat()
