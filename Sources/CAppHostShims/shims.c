@@ -111,6 +111,19 @@ ssize_t apphost_send_with_fd(int socket, const void *bytes, size_t length, int f
     return apphost_send_with_fds(socket, bytes, length, &fd, 1);
 }
 
+/// The descriptors a received message carries, into `fds` (at most `capacity`; the rest closed).
+static void take_descriptors(struct msghdr *message, int *fds, int capacity, int *count) {
+    for (struct cmsghdr *header = CMSG_FIRSTHDR(message); header; header = CMSG_NXTHDR(message, header)) {
+        if (header->cmsg_level != SOL_SOCKET || header->cmsg_type != SCM_RIGHTS) continue;
+        size_t n = (header->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+        for (size_t i = 0; i < n; i++) {
+            int fd;
+            memcpy(&fd, CMSG_DATA(header) + i * sizeof(int), sizeof(int));
+            if (*count < capacity) fds[(*count)++] = fd; else close(fd);
+        }
+    }
+}
+
 ssize_t apphost_receive_with_fds(int socket, void *bytes, size_t length, int *fds, int capacity, int *count) {
     struct iovec io = { bytes, length };
     union { char buffer[CMSG_SPACE(sizeof(int) * 8)]; struct cmsghdr align; } control;
@@ -122,15 +135,7 @@ ssize_t apphost_receive_with_fds(int socket, void *bytes, size_t length, int *fd
     *count = 0;
     ssize_t received = recvmsg(socket, &message, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
     if (received < 0) return received;
-    for (struct cmsghdr *header = CMSG_FIRSTHDR(&message); header; header = CMSG_NXTHDR(&message, header)) {
-        if (header->cmsg_level != SOL_SOCKET || header->cmsg_type != SCM_RIGHTS) continue;
-        size_t n = (header->cmsg_len - CMSG_LEN(0)) / sizeof(int);
-        for (size_t i = 0; i < n; i++) {
-            int fd;
-            memcpy(&fd, CMSG_DATA(header) + i * sizeof(int), sizeof(int));
-            if (*count < capacity) fds[(*count)++] = fd; else close(fd);
-        }
-    }
+    take_descriptors(&message, fds, capacity, count);
     return received;
 }
 
@@ -148,15 +153,7 @@ ssize_t apphost_template_receive(int socket, void *bytes, size_t length, int *fd
         received = recvmsg(socket, &message, MSG_CMSG_CLOEXEC);
     } while (received < 0 && errno == EINTR);
     if (received < 0) return received;
-    for (struct cmsghdr *header = CMSG_FIRSTHDR(&message); header; header = CMSG_NXTHDR(&message, header)) {
-        if (header->cmsg_level != SOL_SOCKET || header->cmsg_type != SCM_RIGHTS) continue;
-        size_t n = (header->cmsg_len - CMSG_LEN(0)) / sizeof(int);
-        for (size_t i = 0; i < n; i++) {
-            int fd;
-            memcpy(&fd, CMSG_DATA(header) + i * sizeof(int), sizeof(int));
-            if (*count < capacity) fds[(*count)++] = fd; else close(fd);
-        }
-    }
+    take_descriptors(&message, fds, capacity, count);
     // A request cut short, or with more descriptors than the control buffer holds, is refused.
     if (message.msg_flags & (MSG_TRUNC | MSG_CTRUNC)) {
         for (int i = 0; i < *count; i++) close(fds[i]);

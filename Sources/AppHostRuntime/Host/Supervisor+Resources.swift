@@ -219,3 +219,16 @@ extension Supervisor {
         pressureTimer.schedule(deadline: .now() + .nanoseconds(Int(delay)))
     }
 }
+
+extension Supervisor {
+    /// Raises the host's open-file limit to its hard limit: each app holds about eight of the
+    /// host's descriptors (its control socket, pidfd, output pipe, diagnostics socket, seccomp
+    /// listener…), and the usual soft limit of 1,024 would end a host at about a hundred apps.
+    /// App processes get their own limit from the policy.
+    static func raiseDescriptorLimit() {
+        var limit = rlimit()
+        guard getrlimit(__rlimit_resource_t(RLIMIT_NOFILE.rawValue), &limit) == 0, limit.rlim_cur < limit.rlim_max else { return }
+        limit.rlim_cur = limit.rlim_max
+        _ = setrlimit(__rlimit_resource_t(RLIMIT_NOFILE.rawValue), &limit)
+    }
+}
