@@ -56,6 +56,9 @@ extension StorageVolumes {
         for (owner, volume) in volumes {
             guard case .mounted(let device) = volume.holding, currentDevice(owner) == device else { continue }
             let path = containerPath(owner)
+            // A mount namespace made while it was mounted (an app's) may hold it a while yet:
+            // the image is written out whole now, not when the last of those ends.
+            _ = apphost_flush_file_system(path)
             do {
                 try valueOrErrno("unmount \(path)") { apphost_unmount(path, 0) }
             } catch {

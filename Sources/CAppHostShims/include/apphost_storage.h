@@ -24,6 +24,10 @@ unsigned long apphost_mount_flags_container(void);
 
 /// umount2(path, UMOUNT_NOFOLLOW | (detach ? MNT_DETACH : 0))
 int apphost_unmount(const char *path, int detach);
+/// Writes the file system mounted at `path` out to its device whole (FIFREEZE then FITHAW:
+/// dirty pages and the journal's checkpoint; syncfs where it cannot freeze), so that its image
+/// is right on disk even while another mount namespace still holds it mounted.
+int apphost_flush_file_system(const char *path);
 
 /// syncfs(fd): everything written to the file system `fd` is on is on its device.
 int apphost_syncfs(int fd);
