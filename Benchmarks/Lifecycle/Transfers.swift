@@ -18,7 +18,7 @@ func reportTransferThroughput(_ arguments: [String], runs: Int = 3) {
     defer { if arguments.contains("--transfers-only") { exit(0) } }
     let size: Int64 = 1 << 30
     guard FileManager.default.isExecutableFile(atPath: "/usr/bin/curl"), FileManager.default.isExecutableFile(atPath: "/usr/bin/python3") else {
-        print("transfers: curl or python3 is missing (scripts/benchmark installs curl)")
+        say("transfers: curl or python3 is missing (scripts/benchmark installs curl)")
         return
     }
     let directory = FileManager.default.temporaryDirectory.appendingPathComponent("apphost-transfer-benchmark-\(getpid())")
@@ -36,7 +36,7 @@ func reportTransferThroughput(_ arguments: [String], runs: Int = 3) {
     server.standardOutput = FileHandle.nullDevice
     server.standardError = FileHandle.nullDevice
     guard (try? server.run()) != nil else {
-        print("transfers: cannot start python3 -m http.server")
+        say("transfers: cannot start python3 -m http.server")
         return
     }
     defer {
@@ -66,12 +66,12 @@ func reportTransferThroughput(_ arguments: [String], runs: Int = 3) {
         serviceSeconds.append(Double(now() - start) / 1e9)
         try? FileManager.default.removeItem(at: part)
         guard received.get() == size else {
-            print("transfers: the service received \(received.get()) of \(size) bytes")
+            say("transfers: the service received \(received.get()) of \(size) bytes")
             return
         }
         let output = directory.appendingPathComponent("curl-\(index)")
         guard let curl = run("/usr/bin/curl", ["-s", "-f", "-o", output.path, url]) else {
-            print("transfers: curl failed")
+            say("transfers: curl failed")
             return
         }
         curlSeconds.append(curl.milliseconds / 1000)
@@ -81,7 +81,7 @@ func reportTransferThroughput(_ arguments: [String], runs: Int = 3) {
     let mebibytes = Double(size) / 1_048_576
     let ours = mebibytes / median(serviceSeconds)
     let theirs = mebibytes / median(curlSeconds)
-    print(String(
+    say(String(
         format: "1 GiB loopback download (median of %d): transfer service %.0f MiB/s (%.2f s)   curl %.0f MiB/s (%.2f s)   %.2f× curl's throughput",
         runs, ours, median(serviceSeconds), theirs, median(curlSeconds), ours / theirs))
 }

@@ -323,6 +323,8 @@ let arguments = CommandLine.arguments
 if let index = arguments.firstIndex(of: "--syscall-loop") {
     syscallLoop(confined: arguments[index + 1] == "confined", count: Int(arguments[index + 2]) ?? 1_000_000)
 }
+// With --json, standard output is the JSON object alone: every human line goes to standard error.
+humanTableToStandardError = arguments.contains("--json")
 reportTransferThroughput(arguments)
 let runs = arguments.firstIndex(of: "--runs").flatMap { Int(arguments[$0 + 1]) } ?? 50
 // `--scale N`: also N apps in one host (Scale.swift); at least 10, so that a tenth is one app.
