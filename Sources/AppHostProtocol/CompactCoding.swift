@@ -11,6 +11,14 @@
 //             state after (1; 0xff: none), background time remaining (1: present, 0: not; then
 //             8 bytes, the Double's bits, little-endian)                               = 21 bytes
 //   ack       0x02, id (8 bytes, little-endian), returned (1: 0 false, 1 true, 0xff none) = 10 bytes
+//
+// Two messages on a launch's path are tagged for another reason: the first messages an app
+// process codes are slow to code as JSON (each type's first trip through Foundation's coder looks
+// up its conformances across every loaded image, about 2 ms for `ready` in a fresh plugin).
+//
+//   ready     0x03, protocol version (8 bytes, little-endian)                            = 9 bytes
+//   configure 0x04, then the configuration (WireConfiguration) as JSON; the runner hands
+//             those bytes to the plugin's entry point as they came, without coding them again
 
 /// Why a compact body is not a message.
 package struct CompactCodingError: Error, CustomStringConvertible {
@@ -22,6 +30,9 @@ enum CompactCoding {
     static let ackTag: UInt8 = 0x02
     static let callbackLength = 21
     static let ackLength = 10
+    static let readyTag: UInt8 = 0x03
+    static let readyLength = 9
+    static let configureTag: UInt8 = 0x04
     static let none: UInt8 = 0xff
 
     // MARK: Host to app
@@ -80,6 +91,19 @@ enum CompactCoding {
         return .ack(id: integer(body, at: 1), returned: returned, snapshot: nil)
     }
 
+    // MARK: Launch
+
+    static func encodeReady(protocolVersion: Int) -> [UInt8] {
+        var bytes: [UInt8] = [readyTag]
+        append(UInt64(bitPattern: Int64(protocolVersion)), to: &bytes)
+        return bytes
+    }
+
+    static func decodeReady(_ body: [UInt8]) throws(CompactCodingError) -> AppMessage {
+        guard body.count == readyLength else { throw CompactCodingError(description: "a compact ready of \(body.count) bytes, not \(readyLength)") }
+        return .ready(protocolVersion: Int(Int64(bitPattern: integer(body, at: 1))))
+    }
+
     // MARK: Bytes
 
     private static func applicationState(_ byte: UInt8) throws(CompactCodingError) -> WireApplicationState {
@@ -101,27 +125,48 @@ enum CompactCoding {
 }
 
 extension WireCoding {
-    /// A host message's body: compact for a plain callback request, else JSON.
+    /// A host message's body: compact for a plain callback request, tagged JSON for a
+    /// configuration, else JSON.
     package static func encode(_ message: HostMessage) -> [UInt8] {
-        if case .callback(let request) = message, let bytes = CompactCoding.encode(request) { return bytes }
+        switch message {
+        case .callback(let request): if let bytes = CompactCoding.encode(request) { return bytes }
+        case .configure(let configuration): return [CompactCoding.configureTag] + encode(json: configuration)
+        default: break
+        }
         return encode(json: message)
     }
 
-    /// An app message's body: compact for an acknowledgement without a snapshot, else JSON.
+    /// The configuration's JSON in a configure message's body (what the runner hands to the
+    /// plugin's entry point), nil if the body is another message.
+    package static func configurationJSON(in body: [UInt8]) -> ArraySlice<UInt8>? {
+        body.first == CompactCoding.configureTag ? body.dropFirst() : nil
+    }
+
+    /// An app message's body: compact for an acknowledgement without a snapshot and for
+    /// `ready`, else JSON.
     package static func encode(_ message: AppMessage) -> [UInt8] {
-        if case .ack(let id, let returned, nil) = message { return CompactCoding.encodeAck(id: id, returned: returned) }
-        return encode(json: message)
+        switch message {
+        case .ack(let id, let returned, nil): return CompactCoding.encodeAck(id: id, returned: returned)
+        case .ready(let version): return CompactCoding.encodeReady(protocolVersion: version)
+        default: return encode(json: message)
+        }
     }
 
     /// A host message from its body, compact or JSON.
     package static func decode(_ type: HostMessage.Type, from body: [UInt8]) throws -> HostMessage {
-        guard body.first == CompactCoding.callbackTag else { return try decode(json: type, from: body) }
-        return .callback(try CompactCoding.decodeCallback(body))
+        switch body.first {
+        case CompactCoding.callbackTag: .callback(try CompactCoding.decodeCallback(body))
+        case CompactCoding.configureTag: .configure(try decode(json: WireConfiguration.self, from: Array(body.dropFirst())))
+        default: try decode(json: type, from: body)
+        }
     }
 
     /// An app message from its body, compact or JSON.
     package static func decode(_ type: AppMessage.Type, from body: [UInt8]) throws -> AppMessage {
-        guard body.first == CompactCoding.ackTag else { return try decode(json: type, from: body) }
-        return try CompactCoding.decodeAck(body)
+        switch body.first {
+        case CompactCoding.ackTag: try CompactCoding.decodeAck(body)
+        case CompactCoding.readyTag: try CompactCoding.decodeReady(body)
+        default: try decode(json: type, from: body)
+        }
     }
 }

@@ -23,12 +23,16 @@ package struct LaunchTemplateRequest: Codable, Sendable {
     package var environment: [String]
     /// Whether the last descriptor passed is a cgroup v2 directory to start the process in.
     package var intoCgroup: Bool
+    /// Whether the app process must start in that cgroup or not at all: its configuration is
+    /// already on its control socket, so it would run before the host could move it.
+    package var requireCgroup: Bool
 
-    package init(namespaces: Int32, initArguments: [String], environment: [String], intoCgroup: Bool) {
+    package init(namespaces: Int32, initArguments: [String], environment: [String], intoCgroup: Bool, requireCgroup: Bool = false) {
         self.namespaces = namespaces
         self.initArguments = initArguments
         self.environment = environment
         self.intoCgroup = intoCgroup
+        self.requireCgroup = requireCgroup
     }
 }
 

@@ -188,8 +188,9 @@ package enum AppMessage: Codable, Sendable, Equatable {
     case transferDelivered(session: String, task: Int)
 }
 
-/// Coding of messages: JSON, one shared encoder and decoder per process, but for the two
-/// messages of a callback's round trip, which have a compact form (CompactCoding.swift).
+/// Coding of messages: JSON, one shared encoder and decoder per process, but for the messages
+/// of a callback's round trip and of a launch, which have a compact or tagged form
+/// (CompactCoding.swift).
 package enum WireCoding {
     private static let encoder = JSONEncoder()
     private static let decoder = JSONDecoder()

@@ -82,7 +82,8 @@ public enum LaunchTemplate {
         var inCgroup: Int32 = 0
         let pid = apphost_template_spawn(
             environment, appDescriptors, Int32(appDescriptors.count), request.namespaces,
-            request.initArguments.isEmpty ? nil : initArguments[0], initArguments, cgroup, runAppProcess, &pidfd, &inCgroup)
+            request.initArguments.isEmpty ? nil : initArguments[0], initArguments, cgroup, request.requireCgroup ? 1 : 0, runAppProcess,
+            &pidfd, &inCgroup)
         guard pid > 0 else {
             // A pidfd comes with the failure if a process was started: the host reaps it.
             return (LaunchTemplateReply(errno: errno, failure: "fork of the template: \(String(cString: strerror(errno)))"), pidfd)

@@ -87,6 +87,9 @@ struct spawn_job {
     /// and whether it did (CLONE_INTO_CGROUP).
     int cgroup;
     int started_in_cgroup;
+    /// Whether the app process must start in `cgroup` or not at all (its configuration waits
+    /// for it, so it would run before the host could move it).
+    int require_cgroup;
     /// The pipe on which the init reports the file system's isolation to the app process.
     int report[2];
     char uid_map[32];
@@ -245,7 +248,7 @@ static pid_t fork_template(struct spawn_job *job, uint64_t exit_signal, uint64_t
     }
     job->step = "clone3";
     long pid = syscall(SYS_clone3, &arguments, sizeof arguments);
-    if (pid < 0 && cgroup >= 0 && errno != ENOSYS) {
+    if (pid < 0 && cgroup >= 0 && errno != ENOSYS && !job->require_cgroup) {
         // A group that cannot take it (gone, or a hierarchy without the feature): the host
         // moves the process into its groups itself, as for the exec launcher.
         arguments.flags &= ~CLONE_INTO_CGROUP;
@@ -435,7 +438,7 @@ int apphost_clone3_available(void) {
 }
 
 pid_t apphost_template_spawn(char *const envp[], const int *fds, int count, int namespaces, const char *init_path,
-                             char *const init_argv[], int cgroup, void (*app_main)(void), int *pidfd,
+                             char *const init_argv[], int cgroup, int require_cgroup, void (*app_main)(void), int *pidfd,
                              int *started_in_cgroup) {
     if (count < 1 || count > SPAWN_MAXIMUM_DESCRIPTORS || !app_main || (namespaces && !init_path)) {
         errno = EINVAL;
@@ -449,6 +452,7 @@ pid_t apphost_template_spawn(char *const envp[], const int *fds, int count, int 
     job.namespaces = namespaces;
     job.app_main = app_main;
     job.cgroup = cgroup;
+    job.require_cgroup = require_cgroup;
     if (namespaces) {
         // The init shares this memory until it execs (as apphost_spawn's does); the app process
         // it forks before that is a copy of this template, on a copy of the init's stack.

@@ -71,6 +71,36 @@ import Testing
         #expect(WireCoding.encode(AppMessage.ack(id: 9, returned: nil, snapshot: "window")).first == UInt8(ascii: "{"))
     }
 
+    /// The launch's own messages: `ready` compact, and a configuration tagged, its JSON handed
+    /// on to the plugin as it came.
+    @Test func readyIsCompactAndAConfigurationIsTaggedJSON() throws {
+        let ready = AppMessage.ready(protocolVersion: wireProtocolVersion)
+        let body = WireCoding.encode(ready)
+        #expect(body.count == 9 && body.first == 0x03)
+        #expect(try WireCoding.decode(AppMessage.self, from: body) == ready)
+        #expect(try WireCoding.decode(AppMessage.self, from: WireCoding.encode(json: ready)) == ready)
+        for malformed in [Array(body.dropLast()), body + [0]] {
+            #expect(throws: (any Error).self) { try WireCoding.decode(AppMessage.self, from: malformed) }
+        }
+
+        var configuration = WireConfiguration(
+            bundleIdentifier: "com.example.tagged", bundleName: "Tagged", bundlePath: "/apps/Tagged.app",
+            pluginPath: "/apps/Tagged.app/libTagged.so", delegateClassName: "Tagged.AppDelegate", containerPath: "/containers/tagged",
+            launchReason: "user")
+        configuration.logLevel = "debug"
+        let configure = HostMessage.configure(configuration)
+        let tagged = WireCoding.encode(configure)
+        #expect(tagged.first == 0x04)
+        #expect(try WireCoding.decode(HostMessage.self, from: tagged) == configure)
+        let json = try #require(WireCoding.configurationJSON(in: tagged))
+        #expect(try WireCoding.decode(json: WireConfiguration.self, from: Array(json)) == configuration)
+        #expect(WireCoding.configurationJSON(in: WireCoding.encode(json: configure)) == nil)
+        // Cut short, it is not a message.
+        #expect(throws: (any Error).self) { try WireCoding.decode(HostMessage.self, from: Array(tagged.dropLast(2))) }
+        // A host's configuration is not an app's message.
+        #expect(throws: (any Error).self) { try WireCoding.decode(AppMessage.self, from: tagged) }
+    }
+
     /// A compact body is checked as strictly as JSON: its exact length, every enumeration in range.
     @Test func aMalformedCompactBodyIsAnError() {
         let request = WireCoding.encode(HostMessage.callback(WireCallbackRequest(id: 1, callback: .willTerminate, state: .inactive)))

@@ -4,6 +4,33 @@ import Testing
 
 /// When an app has settled (commands wait for it, Supervisor.settle), on the virtual clock.
 @Suite struct SettlingTests {
+    /// `isSettled`, asked after every input, is exactly `transition == nil` without its text.
+    @Test func settledIsHavingNoTransitionAtEveryStep() {
+        var host = SimulatedHost()
+        var steps = 0
+        func check(_ input: LifecycleMachine.Input) {
+            host.send(input)
+            steps += 1
+            #expect(host.machine.isSettled == (host.machine.transition == nil), "after \(input): \(host.machine.transition ?? "settled")")
+        }
+        host.pluginLoads = false
+        check(.launch(.foreground, reason: "user"))
+        host.hangIn = [.didFinishLaunching]
+        check(.ready)
+        host.hangIn = []
+        check(.acknowledged(id: host.machine.inFlight?.id ?? 0, returned: true, snapshot: nil))
+        host.verifiesSuspension = false
+        check(.moveToBackground)
+        check(.suspensionVerified)
+        host.hangIn = [.launchTask]
+        check(.deliver(BackgroundEvent(kind: .appRefresh, taskIdentifier: "com.example.refresh"), reason: "backgroundTask"))
+        check(.acknowledged(id: host.machine.inFlight?.id ?? 0, returned: nil, snapshot: nil))
+        host.processDies = false
+        check(.terminate(byUser: true))
+        check(.exited(ProcessExit(status: .signaled(9, coreDumped: false))))
+        #expect(steps == 9)
+    }
+
     @Test func anAppSettlesOnlyOnceItsLaunchIsOver() {
         var host = SimulatedHost()
         host.pluginLoads = false

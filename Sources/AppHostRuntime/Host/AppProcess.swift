@@ -24,6 +24,9 @@ final class AppProcess: @unchecked Sendable {
         /// Its cgroup v1 memory group (the memory limits).
         var memory: MemoryGroup?
 
+        /// Their directories.
+        var paths: [String] { [freezer, pids, memory?.group].compactMap { $0?.path } }
+
         /// Removes groups that never held the process.
         func discard() {
             freezer?.remove()
@@ -122,7 +125,7 @@ final class AppProcess: @unchecked Sendable {
 
     var cgroup: Cgroup? { groups.freezer }
     /// The directories of the groups it is in.
-    var groupPaths: [String] { [groups.freezer, groups.pids, groups.memory?.group].compactMap { $0?.path } }
+    var groupPaths: [String] { groups.paths }
     var memoryGroup: MemoryGroup? { groups.memory }
 
     /// Every process of the app: its group's members (children included), else itself.

@@ -70,6 +70,8 @@ struct SpawnedProcess: Sendable {
     var initChannel: Int32?
     /// Started in its cgroup v2 group already (CLONE_INTO_CGROUP): the host need not move it.
     var startedInGroup = false
+    /// Its configuration was written on its control socket before it started.
+    var configured = false
     /// Why the launch template was asked and could not start it (the process was exec'd).
     var templateFailure: SystemError?
 }
@@ -86,10 +88,12 @@ enum AppProcessSpawner {
     /// With `template`, the process is the launch template's fork instead (the init in
     /// namespaces, which forks the app process; without, the app process itself), the app
     /// process started in `group` where it is given, and exec'd as above only if the template
-    /// cannot.
+    /// cannot. With `configuration` (a configure message's body) too, the template's fork
+    /// finds it on its control socket, and must start in `group` or not at all: the caller
+    /// vouches that it is born in its other groups. An exec'd process is never sent it here.
     static func spawn(
         executable: String, arguments: [String], environment: [String], namespaces: Int32, app: [String]? = nil,
-        template: TemplateLauncher? = nil, group: Cgroup? = nil
+        template: TemplateLauncher? = nil, group: Cgroup? = nil, configuration: [UInt8]? = nil
     ) throws(SystemError) -> SpawnedProcess {
         var opened: [Int32] = []
         func pair(_ name: String, _ make: (inout [Int32]) -> Int32) throws(SystemError) -> (Int32, Int32) {
@@ -101,7 +105,10 @@ enum AppProcessSpawner {
         var keep: Set<Int32> = []
         defer { for fd in opened where !keep.contains(fd) { closeIgnoringErrors(fd) } }
 
-        let (control, appControl) = try pair("socketpair") { socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0, &$0) }
+        func controlPair() throws(SystemError) -> (Int32, Int32) {
+            try pair("socketpair") { socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0, &$0) }
+        }
+        var (control, appControl) = try controlPair()
         let (output, appOutput) = try pair("pipe2") { apphost_pipe_cloexec(&$0) }
         // Datagrams: one record each, whole or not at all, whatever the app writes on its end.
         let (diagnostics, appDiagnostics) = try pair("socketpair") {
@@ -120,14 +127,21 @@ enum AppProcessSpawner {
         var started: (pid: pid_t, pidfd: Int32)?
         var templateFailure: SystemError?
         var startedInGroup = false
+        var configured = false
         if let template {
             let request = LaunchTemplateRequest(
                 namespaces: namespaces, initArguments: namespaces != 0 ? [executable] + arguments : [], environment: environment,
                 intoCgroup: false)
             let groupFD = group.map { open($0.path, O_RDONLY | O_DIRECTORY | O_CLOEXEC) }
             defer { if let groupFD, groupFD >= 0 { closeIgnoringErrors(groupFD) } }
+            let cgroup = groupFD.flatMap { $0 >= 0 ? $0 : nil }
+            // Written ahead only for a process that will start in its group.
+            if let configuration, group == nil || cgroup != nil {
+                try ControlChannel(fd: control).send(body: configuration)
+                configured = true
+            }
             let answer = Result { () throws(TemplateLauncher.Failure) in
-                try template.spawn(request, descriptors: descriptors, cgroup: groupFD.flatMap { $0 >= 0 ? $0 : nil })
+                try template.spawn(request, descriptors: descriptors, cgroup: cgroup, requireGroup: configured)
             }
             switch answer {
             case .success(let forked):
@@ -135,6 +149,13 @@ enum AppProcessSpawner {
                 startedInGroup = forked.startedInGroup
             case .failure(.refused(let error)):
                 templateFailure = error
+                if configured {
+                    // The exec'd process is moved into its groups before it is configured: a
+                    // fresh socket, without the configuration waiting on it.
+                    (control, appControl) = try controlPair()
+                    descriptors[3] = appControl
+                    configured = false
+                }
             case .failure(.unanswered(let error)):
                 // A process the template may have started has these descriptors: none other may.
                 throw SystemError("the launch template did not answer (\(error)); it is started again", errno: error.errno)
@@ -149,7 +170,7 @@ enum AppProcessSpawner {
         }
         return SpawnedProcess(
             pid: started!.pid, pidfd: started!.pidfd, control: control, output: output, diagnostics: diagnostics,
-            initChannel: initChannel, startedInGroup: startedInGroup, templateFailure: templateFailure)
+            initChannel: initChannel, startedInGroup: startedInGroup, configured: configured, templateFailure: templateFailure)
     }
 
     /// apphost_spawn: the exec launcher.

@@ -105,6 +105,18 @@ extension Supervisor {
             memory: waiting?.groups.memory
                 ?? environment.memoryGroup.flatMap { MemoryGroup.make(in: $0, named: groupName, limit: memoryLimit) })
         if groups.pids == nil && sandbox.uid != nil { sandbox.processLimit = UInt64(policy.processLimit) }
+        // Removes the groups of a process that did not start (waiting groups still hold the
+        // template: they wait for the next launch).
+        func discardGroups() {
+            groups.freezer?.remove()
+            if let waiting {
+                returnWaitingGroups(waiting.groups)
+                if groups.pids != waiting.groups.pids { groups.pids?.remove() }
+                if groups.memory !== waiting.groups.memory { groups.memory?.discard() }
+            } else {
+                groups.discard()
+            }
+        }
         sandbox.namespaced = namespaces != 0
         // In namespaces the runner is the first child of apphost-init, which, while the runner
         // starts up, hides the state directory but for what the app may see.
@@ -115,26 +127,34 @@ extension Supervisor {
         let runner = namespaces == 0 ? nil : [configuration.executable, appProcessArgument]
         let processEnvironment = Containers.environment(container: container, parent: namespaces != 0 ? nil : getpid())
         let template = template?.current != nil ? template : nil
+        // A fork of the template born in all its groups (README.md, "How apps are launched") finds
+        // its configuration waiting on its control socket: it need not wait for the host to move
+        // it, and the host's own work on the new process overlaps its start-up. Only where the
+        // app's pid is known before the fork (its namespace's, for the seccomp filter).
+        var configured: [UInt8]?
+        if template != nil, namespaces != 0, groups.pids == waiting?.groups.pids, groups.memory === waiting?.groups.memory {
+            do {
+                configured = WireCoding.encode(HostMessage.configure(try configurationMessage(
+                    record, run, container: container, sandbox: sandbox, groupPaths: groups.paths, ownPID: Namespaces.appPID, reason: reason)))
+            } catch {
+                discardGroups()
+                failToSpawn(record, run, "cannot compile the app's seccomp filter: \(error)")
+                return
+            }
+        }
+        let body = configured
         let result = spawner.run { () -> Result<SpawnedProcess, SystemError> in
             Result { () throws(SystemError) in
                 try AppProcessSpawner.spawn(
                     executable: executable, arguments: arguments, environment: processEnvironment, namespaces: namespaces, app: runner,
-                    template: template, group: groups.freezer)
+                    template: template, group: groups.freezer, configuration: body)
             }
         }
         let spawned: SpawnedProcess
         switch result {
         case .success(let value): spawned = value
         case .failure(let error):
-            // Waiting groups still hold the template: they wait for the next launch.
-            groups.freezer?.remove()
-            if let waiting {
-                returnWaitingGroups(waiting.groups)
-                if groups.pids != waiting.groups.pids { groups.pids?.remove() }
-                if groups.memory !== waiting.groups.memory { groups.memory?.discard() }
-            } else {
-                groups.discard()
-            }
+            discardGroups()
             failToSpawn(record, run, "cannot start the app process: \(error)")
             return
         }
@@ -171,35 +191,47 @@ extension Supervisor {
             guard let self, let record, let run else { return }
             readDiagnostics(record, run)
         })
-        // Compiled once per entitlements and own pid (about a millisecond, which a forked app
-        // process would otherwise wait for).
+        guard !spawned.configured else { return }
         do {
-            let entitlements = Set(bundle.entitlements.compactMap(SyscallProfile.Entitlement.init(rawValue:)))
-            let key = entitlements.map(\.rawValue).sorted().joined(separator: ",") + "/\(process.pidInNamespace)"
-            let program = try filters[key] ?? Seccomp.compile(SyscallProfile(entitlements: entitlements, ownPID: process.pidInNamespace))
-            // Only the namespaced pid (always the same) is worth keeping.
-            if process.isNamespaced { filters[key] = program }
-            sandbox.filter = Data(program.instructions)
-            sandbox.filterNotifies = program.notifies
+            send(.configure(try configurationMessage(
+                record, run, container: container, sandbox: sandbox, groupPaths: process.groupPaths, ownPID: process.pidInNamespace,
+                reason: reason)), record, run)
         } catch {
             handle(record, run, .launchFailed("cannot compile the app's seccomp filter: \(error)"))
-            return
         }
-        // Its own cgroups, not the other apps'.
-        sandbox.readablePaths = Self.libraryDirectories + process.groupPaths
-        var configurationMessage = WireConfiguration(
+    }
+
+    /// What the app process is told before it runs: who it is, where its container is, and how
+    /// it confines itself (`sandbox`, with the seccomp filter for `ownPID` and read access to its
+    /// own cgroups, `groupPaths`, not the other apps').
+    private func configurationMessage(
+        _ record: AppRecord, _ run: AppRun, container: URL, sandbox: WireSandbox, groupPaths: [String], ownPID: pid_t, reason: String
+    ) throws -> WireConfiguration {
+        let bundle = record.bundle
+        let policy = configuration.policy
+        var sandbox = sandbox
+        // Compiled once per entitlements and own pid (about a millisecond, which a forked app
+        // process would otherwise wait for); only a namespace's pid, always the same, is kept.
+        let entitlements = Set(bundle.entitlements.compactMap(SyscallProfile.Entitlement.init(rawValue:)))
+        let key = entitlements.map(\.rawValue).sorted().joined(separator: ",") + "/\(ownPID)"
+        let program = try filters[key] ?? Seccomp.compile(SyscallProfile(entitlements: entitlements, ownPID: ownPID))
+        if ownPID == Namespaces.appPID { filters[key] = program }
+        sandbox.filter = Data(program.instructions)
+        sandbox.filterNotifies = program.notifies
+        sandbox.readablePaths = Self.libraryDirectories + groupPaths
+        var message = WireConfiguration(
             bundleIdentifier: bundle.identifier, bundleName: bundle.name, bundlePath: bundle.url.path,
             pluginPath: bundle.pluginURL.path, delegateClassName: bundle.delegateClassName,
             containerPath: container.path, launchReason: reason, capabilities: bundle.capabilities,
             openFileLimit: UInt64(policy.openFileLimit), sandbox: sandbox)
-        configurationMessage.launchPayload = run.machine.pendingEvents.first { $0.kind == .remoteNotification }?.payload
-        configurationMessage.backgroundTasks = backgroundTasksConfiguration(for: bundle)
-        configurationMessage.locationAuthorization = locationAuthorizations[bundle.identifier]?.wireName
-        configurationMessage.logLevel = configuration.appLogLevel.rawValue
-        configurationMessage.scenes = bundle.sceneManifest
-        if bundle.adoptsScenes { configurationMessage.sceneSessions = record.scenes.forLaunch }
-        configurationMessage.transfers = transfers.records.filter { $0.app == bundle.identifier }.map(\.transfer)
-        send(.configure(configurationMessage), record, run)
+        message.launchPayload = run.machine.pendingEvents.first { $0.kind == .remoteNotification }?.payload
+        message.backgroundTasks = backgroundTasksConfiguration(for: bundle)
+        message.locationAuthorization = locationAuthorizations[bundle.identifier]?.wireName
+        message.logLevel = configuration.appLogLevel.rawValue
+        message.scenes = bundle.sceneManifest
+        if bundle.adoptsScenes { message.sceneSessions = record.scenes.forLaunch }
+        message.transfers = transfers.records.filter { $0.app == bundle.identifier }.map(\.transfer)
+        return message
     }
 
     func failToSpawn(_ record: AppRecord, _ run: AppRun, _ reason: String) {

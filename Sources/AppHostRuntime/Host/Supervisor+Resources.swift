@@ -59,7 +59,7 @@ extension Supervisor {
         default:
             break
         }
-        updateSampler()
+        updateSampler(changed: record)
     }
 
     /// Holds the app to its state's limit: ends it if it already uses more, else sets its group's.
@@ -84,11 +84,14 @@ extension Supervisor {
     }
 
     /// Runs the sampler while some app runs; stops it when every app is suspended or gone.
-    func updateSampler() {
-        let needed = apps.contains { record in
+    /// `changed`, the app whose state just changed, is looked at first: an app that comes to
+    /// run answers the question without a walk over every app.
+    func updateSampler(changed: AppRecord? = nil) {
+        func runs(_ record: AppRecord) -> Bool {
             guard let run = record.run, run.machine.isLive else { return false }
             return run.machine.state != .suspended
         }
+        let needed = changed.map(runs) == true || apps.contains(where: runs)
         guard needed != samplerRunning else { return }
         samplerRunning = needed
         let interval = configuration.policy.resourceSampleInterval

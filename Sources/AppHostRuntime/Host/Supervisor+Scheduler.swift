@@ -36,9 +36,9 @@ extension Supervisor {
         let floor = configuration.policy.minimumBackgroundFetchInterval.seconds
         var started: [String] = []
         var changed = false
-        // Only apps with something scheduled: a pass runs after every state change, and a host
-        // may hold thousands of suspended apps that asked for nothing.
-        for record in apps where schedule.apps[record.bundle.identifier] != nil && mayWakeForSchedule(record) {
+        // Only apps with something scheduled, in installation order: a pass runs after every
+        // state change, and a host may hold thousands of suspended apps that asked for nothing.
+        for record in scheduledApps where mayWakeForSchedule(record) {
             let id = record.bundle.identifier
             let before = schedule.apps[id]
             let running = record.run.map { run in
@@ -73,9 +73,8 @@ extension Supervisor {
     }
 
     func armSchedulerTimer(now: Double, conditions: BackgroundSchedule.Conditions) {
-        let names = apps.map(\.bundle.identifier)
         guard let next = schedule.nextDate(
-            after: now, apps: names, conditions: conditions, refreshAvailable: configuration.backgroundAppRefresh,
+            after: now, apps: scheduledApps.map(\.bundle.identifier), conditions: conditions, refreshAvailable: configuration.backgroundAppRefresh,
             minimumInterval: minimumTaskInterval)
         else {
             schedulerTimer.schedule(deadline: .distantFuture)
@@ -83,6 +82,11 @@ extension Supervisor {
         }
         let delay = max(0, next - now)
         schedulerTimer.schedule(wallDeadline: .now() + delay, leeway: .milliseconds(10))
+    }
+
+    /// The installed apps the scheduler holds something for, in installation order.
+    var scheduledApps: [AppRecord] {
+        schedule.apps.keys.compactMap { appIndex[$0] }.sorted().map { apps[$0] }
     }
 
     /// The policy's least time between two runs of one task identifier of this kind, in seconds.

@@ -151,7 +151,9 @@ extension Supervisor {
             guard let self else { return }
             transfers.passQueued = false
             reconsiderTransfers()
-            for record in apps { deliverTransfers(record) }
+            // Only the apps that finished transfers are owed to.
+            let owed = Set(transfers.records.filter { $0.phase == .finished }.map(\.app))
+            for index in owed.compactMap({ appIndex[$0] }).sorted() { deliverTransfers(apps[index]) }
         }
     }
 
@@ -160,7 +162,7 @@ extension Supervisor {
         if transfers.service == nil { return "a transfer service (this host was made without one)" }
         if network != .online { return "the network" }
         if record.transfer.isDiscretionary && power != .plugged { return "external power (discretionary)" }
-        if !apps.contains(where: { $0.bundle.identifier == record.app }) { return "its app to be installed" }
+        if appIndex[record.app] == nil { return "its app to be installed" }
         return nil
     }
 

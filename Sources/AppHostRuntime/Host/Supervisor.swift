@@ -79,6 +79,9 @@ public final class Supervisor: @unchecked Sendable {
     let instanceLock: InstanceLock
     let observer: @Sendable (HostEvent) -> Void
     var apps: [AppRecord] = []
+    /// Each installed app's place in `apps`, by bundle identifier: the passes that run after
+    /// every state change look up the few apps they concern rather than walk thousands.
+    var appIndex: [String: Int] = [:]
     var waiters: [Waiter] = []
     /// `settle` calls waiting for their apps' transitions to end (Supervisor+Settle).
     var settleWaiters: [SettleWaiter] = []
@@ -259,11 +262,12 @@ public final class Supervisor: @unchecked Sendable {
                     "\(bundle.url.lastPathComponent) cannot be loaded by its app user: \(reason); "
                         + "move the bundle where every user can read it", code: .invalidBundle)
             }
-            if let other = apps.first(where: { $0.bundle.identifier == bundle.identifier }) {
+            if let other = appIndex[bundle.identifier].map({ apps[$0] }) {
                 throw SupervisorError("\(bundle.url.lastPathComponent) and \(other.bundle.url.lastPathComponent) have the same CFBundleIdentifier \(bundle.identifier)", code: .invalidBundle)
             }
             let record = AppRecord(bundle: bundle)
             if bundle.adoptsScenes, let kept = storedSceneSessions[bundle.identifier] { record.scenes = kept }
+            appIndex[bundle.identifier] = apps.count
             apps.append(record)
             queueSchedulerPass()
             queueTransferPass()

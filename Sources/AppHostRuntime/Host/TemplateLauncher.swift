@@ -91,12 +91,15 @@ final class TemplateLauncher: Sendable {
 
     /// Asks the template for an app process with `descriptors` (stdin, stdout, stderr, control,
     /// diagnostics and, in namespaces, the init's channel) and, where `cgroup` is given, started
-    /// in that cgroup v2 directory. On the spawn thread. Throws if the template is not running
-    /// or fails: the caller then execs.
-    func spawn(_ request: LaunchTemplateRequest, descriptors: [Int32], cgroup: Int32?) throws(Failure) -> (pid: pid_t, pidfd: Int32, startedInGroup: Bool) {
+    /// in that cgroup v2 directory (with `requireGroup`, there or not at all). On the spawn
+    /// thread. Throws if the template is not running or fails: the caller then execs.
+    func spawn(
+        _ request: LaunchTemplateRequest, descriptors: [Int32], cgroup: Int32?, requireGroup: Bool = false
+    ) throws(Failure) -> (pid: pid_t, pidfd: Int32, startedInGroup: Bool) {
         guard let template = current else { throw .refused(SystemError("the launch template is not running", errno: ESRCH)) }
         var request = request
         request.intoCgroup = cgroup != nil
+        request.requireCgroup = requireGroup && cgroup != nil
         let passed = descriptors + (cgroup.map { [$0] } ?? [])
         let body = (try? JSONEncoder().encode(request)) ?? Data()
         guard body.count <= LaunchTemplateRequest.maximumSize, passed.count <= LaunchTemplateRequest.maximumDescriptors else {

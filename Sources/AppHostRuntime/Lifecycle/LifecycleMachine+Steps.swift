@@ -247,7 +247,13 @@ extension LifecycleMachine {
     }
 
     /// Whether no transition is under way (`transition` is nil).
-    package var isSettled: Bool { transition == nil }
+    package var isSettled: Bool {
+        // `transition == nil`, without making its text: the host asks after every input.
+        switch phase {
+        case .starting, .launching, .launched, .resumedInBackground, .suspending, .terminating: false
+        case .notRunning, .terminated, .inactive, .active, .background, .suspended: inFlight == nil
+        }
+    }
 
     // MARK: Audio interruptions
 

@@ -54,11 +54,12 @@ int apphost_clone3_available(void);
 /// Without `namespaces`, that is the app process itself; with them, it is the init (`init_path`,
 /// `init_argv`), which forks the app process as pid 2 before it execs, as apphost_spawn's init
 /// starts `app_path`. The app process starts in the cgroup v2 directory `cgroup` where it is
-/// not -1 and the kernel can (CLONE_INTO_CGROUP); the init is in none of the app's groups. Stores a pidfd in `*pidfd` and whether the process
-/// started in `cgroup` in `*started_in_cgroup`; returns the pid, or -1 and errno (with a pidfd
-/// in `*pidfd` if an init was started and failed before its exec: the host's child to reap).
+/// not -1 and the kernel can (CLONE_INTO_CGROUP), else outside it, or with `require_cgroup` not
+/// at all; the init is in none of the app's groups. Stores a pidfd in `*pidfd` and whether the
+/// process started in `cgroup` in `*started_in_cgroup`; returns the pid, or -1 and errno (with a
+/// pidfd in `*pidfd` if an init was started and failed before its exec: the host's child to reap).
 pid_t apphost_template_spawn(char *const envp[], const int *fds, int count, int namespaces, const char *init_path,
-                             char *const init_argv[], int cgroup, void (*app_main)(void), int *pidfd,
+                             char *const init_argv[], int cgroup, int require_cgroup, void (*app_main)(void), int *pidfd,
                              int *started_in_cgroup);
 
 /// Whether this kernel and user can give an app the namespaces of `namespaces`: makes them
