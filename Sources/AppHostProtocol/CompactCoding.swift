@@ -12,11 +12,15 @@
 //             8 bytes, the Double's bits, little-endian)                               = 21 bytes
 //   ack       0x02, id (8 bytes, little-endian), returned (1: 0 false, 1 true, 0xff none) = 10 bytes
 //
-// Two messages on a launch's path are tagged for another reason: the first messages an app
-// process codes are slow to code as JSON (each type's first trip through Foundation's coder looks
-// up its conformances across every loaded image, about 2 ms for `ready` in a fresh plugin).
+// The messages on a launch's path are compact or tagged for another reason: the first messages
+// an app process codes are slow to code as JSON (each type's first trip through Foundation's
+// coder looks up its conformances across every loaded image, about 2 ms for `ready` in a fresh
+// plugin; a fork of the launch template copies each page the coder touches).
 //
 //   ready     0x03, protocol version (8 bytes, little-endian)                            = 9 bytes
+//   hello     0x05, protocol version (8), pid (4, little-endian)                         = 13 bytes
+//   sandboxed 0x06, listener (1: 0 or 1), Landlock ABI (4), uid (4), seconds confining
+//             took (8, the Double's bits; finite, not negative)                         = 18 bytes
 //   configure 0x04, then the configuration (WireConfiguration) as JSON; the runner hands
 //             those bytes to the plugin's entry point as they came, without coding them again
 
@@ -33,6 +37,10 @@ enum CompactCoding {
     static let readyTag: UInt8 = 0x03
     static let readyLength = 9
     static let configureTag: UInt8 = 0x04
+    static let helloTag: UInt8 = 0x05
+    static let helloLength = 13
+    static let sandboxedTag: UInt8 = 0x06
+    static let sandboxedLength = 18
     static let none: UInt8 = 0xff
 
     // MARK: Host to app
@@ -104,6 +112,37 @@ enum CompactCoding {
         return .ready(protocolVersion: Int(Int64(bitPattern: integer(body, at: 1))))
     }
 
+    static func encodeHello(protocolVersion: Int, pid: Int32) -> [UInt8] {
+        var bytes: [UInt8] = [helloTag]
+        append(UInt64(bitPattern: Int64(protocolVersion)), to: &bytes)
+        append32(UInt32(bitPattern: pid), to: &bytes)
+        return bytes
+    }
+
+    static func decodeHello(_ body: [UInt8]) throws(CompactCodingError) -> AppMessage {
+        guard body.count == helloLength else { throw CompactCodingError(description: "a compact hello of \(body.count) bytes, not \(helloLength)") }
+        return .hello(protocolVersion: Int(Int64(bitPattern: integer(body, at: 1))), pid: Int32(bitPattern: integer32(body, at: 9)))
+    }
+
+    static func encodeSandboxed(listener: Bool, landlockABI: Int32, uid: UInt32, seconds: Double) -> [UInt8] {
+        var bytes: [UInt8] = [sandboxedTag, listener ? 1 : 0]
+        append32(UInt32(bitPattern: landlockABI), to: &bytes)
+        append32(uid, to: &bytes)
+        append(seconds.bitPattern, to: &bytes)
+        return bytes
+    }
+
+    static func decodeSandboxed(_ body: [UInt8]) throws(CompactCodingError) -> AppMessage {
+        guard body.count == sandboxedLength else {
+            throw CompactCodingError(description: "a compact sandboxed of \(body.count) bytes, not \(sandboxedLength)")
+        }
+        guard body[1] <= 1 else { throw CompactCodingError(description: "a compact sandboxed whose listener flag is \(body[1])") }
+        let seconds = Double(bitPattern: integer(body, at: 10))
+        guard seconds.isFinite, seconds >= 0 else { throw CompactCodingError(description: "a compact sandboxed that took \(seconds) s") }
+        return .sandboxed(
+            listener: body[1] == 1, landlockABI: Int32(bitPattern: integer32(body, at: 2)), uid: integer32(body, at: 6), seconds: seconds)
+    }
+
     // MARK: Bytes
 
     private static func applicationState(_ byte: UInt8) throws(CompactCodingError) -> WireApplicationState {
@@ -115,6 +154,16 @@ enum CompactCoding {
 
     private static func append(_ value: UInt64, to bytes: inout [UInt8]) {
         withUnsafeBytes(of: value.littleEndian) { bytes.append(contentsOf: $0) }
+    }
+
+    private static func append32(_ value: UInt32, to bytes: inout [UInt8]) {
+        withUnsafeBytes(of: value.littleEndian) { bytes.append(contentsOf: $0) }
+    }
+
+    private static func integer32(_ body: [UInt8], at offset: Int) -> UInt32 {
+        var value: UInt32 = 0
+        for index in 0..<4 { value |= UInt32(body[offset + index]) << (8 * UInt32(index)) }
+        return value
     }
 
     private static func integer(_ body: [UInt8], at offset: Int) -> UInt64 {
@@ -142,12 +191,15 @@ extension WireCoding {
         body.first == CompactCoding.configureTag ? body.dropFirst() : nil
     }
 
-    /// An app message's body: compact for an acknowledgement without a snapshot and for
-    /// `ready`, else JSON.
+    /// An app message's body: compact for an acknowledgement without a snapshot and for the
+    /// launch's `hello`, `sandboxed` and `ready`, else JSON.
     package static func encode(_ message: AppMessage) -> [UInt8] {
         switch message {
         case .ack(let id, let returned, nil): return CompactCoding.encodeAck(id: id, returned: returned)
         case .ready(let version): return CompactCoding.encodeReady(protocolVersion: version)
+        case .hello(let version, let pid): return CompactCoding.encodeHello(protocolVersion: version, pid: pid)
+        case .sandboxed(let listener, let landlockABI, let uid, let seconds):
+            return CompactCoding.encodeSandboxed(listener: listener, landlockABI: landlockABI, uid: uid, seconds: seconds)
         default: return encode(json: message)
         }
     }
@@ -166,6 +218,8 @@ extension WireCoding {
         switch body.first {
         case CompactCoding.ackTag: try CompactCoding.decodeAck(body)
         case CompactCoding.readyTag: try CompactCoding.decodeReady(body)
+        case CompactCoding.helloTag: try CompactCoding.decodeHello(body)
+        case CompactCoding.sandboxedTag: try CompactCoding.decodeSandboxed(body)
         default: try decode(json: type, from: body)
         }
     }

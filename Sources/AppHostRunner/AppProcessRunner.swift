@@ -29,8 +29,7 @@ public enum AppProcessRunner {
         _ = apphost_set_parent_death_signal(SIGKILL)
         // In a PID namespace of its own the parent is the namespace's init, whose end ends this
         // process, and the host sets no APPHOST_PARENT_PID.
-        if let expected = ProcessInfo.processInfo.environment[parentPIDVariable].flatMap(Int32.init),
-           getppid() != expected {
+        if let expected = getenv(parentPIDVariable).flatMap({ Int32(String(cString: $0)) }), getppid() != expected {
             _exit(0)
         }
         let socket = ControlChannel(fd: controlFD)

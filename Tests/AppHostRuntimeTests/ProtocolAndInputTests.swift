@@ -71,15 +71,31 @@ import Testing
         #expect(WireCoding.encode(AppMessage.ack(id: 9, returned: nil, snapshot: "window")).first == UInt8(ascii: "{"))
     }
 
-    /// The launch's own messages: `ready` compact, and a configuration tagged, its JSON handed
-    /// on to the plugin as it came.
-    @Test func readyIsCompactAndAConfigurationIsTaggedJSON() throws {
-        let ready = AppMessage.ready(protocolVersion: wireProtocolVersion)
-        let body = WireCoding.encode(ready)
-        #expect(body.count == 9 && body.first == 0x03)
-        #expect(try WireCoding.decode(AppMessage.self, from: body) == ready)
-        #expect(try WireCoding.decode(AppMessage.self, from: WireCoding.encode(json: ready)) == ready)
-        for malformed in [Array(body.dropLast()), body + [0]] {
+    /// The launch's own messages: `hello`, `sandboxed` and `ready` compact, and a configuration
+    /// tagged, its JSON handed on to the plugin as it came.
+    @Test func theLaunchsMessagesAreCompactAndAConfigurationIsTaggedJSON() throws {
+        let launch: [(AppMessage, tag: UInt8, length: Int)] = [
+            (.hello(protocolVersion: wireProtocolVersion, pid: 2), 0x05, 13),
+            (.hello(protocolVersion: wireProtocolVersion, pid: .max), 0x05, 13),
+            (.sandboxed(listener: true, landlockABI: 7, uid: 2_000_000_042, seconds: 0.0015), 0x06, 18),
+            (.sandboxed(listener: false, landlockABI: 0, uid: .max, seconds: 0), 0x06, 18),
+            (.ready(protocolVersion: wireProtocolVersion), 0x03, 9),
+        ]
+        for (message, tag, length) in launch {
+            let body = WireCoding.encode(message)
+            #expect(body.count == length && body.first == tag)
+            #expect(try WireCoding.decode(AppMessage.self, from: body) == message)
+            #expect(try WireCoding.decode(AppMessage.self, from: WireCoding.encode(json: message)) == message)
+            for malformed in [Array(body.dropLast()), body + [0]] {
+                #expect(throws: (any Error).self) { try WireCoding.decode(AppMessage.self, from: malformed) }
+            }
+        }
+        var badListener = WireCoding.encode(AppMessage.sandboxed(listener: true, landlockABI: 7, uid: 0, seconds: 0.001))
+        badListener[1] = 2
+        var negative = badListener
+        negative[1] = 0
+        withUnsafeBytes(of: (-1.0).bitPattern.littleEndian) { negative.replaceSubrange(10..<18, with: $0) }
+        for malformed in [badListener, negative] {
             #expect(throws: (any Error).self) { try WireCoding.decode(AppMessage.self, from: malformed) }
         }
 
