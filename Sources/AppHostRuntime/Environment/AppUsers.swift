@@ -17,11 +17,34 @@ struct AppUsers {
     let file: URL
     let range: ClosedRange<UInt32>
     private(set) var table: Table
+    /// Every id the table holds, and the lowest id not yet looked at for a new allocation (ids are
+    /// never given back, so a search never starts over: thousands of apps cost one pass).
+    private var used: Set<UInt32>
+    private var next: UInt32
+    /// Whether ids were reserved since the table was last written.
+    private(set) var hasUnsavedReservations = false
 
     init(stateDirectory: URL, range: ClosedRange<UInt32>) {
         file = stateDirectory.appendingPathComponent("app-users.json")
         self.range = range
         table = (try? JSONDecoder().decode(Table.self, from: Data(contentsOf: file))) ?? Table()
+        used = Set(table.apps.values).union(table.groups.values)
+        next = range.lowerBound
+    }
+
+    /// Gives an installed app its uid without writing the table yet: a host installing thousands
+    /// of apps writes it once (`saveReservations`), not once per app at its first launch.
+    mutating func reserve(app identifier: String) throws {
+        guard table.apps[identifier] == nil else { return }
+        table.apps[identifier] = try allocate()
+        hasUnsavedReservations = true
+    }
+
+    /// Writes reservations not written yet; before any app runs under a reserved id.
+    mutating func saveReservations() throws {
+        guard hasUnsavedReservations else { return }
+        try save()
+        hasUnsavedReservations = false
     }
 
     /// The app's uid (also its primary gid).
@@ -35,10 +58,14 @@ struct AppUsers {
     mutating func gid(forGroup identifier: String) throws -> UInt32 { try id(for: identifier, in: \.groups) }
 
     private mutating func id(for identifier: String, in map: WritableKeyPath<Table, [String: UInt32]>) throws -> UInt32 {
-        if let known = table[keyPath: map][identifier] { return known }
+        if let known = table[keyPath: map][identifier] {
+            try saveReservations()
+            return known
+        }
         let id = try allocate()
         table[keyPath: map][identifier] = id
         try save()
+        hasUnsavedReservations = false
         return id
     }
 
@@ -65,10 +92,15 @@ struct AppUsers {
         return nil
     }
 
-    private func allocate() throws -> UInt32 {
-        let used = Set(table.apps.values).union(table.groups.values)
-        for candidate in range where !used.contains(candidate) && getpwuid(candidate) == nil && getgrgid(candidate) == nil {
-            return candidate
+    private mutating func allocate() throws -> UInt32 {
+        while range.contains(next) {
+            let candidate = next
+            next = candidate == range.upperBound ? candidate : candidate + 1
+            if !used.contains(candidate) && getpwuid(candidate) == nil && getgrgid(candidate) == nil {
+                used.insert(candidate)
+                return candidate
+            }
+            if candidate == range.upperBound { break }
         }
         throw SupervisorError("no free id left in the app user range \(range.lowerBound)-\(range.upperBound); widen it with --app-user-range", code: .unavailable)
     }

@@ -259,7 +259,7 @@ extension Supervisor {
             waiter.continuation.resume(returning: true)
             return true
         }
-        resolveSettleWaiters()
+        resolveSettleWaiters(changed: record)
     }
 
     func resumeShutdownIfDone() {

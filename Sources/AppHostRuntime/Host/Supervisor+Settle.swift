@@ -26,7 +26,7 @@ extension Supervisor {
                 queue.asyncAfter(deadline: .now() + .nanoseconds(Int(limit.nanoseconds))) { [self] in
                     guard let index = settleWaiters.firstIndex(where: { $0 === waiter }) else { return }
                     settleWaiters.remove(at: index)
-                    if waiter.isSettled {
+                    if waiter.recount() {
                         continuation.resume()
                     } else {
                         continuation.resume(throwing: notSettled(records, within: limit))
@@ -37,10 +37,11 @@ extension Supervisor {
     }
 
     /// Resumes the settle waiters whose apps have all settled; called whenever an app's machine
-    /// has taken an input (its events, its end).
-    func resolveSettleWaiters() {
+    /// has taken an input (its events, its end), with that app. Each waiter follows the apps it
+    /// still waits for, so that an input costs a look at one app, not at each of thousands.
+    func resolveSettleWaiters(changed record: AppRecord) {
         settleWaiters.removeAll { waiter in
-            guard waiter.isSettled else { return false }
+            guard waiter.follow(record), waiter.recount() else { return false }
             waiter.continuation.resume()
             return true
         }
@@ -60,12 +61,34 @@ extension Supervisor {
 final class SettleWaiter: @unchecked Sendable {
     let records: [AppRecord]
     let continuation: CheckedContinuation<Void, any Error>
+    /// The records waited for, and those of them not settled when last looked at.
+    private let covered: Set<ObjectIdentifier>
+    private var unsettled: Set<ObjectIdentifier> = []
 
     init(records: [AppRecord], continuation: CheckedContinuation<Void, any Error>) {
         self.records = records
         self.continuation = continuation
+        covered = Set(records.map(ObjectIdentifier.init))
+        _ = recount()
     }
 
-    /// Touched only on the supervisor's queue.
-    var isSettled: Bool { records.allSatisfy { $0.run?.machine.isSettled ?? true } }
+    // Touched only on the supervisor's queue.
+
+    /// Whether every app has settled, as last followed.
+    var isSettled: Bool { unsettled.isEmpty }
+
+    /// Takes in that `record`'s machine has changed; returns whether every app now seems settled.
+    func follow(_ record: AppRecord) -> Bool {
+        let id = ObjectIdentifier(record)
+        guard covered.contains(id) else { return isSettled }
+        if record.run?.machine.isSettled ?? true { unsettled.remove(id) } else { unsettled.insert(id) }
+        return isSettled
+    }
+
+    /// Looks at every app again (once they all seem settled, and at the deadline); returns
+    /// whether they have all settled.
+    func recount() -> Bool {
+        unsettled = Set(records.lazy.filter { !($0.run?.machine.isSettled ?? true) }.map(ObjectIdentifier.init))
+        return isSettled
+    }
 }

@@ -82,6 +82,8 @@ public final class Supervisor: @unchecked Sendable {
     /// Each installed app's place in `apps`, by bundle identifier: the passes that run after
     /// every state change look up the few apps they concern rather than walk thousands.
     var appIndex: [String: Int] = [:]
+    /// A write of the app-user table's reservations is queued (`reserveAppUser`).
+    var isUserTableSaveQueued = false
     var waiters: [Waiter] = []
     /// `settle` calls waiting for their apps' transitions to end (Supervisor+Settle).
     var settleWaiters: [SettleWaiter] = []
@@ -269,8 +271,23 @@ public final class Supervisor: @unchecked Sendable {
             if bundle.adoptsScenes, let kept = storedSceneSessions[bundle.identifier] { record.scenes = kept }
             appIndex[bundle.identifier] = apps.count
             apps.append(record)
+            reserveAppUser(for: bundle)
             queueSchedulerPass()
             queueTransferPass()
+        }
+    }
+
+    /// Gives a newly installed app its user now and writes the table once for all the apps
+    /// installed together; a launch writes what is still unwritten before the app runs
+    /// (AppUsers). A reservation that fails is made again, and reported, at the launch.
+    private func reserveAppUser(for bundle: AppBundle) {
+        guard configuration.policy.perAppUsers, users != nil, (try? users?.reserve(app: bundle.identifier)) != nil,
+              !isUserTableSaveQueued else { return }
+        isUserTableSaveQueued = true
+        queue.async { [weak self] in
+            guard let self else { return }
+            isUserTableSaveQueued = false
+            try? users?.saveReservations()
         }
     }
 
