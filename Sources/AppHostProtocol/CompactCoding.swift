@@ -20,7 +20,7 @@
 //   ready     0x03, protocol version (8 bytes, little-endian)                            = 9 bytes
 //   hello     0x05, protocol version (8), pid (4, little-endian)                         = 13 bytes
 //   sandboxed 0x06, listener (1: 0 or 1), Landlock ABI (4), uid (4), seconds confining
-//             took (8, the Double's bits; finite, not negative)                         = 18 bytes
+//             took (8, the Double's bits; 0 up to a day)                               = 18 bytes
 //   configure 0x04, then the configuration (WireConfiguration) as JSON; the runner hands
 //             those bytes to the plugin's entry point as they came, without coding them again
 
@@ -138,7 +138,8 @@ enum CompactCoding {
         }
         guard body[1] <= 1 else { throw CompactCodingError(description: "a compact sandboxed whose listener flag is \(body[1])") }
         let seconds = Double(bitPattern: integer(body, at: 10))
-        guard seconds.isFinite, seconds >= 0 else { throw CompactCodingError(description: "a compact sandboxed that took \(seconds) s") }
+        // A day is far beyond any confinement, and the host turns it into nanoseconds.
+        guard seconds.isFinite, seconds >= 0, seconds < 86_400 else { throw CompactCodingError(description: "a compact sandboxed that took \(seconds) s") }
         return .sandboxed(
             listener: body[1] == 1, landlockABI: Int32(bitPattern: integer32(body, at: 2)), uid: integer32(body, at: 6), seconds: seconds)
     }

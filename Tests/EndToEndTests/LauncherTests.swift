@@ -43,6 +43,19 @@ struct LauncherTests {
         try host.waitFor("the started event") { $0.event == "started" }.fields["launcher"] as? String
     }
 
+    /// A configuration too large to write on a socket nobody reads yet (here 1,200 permitted
+    /// task identifiers, about 120 KiB) is sent once the app process runs: the launch neither
+    /// waits on the full socket nor fails.
+    @Test func aConfigurationTooLargeToWriteAheadIsSentOnceTheAppRuns() throws {
+        let scratch = try Scratch()
+        let identifiers = (0..<1200).map { "com.example.large.task\($0)." + String(repeating: "x", count: 80) }
+        let bundle = try scratch.bundle(
+            "Large", changes: ["UIBackgroundModes": ["processing"], "BGTaskSchedulerPermittedIdentifiers": identifiers])
+        let host = try HostSession([bundle], scratch: scratch)
+        #expect(try host.waitFor("Large", "didBecomeActive").pid != nil)
+        #expect(host.allEvents.filter { $0.event == "terminated" }.isEmpty)
+    }
+
     @Test func appProcessesAreForksOfTheTemplateAndTheHostsChildren() throws {
         let scratch = try Scratch()
         let host = try HostSession([try scratch.bundle("Hello")], scratch: scratch)

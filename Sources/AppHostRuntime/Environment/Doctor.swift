@@ -96,7 +96,7 @@ public struct DoctorReport: Sendable {
         report.add("fast cgroup moves", favoring != nil, favoring.map { "favordynmods (\($0.mountPoint)): a process moves between cgroups at once" }
             ?? "favordynmods is off: each move between cgroups (the launch template's after every launch, an exec'd app "
                 + "process's during its launch) may wait for an RCU grace period, milliseconds, and forks and exits on the machine "
-                + "wait with it; as root: mount -o remount,favordynmods \(remount) (Linux 6.0 or later), or boot with cgroup_favordynmods=1")
+                + "wait with it; as root: mount -o remount,favordynmods \(remount) (Linux 6.0 or later), or where the kernel takes it, boot with cgroup_favordynmods=1")
 
         let effective = statusField("CapEff") ?? "?"
         report.add("host capabilities", true, "effective \(effective), uid \(getuid())\(getuid() == 0 ? " (root: per-app users possible)" : "")")

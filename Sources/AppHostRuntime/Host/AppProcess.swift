@@ -97,7 +97,9 @@ final class AppProcess: @unchecked Sendable {
         // The process that runs app code joins the groups: the started one, or in namespaces
         // the init's child (the init, apphost-init, runs none: moved by the host it is in none
         // of them; a template's fork, it is born in the v1 ones with its child). It waits for
-        // its configuration, which is sent after this, so no app code runs outside.
+        // its configuration, which is sent after this, so no app code runs outside; a template's
+        // fork that found its configuration written ahead was born in all of them (the template
+        // waits in the v1 groups and must start it in the v2 group: Supervisor.spawn).
         // (The first move of a launch may wait out an RCU grace period, milliseconds; the
         // launch template's fork starts in the freezer group and skips that move.)
         let member = isNamespaced ? ProcFS.children(of: spawned.pid).first : spawned.pid

@@ -77,6 +77,10 @@ struct SpawnedProcess: Sendable {
 }
 
 enum AppProcessSpawner {
+    /// The largest configure message written on a control socket before its process starts:
+    /// well inside a Unix socket's send buffer (about 200 KiB), so that the write never waits.
+    static let maximumConfigurationAhead = 64 * 1024
+
     /// Spawns `executable arguments…` with the control socket on fd 3, the diagnostics socket on
     /// fd 4, stdout and stderr on a pipe, stdin on /dev/null, no other descriptors, default
     /// signal handling, an empty signal mask and its own process group (so the terminal's Ctrl-C
@@ -135,13 +139,36 @@ enum AppProcessSpawner {
             let groupFD = group.map { open($0.path, O_RDONLY | O_DIRECTORY | O_CLOEXEC) }
             defer { if let groupFD, groupFD >= 0 { closeIgnoringErrors(groupFD) } }
             let cgroup = groupFD.flatMap { $0 >= 0 ? $0 : nil }
-            // Written ahead only for a process that will start in its group.
-            if let configuration, group == nil || cgroup != nil {
-                try ControlChannel(fd: control).send(body: configuration)
-                configured = true
+            // A process configured after it starts gets a fresh socket: nothing written ahead,
+            // whole or in part, may reach it before the host has moved it into its groups.
+            func unconfigure() throws(SystemError) {
+                (control, appControl) = try controlPair()
+                descriptors[3] = appControl
+                configured = false
             }
-            let answer = Result { () throws(TemplateLauncher.Failure) in
-                try template.spawn(request, descriptors: descriptors, cgroup: cgroup, requireGroup: configured)
+            // Written ahead only for a process that will start in its group, and only what the
+            // socket takes at once (nobody reads it yet: a larger configuration, its transfers
+            // say, is sent once the process runs).
+            if let configuration, configuration.count <= Self.maximumConfigurationAhead, group == nil || cgroup != nil {
+                do {
+                    try ControlChannel(fd: control).send(body: configuration, nonBlocking: true)
+                    configured = true
+                } catch {
+                    try unconfigure()
+                }
+            }
+            func ask() -> Result<(pid: pid_t, pidfd: Int32, startedInGroup: Bool), TemplateLauncher.Failure> {
+                Result { () throws(TemplateLauncher.Failure) in
+                    try template.spawn(request, descriptors: descriptors, cgroup: cgroup, requireGroup: configured)
+                }
+            }
+            var answer = ask()
+            if configured, case .failure(.refused) = answer {
+                // Perhaps the kernel cannot start a process in a cgroup (CLONE_INTO_CGROUP, Linux
+                // 5.7): asked again without the configuration, the process is moved, as an exec'd
+                // one is.
+                try unconfigure()
+                answer = ask()
             }
             switch answer {
             case .success(let forked):
@@ -149,13 +176,6 @@ enum AppProcessSpawner {
                 startedInGroup = forked.startedInGroup
             case .failure(.refused(let error)):
                 templateFailure = error
-                if configured {
-                    // The exec'd process is moved into its groups before it is configured: a
-                    // fresh socket, without the configuration waiting on it.
-                    (control, appControl) = try controlPair()
-                    descriptors[3] = appControl
-                    configured = false
-                }
             case .failure(.unanswered(let error)):
                 // A process the template may have started has these descriptors: none other may.
                 throw SystemError("the launch template did not answer (\(error)); it is started again", errno: error.errno)

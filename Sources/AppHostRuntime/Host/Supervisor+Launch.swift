@@ -154,7 +154,16 @@ extension Supervisor {
         switch result {
         case .success(let value): spawned = value
         case .failure(let error):
-            discardGroups()
+            if body != nil {
+                // A fork the template started without answering has its configuration and would
+                // run unwatched: whatever is in its groups is killed with them (the template
+                // spared), and they are not used again.
+                groups.freezer?.remove()
+                groups.pids?.remove(sparing: waiting?.template)
+                groups.memory?.discard(sparing: waiting?.template)
+            } else {
+                discardGroups()
+            }
             failToSpawn(record, run, "cannot start the app process: \(error)")
             return
         }

@@ -82,8 +82,6 @@ public final class Supervisor: @unchecked Sendable {
     /// Each installed app's place in `apps`, by bundle identifier: the passes that run after
     /// every state change look up the few apps they concern rather than walk thousands.
     var appIndex: [String: Int] = [:]
-    /// A write of the app-user table's reservations is queued (`reserveAppUser`).
-    var isUserTableSaveQueued = false
     var waiters: [Waiter] = []
     /// `settle` calls waiting for their apps' transitions to end (Supervisor+Settle).
     var settleWaiters: [SettleWaiter] = []
@@ -277,18 +275,12 @@ public final class Supervisor: @unchecked Sendable {
         }
     }
 
-    /// Gives a newly installed app its user now and writes the table once for all the apps
-    /// installed together; a launch writes what is still unwritten before the app runs
-    /// (AppUsers). A reservation that fails is made again, and reported, at the launch.
+    /// Gives a newly installed app its user now, unwritten: the first launch writes the table
+    /// once for every app installed before it, before its app runs (AppUsers). A reservation
+    /// that fails is made again, and reported, at the launch.
     private func reserveAppUser(for bundle: AppBundle) {
-        guard configuration.policy.perAppUsers, users != nil, (try? users?.reserve(app: bundle.identifier)) != nil,
-              !isUserTableSaveQueued else { return }
-        isUserTableSaveQueued = true
-        queue.async { [weak self] in
-            guard let self else { return }
-            isUserTableSaveQueued = false
-            try? users?.saveReservations()
-        }
+        guard configuration.policy.perAppUsers else { return }
+        _ = try? users?.reserve(app: bundle.identifier)
     }
 
     /// The installed apps' bundles, in installation order.
