@@ -1,0 +1,41 @@
+import Foundation
+
+// Installing apps: what a host checks of a bundle before it knows the app, and what it gives it.
+extension Supervisor {
+    /// Makes an app known to the host. It does not launch it.
+    public func install(_ bundle: AppBundle) throws {
+        try queue.sync {
+            for name in bundle.capabilities where !configuration.policy.allowedCapabilities.contains(name) {
+                throw SupervisorError(
+                    "\(bundle.url.lastPathComponent) asks for \(name), which this host's policy does not allow; "
+                        + "allow it with --allow-capability \(name) or the policy's allowedCapabilities", code: .invalidBundle)
+            }
+            if users != nil, let reason = AppUsers.unreachableReason(bundle.pluginURL.resolvingSymlinksInPath().path) {
+                throw SupervisorError(
+                    "\(bundle.url.lastPathComponent) cannot be loaded by its app user: \(reason); "
+                        + "move the bundle where every user can read it", code: .invalidBundle)
+            }
+            if let other = appIndex[bundle.identifier].map({ apps[$0] }) {
+                throw SupervisorError("\(bundle.url.lastPathComponent) and \(other.bundle.url.lastPathComponent) have the same CFBundleIdentifier \(bundle.identifier)", code: .invalidBundle)
+            }
+            let record = AppRecord(bundle: bundle)
+            if bundle.adoptsScenes, let kept = storedSceneSessions[bundle.identifier] { record.scenes = kept }
+            appIndex[bundle.identifier] = apps.count
+            apps.append(record)
+            reserveAppUser(for: bundle)
+            queueSchedulerPass()
+            queueTransferPass()
+        }
+    }
+
+    /// Gives a newly installed app its user now, unwritten: the first launch writes the table
+    /// once for every app installed before it, before its app runs (AppUsers). A reservation
+    /// that fails is made again, and reported, at the launch.
+    private func reserveAppUser(for bundle: AppBundle) {
+        guard configuration.policy.perAppUsers else { return }
+        _ = try? users?.reserve(app: bundle.identifier)
+    }
+
+    /// The installed apps' bundles, in installation order.
+    public var bundles: [AppBundle] { queue.sync { apps.map(\.bundle) } }
+}
