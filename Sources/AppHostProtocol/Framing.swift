@@ -3,7 +3,8 @@ import Glibc
 #endif
 import CAppHostShims
 
-/// The wire format: each frame is an 8-byte little-endian body length and a JSON body.
+/// The wire format: each frame is an 8-byte little-endian body length and a body: JSON, or one of
+/// the compact forms (CompactCoding.swift).
 package enum Framing {
     /// Frames longer than this are a protocol violation; a peer that sends one is treated as failed.
     package static let maximumBodyLength = 1 << 20
