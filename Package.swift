@@ -67,6 +67,8 @@ let package = Package(
         .executable(name: "apphost", targets: ["apphost"]),
         // The init of each app's PID namespace; apphost finds it beside itself.
         .executable(name: "apphost-init", targets: ["apphost-init"]),
+        // What each app process runs; apphost finds it beside itself.
+        .executable(name: "apphost-app", targets: ["apphost-app"]),
         .library(name: "AppHostKit", targets: ["AppHostKit"]),
         // Apple's module names for AppHostKit's life-cycle subset, so iOS code compiles unchanged
         // (README.md, "Porting iOS code"). Linked statically into each app, as AppHostKit is.
@@ -184,6 +186,9 @@ let package = Package(
             ],
             swiftSettings: strictSettings
         ),
+        // The app processes' binary: the launch template and the exec launcher's app process
+        // (Sources/apphost-app/main.swift). The runner alone: nothing of the host's.
+        .executableTarget(name: "apphost-app", dependencies: ["AppHostRunner"], swiftSettings: strictSettings),
         // C, and nothing but libc and CAppHostShims: one short exec per launch (Sources/apphost-init/main.c).
         .executableTarget(name: "apphost-init", dependencies: ["CAppHostShims"], linkerSettings: [.unsafeFlags(["-static-executable", "-Xlinker", "--gc-sections", "-Xlinker", "-s"])]),
         .plugin(

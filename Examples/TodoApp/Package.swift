@@ -5,7 +5,7 @@ import PackageDescription
 // "Testing your app"): the app plugin, unit tests that drive its delegate detached, and
 // integration tests that run it under a real host with AppHostTesting. Before `swift test`:
 //
-//     swift build --product apphost && swift build --product apphost-init
+//     swift build --product apphost && swift build --product apphost-init && swift build --product apphost-app
 //     swift package --allow-writing-to-package-directory bundle-app --all
 let package = Package(
     name: "TodoApp",

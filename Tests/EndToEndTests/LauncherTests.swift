@@ -96,6 +96,8 @@ struct LauncherTests {
             host.send("open Second")
             let second = try #require(try host.waitFor("Second", "didBecomeActive").pid)
             #expect(arguments(of: first).dropFirst().first == (launcher == "template" ? "__template" : "__app-process"))
+            // Under either launcher an app process runs apphost-app, the runner without the host.
+            #expect(arguments(of: first).first == Paths.binaries.appendingPathComponent("apphost-app").path)
             #expect(templates(of: host).count == (launcher == "template" ? 1 : 0))
             let addresses = (try #require(swiftCoreAddress(of: first)), try #require(swiftCoreAddress(of: second)))
             if launcher == "template" {

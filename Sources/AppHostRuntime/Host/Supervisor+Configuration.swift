@@ -17,6 +17,13 @@ extension Supervisor {
         public var initExecutable: String {
             URL(fileURLWithPath: executable).deletingLastPathComponent().appendingPathComponent("apphost-init").path
         }
+        /// What each app process runs (the template, and the exec launcher's app process):
+        /// `apphost-app` beside `executable`, else `executable` itself, which can run them too but
+        /// makes every type lookup in the app process slower (Sources/apphost-app/main.swift).
+        public var appExecutable: String {
+            let slim = URL(fileURLWithPath: executable).deletingLastPathComponent().appendingPathComponent("apphost-app").path
+            return FileManager.default.isExecutableFile(atPath: slim) ? slim : executable
+        }
         /// How app processes are started: forked from the host's template process (the default:
         /// the Swift runtime and Foundation are loaded once, as Android's zygote does) or each a
         /// fresh exec of `executable` (fresh address-space randomisation per app).

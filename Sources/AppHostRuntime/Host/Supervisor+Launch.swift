@@ -120,11 +120,12 @@ extension Supervisor {
         sandbox.namespaced = namespaces != 0
         // In namespaces the runner is the first child of apphost-init, which, while the runner
         // starts up, hides the state directory but for what the app may see.
-        let executable = namespaces != 0 ? configuration.initExecutable : configuration.executable
+        let appExecutable = configuration.appExecutable
+        let executable = namespaces != 0 ? configuration.initExecutable : appExecutable
         let arguments = namespaces == 0 ? [appProcessArgument] :
             ["--hide", configuration.stateDirectory.path] + sandbox.writablePaths.flatMap { ["--writable", $0] }
             + ["--readable", bundle.url.path]
-        let runner = namespaces == 0 ? nil : [configuration.executable, appProcessArgument]
+        let runner = namespaces == 0 ? nil : [appExecutable, appProcessArgument]
         let processEnvironment = Containers.environment(container: container, parent: namespaces != 0 ? nil : getpid())
         let template = template?.current != nil ? template : nil
         // A fork of the template born in all its groups (README.md, "How apps are launched") finds

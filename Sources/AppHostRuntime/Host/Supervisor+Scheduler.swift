@@ -107,14 +107,32 @@ extension Supervisor {
     func saveSchedule() {
         guard !isSchedulePending else { return }
         isSchedulePending = true
-        queue.async { [self] in
-            isSchedulePending = false
+        queue.async { [self] in writeSchedule() }
+    }
+
+    /// Hands the schedule as it is now to the store's writer, if a save is pending. The write
+    /// (JSON, then fsync: 0.7 ms here) runs on the writer's queue, not the loop's: a launch's
+    /// messages are not left waiting behind it. Writes run one at a time, in order.
+    func writeSchedule() {
+        guard isSchedulePending else { return }
+        isSchedulePending = false
+        let schedule = schedule
+        storeWriter.async { [self] in
             do {
                 try scheduleStore.save(schedule)
             } catch {
-                publish(HostEvent(time: Date(), event: .warning, detail: "cannot save the scheduler's store: \(error)"), run: nil)
+                queue.async { [self] in
+                    publish(HostEvent(time: Date(), event: .warning, detail: "cannot save the scheduler's store: \(error)"), run: nil)
+                }
             }
         }
+    }
+
+    /// Writes what is pending and waits for the writer: before another host may take the
+    /// instance (at shutdown).
+    func flushSchedule() {
+        writeSchedule()
+        storeWriter.sync {}
     }
 
     /// The user opened the app: it may be woken in the background again.

@@ -37,6 +37,8 @@ public final class Supervisor: @unchecked Sendable {
     static let libraryDirectories = Landlock.libraryDirectories()
     let clock: any HostClock
     let spawner = SpawnThread()
+    /// Writes the scheduler's store, off the loop's queue (`writeSchedule`).
+    let storeWriter = DispatchQueue(label: "apphost.store", qos: .utility)
     /// The launch template, with `configuration.launcher` `.template` (Supervisor+Template).
     let template: TemplateLauncher?
     var templateSource: (any DispatchSourceRead)?
@@ -144,7 +146,7 @@ public final class Supervisor: @unchecked Sendable {
             declared: policy.sharedResources)
         template = configuration.launcher == .template && apphost_clone3_available() != 0
             ? TemplateLauncher(
-                executable: configuration.executable,
+                executable: configuration.appExecutable,
                 environment: Containers.runtimeEnvironment + ["APPHOST_PARENT_PID=\(getpid())"]
                     + launchTemplatePlaceholders.map { "\($0)=" + String(repeating: "/", count: Int(APPHOST_TEMPLATE_PLACEHOLDER_LENGTH)) })
             : nil
