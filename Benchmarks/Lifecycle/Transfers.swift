@@ -14,7 +14,7 @@ import Glibc
 /// Prints the transfer figure; `--transfers-only` prints just it and exits, `--namespaces-only`
 /// skips it.
 func reportTransferThroughput(_ arguments: [String], runs: Int = 3) {
-    if arguments.contains("--namespaces-only") { return }
+    if ["--namespaces-only", "--launch-only", "--callbacks-only", "--scale-only"].contains(where: arguments.contains) { return }
     defer { if arguments.contains("--transfers-only") { exit(0) } }
     let size: Int64 = 1 << 30
     guard FileManager.default.isExecutableFile(atPath: "/usr/bin/curl"), FileManager.default.isExecutableFile(atPath: "/usr/bin/python3") else {

@@ -381,6 +381,27 @@ if let index = arguments.firstIndex(of: "--callbacks-only") {
     try? FileManager.default.removeItem(at: state)
     exit(0)
 }
+// `--launch-only`: launches of one Hello and bwrap's /bin/true, taken in turn so that drift on
+// a shared machine falls on both alike (for profiling the launch).
+if arguments.contains("--launch-only") {
+    let (supervisor, log, state) = benchmarkHost("launch", bundle: bundle, executable: executable)
+    var cursor = 0
+    var launches: [Double] = []
+    var bwraps: [Double] = []
+    let bwrap = ["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--unshare-all", "--die-with-parent", "--new-session", "/bin/true"]
+    for _ in 0...runs {
+        let start = now()
+        try! supervisor.launch(bundle.name, kind: .foreground)
+        launches.append(Double(log.next("didBecomeActive", after: &cursor).at - start) / 1e6)
+        try! supervisor.terminate(bundle.name)
+        _ = log.next("terminated", after: &cursor)
+        if let baseline = run("/usr/bin/bwrap", bwrap) { bwraps.append(baseline.milliseconds) }
+    }
+    let launch = Sample(label: "launch to applicationDidBecomeActive acknowledged", values: Array(launches.dropFirst()))
+    say(row(launch, against: bwraps.count > 1 ? Sample(label: "bwrap: new namespaces, /bin/true", values: Array(bwraps.dropFirst())) : nil))
+    try? FileManager.default.removeItem(at: state)
+    exit(0)
+}
 // `--scale-only N`: just the scale run of N apps (and its JSON with --json).
 if let index = arguments.firstIndex(of: "--scale-only"), let count = arguments.dropFirst(index + 1).first.flatMap({ Int($0) }), count >= 10 {
     reportScale(apps: count)

@@ -19,13 +19,13 @@ import Logging
 @_cdecl("apphost_plugin_main")
 public func _apphostPluginMain(_ arguments: UnsafeRawPointer) -> Int32 {
     let arguments = arguments.assumingMemoryBound(to: apphost_entry_arguments.self).pointee
-    guard arguments.abi_version == APPHOST_PLUGIN_ABI_VERSION, let text = arguments.configuration else {
+    guard arguments.abi_version == APPHOST_PLUGIN_ABI_VERSION, let bytes = arguments.configuration else {
         writeStandardError("AppHostKit: incompatible entry arguments\n")
         return 2
     }
     let configuration: WireConfiguration
     do {
-        configuration = try WireCoding.decode(WireConfiguration.self, from: Array(String(cString: text).utf8))
+        configuration = try WireConfiguration(compact: ArraySlice(UnsafeBufferPointer(start: bytes, count: Int(arguments.configuration_length))))
     } catch {
         writeStandardError("AppHostKit: unreadable configuration: \(error)\n")
         return 2

@@ -21,8 +21,9 @@
 //   hello     0x05, protocol version (8), pid (4, little-endian)                         = 13 bytes
 //   sandboxed 0x06, listener (1: 0 or 1), Landlock ABI (4), uid (4), seconds confining
 //             took (8, the Double's bits; 0 up to a day)                               = 18 bytes
-//   configure 0x04, then the configuration (WireConfiguration) as JSON; the runner hands
-//             those bytes to the plugin's entry point as they came, without coding them again
+//   configure 0x04, then the configuration (WireConfiguration) in its own binary layout
+//             (ConfigurationCoding.swift); the runner hands those bytes to the plugin's entry
+//             point as they came, without coding them again
 
 /// Why a compact body is not a message.
 package struct CompactCodingError: Error, CustomStringConvertible {
@@ -175,20 +176,21 @@ enum CompactCoding {
 }
 
 extension WireCoding {
-    /// A host message's body: compact for a plain callback request, tagged JSON for a
-    /// configuration, else JSON.
+    /// A host message's body: compact for a plain callback request and a configuration, else
+    /// JSON.
     package static func encode(_ message: HostMessage) -> [UInt8] {
         switch message {
         case .callback(let request): if let bytes = CompactCoding.encode(request) { return bytes }
-        case .configure(let configuration): return [CompactCoding.configureTag] + encode(json: configuration)
+        case .configure(let configuration): return [CompactCoding.configureTag] + configuration.compactBytes
         default: break
         }
         return encode(json: message)
     }
 
-    /// The configuration's JSON in a configure message's body (what the runner hands to the
-    /// plugin's entry point), nil if the body is another message.
-    package static func configurationJSON(in body: [UInt8]) -> ArraySlice<UInt8>? {
+    /// The configuration's bytes in a configure message's body (what the runner hands to the
+    /// plugin's entry point, which reads them with `WireConfiguration(compact:)`), nil if the
+    /// body is another message.
+    package static func configurationBytes(in body: [UInt8]) -> ArraySlice<UInt8>? {
         body.first == CompactCoding.configureTag ? body.dropFirst() : nil
     }
 
@@ -209,7 +211,7 @@ extension WireCoding {
     package static func decode(_ type: HostMessage.Type, from body: [UInt8]) throws -> HostMessage {
         switch body.first {
         case CompactCoding.callbackTag: .callback(try CompactCoding.decodeCallback(body))
-        case CompactCoding.configureTag: .configure(try decode(json: WireConfiguration.self, from: Array(body.dropFirst())))
+        case CompactCoding.configureTag: .configure(try WireConfiguration(compact: body.dropFirst()))
         default: try decode(json: type, from: body)
         }
     }

@@ -36,16 +36,16 @@ public enum AppProcessRunner {
         try? socket.send(body: WireCoding.encode(AppMessage.hello(protocolVersion: wireProtocolVersion, pid: getpid())))
 
         let configuration: WireConfiguration
-        // The configuration's JSON as it came, for the plugin's entry point.
-        let configurationJSON: ArraySlice<UInt8>
+        // The configuration's bytes as they came, for the plugin's entry point.
+        let configurationBytes: ArraySlice<UInt8>
         do {
             guard let body = try socket.receive() else { _exit(0) }
             guard case .configure(let received) = try WireCoding.decode(HostMessage.self, from: body),
-                  let json = WireCoding.configurationJSON(in: body) else {
+                  let bytes = WireCoding.configurationBytes(in: body) else {
                 fail(socket, "the host's first message was not a configuration")
             }
             configuration = received
-            configurationJSON = json
+            configurationBytes = bytes
         } catch {
             fail(socket, "unreadable configuration from the host: \(error)")
         }
@@ -65,10 +65,10 @@ public enum AppProcessRunner {
         _ = apphost_crash_install(diagnosticsFD)
 
         let entry = loadPlugin(configuration, socket: socket)
-        let text = String(decoding: configurationJSON, as: UTF8.self)
-        let status = text.withCString { configurationText in
+        let status = configurationBytes.withUnsafeBufferPointer { bytes in
             var arguments = apphost_entry_arguments(
-                abi_version: APPHOST_PLUGIN_ABI_VERSION, control_fd: controlFD, configuration: configurationText)
+                abi_version: APPHOST_PLUGIN_ABI_VERSION, control_fd: controlFD, configuration: bytes.baseAddress,
+                configuration_length: UInt64(bytes.count))
             return entry(&arguments)
         }
         fail(socket, "the plugin's entry point returned \(status)")

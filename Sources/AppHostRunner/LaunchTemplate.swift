@@ -91,34 +91,6 @@ public enum LaunchTemplate {
         return (LaunchTemplateReply(pid: pid, startedInCgroup: inCgroup != 0), pidfd)
     }
 
-    /// A configuration with every part present: decoding one instantiates the metadata of
-    /// each type and container it holds, which a fork's first decoding then finds made (1 ms of
-    /// each app process's start-up, measured, when the warm-up's configuration had none of them).
-    static var warmUpConfiguration: WireConfiguration {
-        var sandbox = WireSandbox(
-            entitlements: ["warm.up"], uid: 1, gid: 1, groups: [1], writablePaths: ["/"], processLimit: 1, groupContainers: ["warm.up": "/"])
-        sandbox.filter = Data([0, 0, 0, 0, 0, 0, 0, 0])
-        sandbox.filterNotifies = true
-        sandbox.readablePaths = ["/"]
-        sandbox.namespaced = true
-        var configuration = WireConfiguration(
-            bundleIdentifier: "warm.up", bundleName: "WarmUp", bundlePath: "/", pluginPath: "/", delegateClassName: "WarmUp.Delegate",
-            containerPath: "/", launchReason: "user", capabilities: ["warm.up"], openFileLimit: 1, sandbox: sandbox)
-        configuration.launchPayload = "{}"
-        configuration.backgroundTasks = WireBackgroundTasks(
-            modes: ["fetch"], permittedIdentifiers: ["warm.up"],
-            pending: [WireTaskRequest(identifier: "warm.up", kind: .appRefresh, earliestBeginDate: 1)],
-            maximumPendingRefresh: 1, maximumPendingProcessing: 1, available: true)
-        configuration.logLevel = "info"
-        configuration.locationAuthorization = "authorizedAlways"
-        configuration.scenes = WireSceneManifest(
-            supportsMultipleScenes: true,
-            configurations: [WireSceneManifest.Configuration(name: "Default", delegateClassName: "WarmUp.Scene", sceneClassName: "UIWindowScene")])
-        configuration.sceneSessions = [WireSceneSession(identifier: "1", configuration: "Default", userInfo: "{}", activityType: "a", activityUserInfo: "{}")]
-        configuration.transfers = [WireTransfer(session: "s", task: 1, kind: .download, url: "http://localhost/", file: "/", method: "GET", taskDescription: "t")]
-        return configuration
-    }
-
     /// The template's threads (`/proc/self/task`).
     static var threadCount: Int {
         (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/task").count) ?? 1
@@ -139,7 +111,7 @@ public enum LaunchTemplate {
     /// What every app process would otherwise do first, done once here so that each fork
     /// inherits it done: the coders' and the wire types' metadata, the environment's reading.
     static func warmUp() {
-        _ = try? WireCoding.decode(HostMessage.self, from: WireCoding.encode(HostMessage.configure(warmUpConfiguration)))
+        _ = try? WireCoding.decode(HostMessage.self, from: WireCoding.encode(HostMessage.configure(.everyPart)))
         _ = try? WireCoding.decode(AppMessage.self, from: WireCoding.encode(AppMessage.hello(protocolVersion: wireProtocolVersion, pid: 0)))
         _ = try? JSONDecoder().decode(LaunchTemplateRequest.self, from: JSONEncoder().encode(
             LaunchTemplateRequest(namespaces: 0, initArguments: [], environment: [], intoCgroup: false)))

@@ -108,9 +108,9 @@ import Testing
         let tagged = WireCoding.encode(configure)
         #expect(tagged.first == 0x04)
         #expect(try WireCoding.decode(HostMessage.self, from: tagged) == configure)
-        let json = try #require(WireCoding.configurationJSON(in: tagged))
-        #expect(try WireCoding.decode(json: WireConfiguration.self, from: Array(json)) == configuration)
-        #expect(WireCoding.configurationJSON(in: WireCoding.encode(json: configure)) == nil)
+        let bytes = try #require(WireCoding.configurationBytes(in: tagged))
+        #expect(try WireConfiguration(compact: bytes) == configuration)
+        #expect(WireCoding.configurationBytes(in: WireCoding.encode(json: configure)) == nil)
         // Cut short, it is not a message.
         #expect(throws: (any Error).self) { try WireCoding.decode(HostMessage.self, from: Array(tagged.dropLast(2))) }
         // A host's configuration is not an app's message.

@@ -31,12 +31,21 @@ struct LauncherTests {
         }
     }
 
-    /// Where libswiftCore.so is mapped in `pid`.
-    private func swiftCoreAddress(of pid: pid_t) -> String? {
+    /// The lines of `pid`'s /proc maps.
+    private func maps(of pid: pid_t) -> [Substring] {
         // Read to the end: /proc files have no size, and a sized read stops at the first page.
         let data = FileHandle(forReadingAtPath: "/proc/\(pid)/maps")?.readDataToEndOfFile() ?? Data()
-        let maps = String(decoding: data, as: UTF8.self)
-        return maps.split(separator: "\n").first { $0.hasSuffix("/libswiftCore.so") }.map { String($0.prefix { $0 != "-" }) }
+        return String(decoding: data, as: UTF8.self).split(separator: "\n")
+    }
+
+    /// Where libswiftCore.so is mapped in `pid`.
+    private func swiftCoreAddress(of pid: pid_t) -> String? {
+        maps(of: pid).first { $0.hasSuffix("/libswiftCore.so") }.map { String($0.prefix { $0 != "-" }) }
+    }
+
+    /// The shared objects mapped in `pid`, by path.
+    private func libraries(of pid: pid_t) -> Set<String> {
+        Set(maps(of: pid).compactMap { line in line.firstIndex(of: "/").map { String(line[$0...]) } }.filter { $0.contains(".so") })
     }
 
     private func launcher(of host: HostSession) throws -> String? {
@@ -76,6 +85,14 @@ struct LauncherTests {
         } else {
             #expect(parent(of: pid) == host.process.processIdentifier)
         }
+        // The template has loaded every Swift library a plugin links (apphost-app links the
+        // Foundation an app uses): a fork loads its plugin and the plugin's own libraries (the
+        // fixture's SQLite), nothing of Swift's.
+        let loaded = libraries(of: pid).subtracting(libraries(of: template)).map { URL(fileURLWithPath: $0) }
+        let swiftCore = try #require(libraries(of: template).first { $0.hasSuffix("/libswiftCore.so") })
+        let swiftLibraries = URL(fileURLWithPath: swiftCore).deletingLastPathComponent()
+        #expect(loaded.map(\.lastPathComponent).contains("libProbeFixture.so"))
+        #expect(loaded.filter { $0.deletingLastPathComponent() == swiftLibraries }.isEmpty, "loaded at launch: \(loaded)")
         let templateHandle = apphost_pidfd_open(template)
         defer { close(templateHandle) }
         host.closeInput()
@@ -97,7 +114,7 @@ struct LauncherTests {
             let second = try #require(try host.waitFor("Second", "didBecomeActive").pid)
             #expect(arguments(of: first).dropFirst().first == (launcher == "template" ? "__template" : "__app-process"))
             // Under either launcher an app process runs apphost-app, the runner without the host.
-            #expect(arguments(of: first).first == Paths.binaries.appendingPathComponent("apphost-app").path)
+            #expect(arguments(of: first).first.map { URL(fileURLWithPath: $0).lastPathComponent } == "apphost-app")
             #expect(templates(of: host).count == (launcher == "template" ? 1 : 0))
             let addresses = (try #require(swiftCoreAddress(of: first)), try #require(swiftCoreAddress(of: second)))
             if launcher == "template" {

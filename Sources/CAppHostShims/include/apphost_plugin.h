@@ -7,7 +7,7 @@
 #include <stdint.h>
 
 /// Bumped whenever the entry point, the record or the wire protocol changes incompatibly.
-#define APPHOST_PLUGIN_ABI_VERSION 1u
+#define APPHOST_PLUGIN_ABI_VERSION 2u
 /// "APHK": marks a record as apphost's, so a foreign symbol of the same name is not trusted.
 #define APPHOST_PLUGIN_MAGIC 0x4B485041u
 
@@ -26,8 +26,10 @@ struct apphost_entry_arguments {
     uint32_t abi_version;
     /// The connected control socket (the wire protocol of AppHostProtocol).
     int32_t control_fd;
-    /// The host's `configure` message body (JSON, NUL-terminated).
-    const char *configuration;
+    /// The configuration from the host's `configure` message: WireConfiguration in its compact
+    /// layout (AppHostProtocol's ConfigurationCoding.swift), `configuration_length` bytes.
+    const uint8_t *configuration;
+    uint64_t configuration_length;
 };
 
 /// `int apphost_plugin_main(const struct apphost_entry_arguments *)`: never returns on success.
