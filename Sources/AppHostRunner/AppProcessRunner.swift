@@ -86,6 +86,29 @@ public enum AppProcessRunner {
     /// Confines this process as the configuration says, then tells the supervisor, handing it
     /// the seccomp listener; the app keeps no copy of it (it could answer its own refusals).
     static func confine(_ configuration: WireConfiguration, socket: ControlChannel, since started: ContinuousClock.Instant) {
+        let outcome: Confinement.Outcome
+        let clock = ContinuousClock()
+        do {
+            outcome = try Confinement.apply(plan(for: configuration))
+        } catch {
+            fail(socket, "cannot confine the app process: \(error)")
+        }
+        let took = started.duration(to: clock.now)
+        let seconds = Double(took.components.seconds) + Double(took.components.attoseconds) / 1e18
+        let message = WireCoding.encode(AppMessage.sandboxed(
+            listener: outcome.listener != nil, landlockABI: outcome.landlockABI, uid: getuid(), seconds: seconds))
+        if let listener = outcome.listener {
+            do { try socket.send(body: message, passing: listener) } catch { _exit(78) }
+            close(listener)
+        } else {
+            try? socket.send(body: message)
+        }
+    }
+
+    /// The confinement a configuration asks for. The launch template makes one before any
+    /// fork (`LaunchTemplate.warmUp`): the first made in a process looks up its sets'
+    /// conformances across every loaded image (0.2 ms, measured).
+    static func plan(for configuration: WireConfiguration) -> Confinement.Plan {
         let namespaced = configuration.sandbox?.namespaced == true
         // In a PID namespace the parent is its init, whose end ends this process anyway.
         var plan = Confinement.Plan(parentPID: namespaced ? nil : getppid())
@@ -111,23 +134,7 @@ public enum AppProcessRunner {
                 plan.user = Confinement.User(uid: uid, gid: gid, groups: sandbox.groups ?? [])
             }
         }
-        let outcome: Confinement.Outcome
-        let clock = ContinuousClock()
-        do {
-            outcome = try Confinement.apply(plan)
-        } catch {
-            fail(socket, "cannot confine the app process: \(error)")
-        }
-        let took = started.duration(to: clock.now)
-        let seconds = Double(took.components.seconds) + Double(took.components.attoseconds) / 1e18
-        let message = WireCoding.encode(AppMessage.sandboxed(
-            listener: outcome.listener != nil, landlockABI: outcome.landlockABI, uid: getuid(), seconds: seconds))
-        if let listener = outcome.listener {
-            do { try socket.send(body: message, passing: listener) } catch { _exit(78) }
-            close(listener)
-        } else {
-            try? socket.send(body: message)
-        }
+        return plan
     }
 
     /// Loads the plugin and returns its entry point, or reports why it cannot be used. The plugin

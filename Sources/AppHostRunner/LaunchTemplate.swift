@@ -111,7 +111,9 @@ public enum LaunchTemplate {
     /// What every app process would otherwise do first, done once here so that each fork
     /// inherits it done: the coders' and the wire types' metadata, the environment's reading.
     static func warmUp() {
-        _ = try? WireCoding.decode(HostMessage.self, from: WireCoding.encode(HostMessage.configure(.everyPart)))
+        if case .configure(let configuration)? = try? WireCoding.decode(HostMessage.self, from: WireCoding.encode(HostMessage.configure(.everyPart))) {
+            _ = AppProcessRunner.plan(for: configuration)
+        }
         _ = try? WireCoding.decode(AppMessage.self, from: WireCoding.encode(AppMessage.hello(protocolVersion: wireProtocolVersion, pid: 0)))
         _ = try? JSONDecoder().decode(LaunchTemplateRequest.self, from: JSONEncoder().encode(
             LaunchTemplateRequest(namespaces: 0, initArguments: [], environment: [], intoCgroup: false)))
