@@ -14,7 +14,7 @@ package let launchTemplateArgument = "__template"
 package let launchTemplatePlaceholders = ["HOME", "CFFIXED_USER_HOME", "TMPDIR", "XDG_DATA_HOME", "XDG_CONFIG_HOME", "XDG_CACHE_HOME"]
 
 /// One app process to start.
-package struct LaunchTemplateRequest: Codable, Sendable {
+package struct LaunchTemplateRequest: Sendable {
     /// Namespaces.Support.flags: 0 for none.
     package var namespaces: Int32
     /// In namespaces: the init's path and arguments (apphost-init …).
@@ -37,7 +37,7 @@ package struct LaunchTemplateRequest: Codable, Sendable {
 }
 
 /// The template's answer: the started process's pid (its pidfd passed with it), or what failed.
-package struct LaunchTemplateReply: Codable, Sendable {
+package struct LaunchTemplateReply: Sendable {
     package var pid: Int32?
     /// Whether it started in the cgroup the request passed.
     package var startedInCgroup: Bool?
@@ -58,4 +58,48 @@ extension LaunchTemplateRequest {
     package static let maximumDescriptors = 7
     /// The largest request, in bytes (paths and an environment).
     package static let maximumSize = 64 * 1024
+}
+
+// The request and the reply in the compact layout of ConfigurationCoding.swift: one of each per
+// launch, on its path, where Foundation's JSON coder took 0.15 ms in the template.
+
+extension LaunchTemplateRequest {
+    package var compactBytes: [UInt8] {
+        var writer = CompactWriter()
+        writer.write(UInt32(bitPattern: namespaces))
+        writer.write(initArguments)
+        writer.write(environment)
+        writer.write(intoCgroup)
+        writer.write(requireCgroup)
+        return writer.bytes
+    }
+
+    package init(compact bytes: ArraySlice<UInt8>) throws(CompactCodingError) {
+        var reader = CompactReader(bytes)
+        self.init(
+            namespaces: Int32(bitPattern: try reader.uint32("namespaces")), initArguments: try reader.strings("initArguments"),
+            environment: try reader.strings("environment"), intoCgroup: try reader.bool("intoCgroup"), requireCgroup: try reader.bool("requireCgroup"))
+        try reader.finish()
+    }
+}
+
+extension LaunchTemplateReply {
+    package var compactBytes: [UInt8] {
+        var writer = CompactWriter()
+        writer.write(pid.map { UInt32(bitPattern: $0) }) { $0.write($1) }
+        writer.write(startedInCgroup) { $0.write($1) }
+        writer.write(errno.map { UInt32(bitPattern: $0) }) { $0.write($1) }
+        writer.write(failure) { $0.write($1) }
+        return writer.bytes
+    }
+
+    package init(compact bytes: ArraySlice<UInt8>) throws(CompactCodingError) {
+        var reader = CompactReader(bytes)
+        self.init(
+            pid: try reader.optional("pid") { reader throws(CompactCodingError) in Int32(bitPattern: try reader.uint32("pid")) },
+            startedInCgroup: try reader.optional("startedInCgroup") { reader throws(CompactCodingError) in try reader.bool("startedInCgroup") },
+            errno: try reader.optional("errno") { reader throws(CompactCodingError) in Int32(bitPattern: try reader.uint32("errno")) },
+            failure: try reader.optional("failure") { reader throws(CompactCodingError) in try reader.string("failure") })
+        try reader.finish()
+    }
 }

@@ -3,6 +3,7 @@ import Glibc
 #endif
 import Foundation
 import AppHostProtocol
+import AppHostSystem
 import CAppHostShims
 
 /// The launch template (README.md, "How apps are launched"): apphost's binary started once per
@@ -44,9 +45,9 @@ public enum LaunchTemplate {
             let passed = Array(descriptors.prefix(Int(count)))
             let reply: (reply: LaunchTemplateReply, pidfd: Int32) = received < 0
                 ? (LaunchTemplateReply(errno: EMSGSIZE, failure: "a request longer than \(LaunchTemplateRequest.maximumSize) bytes or with too many descriptors"), -1)
-                : start(Data(buffer.prefix(received)), descriptors: passed)
+                : start(buffer.prefix(received), descriptors: passed)
             passed.forEach { _ = close($0) }
-            let body = (try? JSONEncoder().encode(reply.reply)) ?? Data()
+            let body = reply.reply.compactBytes
             var pidfd = reply.pidfd
             let sent = body.withUnsafeBytes { apphost_send_with_fds(channelFD, $0.baseAddress, $0.count, &pidfd, pidfd >= 0 ? 1 : 0) }
             if reply.pidfd >= 0 { close(reply.pidfd) }
@@ -55,8 +56,8 @@ public enum LaunchTemplate {
     }
 
     /// Starts the process a request asks for; returns the answer and the pidfd to pass with it.
-    static func start(_ body: Data, descriptors: [Int32]) -> (reply: LaunchTemplateReply, pidfd: Int32) {
-        guard let request = try? JSONDecoder().decode(LaunchTemplateRequest.self, from: body) else {
+    static func start(_ body: ArraySlice<UInt8>, descriptors: [Int32]) -> (reply: LaunchTemplateReply, pidfd: Int32) {
+        guard let request = try? LaunchTemplateRequest(compact: body) else {
             return (LaunchTemplateReply(errno: EINVAL, failure: "unreadable request"), -1)
         }
         // Nothing may have started a thread since: the fork would copy its locks held.
@@ -91,9 +92,11 @@ public enum LaunchTemplate {
         return (LaunchTemplateReply(pid: pid, startedInCgroup: inCgroup != 0), pidfd)
     }
 
-    /// The template's threads (`/proc/self/task`).
+    /// The template's threads (the 20th field of /proc/self/stat, after the name's parenthesis).
     static var threadCount: Int {
-        (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/task").count) ?? 1
+        let stat = readSmallFile("/proc/self/stat")
+        guard let close = stat.lastIndex(of: ")") else { return 1 }
+        return stat[stat.index(after: close)...].split(separator: " ").dropFirst(17).first.flatMap { Int($0) } ?? 1
     }
 
     /// Says why on standard error (the host's) and ends; the host then launches by exec.
@@ -115,8 +118,8 @@ public enum LaunchTemplate {
             _ = AppProcessRunner.plan(for: configuration)
         }
         _ = try? WireCoding.decode(AppMessage.self, from: WireCoding.encode(AppMessage.hello(protocolVersion: wireProtocolVersion, pid: 0)))
-        _ = try? JSONDecoder().decode(LaunchTemplateRequest.self, from: JSONEncoder().encode(
-            LaunchTemplateRequest(namespaces: 0, initArguments: [], environment: [], intoCgroup: false)))
+        _ = try? LaunchTemplateRequest(compact: LaunchTemplateRequest(namespaces: 0, initArguments: [], environment: [], intoCgroup: false).compactBytes[...])
+        _ = try? LaunchTemplateReply(compact: LaunchTemplateReply(pid: 0, startedInCgroup: true).compactBytes[...])
         _ = ProcessInfo.processInfo.environment
     }
 }

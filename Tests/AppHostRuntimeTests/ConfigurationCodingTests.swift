@@ -52,4 +52,21 @@ struct ConfigurationCodingTests {
         kind[at] = UInt8(ascii: "x")
         #expect(throws: CompactCodingError.self) { try WireConfiguration(compact: kind[...]) }
     }
+
+    /// The launch template's request and reply, in the same layout.
+    @Test func theTemplatesRequestAndReplySurviveTheCompactLayout() throws {
+        let request = LaunchTemplateRequest(
+            namespaces: 3, initArguments: ["/apphost-init", "--hide", "/state"], environment: ["HOME=/c", "LANG=C.UTF-8"], intoCgroup: true,
+            requireCgroup: true)
+        let decoded = try LaunchTemplateRequest(compact: request.compactBytes[...])
+        #expect(decoded.namespaces == 3 && decoded.initArguments == request.initArguments && decoded.environment == request.environment)
+        #expect(decoded.intoCgroup && decoded.requireCgroup)
+        #expect(throws: CompactCodingError.self) { try LaunchTemplateRequest(compact: request.compactBytes.dropLast()) }
+        for reply in [LaunchTemplateReply(pid: 42, startedInCgroup: true), LaunchTemplateReply(errno: 12, failure: "fork of the template: Cannot allocate memory")] {
+            let decoded = try LaunchTemplateReply(compact: reply.compactBytes[...])
+            #expect(decoded.pid == reply.pid && decoded.startedInCgroup == reply.startedInCgroup)
+            #expect(decoded.errno == reply.errno && decoded.failure == reply.failure)
+            #expect(throws: CompactCodingError.self) { try LaunchTemplateReply(compact: (reply.compactBytes + [1])[...]) }
+        }
+    }
 }

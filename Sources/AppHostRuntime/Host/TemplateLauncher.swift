@@ -104,7 +104,7 @@ final class TemplateLauncher: Sendable {
         request.intoCgroup = cgroup != nil
         request.requireCgroup = requireGroup && cgroup != nil
         let passed = descriptors + (cgroup.map { [$0] } ?? [])
-        let body = (try? JSONEncoder().encode(request)) ?? Data()
+        let body = request.compactBytes
         guard body.count <= LaunchTemplateRequest.maximumSize, passed.count <= LaunchTemplateRequest.maximumDescriptors else {
             throw .refused(SystemError("a launch template request of \(body.count) bytes", errno: E2BIG))
         }
@@ -121,7 +121,7 @@ final class TemplateLauncher: Sendable {
             throw .unanswered(hung(template, SystemError(
                 received == 0 ? "the launch template closed its socket" : "answer of the launch template", errno: received == 0 ? EPIPE : errno)))
         }
-        guard let reply = try? JSONDecoder().decode(LaunchTemplateReply.self, from: Data(buffer.prefix(received))) else {
+        guard let reply = try? LaunchTemplateReply(compact: buffer.prefix(received)) else {
             if count > 0 { closeIgnoringErrors(pidfd) }
             throw .unanswered(hung(template, SystemError("unreadable answer of the launch template", errno: EPROTO)))
         }
