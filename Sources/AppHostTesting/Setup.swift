@@ -27,7 +27,7 @@ enum Executable {
             guard access(candidate.path, X_OK) == 0 else {
                 throw TestHostError(
                     "apphost is not built beside the tests (\(candidate.path)); build it in this package before swift test: "
-                        + "swift build --product apphost && swift build --product apphost-init "
+                        + "swift build --product apphost && swift build --product apphost-init && swift build --product apphost-app "
                         + "(or set \(variable) to an apphost binary built by this Swift toolchain)",
                     code: .executableNotFound)
             }

@@ -30,7 +30,9 @@ public final class TestHost: Sendable {
     public struct Options: Sendable {
         /// The apphost binary. When nil: `$APPHOST_EXECUTABLE`, else `apphost` beside the test
         /// binary — where `swift build --product apphost` puts it in the package under test.
-        /// `apphost-init` must be beside it (`swift build --product apphost-init`).
+        /// `apphost-init` must be beside it (`swift build --product apphost-init`), and
+        /// `apphost-app` should be (`swift build --product apphost-app`; without it app processes
+        /// run apphost itself, more slowly).
         public var executable: URL?
         /// Launch the first app directly into the background (`--background`).
         public var background: Bool

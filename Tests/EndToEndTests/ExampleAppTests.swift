@@ -138,7 +138,7 @@ struct CommandLineTests {
         for name in [
             "seccomp filter", "seccomp user notification", "libseccomp user notification", "Landlock", "pidfd", "cgroup v2 freezer",
             "cgroup v1 freezer", "cgroup v1 pids controller", "PID and mount namespaces", "per-app users", "host capabilities",
-            "project quotas", "disk images", "clone3", "fast cgroup moves",
+            "project quotas", "disk images", "clone3", "app-process binary", "fast cgroup moves",
         ] {
             #expect(result.output.contains("  \(name): "), "doctor reports \(name)")
         }

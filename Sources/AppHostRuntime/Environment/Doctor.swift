@@ -85,6 +85,10 @@ public struct DoctorReport: Sendable {
         report.add("clone3", apphost_clone3_available() != 0, apphost_clone3_available() != 0
             ? "the launch template forks app processes with it (CLONE_PARENT, CLONE_INTO_CGROUP)"
             : "missing (Linux 5.3): apps launch by exec, about 10 ms slower each")
+        let appBinary = besideMe.appendingPathComponent("apphost-app").path
+        report.add("app-process binary", FileManager.default.isExecutableFile(atPath: appBinary), FileManager.default.isExecutableFile(atPath: appBinary)
+            ? "\(appBinary): app processes run the runner alone, without the host's code"
+            : "\(appBinary) is missing: app processes run apphost itself, whose own types every type lookup scans too (build the apphost-app product)")
 
         // Moving a process between cgroups may wait for an RCU grace period (5.9 ms median in one
         // measurement here, 0.12 ms with favordynmods) unless a hierarchy is mounted with

@@ -144,6 +144,7 @@ extension Supervisor {
             if configuration.launcher == .exec { return "exec" }
             return apphost_clone3_available() != 0 ? "exec (the launch template is not running)" : "exec (this kernel has no clone3)"
         }
-        return "template (pid \(running.pid))"
+        let binary = configuration.appExecutable == configuration.executable ? "; app processes run apphost itself: apphost-app is not beside it" : ""
+        return "template (pid \(running.pid))\(binary)"
     }
 }
