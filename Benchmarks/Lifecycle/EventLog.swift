@@ -23,7 +23,10 @@ final class EventLog: @unchecked Sendable {
                 index = found + 1
                 return events[found]
             }
-            guard condition.wait(until: Date().addingTimeInterval(30)) else { fatalError("no \(name) event within 30 s") }
+            guard condition.wait(until: Date().addingTimeInterval(30)) else {
+                let last = events.suffix(6).map { String(decoding: (try? JSONEncoder().encode($0.event)) ?? Data(), as: UTF8.self) }
+                fatalError("no \(name) event within 30 s; the last events:\n" + last.joined(separator: "\n"))
+            }
         }
     }
 

@@ -110,7 +110,9 @@ extension Supervisor {
     func saveSchedule() {
         guard !isSchedulePending else { return }
         isSchedulePending = true
-        queue.asyncAfter(deadline: .now() + Self.scheduleSaveDelay) { [self] in writeSchedule() }
+        // Weakly: a supervisor let go of goes at once (its deinit writes what is pending), not
+        // after the delay, in the middle of the next host's work on the same instance.
+        queue.asyncAfter(deadline: .now() + Self.scheduleSaveDelay) { [weak self] in self?.writeSchedule() }
     }
 
     static let scheduleSaveDelay: DispatchTimeInterval = .milliseconds(25)
@@ -121,13 +123,13 @@ extension Supervisor {
     func writeSchedule() {
         guard isSchedulePending else { return }
         isSchedulePending = false
-        let schedule = schedule
-        storeWriter.async { [self] in
+        let (schedule, store, queue) = (schedule, scheduleStore, queue)
+        storeWriter.async { [weak self] in
             do {
-                try scheduleStore.save(schedule)
+                try store.save(schedule)
             } catch {
-                queue.async { [self] in
-                    publish(HostEvent(time: Date(), event: .warning, detail: "cannot save the scheduler's store: \(error)"), run: nil)
+                queue.async { [weak self] in
+                    self?.publish(HostEvent(time: Date(), event: .warning, detail: "cannot save the scheduler's store: \(error)"), run: nil)
                 }
             }
         }

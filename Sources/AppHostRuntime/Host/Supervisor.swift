@@ -237,6 +237,9 @@ public final class Supervisor: @unchecked Sendable {
     }
 
     deinit {
+        // What is pending is written before the instance is given up.
+        if isSchedulePending { try? scheduleStore.save(schedule) }
+        storeWriter.sync {}
         template?.stop()
         templateSource?.cancel()
         discardWaitingGroups()
