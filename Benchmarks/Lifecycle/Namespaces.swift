@@ -15,6 +15,9 @@ func benchmarkNamespaceCost(bundle: AppBundle, executable: String, runs: Int) ->
         configuration.instance = namespaces ? "benchmark-namespaced" : "benchmark-flat"
         configuration.namespaces = namespaces
         configuration.forwardAppOutput = false
+        // Storage costs are measured on their own (Storage.swift); a disk image would also stay
+        // mounted after `--namespaces-only`, which exits without shutting its hosts down.
+        configuration.storageMechanism = .accounting
         let log = EventLog()
         let supervisor = try! Supervisor(configuration: configuration) { log.record($0) }
         try! supervisor.install(bundle)
