@@ -13,6 +13,22 @@ package let launchTemplateArgument = "__template"
 /// fills with its app's value (apphost_template_prepare).
 package let launchTemplatePlaceholders = ["HOME", "CFFIXED_USER_HOME", "TMPDIR", "XDG_DATA_HOME", "XDG_CONFIG_HOME", "XDG_CACHE_HOME"]
 
+/// The variables that put an app process in its container at `path`: those of the
+/// placeholders. The host sets them when it starts the process; a process made ahead of its
+/// launch (a standby) sets them from its configuration's container.
+package func containerEnvironment(_ path: String) -> [String] {
+    [
+        "HOME=\(path)",
+        // Foundation on Linux takes NSHomeDirectory() and the Documents look-up from this,
+        // not from HOME; Caches and Application Support come from the XDG variables.
+        "CFFIXED_USER_HOME=\(path)",
+        "TMPDIR=\(path)/tmp/",
+        "XDG_DATA_HOME=\(path)/Library/Application Support",
+        "XDG_CACHE_HOME=\(path)/Library/Caches",
+        "XDG_CONFIG_HOME=\(path)/Library/Preferences",
+    ]
+}
+
 /// One app process to start.
 package struct LaunchTemplateRequest: Sendable {
     /// Namespaces.Support.flags: 0 for none.

@@ -50,6 +50,7 @@ public enum AppProcessRunner {
             fail(socket, "unreadable configuration from the host: \(error)")
         }
         _ = apphost_set_thread_name(String(configuration.bundleName.prefix(15)))
+        takeEnvironment(of: configuration, socket: socket)
         // The whole confinement is timed, the namespace's mounts included.
         let confinementStarted = ContinuousClock.now
         if configuration.sandbox?.namespaced == true { awaitIsolatedFileSystem(socket: socket) }
@@ -72,6 +73,18 @@ public enum AppProcessRunner {
             return entry(&arguments)
         }
         fail(socket, "the plugin's entry point returned \(status)")
+    }
+
+    /// Sets the variables of the app's container (HOME, TMPDIR, the XDG directories), over the
+    /// launch template's placeholders, in a fork of the template: one made ahead of its launch
+    /// (a standby, README.md "How apps are launched") learns its container only from its
+    /// configuration. (A fork made for its launch has them already; an exec'd process too.)
+    static func takeEnvironment(of configuration: WireConfiguration, socket: ControlChannel) {
+        let variables = containerEnvironment(configuration.containerPath).map { strdup($0) } + [nil]
+        defer { variables.forEach { free($0) } }
+        guard apphost_template_take_environment(variables) == 0 else {
+            fail(socket, "its container's path is longer than the launch template's \(APPHOST_TEMPLATE_PLACEHOLDER_LENGTH) bytes for it")
+        }
     }
 
     /// In namespaces of the app's own (this process is pid 2, under apphost-init): waits for the

@@ -121,5 +121,28 @@ public enum LaunchTemplate {
         _ = try? LaunchTemplateRequest(compact: LaunchTemplateRequest(namespaces: 0, initArguments: [], environment: [], intoCgroup: false).compactBytes[...])
         _ = try? LaunchTemplateReply(compact: LaunchTemplateReply(pid: 0, startedInCgroup: true).compactBytes[...])
         _ = ProcessInfo.processInfo.environment
+        warmUpPrinting()
+    }
+
+    /// What printing and describing the standard library's own values looks up in every app
+    /// process that prints (whether String, Int, an array or a dictionary is streamable, or
+    /// describes itself): each first look-up of a conformance scans every loaded image's
+    /// conformance records (about 6,000 here). Done here, the answers are in the runtime's
+    /// cache before any fork; only lookups of the app's own types remain.
+    static func warmUpPrinting() {
+        var sink = ""
+        let values: [Any] = [
+            "", Substring(""), Character(" "), 0, 0 as Int32, 0 as Int64, 0 as UInt, 0 as UInt8, 0.0, Float(0), true,
+            Int?.none as Any, String?.none as Any, [""], [0], ["": ""], ["": 0], ["": 0.0], Set([""]),
+            [String: Any](), [Any](), Date(timeIntervalSince1970: 0), URL(fileURLWithPath: "/"), UUID(uuidString: "00000000-0000-0000-0000-000000000000")!,
+            Data(), NSNumber(value: 0), ObjectIdentifier(LaunchTemplate.self) as Any, Duration.zero, (0, ""),
+        ]
+        print(values, to: &sink)
+        debugPrint(values, to: &sink)
+        for value in values {
+            print(value, value, separator: " ", to: &sink)
+            debugPrint(value, to: &sink)
+            sink += "\(value)" + String(describing: value) + String(reflecting: value)
+        }
     }
 }

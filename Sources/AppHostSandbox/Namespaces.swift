@@ -53,23 +53,11 @@ package enum Namespaces {
     /// Returns what failed if it could not, else nil.
     package static func awaitIsolatedFileSystem() -> String? {
         defer { closeIgnoringErrors(isolationReportFD) }
-        var report: [UInt8] = []
-        var buffer = [UInt8](repeating: 0, count: 1024)
-        while true {
-            let count = buffer.withUnsafeMutableBytes { read(isolationReportFD, $0.baseAddress, $0.count) }
-            if count > 0 {
-                report += buffer[..<count]
-            } else if count == 0 || errno != EINTR {
-                break
-            }
-        }
-        switch report.first {
-        case UInt8(ascii: "0"):
-            return nil
-        case UInt8(ascii: "1"):
-            return String(decoding: report.dropFirst(), as: UTF8.self)
-        default:
-            return "the namespace's init ended without isolating it"
+        var failure = [CChar](repeating: 0, count: 1024)
+        switch apphost_await_isolation(isolationReportFD, &failure, failure.count) {
+        case 0: return nil
+        case 1: return String(decoding: failure.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+        default: return "the namespace's init ended without isolating it"
         }
     }
 }

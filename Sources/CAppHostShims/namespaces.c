@@ -14,6 +14,7 @@
 #include <sys/mman.h>
 #include <sys/mount.h>
 #include <sys/prctl.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -141,7 +142,7 @@ static void prepare_maps(struct spawn_job *job) {
 
 static int clone_flags(int namespaces) {
     int flags = CLONE_VM | CLONE_VFORK | CLONE_PIDFD | SIGCHLD;
-    if (namespaces & APPHOST_NAMESPACE_PID_AND_MOUNT) flags |= CLONE_NEWPID | CLONE_NEWNS;
+    if (namespaces & APPHOST_NAMESPACE_PID_AND_MOUNT) flags |= CLONE_NEWPID | ((namespaces & APPHOST_NAMESPACE_MOUNT_LATER) ? 0 : CLONE_NEWNS);
     if (namespaces & APPHOST_NAMESPACE_USER) flags |= CLONE_NEWUSER;
     return flags;
 }
@@ -186,6 +187,33 @@ static int fill_placeholders(char *const envp[]) {
         if (strlen(value) > template_placeholders[index].capacity) return -1;
         memcpy(template_placeholders[index].value, value, strlen(value) + 1);
     }
+    return 0;
+}
+
+int apphost_template_take_environment(char *const variables[]) {
+    if (template_placeholder_count == 0) return 0;
+    if (fill_placeholders(variables) != 0) {
+        errno = ENAMETOOLONG;
+        return -1;
+    }
+    // The environment becomes `variables` and whatever it had of other names (never freed).
+    size_t count = 0, added = 0;
+    while (environ && environ[count]) count++;
+    while (variables[added]) added++;
+    char **merged = calloc(count + added + 1, sizeof *merged);
+    if (!merged) return -1;
+    size_t index = 0;
+    for (size_t variable = 0; variable < added; variable++) merged[index++] = strdup(variables[variable]);
+    for (size_t old = 0; old < count; old++) {
+        const char *equals = strchr(environ[old], '=');
+        size_t length = equals ? (size_t)(equals - environ[old]) : strlen(environ[old]);
+        int replaced = 0;
+        for (size_t variable = 0; variable < added && !replaced; variable++) {
+            replaced = strncmp(variables[variable], environ[old], length) == 0 && variables[variable][length] == '=';
+        }
+        if (!replaced) merged[index++] = environ[old];
+    }
+    environ = merged;
     return 0;
 }
 
@@ -301,7 +329,8 @@ fail:
 /// isolation report on descriptor `count`.
 static int start_app_process(struct spawn_job *job) {
     job->step = "isolation report";
-    if (pipe2(job->report, O_CLOEXEC) != 0) return -1;
+    // A socket, not a pipe: a standby's init passes its mount namespace on it.
+    if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, job->report) != 0) return -1;
     pid_t pid = job->app_main ? fork_template(job, SIGCHLD, 0, job->cgroup, NULL)
                               : clone(app_child, job->app_stack + SPAWN_STACK_SIZE, CLONE_VM | CLONE_VFORK | SIGCHLD, job);
     if (pid == 0) {
@@ -693,5 +722,40 @@ int apphost_isolate_file_system(const char *hidden, const char *const *writable,
     }
 done:
     for (int index = 0; index < kept_count; index++) close(kept_fds[index]);
+    return result;
+}
+
+int apphost_await_isolation(int fd, char *failure, size_t size) {
+    char report[1024];
+    size_t have = 0;
+    int passed = -1;
+    for (;;) {
+        char control[CMSG_SPACE(sizeof(int))];
+        struct iovec vector = {report + have, sizeof report - 1 - have};
+        struct msghdr message = {.msg_iov = &vector, .msg_iovlen = 1, .msg_control = control, .msg_controllen = sizeof control};
+        ssize_t got = recvmsg(fd, &message, MSG_CMSG_CLOEXEC);
+        if (got < 0 && errno == EINTR) continue;
+        for (struct cmsghdr *header = CMSG_FIRSTHDR(&message); got >= 0 && header; header = CMSG_NXTHDR(&message, header)) {
+            if (header->cmsg_level == SOL_SOCKET && header->cmsg_type == SCM_RIGHTS && passed < 0) memcpy(&passed, CMSG_DATA(header), sizeof passed);
+        }
+        if (got <= 0 || have + (size_t)got >= sizeof report - 1) {
+            if (got > 0) have += (size_t)got;
+            break;
+        }
+        have += (size_t)got;
+    }
+    report[have] = 0;
+    int result = -1;
+    if (have > 0 && report[0] == '0') {
+        result = 0;
+    } else if (have > 0 && report[0] == '2' && passed >= 0) {
+        // A standby's init made the namespace after this process started: this joins it.
+        result = setns(passed, CLONE_NEWNS) == 0 ? 0 : 1;
+        if (result != 0) snprintf(failure, size, "cannot join the init's mount namespace: %s", strerror(errno));
+    } else if (have > 0 && report[0] == '1') {
+        snprintf(failure, size, "%s", report + 1);
+        result = 1;
+    }
+    if (passed >= 0) close(passed);
     return result;
 }

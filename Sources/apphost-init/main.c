@@ -1,6 +1,7 @@
 // apphost-init: the init (pid 1) of an app's PID namespace (README, The sandbox).
 //
 //   apphost-init [--hide DIR] [--writable PATH]... [--readable PATH]...
+//   apphost-init --standby
 //
 // The host starts it in the app's new PID and mount namespaces (apphost_spawn), which starts
 // the app process (the runner, pid 2) just before this program, with a socket to the host on
@@ -14,12 +15,16 @@
 // the app process ends writes how it ended on descriptor 5 and exits: the kernel then ends every
 // process left in the namespace. It is a small C program, not a fork of the runner, so that
 // starting an app costs one short exec, made while the runner starts, rather than a copy of a
-// Swift process (README, Performance).
+// Swift process (README, Performance). With --standby (an app process made ahead of its launch,
+// README, "How apps are launched"), the options come later, from the host on descriptor 5: a
+// 4-byte length, then the options, each ending in a NUL byte; the host's closing the socket
+// first ends it, and the app process with it.
 
 #define _GNU_SOURCE
 #include "apphost_namespaces.h"
 #include <errno.h>
 #include <fcntl.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -27,6 +32,7 @@
 #include <unistd.h>
 #include <linux/capability.h>
 #include <sys/prctl.h>
+#include <sys/socket.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 
@@ -74,6 +80,28 @@ static int parse(int argc, char **argv, struct isolation *isolation) {
     return index == argc;
 }
 
+/// The options of a standby's launch, as the host writes them: `storage` holds them, `argv` points
+/// into it (argv[0] unused). Returns argc, or 0 if the host closed the socket or wrote nonsense.
+static int receive_options(char *storage, size_t size, char **argv, int capacity) {
+    uint32_t length = 0;
+    size_t have = 0;
+    while (have < sizeof length) {
+        ssize_t got = read(channel_fd, (char *)&length + have, sizeof length - have);
+        if (got <= 0 && !(got < 0 && errno == EINTR)) return 0;
+        if (got > 0) have += (size_t)got;
+    }
+    if (length == 0 || length >= size) return 0;
+    for (have = 0; have < length;) {
+        ssize_t got = read(channel_fd, storage + have, length - have);
+        if (got <= 0 && !(got < 0 && errno == EINTR)) return 0;
+        if (got > 0) have += (size_t)got;
+    }
+    if (storage[length - 1] != 0) return 0;
+    int argc = 1;
+    for (char *option = storage; option < storage + length && argc < capacity; option += strlen(option) + 1) argv[argc++] = option;
+    return argc;
+}
+
 static void drop_capabilities(void) {
     struct __user_cap_header_struct header = {_LINUX_CAPABILITY_VERSION_3, 0};
     struct __user_cap_data_struct data[2];
@@ -81,26 +109,62 @@ static void drop_capabilities(void) {
     syscall(SYS_capset, &header, data);
 }
 
-/// Isolates the file system and tells the runner how it went.
-static void isolate(const struct isolation *isolation, int report) {
+/// Isolates the file system and tells the runner how it went: '0', or for a standby (whose
+/// runner is not in this mount namespace) '2' with the namespace passed; '1' and why not.
+static void isolate(const struct isolation *isolation, int report, int standby) {
     char message[1024] = "0";
     if (apphost_isolate_file_system(isolation->hidden, isolation->writable, isolation->writable_count,
                                     isolation->readable, isolation->readable_count, message + 1, sizeof message - 1) != 0) {
         message[0] = '1';
     }
-    ssize_t written = write(report, message, strlen(message));
+    int namespace = message[0] == '0' && standby ? open("/proc/self/ns/mnt", O_RDONLY | O_CLOEXEC) : -1;
+    if (standby && message[0] == '0' && namespace < 0) snprintf(message, sizeof message, "1open /proc/self/ns/mnt: %s", strerror(errno));
+    if (namespace >= 0) message[0] = '2';
+    struct iovec vector = {message, strlen(message)};
+    char control[CMSG_SPACE(sizeof(int))];
+    memset(control, 0, sizeof control);
+    struct msghdr header = {.msg_iov = &vector, .msg_iovlen = 1};
+    if (namespace >= 0) {
+        header.msg_control = control;
+        header.msg_controllen = sizeof control;
+        struct cmsghdr *rights = CMSG_FIRSTHDR(&header);
+        rights->cmsg_level = SOL_SOCKET;
+        rights->cmsg_type = SCM_RIGHTS;
+        rights->cmsg_len = CMSG_LEN(sizeof(int));
+        memcpy(CMSG_DATA(rights), &namespace, sizeof namespace);
+    }
+    ssize_t written = sendmsg(report, &header, MSG_NOSIGNAL);
     (void)written;
+    if (namespace >= 0) close(namespace);
     close(report);
 }
 
 int main(int argc, char **argv) {
     struct isolation isolation;
     memset(&isolation, 0, sizeof isolation);
+    static char storage[65536];
+    static char *options[2 * APPHOST_ISOLATION_MAXIMUM_PATHS + 4];
+    int standby = argc == 2 && strcmp(argv[1], "--standby") == 0 && getpid() == 1;
+    if (standby) {
+        argc = receive_options(storage, sizeof storage, options, (int)(sizeof options / sizeof options[0]));
+        if (argc == 0) return 0;
+        options[0] = argv[0];
+        argv = options;
+    }
     if (getpid() != 1 || !parse(argc, argv, &isolation) || fcntl(channel_fd, F_SETFD, FD_CLOEXEC) != 0
         || fcntl(report_fd, F_GETFD) < 0) {
         return usage();
     }
-    isolate(&isolation, report_fd);
+    // A standby's mount namespace is made now, a copy of the host's mounts with the app's
+    // container among them; the app process joins it once told it is isolated.
+    if (standby && unshare(CLONE_NEWNS) != 0) {
+        char message[256];
+        snprintf(message, sizeof message, "1unshare of the mount namespace: %s", strerror(errno));
+        ssize_t written = write(report_fd, message, strlen(message));
+        (void)written;
+        return 1;
+    }
+    isolate(&isolation, report_fd, standby);
     // Nothing of the app's stays open here: its control socket and output end with it.
     syscall(SYS_close_range, 0, channel_fd - 1, 0);
     syscall(SYS_close_range, channel_fd + 1, ~0U, 0);

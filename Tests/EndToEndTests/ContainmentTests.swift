@@ -120,7 +120,8 @@ struct ContainmentTests {
         let bundle = try scratch.bundle("Bomb", behavior: ["sandboxProbes": ["fork-bomb"]], changes: ["AppHostEntitlements": ["apphost.process-spawn": true]])
         let host = try HostSession([bundle], scratch: scratch, arguments: ["--process-limit", "40"])
         let uid = try uid(of: "Bomb", host)
-        try host.waitFor("Bomb", "didBecomeActive")
+        let active = try host.waitFor("Bomb", "didBecomeActive")
+        let groups = try String(contentsOfFile: "/proc/\(try #require(active.pid))/cgroup", encoding: .utf8)
         let outcome = try #require(outcomes("Bomb", scratch: scratch).first)
         // 40 tasks: the app's own threads count, so fewer than 40 children.
         let children = try #require(Int(outcome.split(separator: " ")[2]))
@@ -129,9 +130,10 @@ struct ContainmentTests {
         // The host still answers.
         host.send("ps")
         try host.waitFor("ps of Bomb", timeout: 5) { $0.event == "ps" && $0.name == "Bomb" }
-        // Bomb's processes, told apart by their cgroup from other tests' apps that may share its uid.
+        // Bomb's processes, told apart by their cgroups (the app process's) from other tests'
+        // apps that may share its uid.
         let bombProcesses = processes(ofUser: uid).filter { pid in
-            ((try? String(contentsOfFile: "/proc/\(pid)/cgroup", encoding: .utf8)) ?? "").contains("/Bomb-")
+            (try? String(contentsOfFile: "/proc/\(pid)/cgroup", encoding: .utf8)) == groups
         }
         #expect(!bombProcesses.isEmpty)
         host.send("terminate Bomb")

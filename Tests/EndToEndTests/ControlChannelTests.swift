@@ -101,10 +101,11 @@ struct ControlChannelTests {
             #expect(end.reason?.contains("descriptor") == true, "reason: \(end.reason ?? "none")")
             _ = try Report(end)
         }
-        // The app's end closes what it sent (the host's own sources close asynchronously).
-        waitUntil(timeout: 2) { (openDescriptors(pid) ?? .max) <= baseline + 5 }
+        // The app's end closes what it sent (the host's own sources close asynchronously; the
+        // next launch's standby process, made or not yet when the baseline was taken, holds 5).
+        waitUntil(timeout: 2) { (openDescriptors(pid) ?? .max) <= baseline + 10 }
         let count = try #require(openDescriptors(pid))
-        #expect(count <= baseline + 5, "the host holds \(count) descriptors, \(baseline) before the app was opened")
+        #expect(count <= baseline + 10, "the host holds \(count) descriptors, \(baseline) before the app was opened")
         host.send("open Later")
         try host.waitFor("Later", "didBecomeActive")
         host.closeInput()

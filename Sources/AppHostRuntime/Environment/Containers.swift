@@ -116,17 +116,7 @@ enum Containers {
     /// `parent`: the host's pid, for a runner whose parent is the host (not in a PID namespace
     /// of its own).
     static func environment(container: URL, parent: pid_t?) -> [String] {
-        let path = container.path
-        return [
-            "HOME=\(path)",
-            // Foundation on Linux takes NSHomeDirectory() and the Documents look-up from this,
-            // not from HOME; Caches and Application Support come from the XDG variables.
-            "CFFIXED_USER_HOME=\(path)",
-            "TMPDIR=\(path)/tmp/",
-            "XDG_DATA_HOME=\(path)/Library/Application Support",
-            "XDG_CACHE_HOME=\(path)/Library/Caches",
-            "XDG_CONFIG_HOME=\(path)/Library/Preferences",
-        ] + runtimeEnvironment + (parent.map { ["APPHOST_PARENT_PID=\($0)"] } ?? [])
+        containerEnvironment(container.path) + runtimeEnvironment + (parent.map { ["APPHOST_PARENT_PID=\($0)"] } ?? [])
     }
 
     /// What every app process's environment has, the same for all: the launch template starts

@@ -95,9 +95,10 @@ enum AppProcessSpawner {
     /// cannot. With `configuration` (a configure message's body) too, the template's fork
     /// finds it on its control socket, and must start in `group` or not at all: the caller
     /// vouches that it is born in its other groups. An exec'd process is never sent it here.
+    /// Without `execIfRefused`, what the template refuses throws instead (a standby).
     static func spawn(
         executable: String, arguments: [String], environment: [String], namespaces: Int32, app: [String]? = nil,
-        template: TemplateLauncher? = nil, group: Cgroup? = nil, configuration: [UInt8]? = nil
+        template: TemplateLauncher? = nil, group: Cgroup? = nil, configuration: [UInt8]? = nil, execIfRefused: Bool = true
     ) throws(SystemError) -> SpawnedProcess {
         var opened: [Int32] = []
         func pair(_ name: String, _ make: (inout [Int32]) -> Int32) throws(SystemError) -> (Int32, Int32) {
@@ -181,6 +182,7 @@ enum AppProcessSpawner {
                 throw SystemError("the launch template did not answer (\(error)); it is started again", errno: error.errno)
             }
         }
+        if started == nil, let templateFailure, !execIfRefused { throw templateFailure }
         if started == nil {
             started = try exec(executable, arguments, environment: environment, namespaces: namespaces, app: app, descriptors: descriptors)
         }

@@ -91,6 +91,10 @@ extension Supervisor {
             failToSpawn(record, run, "cannot prepare the app's container: \(error)")
             return
         }
+        if let standby = takeStandby(container: container.path) {
+            launch(record, run, from: standby, container: container, sandbox: sandbox, reason: reason)
+            return
+        }
         groupCounter += 1
         let groupName = "\(bundle.name)-\(groupCounter)"
         let namespaces = environment.namespaces.flags
@@ -122,9 +126,7 @@ extension Supervisor {
         // starts up, hides the state directory but for what the app may see.
         let appExecutable = configuration.appExecutable
         let executable = namespaces != 0 ? configuration.initExecutable : appExecutable
-        let arguments = namespaces == 0 ? [appProcessArgument] :
-            ["--hide", configuration.stateDirectory.path] + sandbox.writablePaths.flatMap { ["--writable", $0] }
-            + ["--readable", bundle.url.path]
+        let arguments = namespaces == 0 ? [appProcessArgument] : initOptions(bundle, sandbox)
         let runner = namespaces == 0 ? nil : [appExecutable, appProcessArgument]
         let processEnvironment = Containers.environment(container: container, parent: namespaces != 0 ? nil : getpid())
         let template = template?.current != nil ? template : nil
@@ -188,6 +190,81 @@ extension Supervisor {
                 time: Date(), app: bundle.identifier, name: bundle.name, pid: process.pid, event: .warning,
                 detail: "no memory cgroup for this process: its memory limits are enforced by sampling"), run: run)
         }
+        watch(process, record, run)
+        guard !spawned.configured else { return }
+        do {
+            send(.configure(try configurationMessage(
+                record, run, container: container, sandbox: sandbox, groupPaths: process.groupPaths, ownPID: process.pidInNamespace,
+                reason: reason)), record, run)
+        } catch {
+            handle(record, run, .launchFailed("cannot compile the app's seccomp filter: \(error)"))
+        }
+    }
+
+    /// What a namespace's init is told: the state directory hidden but for the app's containers
+    /// (writable) and its bundle (readable).
+    private func initOptions(_ bundle: AppBundle, _ sandbox: WireSandbox) -> [String] {
+        ["--hide", configuration.stateDirectory.path] + sandbox.writablePaths.flatMap { ["--writable", $0] } + ["--readable", bundle.url.path]
+    }
+
+    /// Launches the app in the standby (Supervisor+Standby): its groups sized for the app, its
+    /// init told what to show, its configuration sent; no fork, no process start-up.
+    private func launch(
+        _ record: AppRecord, _ run: AppRun, from standby: Standby, container: URL, sandbox: WireSandbox, reason: String
+    ) {
+        let bundle = record.bundle
+        let policy = configuration.policy
+        var sandbox = sandbox
+        let spawned = standby.spawned
+        let namespaces = spawned.initChannel != nil
+        // Its groups are named launch-N, as the cgroup v1 groups of a template's fork are (a
+        // cgroup v2 group cannot be renamed).
+        var groups = AppProcess.Groups(freezer: standby.freezer, pids: standby.waiting?.groups.pids, memory: standby.waiting?.groups.memory)
+        // The template left these groups when the standby was made.
+        if let pids = groups.pids, (try? pids.write("pids.max", "\(policy.processLimit + (namespaces ? 1 : 0))")) == nil {
+            pids.remove(sparing: standby.waiting?.template)
+            groups.pids = nil
+        }
+        let memoryLimit = run.machine.isInForeground ? policy.foregroundMemoryLimit : policy.backgroundMemoryLimit
+        if let memory = groups.memory, !memory.setLimit(memoryLimit) {
+            memory.discard(sparing: standby.waiting?.template)
+            groups.memory = nil
+        }
+        if groups.pids == nil && sandbox.uid != nil { sandbox.processLimit = UInt64(policy.processLimit) }
+        sandbox.namespaced = namespaces
+        var configured = false
+        do {
+            if let channel = spawned.initChannel { try Self.sendInitOptions(initOptions(bundle, sandbox), on: channel) }
+            let body = WireCoding.encode(HostMessage.configure(try configurationMessage(
+                record, run, container: container, sandbox: sandbox, groupPaths: groups.paths,
+                ownPID: namespaces ? Namespaces.appPID : spawned.pid, reason: reason)))
+            // Written now, if the socket takes it at once; else once the host watches the process.
+            if body.count <= AppProcessSpawner.maximumConfigurationAhead,
+               (try? ControlChannel(fd: spawned.control).send(body: body, nonBlocking: true)) != nil {
+                configured = true
+            }
+        } catch {
+            standby.discard()
+            failToSpawn(record, run, "cannot start the app in its standby process: \(error)")
+            return
+        }
+        let process = AppProcess(
+            spawned, groups: groups, name: bundle.name, forwardOutput: configuration.forwardAppOutput, sparing: standby.waiting?.template)
+        run.process = process
+        watch(process, record, run)
+        guard !configured else { return }
+        do {
+            send(.configure(try configurationMessage(
+                record, run, container: container, sandbox: sandbox, groupPaths: process.groupPaths, ownPID: process.pidInNamespace,
+                reason: reason)), record, run)
+        } catch {
+            handle(record, run, .launchFailed("cannot compile the app's seccomp filter: \(error)"))
+        }
+    }
+
+    /// Watches a started app process: its control socket, its end, its memory group and its
+    /// diagnostics, each handled on the queue.
+    private func watch(_ process: AppProcess, _ record: AppRecord, _ run: AppRun) {
         process.start(on: queue, reader: controlReader, control: { [weak self, weak record, weak run] in
             guard let self, let record, let run else { return }
             readControl(record, run)
@@ -201,14 +278,6 @@ extension Supervisor {
             guard let self, let record, let run else { return }
             readDiagnostics(record, run)
         })
-        guard !spawned.configured else { return }
-        do {
-            send(.configure(try configurationMessage(
-                record, run, container: container, sandbox: sandbox, groupPaths: process.groupPaths, ownPID: process.pidInNamespace,
-                reason: reason)), record, run)
-        } catch {
-            handle(record, run, .launchFailed("cannot compile the app's seccomp filter: \(error)"))
-        }
     }
 
     /// What the app process is told before it runs: who it is, where its container is, and how

@@ -27,6 +27,8 @@ extension Supervisor {
             for action in actions { perform(action, record, run) }
             armTimer(run)
         }
+        // A launch that took the standby has ended its callbacks: the next is made meanwhile.
+        if standby == nil, !isMakingStandby, template != nil, run.machine.isSettled { prepareStandby() }
     }
 
     /// Sets the app's timer for the machine's next deadline, but only when it must fire sooner
@@ -266,8 +268,10 @@ extension Supervisor {
         guard !shutdownContinuations.isEmpty, !apps.contains(where: { $0.run?.machine.isAlive == true }) else { return }
         let continuations = shutdownContinuations
         shutdownContinuations = []
-        // The template waits in groups of its own: it goes first, then they do.
+        // The template waits in groups of its own (or still in its standby's): it goes first,
+        // then they do, and the standby.
         template?.stop()
+        discardStandby()
         discardWaitingGroups()
         environment.remove()
         for line in storage.unmountAll() { publish(HostEvent(time: Date(), event: .warning, detail: line), run: nil) }

@@ -33,6 +33,7 @@ extension Supervisor {
         source.activate()
         discardWaitingGroups()
         prepareWaitingGroups()
+        prepareStandby()
         return .success(running.pid)
     }
 
@@ -43,6 +44,7 @@ extension Supervisor {
         guard let template else { return }
         let pid = template.current?.pid ?? 0
         let how = spawner.run { template.reap() }
+        discardStandby()
         guard !isShuttingDown else { return }
         let now = clock.now
         templateEnds = templateEnds.filter { $0.duration(to: now) < Self.templateRestartWindow } + [now]

@@ -2,6 +2,7 @@
 import Glibc
 #endif
 import Foundation
+import Synchronization
 import Dispatch
 import AppHostProtocol
 import AppHostSystem
@@ -46,6 +47,11 @@ public final class Supervisor: @unchecked Sendable {
     var templateEnds: [HostInstant] = []
     /// The cgroup v1 groups the template waits in, for the next launch (Supervisor+Template).
     var waitingGroups: WaitingGroups?
+    /// The next launch's app process, made ahead (Supervisor+Standby), and whether one is being made.
+    var standby: Standby?
+    var isMakingStandby = false
+    /// Where the spawn thread leaves the standby it made, for the queue to collect.
+    let madeStandby = Mutex<Result<Standby, StandbyFailure>?>(nil)
     /// The instance's cgroups and how apps are suspended and limited here.
     let environment: HostEnvironment
     let sharedResources: SharedResourceCheck
@@ -241,6 +247,7 @@ public final class Supervisor: @unchecked Sendable {
         if isSchedulePending { try? scheduleStore.save(schedule) }
         storeWriter.sync {}
         template?.stop()
+        standby?.discard()
         templateSource?.cancel()
         discardWaitingGroups()
         controlReader.stop()

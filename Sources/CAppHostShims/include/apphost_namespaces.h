@@ -13,6 +13,11 @@
 /// Also a new user namespace, mapping the caller's uid and gid to themselves (a host that is
 /// not root needs one to create the other two).
 #define APPHOST_NAMESPACE_USER 2
+/// With APPHOST_NAMESPACE_PID_AND_MOUNT: the mount namespace is not made at the start but by the
+/// init once told what to isolate (apphost-init --standby), so that it copies the host's mounts
+/// as they are then (an app's container image, mounted for its launch); the app process joins
+/// it (apphost_await_isolation).
+#define APPHOST_NAMESPACE_MOUNT_LATER 4
 
 /// Starts `path` (argv, envp) as posix_spawn would, from the calling thread: descriptor
 /// `fds[i]` becomes descriptor i for i < `count` and every other is closed; every signal
@@ -39,6 +44,19 @@ pid_t apphost_spawn(const char *path, char *const argv[], char *const envp[], co
 /// restartable-sequences area where it has none). Returns 0, or -1 if the tid's record was not
 /// found: the template must then not fork (mutex owners would name the template's thread).
 int apphost_template_prepare(const char *const *placeholders, int count);
+
+/// In a fork of the launch template: makes `variables` (NAME=value, NULL-terminated) its
+/// environment, over what it had of the same names, placeholders included (a process made
+/// ahead of its launch learns its container from its configuration). Does nothing in a process
+/// that is not the template's fork. Returns 0, or -1 and errno (ENAMETOOLONG: a value longer
+/// than its placeholder).
+int apphost_template_take_environment(char *const variables[]);
+
+/// In the app process: waits for its init's report on `fd` (apphost-init): '0' isolated; '2'
+/// isolated in a mount namespace made after this process started (APPHOST_NAMESPACE_MOUNT_LATER),
+/// passed with it, which this joins; '1' and why not. Returns 0 once isolated, 1 with the
+/// failure in `failure`, -1 if the init ended without a report.
+int apphost_await_isolation(int fd, char *failure, size_t size);
 
 /// The longest value a placeholder takes (the host makes each this long).
 #define APPHOST_TEMPLATE_PLACEHOLDER_LENGTH 4095

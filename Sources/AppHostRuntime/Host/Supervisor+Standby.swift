@@ -1,0 +1,165 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import Foundation
+import Synchronization
+import AppHostProtocol
+import AppHostSandbox
+import AppHostSystem
+import CAppHostShims
+
+/// An app process made ahead of its launch (README.md, "How apps are launched"), as Android's
+/// zygote keeps unspecialized app processes ready: the launch template's fork, already in its
+/// groups (and, in namespaces, under its init, which has exec'd apphost-init), waiting for a
+/// configuration. No app is chosen yet: it has no container, and its init waits to be told what
+/// to hide. A launch that finds one skips the request to the template, its fork and the
+/// process's start-up; the next is made once that launch's app says it is ready, so that making
+/// it does not compete with the launch for the processor.
+struct Standby {
+    /// The init's option that makes it wait for its options on its channel to the host.
+    static let initArgument = "--standby"
+
+    var spawned: SpawnedProcess
+    /// The freezer group it was born in (a neutral name, as the waiting groups have).
+    var freezer: Cgroup?
+    /// The cgroup v1 groups it was born in, and the template that was in them with it.
+    var waiting: (groups: Supervisor.WaitingGroups, template: pid_t)?
+
+    /// Whether the process is still there and its control socket still open: a standby can
+    /// be killed while it waits (by the OOM killer, by hand), and is then not used.
+    var isUsable: Bool {
+        var status = apphost_child_status()
+        guard apphost_waitid_pidfd(spawned.pidfd, WEXITED | WNOHANG | WNOWAIT, &status) == 0, status.code == 0 else { return false }
+        // Its end closed (hung up) once the process has gone, whatever it had written first.
+        var socket = pollfd(fd: spawned.control, events: 0, revents: 0)
+        return poll(&socket, 1, 0) == 0
+    }
+
+    /// Kills it and everything in its groups, reaps it and closes what the host held of it.
+    func discard() {
+        _ = apphost_pidfd_send_signal(spawned.pidfd, SIGKILL)
+        var status = apphost_child_status()
+        _ = apphost_waitid_pidfd(spawned.pidfd, WEXITED, &status)
+        for fd in [spawned.pidfd, spawned.control, spawned.output, spawned.diagnostics] + (spawned.initChannel.map { [$0] } ?? []) {
+            closeIgnoringErrors(fd)
+        }
+        // Its processes may take a moment to leave their groups once reaped.
+        let template = waiting?.template
+        waiting?.groups.memory?.discard(sparing: template)
+        let groups = [freezer, waiting?.groups.pids, waiting?.groups.memory?.group].compactMap { $0 }
+        let clock = ContinuousClock()
+        let deadline = clock.now + .milliseconds(100)
+        while !groups.map({ $0.remove(sparing: template) }).allSatisfy({ $0 }) && clock.now < deadline { usleep(1000) }
+    }
+}
+
+/// A standby the template did not make, and the groups made for it.
+struct StandbyFailure: Error {
+    var error: SystemError
+    var freezer: Cgroup?
+    var waiting: Supervisor.WaitingGroups?
+}
+
+extension Supervisor {
+    /// Makes the next launch's standby, unless there is one, one is being made, or there is no
+    /// template. On the queue; the template forks it on the spawn thread.
+    func prepareStandby() {
+        guard standby == nil, !isMakingStandby, !isShuttingDown, let template, template.current != nil else { return }
+        let namespaces = environment.namespaces.flags
+        let waiting = takeWaitingGroups(
+            processes: configuration.policy.processLimit + (namespaces != 0 ? 1 : 0), memory: configuration.policy.foregroundMemoryLimit)
+        // Born in its cgroup v1 groups or not made: a move into one waits out an RCU grace period.
+        if waiting == nil, environment.pidsGroup != nil || environment.memoryGroup != nil { return }
+        isMakingStandby = true
+        groupCounter += 1
+        let freezer = try? environment.freezerGroup?.makeChild(named: "launch-\(groupCounter)")
+        let appExecutable = configuration.appExecutable
+        let executable = namespaces != 0 ? configuration.initExecutable : appExecutable
+        let arguments = namespaces != 0 ? [Standby.initArgument] : [appProcessArgument]
+        let runner = namespaces != 0 ? [appExecutable, appProcessArgument] : nil
+        // No container yet: the runner sets its variables once its configuration names it.
+        let processEnvironment = Containers.runtimeEnvironment + (namespaces != 0 ? [] : ["APPHOST_PARENT_PID=\(getpid())"])
+        spawner.async { [weak self] in
+            let result = Result { () throws(SystemError) in
+                try AppProcessSpawner.spawn(
+                    executable: executable, arguments: arguments, environment: processEnvironment,
+                    namespaces: namespaces != 0 ? namespaces | APPHOST_NAMESPACE_MOUNT_LATER : 0, app: runner,
+                    template: template, group: freezer, execIfRefused: false)
+            }
+            let made = result.map { Standby(spawned: $0, freezer: freezer, waiting: waiting) }
+                .mapError { error in StandbyFailure(error: error, freezer: freezer, waiting: waiting?.groups) }
+            guard let self else {
+                if case .success(let standby) = made { standby.discard() }
+                return
+            }
+            madeStandby.withLock { $0 = made }
+            queue.async { self.collectStandby() }
+        }
+    }
+
+    /// Takes the standby the spawn thread made, if it has made one since it was asked. A launch
+    /// that comes while it is being made waits for it on the spawn thread and collects it.
+    func collectStandby() {
+        guard let made = madeStandby.withLock({ value in defer { value = nil }; return value }) else { return }
+        standbyMade(made)
+    }
+
+    /// Keeps the standby the template made, if it is whole; the template moves on to the next
+    /// launch's groups. If it made none, it is still in the groups taken for it: they wait for
+    /// the next launch again.
+    private func standbyMade(_ made: Result<Standby, StandbyFailure>) {
+        isMakingStandby = false
+        switch made {
+        case .success(let made):
+            prepareWaitingGroups()
+            // One the freezer cannot reach would have to be moved: no better than a launch.
+            guard !isShuttingDown, template?.current != nil, made.freezer == nil || made.spawned.startedInGroup else {
+                made.discard()
+                return
+            }
+            standby = made
+        case .failure(let failure):
+            // The launch that comes finds none and asks the template itself, which says why.
+            failure.freezer?.remove()
+            if let groups = failure.waiting { returnWaitingGroups(groups) }
+        }
+    }
+
+    /// The standby, for a launch whose container is at `container`, if there is one that can
+    /// take it (its container's variables fit the template's placeholders).
+    func takeStandby(container: String) -> Standby? {
+        if standby == nil, isMakingStandby {
+            spawner.run {}
+            collectStandby()
+        }
+        guard let made = standby else { return nil }
+        guard containerEnvironment(container).allSatisfy({ $0.utf8.count <= Int(APPHOST_TEMPLATE_PLACEHOLDER_LENGTH) }) else { return nil }
+        standby = nil
+        guard made.isUsable else {
+            made.discard()
+            return nil
+        }
+        return made
+    }
+
+    /// Ends the standby, and one being made (the host is shutting down, or the template that
+    /// made it has ended: apps launch by exec until it is back).
+    func discardStandby() {
+        if isMakingStandby {
+            spawner.run {}
+            collectStandby()
+        }
+        standby?.discard()
+        standby = nil
+    }
+
+    /// Tells a standby's init what to hide and what to show: its options, as apphost-init reads
+    /// them (a 4-byte length, then each option and a NUL byte).
+    static func sendInitOptions(_ options: [String], on channel: Int32) throws(SystemError) {
+        let body = Array(options.map { $0 + "\0" }.joined().utf8)
+        var length = UInt32(body.count)
+        let bytes = withUnsafeBytes(of: &length) { Array($0) } + body
+        let written = bytes.withUnsafeBytes { write(channel, $0.baseAddress, $0.count) }
+        guard written == bytes.count else { throw SystemError("write to the app's init", errno: written < 0 ? errno : EAGAIN) }
+    }
+}
