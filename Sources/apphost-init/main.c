@@ -5,7 +5,7 @@
 //
 // The host starts it in the app's new PID and mount namespaces (apphost_spawn), which starts
 // the app process (the runner, pid 2) just before this program, with a socket to the host on
-// descriptor 5 and, on 6, the write end of the pipe the runner reads as its descriptor 5 (the
+// descriptor 5 and, on 6, one end of the socket pair the runner reads as its descriptor 5 (the
 // runner's 4 is its diagnostics socket, which this closes). While
 // the runner starts up, this isolates the namespace's file system (apphost_isolate_file_system:
 // DIR hidden but for the PATHs, everything read-only but the writable PATHs, a /proc of the

@@ -102,6 +102,60 @@ struct LauncherTests {
         #expect(templateHandle >= 0 && poll(&ended, 1, 5000) == 1)
     }
 
+    /// The host's standby (README.md, "How apps are launched"): in namespaces, the init of the next
+    /// launch's app process, waiting as `apphost-init --standby`; without, that app process itself,
+    /// a child of the host running `__template` that is neither the template nor an app.
+    private func standbys(of host: HostSession, namespaced: Bool) -> [pid_t] {
+        let apps = Set(host.allEvents.compactMap(\.pid))
+        let templates = Set(templates(of: host))
+        let processes = (try? FileManager.default.contentsOfDirectory(atPath: "/proc"))?.compactMap { pid_t($0) } ?? []
+        return processes.filter { pid in
+            guard parent(of: pid) == host.process.processIdentifier, !apps.contains(pid) else { return false }
+            return namespaced ? arguments(of: pid).last == "--standby" : !templates.contains(pid) && arguments(of: pid).last == "__template"
+        }
+    }
+
+    /// A launch takes the app process made ahead of it, which then runs the app; the next
+    /// launch's is made once the launch is done; the host's end ends it.
+    @Test func aLaunchTakesTheStandbyMadeAheadAndTheNextIsMadeAfterIt() throws {
+        let scratch = try Scratch()
+        let host = try HostSession([try scratch.bundle("First"), try scratch.bundle("Second")], scratch: scratch)
+        #expect(try launcher(of: host) == "template")
+        try host.waitFor("First", "didBecomeActive")
+        let namespaced = try host.isNamespaced("First")
+        var standby: pid_t = 0
+        try waitUntil("a standby is made") { standbys(of: host, namespaced: namespaced).first.map { standby = $0 } != nil }
+        host.send("open Second")
+        let pid = try #require(try host.waitFor("Second", "didBecomeActive").pid)
+        // The app runs in it: the app process itself, or the standby init's child.
+        #expect(namespaced ? parent(of: pid) == standby : pid == standby)
+        #expect(scratch.callbacks("Second").first?.hasPrefix("willFinishLaunching") == true)
+        var next: pid_t = 0
+        try waitUntil("the next standby is made") { standbys(of: host, namespaced: namespaced).first.map { next = $0 } != nil }
+        #expect(next != standby)
+        host.closeInput()
+        #expect(try host.waitForExit() == 0)
+        #expect(waitUntilGone(next, timeout: 5), "the standby ends with its host")
+    }
+
+    /// A standby killed while it waits is not used: the launch forks an app process as without one.
+    @Test func aStandbyKilledWhileItWaitsIsNotUsed() throws {
+        let scratch = try Scratch()
+        let host = try HostSession([try scratch.bundle("First"), try scratch.bundle("Second")], scratch: scratch)
+        try host.waitFor("First", "didBecomeActive")
+        let namespaced = try host.isNamespaced("First")
+        var standby: pid_t = 0
+        try waitUntil("a standby is made") { standbys(of: host, namespaced: namespaced).first.map { standby = $0 } != nil }
+        kill(standby, SIGKILL)
+        try waitUntil("it is gone") { !processExists(standby) }
+        host.send("open Second")
+        let pid = try #require(try host.waitFor("Second", "didBecomeActive").pid)
+        #expect(pid != standby && parent(of: pid) != standby)
+        #expect(arguments(of: pid).dropFirst().first == "__template")
+        host.closeInput()
+        #expect(try host.waitForExit() == 0)
+    }
+
     @Test func forksShareTheTemplatesLayoutAndExecGivesEachAppItsOwn() throws {
         let aslr = (try? String(contentsOfFile: "/proc/sys/kernel/randomize_va_space", encoding: .utf8))?.hasPrefix("2") == true
         for launcher in ["template", "exec"] {

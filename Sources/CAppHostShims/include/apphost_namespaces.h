@@ -26,7 +26,7 @@
 /// in new namespaces, as the init (pid 1) of its PID namespace, and with `app_path` it first
 /// starts the app process (`app_path`, `app_argv`, envp) as pid 2, its child, so that both
 /// start up at once: the app process has the init's descriptors but the last
-/// (`count` - 1), in whose place it has the read end of a pipe whose write end the init has as
+/// (`count` - 1), in whose place it has one end of a socket pair whose other end the init has as
 /// descriptor `count` (apphost-init reports the file system's isolation on it). Stores a pidfd
 /// of the started process in `*pidfd`. Returns its pid, or -1 and errno (the child's, if it
 /// failed before execve).
