@@ -22,6 +22,8 @@ public enum AppProcessRunner {
     /// Environment variable naming the supervisor's pid, to detect a parent that died before
     /// the parent-death signal was armed.
     public static let parentPIDVariable = "APPHOST_PARENT_PID"
+    /// The thread name of an app process made ahead of its launch, until it is configured.
+    public static let standbyThreadName = "apphost-standby"
 
     public static func main() -> Never {
         // The supervisor spawns from a thread that lives as long as it does, so this signal
@@ -32,6 +34,9 @@ public enum AppProcessRunner {
         if let expected = getenv(parentPIDVariable).flatMap({ Int32(String(cString: $0)) }), getppid() != expected {
             _exit(0)
         }
+        // A process made ahead of its launch (a standby) has no container yet: `ps` names it so
+        // until its configuration comes (then it takes the app's name).
+        if getenv("HOME").map({ $0.pointee == 0 }) ?? true { _ = apphost_set_thread_name(standbyThreadName) }
         let socket = ControlChannel(fd: controlFD)
         try? socket.send(body: WireCoding.encode(AppMessage.hello(protocolVersion: wireProtocolVersion, pid: getpid())))
 

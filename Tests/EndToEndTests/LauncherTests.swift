@@ -20,14 +20,21 @@ struct LauncherTests {
         return stat[stat.index(after: close)...].split(separator: " ").dropFirst().first.flatMap { pid_t($0) }
     }
 
+    /// `/proc/PID/comm`: the process's (main thread's) name.
+    private func name(of pid: pid_t) -> String {
+        ((try? String(contentsOfFile: "/proc/\(pid)/comm", encoding: .utf8)) ?? "").trimmingCharacters(in: .newlines)
+    }
+
     /// The host's launch templates: its children running `apphost __template` that are not app
-    /// processes (an app forked from one has its command line). Found by each process's parent:
-    /// a thread's `children` file may miss one while another child exits.
+    /// processes (an app forked from one has its command line, and its own name, or
+    /// `apphost-standby` while made ahead). Found by each process's parent: a thread's `children`
+    /// file may miss one while another child exits.
     private func templates(of host: HostSession) -> [pid_t] {
         let apps = Set(host.allEvents.compactMap(\.pid))
         let processes = (try? FileManager.default.contentsOfDirectory(atPath: "/proc"))?.compactMap { pid_t($0) } ?? []
         return processes.filter { pid in
             !apps.contains(pid) && parent(of: pid) == host.process.processIdentifier && arguments(of: pid).dropFirst().first == "__template"
+                && name(of: pid) != "apphost-standby"
         }
     }
 
@@ -104,14 +111,13 @@ struct LauncherTests {
 
     /// The host's standby (README.md, "How apps are launched"): in namespaces, the init of the next
     /// launch's app process, waiting as `apphost-init --standby`; without, that app process itself,
-    /// a child of the host running `__template` that is neither the template nor an app.
+    /// a child of the host named `apphost-standby`.
     private func standbys(of host: HostSession, namespaced: Bool) -> [pid_t] {
         let apps = Set(host.allEvents.compactMap(\.pid))
-        let templates = Set(templates(of: host))
         let processes = (try? FileManager.default.contentsOfDirectory(atPath: "/proc"))?.compactMap { pid_t($0) } ?? []
         return processes.filter { pid in
             guard parent(of: pid) == host.process.processIdentifier, !apps.contains(pid) else { return false }
-            return namespaced ? arguments(of: pid).last == "--standby" : !templates.contains(pid) && arguments(of: pid).last == "__template"
+            return namespaced ? arguments(of: pid).last == "--standby" : name(of: pid) == "apphost-standby"
         }
     }
 
@@ -125,8 +131,17 @@ struct LauncherTests {
         let namespaced = try host.isNamespaced("First")
         var standby: pid_t = 0
         try waitUntil("a standby is made") { standbys(of: host, namespaced: namespaced).first.map { standby = $0 } != nil }
+        if namespaced {
+            // Its app process waits as pid 2 of the namespace, named so until it is configured.
+            try waitUntil("its app process is named apphost-standby") {
+                let child = (try? String(contentsOfFile: "/proc/\(standby)/task/\(standby)/children", encoding: .utf8))?
+                    .split(separator: " ").first.flatMap { pid_t($0) }
+                return child.map { name(of: $0) } == "apphost-standby"
+            }
+        }
         host.send("open Second")
         let pid = try #require(try host.waitFor("Second", "didBecomeActive").pid)
+        #expect(name(of: pid) == "Second")
         // The app runs in it: the app process itself, or the standby init's child.
         #expect(namespaced ? parent(of: pid) == standby : pid == standby)
         #expect(scratch.callbacks("Second").first?.hasPrefix("willFinishLaunching") == true)

@@ -159,7 +159,7 @@ public struct DoctorReport: Sendable {
     /// How `apphost launch` would start app processes here (README.md, "How apps are launched").
     public var launcher: String {
         findings.first { $0.name == "clone3" }?.available == true
-            ? "launcher: template (each app process a fork of a process that has loaded the Swift runtime and Foundation; they share its address-space layout: --launcher exec gives each app its own)"
+            ? "launcher: template (each app process a fork of a process that has loaded the Swift runtime and Foundation, made ahead of its launch; they share its address-space layout: --launcher exec gives each app its own)"
             : "launcher: exec, degraded (no clone3: each app process starts the Swift runtime and Foundation anew)"
     }
 

@@ -147,6 +147,6 @@ extension Supervisor {
             return apphost_clone3_available() != 0 ? "exec (the launch template is not running)" : "exec (this kernel has no clone3)"
         }
         let binary = configuration.appExecutable == configuration.executable ? "; app processes run apphost itself: apphost-app is not beside it" : ""
-        return "template (pid \(running.pid))\(binary)"
+        return "template (pid \(running.pid); each launch's app process made ahead)\(binary)"
     }
 }
