@@ -88,7 +88,9 @@ public enum AppProcessRunner {
         let variables = containerEnvironment(configuration.containerPath).map { strdup($0) } + [nil]
         defer { variables.forEach { free($0) } }
         guard apphost_template_take_environment(variables) == 0 else {
-            fail(socket, "its container's path is longer than the launch template's \(APPHOST_TEMPLATE_PLACEHOLDER_LENGTH) bytes for it")
+            fail(socket, errno == ENAMETOOLONG
+                ? "its container's path is longer than the launch template's \(APPHOST_TEMPLATE_PLACEHOLDER_LENGTH) bytes for it"
+                : "cannot set its environment: \(String(cString: strerror(errno)))")
         }
     }
 

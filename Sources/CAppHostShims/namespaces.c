@@ -203,7 +203,9 @@ int apphost_template_take_environment(char *const variables[]) {
     char **merged = calloc(count + added + 1, sizeof *merged);
     if (!merged) return -1;
     size_t index = 0;
-    for (size_t variable = 0; variable < added; variable++) merged[index++] = strdup(variables[variable]);
+    for (size_t variable = 0; variable < added; variable++) {
+        if (!(merged[index++] = strdup(variables[variable]))) return -1;
+    }
     for (size_t old = 0; old < count; old++) {
         const char *equals = strchr(environ[old], '=');
         size_t length = equals ? (size_t)(equals - environ[old]) : strlen(environ[old]);
@@ -730,9 +732,12 @@ int apphost_await_isolation(int fd, char *failure, size_t size) {
     size_t have = 0;
     int passed = -1;
     for (;;) {
-        char control[CMSG_SPACE(sizeof(int))];
+        union {
+            char bytes[CMSG_SPACE(sizeof(int))];
+            struct cmsghdr align;
+        } control;
         struct iovec vector = {report + have, sizeof report - 1 - have};
-        struct msghdr message = {.msg_iov = &vector, .msg_iovlen = 1, .msg_control = control, .msg_controllen = sizeof control};
+        struct msghdr message = {.msg_iov = &vector, .msg_iovlen = 1, .msg_control = control.bytes, .msg_controllen = sizeof control.bytes};
         ssize_t got = recvmsg(fd, &message, MSG_CMSG_CLOEXEC);
         if (got < 0 && errno == EINTR) continue;
         for (struct cmsghdr *header = CMSG_FIRSTHDR(&message); got >= 0 && header; header = CMSG_NXTHDR(&message, header)) {

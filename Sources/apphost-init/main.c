@@ -121,12 +121,15 @@ static void isolate(const struct isolation *isolation, int report, int standby) 
     if (standby && message[0] == '0' && namespace < 0) snprintf(message, sizeof message, "1open /proc/self/ns/mnt: %s", strerror(errno));
     if (namespace >= 0) message[0] = '2';
     struct iovec vector = {message, strlen(message)};
-    char control[CMSG_SPACE(sizeof(int))];
-    memset(control, 0, sizeof control);
+    union {
+        char bytes[CMSG_SPACE(sizeof(int))];
+        struct cmsghdr align;
+    } control;
+    memset(&control, 0, sizeof control);
     struct msghdr header = {.msg_iov = &vector, .msg_iovlen = 1};
     if (namespace >= 0) {
-        header.msg_control = control;
-        header.msg_controllen = sizeof control;
+        header.msg_control = control.bytes;
+        header.msg_controllen = sizeof control.bytes;
         struct cmsghdr *rights = CMSG_FIRSTHDR(&header);
         rights->cmsg_level = SOL_SOCKET;
         rights->cmsg_type = SCM_RIGHTS;
@@ -146,6 +149,9 @@ int main(int argc, char **argv) {
     static char *options[2 * APPHOST_ISOLATION_MAXIMUM_PATHS + 4];
     int standby = argc == 2 && strcmp(argv[1], "--standby") == 0 && getpid() == 1;
     if (standby) {
+        // The app process's descriptors are not kept while waiting: if it ends meanwhile, the
+        // host sees its control socket close and does not use this standby.
+        syscall(SYS_close_range, 0, channel_fd - 1, 0);
         argc = receive_options(storage, sizeof storage, options, (int)(sizeof options / sizeof options[0]));
         if (argc == 0) return 0;
         options[0] = argv[0];

@@ -25,17 +25,20 @@ struct LauncherTests {
         ((try? String(contentsOfFile: "/proc/\(pid)/comm", encoding: .utf8)) ?? "").trimmingCharacters(in: .newlines)
     }
 
-    /// The host's launch templates: its children running `apphost __template` that are not app
-    /// processes (an app forked from one has its command line, and its own name, or
-    /// `apphost-standby` while made ahead). Found by each process's parent: a thread's `children`
-    /// file may miss one while another child exits.
+    /// The host's launch template, if it runs: the one its latest `started` or `launcher` event
+    /// names ("template (pid N" or "started again (pid N)"), while it is the host's child. (Found
+    /// by pid: the template's clone of a namespace's init has its command line until it execs,
+    /// and a standby app process too.)
     private func templates(of host: HostSession) -> [pid_t] {
-        let apps = Set(host.allEvents.compactMap(\.pid))
-        let processes = (try? FileManager.default.contentsOfDirectory(atPath: "/proc"))?.compactMap { pid_t($0) } ?? []
-        return processes.filter { pid in
-            !apps.contains(pid) && parent(of: pid) == host.process.processIdentifier && arguments(of: pid).dropFirst().first == "__template"
-                && name(of: pid) != "apphost-standby"
-        }
+        let named = host.allEvents.reversed().lazy.compactMap { event -> pid_t? in
+            guard event.event == "started" || event.event == "launcher", let detail = event.detail,
+                  let range = detail.range(of: "template (pid ") ?? detail.range(of: "started again (pid ") else { return nil }
+            return pid_t(detail[range.upperBound...].prefix { $0.isNumber })
+        }.first
+        // (Its command line may still be empty just after it was started: the host resumes once
+        // the exec has begun, before the new program's arguments are in place.)
+        guard let pid = named, parent(of: pid) == host.process.processIdentifier, processExists(pid) else { return [] }
+        return [pid]
     }
 
     /// The lines of `pid`'s /proc maps.
@@ -153,19 +156,30 @@ struct LauncherTests {
         #expect(waitUntilGone(next, timeout: 5), "the standby ends with its host")
     }
 
-    /// A standby killed while it waits is not used: the launch forks an app process as without one.
-    @Test func aStandbyKilledWhileItWaitsIsNotUsed() throws {
+    /// A standby killed while it waits is not used, whichever of its processes is killed (in
+    /// namespaces, its app process or its init): the launch forks an app process as without one.
+    @Test(arguments: [false, true])
+    func aStandbyKilledWhileItWaitsIsNotUsed(killingItsInit: Bool) throws {
         let scratch = try Scratch()
         let host = try HostSession([try scratch.bundle("First"), try scratch.bundle("Second")], scratch: scratch)
         try host.waitFor("First", "didBecomeActive")
         let namespaced = try host.isNamespaced("First")
         var standby: pid_t = 0
         try waitUntil("a standby is made") { standbys(of: host, namespaced: namespaced).first.map { standby = $0 } != nil }
-        kill(standby, SIGKILL)
-        try waitUntil("it is gone") { !processExists(standby) }
+        var victim = standby
+        if namespaced && !killingItsInit {
+            try waitUntil("its app process waits") {
+                let child = (try? String(contentsOfFile: "/proc/\(standby)/task/\(standby)/children", encoding: .utf8))?
+                    .split(separator: " ").first.flatMap { pid_t($0) }
+                child.map { victim = $0 }
+                return child.map { name(of: $0) } == "apphost-standby"
+            }
+        }
+        kill(victim, SIGKILL)
+        try waitUntil("it is gone") { !processExists(victim) }
         host.send("open Second")
         let pid = try #require(try host.waitFor("Second", "didBecomeActive").pid)
-        #expect(pid != standby && parent(of: pid) != standby)
+        #expect(pid != victim && parent(of: pid) != standby)
         #expect(arguments(of: pid).dropFirst().first == "__template")
         host.closeInput()
         #expect(try host.waitForExit() == 0)

@@ -91,8 +91,8 @@ extension Supervisor {
             failToSpawn(record, run, "cannot prepare the app's container: \(error)")
             return
         }
-        if let standby = takeStandby(container: container.path) {
-            launch(record, run, from: standby, container: container, sandbox: sandbox, reason: reason)
+        if let standby = takeStandby(container: container.path),
+           launch(record, run, from: standby, container: container, sandbox: sandbox, reason: reason) {
             return
         }
         groupCounter += 1
@@ -208,58 +208,68 @@ extension Supervisor {
     }
 
     /// Launches the app in the standby (Supervisor+Standby): its groups sized for the app, its
-    /// init told what to show, its configuration sent; no fork, no process start-up.
+    /// init told what to show, its configuration written ahead; no fork, no process start-up.
+    /// Returns false, the standby ended, if it cannot take the app (a limit its groups refuse,
+    /// an init or a socket that does not take what it is sent): the launch then starts a process
+    /// as without one.
     private func launch(
         _ record: AppRecord, _ run: AppRun, from standby: Standby, container: URL, sandbox: WireSandbox, reason: String
-    ) {
+    ) -> Bool {
         let bundle = record.bundle
         let policy = configuration.policy
         var sandbox = sandbox
         let spawned = standby.spawned
         let namespaces = spawned.initChannel != nil
+        // A standby just made may still share its groups with the template, whose move out is
+        // queued on the spawn thread: one task more until it has left.
+        let processes = policy.processLimit + (namespaces ? 1 : 0)
+        let memoryLimit = run.machine.isInForeground ? policy.foregroundMemoryLimit : policy.backgroundMemoryLimit
+        let pids = standby.waiting?.groups.pids
+        let sized = (pids.map { (try? $0.write("pids.max", "\(processes + 1)")) != nil } ?? true)
+            && (standby.waiting?.groups.memory.map { $0.setLimit(memoryLimit) } ?? true)
+        sandbox.namespaced = namespaces
         // Its groups are named launch-N, as the cgroup v1 groups of a template's fork are (a
         // cgroup v2 group cannot be renamed).
-        var groups = AppProcess.Groups(freezer: standby.freezer, pids: standby.waiting?.groups.pids, memory: standby.waiting?.groups.memory)
-        // The template left these groups when the standby was made.
-        if let pids = groups.pids, (try? pids.write("pids.max", "\(policy.processLimit + (namespaces ? 1 : 0))")) == nil {
-            pids.remove(sparing: standby.waiting?.template)
-            groups.pids = nil
-        }
-        let memoryLimit = run.machine.isInForeground ? policy.foregroundMemoryLimit : policy.backgroundMemoryLimit
-        if let memory = groups.memory, !memory.setLimit(memoryLimit) {
-            memory.discard(sparing: standby.waiting?.template)
-            groups.memory = nil
-        }
-        if groups.pids == nil && sandbox.uid != nil { sandbox.processLimit = UInt64(policy.processLimit) }
-        sandbox.namespaced = namespaces
-        var configured = false
+        let groups = AppProcess.Groups(freezer: standby.freezer, pids: pids, memory: standby.waiting?.groups.memory)
+        let configuration: WireConfiguration
         do {
-            if let channel = spawned.initChannel { try Self.sendInitOptions(initOptions(bundle, sandbox), on: channel) }
-            let body = WireCoding.encode(HostMessage.configure(try configurationMessage(
+            configuration = try configurationMessage(
                 record, run, container: container, sandbox: sandbox, groupPaths: groups.paths,
-                ownPID: namespaces ? Namespaces.appPID : spawned.pid, reason: reason)))
-            // Written now, if the socket takes it at once; else once the host watches the process.
-            if body.count <= AppProcessSpawner.maximumConfigurationAhead,
-               (try? ControlChannel(fd: spawned.control).send(body: body, nonBlocking: true)) != nil {
-                configured = true
-            }
+                ownPID: namespaces ? Namespaces.appPID : spawned.pid, reason: reason)
         } catch {
+            spawner.run {}
             standby.discard()
-            failToSpawn(record, run, "cannot start the app in its standby process: \(error)")
-            return
+            failToSpawn(record, run, "cannot compile the app's seccomp filter: \(error)")
+            return true
+        }
+        let body = WireCoding.encode(HostMessage.configure(configuration))
+        let delivered = sized && body.count <= AppProcessSpawner.maximumConfigurationAhead
+            && (spawned.initChannel.map { (try? Self.sendInitOptions(initOptions(bundle, sandbox), on: $0)) != nil } ?? true)
+            && (try? ControlChannel(fd: spawned.control).send(body: body, nonBlocking: true)) != nil
+        guard delivered else {
+            // The template's queued move first: then nothing but the standby is in its groups.
+            spawner.run {}
+            standby.discard()
+            return false
         }
         let process = AppProcess(
-            spawned, groups: groups, name: bundle.name, forwardOutput: configuration.forwardAppOutput, sparing: standby.waiting?.template)
+            spawned, groups: groups, name: bundle.name, forwardOutput: self.configuration.forwardAppOutput, sparing: standby.waiting?.template)
         run.process = process
-        watch(process, record, run)
-        guard !configured else { return }
-        do {
-            send(.configure(try configurationMessage(
-                record, run, container: container, sandbox: sandbox, groupPaths: process.groupPaths, ownPID: process.pidInNamespace,
-                reason: reason)), record, run)
-        } catch {
-            handle(record, run, .launchFailed("cannot compile the app's seccomp filter: \(error)"))
+        if environment.memoryGroup != nil && process.memoryGroup == nil {
+            publish(HostEvent(
+                time: Date(), app: bundle.identifier, name: bundle.name, pid: process.pid, event: .warning,
+                detail: "no memory cgroup for this process: its memory limits are enforced by sampling"), run: run)
         }
+        if let pids {
+            spawner.async { [weak self, weak process] in
+                self?.queue.async { [weak process] in
+                    guard let process, !process.isClosed else { return }
+                    try? pids.write("pids.max", "\(processes)")
+                }
+            }
+        }
+        watch(process, record, run)
+        return true
     }
 
     /// Watches a started app process: its control socket, its end, its memory group and its

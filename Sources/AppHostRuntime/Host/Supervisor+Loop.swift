@@ -269,7 +269,8 @@ extension Supervisor {
         let continuations = shutdownContinuations
         shutdownContinuations = []
         // The template waits in groups of its own (or still in its standby's): it goes first,
-        // then they do, and the standby.
+        // once the spawn thread is done with it, then they do, and the standby.
+        finishMakingStandby()
         template?.stop()
         discardStandby()
         discardWaitingGroups()

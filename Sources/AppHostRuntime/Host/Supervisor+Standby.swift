@@ -35,14 +35,20 @@ struct Standby {
         return poll(&socket, 1, 0) == 0
     }
 
-    /// Kills it and everything in its groups, reaps it and closes what the host held of it.
-    func discard() {
+    /// Kills it (in namespaces, its init, whose end ends the app process), reaps it and closes
+    /// what the host held of it; its groups stay.
+    func end() {
         _ = apphost_pidfd_send_signal(spawned.pidfd, SIGKILL)
         var status = apphost_child_status()
         _ = apphost_waitid_pidfd(spawned.pidfd, WEXITED, &status)
         for fd in [spawned.pidfd, spawned.control, spawned.output, spawned.diagnostics] + (spawned.initChannel.map { [$0] } ?? []) {
             closeIgnoringErrors(fd)
         }
+    }
+
+    /// Ends it and removes its groups (the template has left them).
+    func discard() {
+        end()
         // Its processes may take a moment to leave their groups once reaped.
         let template = waiting?.template
         waiting?.groups.memory?.discard(sparing: template)
@@ -58,13 +64,24 @@ struct StandbyFailure: Error {
     var error: SystemError
     var freezer: Cgroup?
     var waiting: Supervisor.WaitingGroups?
+
+    /// Removes the groups (the template has been stopped, or was never in them).
+    func discard() {
+        freezer?.remove()
+        waiting?.pids?.remove()
+        waiting?.memory?.discard()
+    }
 }
 
 extension Supervisor {
+    /// Standbys that failed in a row before none are made (until the template starts again).
+    static let standbyFailureLimit = 3
+
     /// Makes the next launch's standby, unless there is one, one is being made, or there is no
     /// template. On the queue; the template forks it on the spawn thread.
     func prepareStandby() {
-        guard standby == nil, !isMakingStandby, !isShuttingDown, let template, template.current != nil else { return }
+        guard standby == nil, !isMakingStandby, !isShuttingDown, standbyFailures < Self.standbyFailureLimit, let template,
+              template.current != nil else { return }
         let namespaces = environment.namespaces.flags
         let waiting = takeWaitingGroups(
             processes: configuration.policy.processLimit + (namespaces != 0 ? 1 : 0), memory: configuration.policy.foregroundMemoryLimit)
@@ -89,7 +106,10 @@ extension Supervisor {
             let made = result.map { Standby(spawned: $0, freezer: freezer, waiting: waiting) }
                 .mapError { error in StandbyFailure(error: error, freezer: freezer, waiting: waiting?.groups) }
             guard let self else {
-                if case .success(let standby) = made { standby.discard() }
+                switch made {
+                case .success(let standby): standby.discard()
+                case .failure(let failure): failure.discard()
+                }
                 return
             }
             madeStandby.withLock { $0 = made }
@@ -104,22 +124,27 @@ extension Supervisor {
         standbyMade(made)
     }
 
-    /// Keeps the standby the template made, if it is whole; the template moves on to the next
-    /// launch's groups. If it made none, it is still in the groups taken for it: they wait for
-    /// the next launch again.
+    /// Keeps the standby the template made, if it is whole, and the template moves on to the
+    /// next launch's groups. If it made none, or one the freezer cannot reach (it would have to
+    /// be moved: no better than a launch), the template is still in the groups taken for it:
+    /// they wait for the next launch again. Past `standbyFailureLimit` such ends in a row, no
+    /// more are made until the template starts again (a kernel without CLONE_INTO_CGROUP, say).
     private func standbyMade(_ made: Result<Standby, StandbyFailure>) {
         isMakingStandby = false
         switch made {
-        case .success(let made):
-            prepareWaitingGroups()
-            // One the freezer cannot reach would have to be moved: no better than a launch.
-            guard !isShuttingDown, template?.current != nil, made.freezer == nil || made.spawned.startedInGroup else {
-                made.discard()
-                return
-            }
+        case .success(let made) where made.freezer == nil || made.spawned.startedInGroup:
+            standbyFailures = 0
             standby = made
+            // At shutdown the template stays where it is: it is stopped, then the standby goes.
+            if !isShuttingDown { prepareWaitingGroups() }
+        case .success(let made):
+            standbyFailures += 1
+            made.end()
+            made.freezer?.remove()
+            if let groups = made.waiting?.groups { returnWaitingGroups(groups) }
         case .failure(let failure):
             // The launch that comes finds none and asks the template itself, which says why.
+            standbyFailures += 1
             failure.freezer?.remove()
             if let groups = failure.waiting { returnWaitingGroups(groups) }
         }
@@ -142,13 +167,19 @@ extension Supervisor {
         return made
     }
 
+    /// Waits for the standby being made, if one is (the spawn thread is then done with the
+    /// template's socket).
+    func finishMakingStandby() {
+        guard isMakingStandby else { return }
+        spawner.run {}
+        collectStandby()
+    }
+
     /// Ends the standby, and one being made (the host is shutting down, or the template that
-    /// made it has ended: apps launch by exec until it is back).
+    /// made it has ended: apps launch by exec until it is back). Called once the template is
+    /// gone: it may still be in the standby's cgroup v1 groups.
     func discardStandby() {
-        if isMakingStandby {
-            spawner.run {}
-            collectStandby()
-        }
+        finishMakingStandby()
         standby?.discard()
         standby = nil
     }

@@ -33,6 +33,7 @@ extension Supervisor {
         source.activate()
         discardWaitingGroups()
         prepareWaitingGroups()
+        standbyFailures = 0
         prepareStandby()
         return .success(running.pid)
     }

@@ -50,6 +50,8 @@ public final class Supervisor: @unchecked Sendable {
     /// The next launch's app process, made ahead (Supervisor+Standby), and whether one is being made.
     var standby: Standby?
     var isMakingStandby = false
+    /// Standbys the template refused or made unusable, in a row (Supervisor+Standby).
+    var standbyFailures = 0
     /// Where the spawn thread leaves the standby it made, for the queue to collect.
     let madeStandby = Mutex<Result<Standby, StandbyFailure>?>(nil)
     /// The instance's cgroups and how apps are suspended and limited here.
