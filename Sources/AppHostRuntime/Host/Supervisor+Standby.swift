@@ -64,6 +64,8 @@ struct StandbyFailure: Error {
     var error: SystemError
     var freezer: Cgroup?
     var waiting: Supervisor.WaitingGroups?
+    /// Whether the template is in the waiting groups (else they are of no use to a launch).
+    var holdsTemplate: Bool
 
     /// Removes the groups (the template has been stopped, or was never in them).
     func discard() {
@@ -83,10 +85,13 @@ extension Supervisor {
         guard standby == nil, !isMakingStandby, !isShuttingDown, standbyFailures < Self.standbyFailureLimit, let template,
               template.current != nil else { return }
         let namespaces = environment.namespaces.flags
-        let waiting = takeWaitingGroups(
-            processes: configuration.policy.processLimit + (namespaces != 0 ? 1 : 0), memory: configuration.policy.foregroundMemoryLimit)
         // Born in its cgroup v1 groups or not made: a move into one waits out an RCU grace period.
-        if waiting == nil, environment.pidsGroup != nil || environment.memoryGroup != nil { return }
+        let taken = waitingGroups
+        if taken == nil, environment.pidsGroup != nil || environment.memoryGroup != nil { return }
+        waitingGroups = nil
+        let templatePID = template.current?.pid ?? 0
+        let processes = configuration.policy.processLimit + (namespaces != 0 ? 1 : 0)
+        let memory = configuration.policy.foregroundMemoryLimit
         isMakingStandby = true
         groupCounter += 1
         let freezer = try? environment.freezerGroup?.makeChild(named: "launch-\(groupCounter)")
@@ -97,14 +102,33 @@ extension Supervisor {
         // No container yet: the runner sets its variables once its configuration names it.
         let processEnvironment = Containers.runtimeEnvironment + (namespaces != 0 ? [] : ["APPHOST_PARENT_PID=\(getpid())"])
         spawner.async { [weak self] in
+            // The template's move into the waiting groups was queued on this thread before: it
+            // is done (the queue does not wait for it here). They are sized as a launch's.
+            var waiting: (groups: WaitingGroups, template: pid_t)?
+            if let taken {
+                let members = [taken.pids, taken.memory?.group].compactMap { $0 }
+                guard !members.isEmpty, members.allSatisfy({ $0.processes.contains(templatePID) }),
+                      taken.pids.map({ (try? $0.write("pids.max", "\(processes + 1)")) != nil }) ?? true,
+                      taken.memory?.setLimit(memory) ?? true
+                else {
+                    let failure = StandbyFailure(
+                        error: SystemError("the launch template is not in its waiting groups", errno: ESRCH), freezer: freezer,
+                        waiting: taken, holdsTemplate: false)
+                    guard let self else { return failure.discard() }
+                    madeStandby.withLock { $0 = .failure(failure) }
+                    queue.async { self.collectStandby() }
+                    return
+                }
+                waiting = (taken, templatePID)
+            }
             let result = Result { () throws(SystemError) in
                 try AppProcessSpawner.spawn(
                     executable: executable, arguments: arguments, environment: processEnvironment,
                     namespaces: namespaces != 0 ? namespaces | APPHOST_NAMESPACE_MOUNT_LATER : 0, app: runner,
                     template: template, group: freezer, execIfRefused: false)
             }
-            let made = result.map { Standby(spawned: $0, freezer: freezer, waiting: waiting) }
-                .mapError { error in StandbyFailure(error: error, freezer: freezer, waiting: waiting?.groups) }
+            let made = result.map { [waiting] in Standby(spawned: $0, freezer: freezer, waiting: waiting) }
+                .mapError { [waiting] error in StandbyFailure(error: error, freezer: freezer, waiting: waiting?.groups, holdsTemplate: true) }
             guard let self else {
                 switch made {
                 case .success(let standby): standby.discard()
@@ -146,7 +170,14 @@ extension Supervisor {
             // The launch that comes finds none and asks the template itself, which says why.
             standbyFailures += 1
             failure.freezer?.remove()
-            if let groups = failure.waiting { returnWaitingGroups(groups) }
+            guard let groups = failure.waiting else { return }
+            if failure.holdsTemplate {
+                returnWaitingGroups(groups)
+            } else {
+                groups.pids?.remove(sparing: template?.current?.pid)
+                groups.memory?.discard(sparing: template?.current?.pid)
+                prepareWaitingGroups()
+            }
         }
     }
 
