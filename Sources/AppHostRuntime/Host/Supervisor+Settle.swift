@@ -17,7 +17,7 @@ extension Supervisor {
         let records = try queue.sync { try names.map { try $0.map { try app(named: $0) } } ?? apps }
         try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
             queue.async { [self] in
-                let waiter = SettleWaiter(records: records, continuation: continuation)
+                let waiter = SettleWaiter(records: records, coversEveryApp: names == nil, continuation: continuation)
                 guard !waiter.isSettled else {
                     continuation.resume()
                     return
@@ -61,14 +61,15 @@ extension Supervisor {
 final class SettleWaiter: @unchecked Sendable {
     let records: [AppRecord]
     let continuation: CheckedContinuation<Void, any Error>
-    /// The records waited for, and those of them not settled when last looked at.
-    private let covered: Set<ObjectIdentifier>
+    /// The records waited for (nil: every app, with no set of thousands to build for each
+    /// command), and those of them not settled when last looked at.
+    private let covered: Set<ObjectIdentifier>?
     private var unsettled: Set<ObjectIdentifier> = []
 
-    init(records: [AppRecord], continuation: CheckedContinuation<Void, any Error>) {
+    init(records: [AppRecord], coversEveryApp: Bool = false, continuation: CheckedContinuation<Void, any Error>) {
         self.records = records
         self.continuation = continuation
-        covered = Set(records.map(ObjectIdentifier.init))
+        covered = coversEveryApp ? nil : Set(records.map(ObjectIdentifier.init))
         _ = recount()
     }
 
@@ -80,7 +81,7 @@ final class SettleWaiter: @unchecked Sendable {
     /// Takes in that `record`'s machine has changed; returns whether every app now seems settled.
     func follow(_ record: AppRecord) -> Bool {
         let id = ObjectIdentifier(record)
-        guard covered.contains(id) else { return isSettled }
+        if let covered, !covered.contains(id) { return isSettled }
         if record.run?.machine.isSettled ?? true { unsettled.remove(id) } else { unsettled.insert(id) }
         return isSettled
     }
@@ -88,7 +89,8 @@ final class SettleWaiter: @unchecked Sendable {
     /// Looks at every app again (once they all seem settled, and at the deadline); returns
     /// whether they have all settled.
     func recount() -> Bool {
-        unsettled = Set(records.lazy.filter { !($0.run?.machine.isSettled ?? true) }.map(ObjectIdentifier.init))
+        unsettled = []
+        for record in records where !(record.run?.machine.isSettled ?? true) { unsettled.insert(ObjectIdentifier(record)) }
         return isSettled
     }
 }
