@@ -228,6 +228,8 @@ extension Supervisor {
         let sized = (pids.map { (try? $0.write("pids.max", "\(processes + 1)")) != nil } ?? true)
             && (standby.waiting?.groups.memory.map { $0.setLimit(memoryLimit) } ?? true)
         sandbox.namespaced = namespaces
+        // Without a pids group, the app's user is held to the limit by RLIMIT_NPROC instead.
+        if pids == nil && sandbox.uid != nil { sandbox.processLimit = UInt64(policy.processLimit) }
         // Its groups are named launch-N, as the cgroup v1 groups of a template's fork are (a
         // cgroup v2 group cannot be renamed).
         let groups = AppProcess.Groups(freezer: standby.freezer, pids: pids, memory: standby.waiting?.groups.memory)
