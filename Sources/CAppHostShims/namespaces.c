@@ -1,5 +1,6 @@
 #define _GNU_SOURCE
 #include "apphost_namespaces.h"
+#include "apphost_shims.h"
 #include <errno.h>
 #include <limits.h>
 #include <fcntl.h>
@@ -731,22 +732,11 @@ int apphost_await_isolation(int fd, char *failure, size_t size) {
     char report[1024];
     size_t have = 0;
     int passed = -1;
-    for (;;) {
-        union {
-            char bytes[CMSG_SPACE(sizeof(int))];
-            struct cmsghdr align;
-        } control;
-        struct iovec vector = {report + have, sizeof report - 1 - have};
-        struct msghdr message = {.msg_iov = &vector, .msg_iovlen = 1, .msg_control = control.bytes, .msg_controllen = sizeof control.bytes};
-        ssize_t got = recvmsg(fd, &message, MSG_CMSG_CLOEXEC);
-        if (got < 0 && errno == EINTR) continue;
-        for (struct cmsghdr *header = CMSG_FIRSTHDR(&message); got >= 0 && header; header = CMSG_NXTHDR(&message, header)) {
-            if (header->cmsg_level == SOL_SOCKET && header->cmsg_type == SCM_RIGHTS && passed < 0) memcpy(&passed, CMSG_DATA(header), sizeof passed);
-        }
-        if (got <= 0 || have + (size_t)got >= sizeof report - 1) {
-            if (got > 0) have += (size_t)got;
-            break;
-        }
+    // Until the init closes its end: the report may come in pieces, the namespace with the first.
+    while (have < sizeof report - 1) {
+        int count = 0;
+        ssize_t got = apphost_template_receive(fd, report + have, sizeof report - 1 - have, passed < 0 ? &passed : NULL, passed < 0 ? 1 : 0, &count);
+        if (got <= 0) break;
         have += (size_t)got;
     }
     report[have] = 0;

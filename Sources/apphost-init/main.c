@@ -22,6 +22,7 @@
 
 #define _GNU_SOURCE
 #include "apphost_namespaces.h"
+#include "apphost_shims.h"
 #include <errno.h>
 #include <fcntl.h>
 #include <sched.h>
@@ -32,7 +33,6 @@
 #include <unistd.h>
 #include <linux/capability.h>
 #include <sys/prctl.h>
-#include <sys/socket.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 
@@ -120,23 +120,7 @@ static void isolate(const struct isolation *isolation, int report, int standby) 
     int namespace = message[0] == '0' && standby ? open("/proc/self/ns/mnt", O_RDONLY | O_CLOEXEC) : -1;
     if (standby && message[0] == '0' && namespace < 0) snprintf(message, sizeof message, "1open /proc/self/ns/mnt: %s", strerror(errno));
     if (namespace >= 0) message[0] = '2';
-    struct iovec vector = {message, strlen(message)};
-    union {
-        char bytes[CMSG_SPACE(sizeof(int))];
-        struct cmsghdr align;
-    } control;
-    memset(&control, 0, sizeof control);
-    struct msghdr header = {.msg_iov = &vector, .msg_iovlen = 1};
-    if (namespace >= 0) {
-        header.msg_control = control.bytes;
-        header.msg_controllen = sizeof control.bytes;
-        struct cmsghdr *rights = CMSG_FIRSTHDR(&header);
-        rights->cmsg_level = SOL_SOCKET;
-        rights->cmsg_type = SCM_RIGHTS;
-        rights->cmsg_len = CMSG_LEN(sizeof(int));
-        memcpy(CMSG_DATA(rights), &namespace, sizeof namespace);
-    }
-    ssize_t written = sendmsg(report, &header, MSG_NOSIGNAL);
+    ssize_t written = apphost_send_with_fds(report, message, strlen(message), &namespace, namespace >= 0 ? 1 : 0);
     (void)written;
     if (namespace >= 0) close(namespace);
     close(report);

@@ -185,11 +185,7 @@ extension Supervisor {
                 time: Date(), app: bundle.identifier, name: bundle.name, pid: process.pid, event: .warning,
                 detail: "launched by exec: the launch template could not start it (\(failure))"), run: run)
         }
-        if environment.memoryGroup != nil && process.memoryGroup == nil {
-            publish(HostEvent(
-                time: Date(), app: bundle.identifier, name: bundle.name, pid: process.pid, event: .warning,
-                detail: "no memory cgroup for this process: its memory limits are enforced by sampling"), run: run)
-        }
+        warnIfWithoutMemoryGroup(process, record, run)
         watch(process, record, run)
         guard !spawned.configured else { return }
         do {
@@ -257,11 +253,7 @@ extension Supervisor {
         let process = AppProcess(
             spawned, groups: groups, name: bundle.name, forwardOutput: self.configuration.forwardAppOutput, sparing: standby.waiting?.template)
         run.process = process
-        if environment.memoryGroup != nil && process.memoryGroup == nil {
-            publish(HostEvent(
-                time: Date(), app: bundle.identifier, name: bundle.name, pid: process.pid, event: .warning,
-                detail: "no memory cgroup for this process: its memory limits are enforced by sampling"), run: run)
-        }
+        warnIfWithoutMemoryGroup(process, record, run)
         if let pids {
             spawner.async { [weak self, weak process] in
                 self?.queue.async { [weak process] in
@@ -272,6 +264,14 @@ extension Supervisor {
         }
         watch(process, record, run)
         return true
+    }
+
+    /// Says so when the app process is in no memory cgroup where the host has one.
+    private func warnIfWithoutMemoryGroup(_ process: AppProcess, _ record: AppRecord, _ run: AppRun) {
+        guard environment.memoryGroup != nil && process.memoryGroup == nil else { return }
+        publish(HostEvent(
+            time: Date(), app: record.bundle.identifier, name: record.bundle.name, pid: process.pid, event: .warning,
+            detail: "no memory cgroup for this process: its memory limits are enforced by sampling"), run: run)
     }
 
     /// Watches a started app process: its control socket, its end, its memory group and its

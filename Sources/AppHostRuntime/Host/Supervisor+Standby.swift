@@ -7,14 +7,15 @@ import AppHostProtocol
 import AppHostSandbox
 import AppHostSystem
 import CAppHostShims
+import Logging
 
 /// An app process made ahead of its launch (README.md, "How apps are launched"), as Android's
 /// zygote keeps unspecialized app processes ready: the launch template's fork, already in its
 /// groups (and, in namespaces, under its init, which has exec'd apphost-init), waiting for a
 /// configuration. No app is chosen yet: it has no container, and its init waits to be told what
 /// to hide. A launch that finds one skips the request to the template, its fork and the
-/// process's start-up; the next is made once that launch's app says it is ready, so that making
-/// it does not compete with the launch for the processor.
+/// process's start-up; the next is made once that launch has ended its callbacks (settled), so
+/// that making it does not compete with the launch for the processor.
 struct Standby {
     /// The init's option that makes it wait for its options on its channel to the host.
     static let initArgument = "--standby"
@@ -168,6 +169,7 @@ extension Supervisor {
             if let groups = made.waiting?.groups { returnWaitingGroups(groups) }
         case .failure(let failure):
             // The launch that comes finds none and asks the template itself, which says why.
+            configuration.logger.debug("no standby app process: \(failure.error)")
             standbyFailures += 1
             failure.freezer?.remove()
             guard let groups = failure.waiting else { return }
@@ -184,10 +186,7 @@ extension Supervisor {
     /// The standby, for a launch whose container is at `container`, if there is one that can
     /// take it (its container's variables fit the template's placeholders).
     func takeStandby(container: String) -> Standby? {
-        if standby == nil, isMakingStandby {
-            spawner.run {}
-            collectStandby()
-        }
+        finishMakingStandby()
         guard let made = standby else { return nil }
         guard containerEnvironment(container).allSatisfy({ $0.utf8.count <= Int(APPHOST_TEMPLATE_PLACEHOLDER_LENGTH) }) else { return nil }
         standby = nil
