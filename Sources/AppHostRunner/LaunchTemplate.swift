@@ -31,6 +31,8 @@ public enum LaunchTemplate {
         }
         guard prepared == 0 else { refuseToStart("cannot find glibc's record of its thread's id") }
         warmUp()
+        // Last: the pages touched so far are the ones each fork would otherwise fault in again.
+        guard apphost_template_share_page_tables() != -2 else { refuseToStart("a library's code stayed writable") }
         var buffer = [UInt8](repeating: 0, count: LaunchTemplateRequest.maximumSize)
         var descriptors = [Int32](repeating: -1, count: LaunchTemplateRequest.maximumDescriptors + 1)
         while true {

@@ -251,6 +251,52 @@ int apphost_template_prepare(const char *const *placeholders, int count) {
     return found == 1 ? 0 : -1;
 }
 
+int apphost_template_share_page_tables(void) {
+    int fd = open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return -1;
+    size_t capacity = 1 << 16, length = 0;
+    char *maps = malloc(capacity + 1);
+    while (maps) {
+        if (length == capacity) {
+            char *larger = realloc(maps, (capacity *= 2) + 1);
+            if (!larger) free(maps);
+            maps = larger;
+            continue;
+        }
+        ssize_t got = read(fd, maps + length, capacity - length);
+        if (got < 0 && errno == EINTR) continue;
+        if (got <= 0) break;
+        length += (size_t)got;
+    }
+    close(fd);
+    if (!maps) return -1;
+    maps[length] = 0;
+    int shared = 0;
+    // Parsed whole before any change: an mprotect may split or merge what the file lists.
+    for (char *line = maps, *next; line && *line; line = next) {
+        next = strchr(line, '\n');
+        if (next) *next++ = 0;
+        unsigned long start, end, inode;
+        char permissions[5];
+        if (sscanf(line, "%lx-%lx %4s %*s %*s %lu", &start, &end, permissions, &inode) != 4) continue;
+        // Read-only private mappings of a file (a library's code and constants) have no
+        // anonymous memory, so a fork leaves their page-table entries behind.
+        if (inode == 0 || permissions[0] != 'r' || permissions[1] != '-' || permissions[3] != 'p') continue;
+        int protection = PROT_READ | (permissions[2] == 'x' ? PROT_EXEC : 0);
+        if (mprotect((void *)start, end - start, protection | PROT_WRITE) != 0) continue;
+        // The same byte written back: a private copy of one page, and with it anonymous memory.
+        volatile char *first = (volatile char *)start;
+        *first = *first;
+        if (mprotect((void *)start, end - start, protection) != 0) {
+            free(maps);
+            return -2;
+        }
+        shared++;
+    }
+    free(maps);
+    return shared;
+}
+
 struct clone3_arguments {
     uint64_t flags, pidfd, child_tid, parent_tid, exit_signal, stack, stack_size, tls, set_tid, set_tid_size, cgroup;
 };

@@ -210,6 +210,35 @@ struct LauncherTests {
         }
     }
 
+    /// The kilobytes of anonymous memory in `pid`'s mapping of libswiftCore's code
+    /// (/proc/PID/smaps), if it has one.
+    private func anonymousKilobytesInSwiftCoreCode(of pid: pid_t) -> Int? {
+        let data = FileHandle(forReadingAtPath: "/proc/\(pid)/smaps")?.readDataToEndOfFile() ?? Data()
+        let lines = String(decoding: data, as: UTF8.self).split(separator: "\n")
+        guard let header = lines.firstIndex(where: { $0.hasSuffix("/libswiftCore.so") && $0.split(separator: " ").dropFirst().first == "r-xp" })
+        else { return nil }
+        let field = lines[(header + 1)...].prefix { !$0.contains(".so") }.first { $0.hasPrefix("Anonymous:") }
+        return field.flatMap { Int($0.split(separator: " ").dropFirst().first ?? "") }
+    }
+
+    /// A fork of the template has the page-table entries of what the template's libraries have
+    /// touched, made so by the one private page each of its read-only library mappings is given
+    /// (`apphost_template_share_page_tables`): the app does not fault them in again. An exec'd
+    /// app process has no such page.
+    @Test func forksInheritTheTemplatesLibraryPagesAndExecDoesNot() throws {
+        for launcher in ["template", "exec"] {
+            let scratch = try Scratch()
+            let host = try HostSession([try scratch.bundle("First")], scratch: scratch, arguments: ["--launcher", launcher])
+            let pid = try #require(try host.waitFor("First", "didBecomeActive").pid)
+            #expect(anonymousKilobytesInSwiftCoreCode(of: pid) == (launcher == "template" ? Int(getpagesize() / 1024) : 0))
+            if launcher == "template", let template = templates(of: host).first {
+                #expect(anonymousKilobytesInSwiftCoreCode(of: template) == Int(getpagesize() / 1024))
+            }
+            host.closeInput()
+            #expect(try host.waitForExit() == 0)
+        }
+    }
+
     @Test func aKilledTemplateIsStartedAgainAndRunningAppsLiveOn() throws {
         let scratch = try Scratch()
         let host = try HostSession([try scratch.bundle("First"), try scratch.bundle("Second")], scratch: scratch)

@@ -27,14 +27,12 @@ enum Containers {
         defer { closeIgnoringErrors(parent) }
         let top = try directory(bundle.identifier, in: parent, path: container.path, repairs: &repairs)
         defer { closeIgnoringErrors(top) }
-        if let owner {
-            // A container last used under another user (per-app users switched on or off) is
-            // given back to the app's user, without following a link.
-            var info = stat()
-            try valueOrErrno("fstat \(container.path)") { fstat(top, &info) }
-            if info.st_uid != owner.uid || info.st_gid != owner.gid { try own(container.path, owner: owner) }
-        }
-        try valueOrErrno("chmod \(container.path)") { fchmod(top, 0o700) }
+        var info = stat()
+        try valueOrErrno("fstat \(container.path)") { fstat(top, &info) }
+        // A container last used under another user (per-app users switched on or off) is
+        // given back to the app's user, without following a link.
+        if let owner, info.st_uid != owner.uid || info.st_gid != owner.gid { try own(container.path, owner: owner) }
+        if info.st_mode & 0o7777 != 0o700 { try valueOrErrno("chmod \(container.path)") { fchmod(top, 0o700) } }
         for relative in directories {
             var fd = try valueOrErrno("dup") { dup(top) }
             var path = container.path
@@ -49,7 +47,7 @@ enum Containers {
                 }
                 closeIgnoringErrors(fd)
                 fd = next
-                if let owner { try valueOrErrno("chown \(path)") { fchown(fd, owner.uid, owner.gid) } }
+                if let owner { try own(fd, path: path, owner: owner) }
             }
             closeIgnoringErrors(fd)
         }
@@ -60,10 +58,15 @@ enum Containers {
     /// following a link: a link or a file planted where it belongs is repaired first.
     private static func directory(_ name: String, in parent: Int32, path: String, repairs: inout [String]) throws(SystemError) -> Int32 {
         for attempt in 0..<2 {
-            do {
-                try valueOrErrno("mkdir \(path)") { mkdirat(parent, name, 0o755) }
-            } catch where error.errno == EEXIST {
-                // Already there: checked below.
+            // Opened first: at every launch but the first it is there (a launch's path).
+            let existing = openat(parent, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
+            if existing >= 0 { return existing }
+            if errno == ENOENT {
+                do {
+                    try valueOrErrno("mkdir \(path)") { mkdirat(parent, name, 0o755) }
+                } catch where error.errno == EEXIST {
+                    // Made meanwhile: checked below.
+                }
             }
             do {
                 return try valueOrErrno("open \(path)") { openat(parent, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC) }
@@ -104,6 +107,14 @@ enum Containers {
 
     /// Gives everything under `path` to `owner`, never following a link (lchown, and a walk that
     /// descends only into real directories).
+    /// Gives the open directory `fd` to `owner` unless it is theirs already (a chown to the
+    /// same owner would still write the inode, at every launch).
+    private static func own(_ fd: Int32, path: String, owner: (uid: UInt32, gid: UInt32)) throws(SystemError) {
+        var info = stat()
+        if fstat(fd, &info) == 0, info.st_uid == owner.uid, info.st_gid == owner.gid { return }
+        try valueOrErrno("chown \(path)") { fchown(fd, owner.uid, owner.gid) }
+    }
+
     private static func own(_ path: String, owner: (uid: UInt32, gid: UInt32)) throws {
         try valueOrErrno("chown \(path)") { lchown(path, owner.uid, owner.gid) }
         var info = stat()

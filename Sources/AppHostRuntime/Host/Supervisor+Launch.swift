@@ -220,6 +220,9 @@ extension Supervisor {
         // queued on the spawn thread: one task more until it has left.
         let processes = policy.processLimit + (namespaces ? 1 : 0)
         let memoryLimit = run.machine.isInForeground ? policy.foregroundMemoryLimit : policy.backgroundMemoryLimit
+        // The init first: it isolates the file system while the groups are sized and the
+        // configuration written (its options do not depend on them).
+        let initTold = spawned.initChannel.map { (try? Self.sendInitOptions(initOptions(bundle, sandbox), on: $0)) != nil } ?? true
         let pids = standby.waiting?.groups.pids
         let sized = (pids.map { (try? $0.write("pids.max", "\(processes + 1)")) != nil } ?? true)
             && (standby.waiting?.groups.memory.map { $0.setLimit(memoryLimit) } ?? true)
@@ -241,8 +244,7 @@ extension Supervisor {
             return true
         }
         let body = WireCoding.encode(HostMessage.configure(configuration))
-        let delivered = sized && body.count <= AppProcessSpawner.maximumConfigurationAhead
-            && (spawned.initChannel.map { (try? Self.sendInitOptions(initOptions(bundle, sandbox), on: $0)) != nil } ?? true)
+        let delivered = initTold && sized && body.count <= AppProcessSpawner.maximumConfigurationAhead
             && (try? ControlChannel(fd: spawned.control).send(body: body, nonBlocking: true)) != nil
         guard delivered else {
             // The template's queued move first: then nothing but the standby is in its groups.

@@ -58,6 +58,15 @@ int apphost_template_take_environment(char *const variables[]);
 /// failure in `failure`, -1 if the init ended without a report.
 int apphost_await_isolation(int fd, char *failure, size_t size);
 
+/// In the launch template, once warmed up and before its first fork: gives each read-only
+/// private file mapping (the code and constants of the runtime, Foundation and every other
+/// library) a private copy of its first page, so that the kernel copies the mapping's page-table
+/// entries to each fork, as it does for anonymous memory, instead of leaving every page the
+/// template has touched to fault in again in each app process. Returns how many mappings it
+/// changed; -1 if /proc/self/maps cannot be read (nothing changed); -2 if a mapping could not
+/// be made read-only again (the template must then not fork).
+int apphost_template_share_page_tables(void);
+
 /// The longest value a placeholder takes (the host makes each this long).
 #define APPHOST_TEMPLATE_PLACEHOLDER_LENGTH 4095
 
