@@ -28,7 +28,7 @@ extension Supervisor {
     @discardableResult
     public func openSwitcher() throws -> String {
         try queue.sync {
-            guard let record = apps.first(where: { $0.run.map { $0.machine.isAlive && $0.machine.isInForeground } ?? false }),
+            guard let record = foregroundApps.min().map({ apps[$0] }),
                   let run = record.run
             else { throw SupervisorError("no app is in the foreground", code: .wrongState) }
             handle(record, run, .openSwitcher)

@@ -21,6 +21,7 @@ extension Supervisor {
             let record = AppRecord(bundle: bundle)
             if bundle.adoptsScenes, let kept = storedSceneSessions[bundle.identifier] { record.scenes = kept }
             appIndex[bundle.identifier] = apps.count
+            for name in record.names where appNameIndex[name] == nil { appNameIndex[name] = apps.count }
             apps.append(record)
             reserveAppUser(for: bundle)
             queueSchedulerPass()

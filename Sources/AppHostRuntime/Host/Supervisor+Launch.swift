@@ -12,10 +12,7 @@ extension Supervisor {
     // MARK: Running an app
 
     func app(named name: String) throws -> AppRecord {
-        let lowered = name.lowercased()
-        if let record = apps.first(where: { $0.names.contains(lowered) }) {
-            return record
-        }
+        if let index = appNameIndex[name.lowercased()] { return apps[index] }
         let known = apps.map(\.bundle.name).joined(separator: ", ")
         let nearest = NearestName.suggestion(for: name, among: apps.map(\.bundle.name)).map { "did you mean \($0)? " } ?? ""
         throw SupervisorError("no app named \(name); \(nearest)installed: \(known.isEmpty ? "none" : known)", code: .noSuchApp)
@@ -26,7 +23,7 @@ extension Supervisor {
     }
 
     func sendForegroundAppAway(except keep: AppRecord?) {
-        for record in apps where record !== keep {
+        for record in foregroundApps.sorted().map({ apps[$0] }) where record !== keep {
             if let run = record.run, run.machine.isAlive, run.machine.isInForeground {
                 handle(record, run, .moveToBackground)
             }

@@ -24,11 +24,24 @@ extension Supervisor {
         while !inputs.isEmpty {
             let (record, run, input) = inputs.removeFirst()
             let actions = run.machine.handle(input, now: clock.now)
+            follow(record)
             for action in actions { perform(action, record, run) }
             armTimer(run)
+            follow(record)
         }
         // A launch that took the standby has ended its callbacks: the next is made meanwhile.
         if standby == nil, !isMakingStandby, template != nil, run.machine.isSettled { prepareStandby() }
+    }
+
+    /// Takes in that `record`'s machine may have changed: `unsettledApps`, `runningApps` and
+    /// `foregroundApps` (Supervisor.swift). Called after each of its inputs.
+    func follow(_ record: AppRecord) {
+        let id = ObjectIdentifier(record)
+        let run = record.run
+        if run?.machine.isSettled ?? true { unsettledApps.remove(id) } else { unsettledApps.insert(id) }
+        guard let index = appIndex[record.bundle.identifier] else { return }
+        if let run, run.machine.isLive, run.machine.state != .suspended { runningApps.insert(index) } else { runningApps.remove(index) }
+        if let run, run.machine.isAlive, run.machine.isInForeground { foregroundApps.insert(index) } else { foregroundApps.remove(index) }
     }
 
     /// Sets the app's timer for the machine's next deadline, but only when it must fire sooner
@@ -233,6 +246,7 @@ extension Supervisor {
         }
         run.lastState = .terminated
         if termination.kind == .forceQuit || termination.kind == .userTerminated { userForceQuit(record) }
+        follow(record)
         updateSampler()
         pressureVictimEnded(record)
         var ended = HostEvent(

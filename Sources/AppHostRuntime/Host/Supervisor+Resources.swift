@@ -59,7 +59,7 @@ extension Supervisor {
         default:
             break
         }
-        updateSampler(changed: record)
+        updateSampler()
     }
 
     /// Holds the app to its state's limit: ends it if it already uses more, else sets its group's.
@@ -83,15 +83,10 @@ extension Supervisor {
         handle(record, run, .enforce(ResourceRules.limitByCgroup(limit: (group.limit, limit.label), memory: run.memory, peak: run.peakMemory)))
     }
 
-    /// Runs the sampler while some app runs; stops it when every app is suspended or gone.
-    /// `changed`, the app whose state just changed, is looked at first: an app that comes to
-    /// run answers the question without a walk over every app.
-    func updateSampler(changed: AppRecord? = nil) {
-        func runs(_ record: AppRecord) -> Bool {
-            guard let run = record.run, run.machine.isLive else { return false }
-            return run.machine.state != .suspended
-        }
-        let needed = changed.map(runs) == true || apps.contains(where: runs)
+    /// Runs the sampler while some app runs (`runningApps`); stops it when every app is
+    /// suspended or gone.
+    func updateSampler() {
+        let needed = !runningApps.isEmpty
         guard needed != samplerRunning else { return }
         samplerRunning = needed
         let interval = configuration.policy.resourceSampleInterval

@@ -17,7 +17,8 @@ extension Supervisor {
         let records = try queue.sync { try names.map { try $0.map { try app(named: $0) } } ?? apps }
         try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
             queue.async { [self] in
-                let waiter = SettleWaiter(records: records, coversEveryApp: names == nil, continuation: continuation)
+                let waiter = SettleWaiter(
+                    records: records, coversEveryApp: names == nil, unsettledApps: unsettledApps, continuation: continuation)
                 guard !waiter.isSettled else {
                     continuation.resume()
                     return
@@ -26,7 +27,7 @@ extension Supervisor {
                 queue.asyncAfter(deadline: .now() + .nanoseconds(Int(limit.nanoseconds))) { [self] in
                     guard let index = settleWaiters.firstIndex(where: { $0 === waiter }) else { return }
                     settleWaiters.remove(at: index)
-                    if waiter.recount() {
+                    if waiter.recount(unsettledApps) {
                         continuation.resume()
                     } else {
                         continuation.resume(throwing: notSettled(records, within: limit))
@@ -40,8 +41,9 @@ extension Supervisor {
     /// has taken an input (its events, its end), with that app. Each waiter follows the apps it
     /// still waits for, so that an input costs a look at one app, not at each of thousands.
     func resolveSettleWaiters(changed record: AppRecord) {
+        follow(record)
         settleWaiters.removeAll { waiter in
-            guard waiter.follow(record), waiter.recount() else { return false }
+            guard waiter.follow(record), waiter.recount(unsettledApps) else { return false }
             waiter.continuation.resume()
             return true
         }
@@ -66,11 +68,15 @@ final class SettleWaiter: @unchecked Sendable {
     private let covered: Set<ObjectIdentifier>?
     private var unsettled: Set<ObjectIdentifier> = []
 
-    init(records: [AppRecord], coversEveryApp: Bool = false, continuation: CheckedContinuation<Void, any Error>) {
+    /// `unsettledApps`: the supervisor's (which apps are between steps).
+    init(
+        records: [AppRecord], coversEveryApp: Bool = false, unsettledApps: Set<ObjectIdentifier>,
+        continuation: CheckedContinuation<Void, any Error>
+    ) {
         self.records = records
         self.continuation = continuation
         covered = coversEveryApp ? nil : Set(records.map(ObjectIdentifier.init))
-        _ = recount()
+        _ = recount(unsettledApps)
     }
 
     // Touched only on the supervisor's queue.
@@ -86,9 +92,14 @@ final class SettleWaiter: @unchecked Sendable {
         return isSettled
     }
 
-    /// Looks at every app again (once they all seem settled, and at the deadline); returns
-    /// whether they have all settled.
-    func recount() -> Bool {
+    /// Looks again at the apps it waits for (once they all seem settled, and at the deadline):
+    /// at each named app, or for every app at the supervisor's `unsettledApps`. Returns whether
+    /// they have all settled.
+    func recount(_ unsettledApps: Set<ObjectIdentifier>) -> Bool {
+        guard covered != nil else {
+            unsettled = unsettledApps
+            return isSettled
+        }
         unsettled = []
         for record in records where !(record.run?.machine.isSettled ?? true) { unsettled.insert(ObjectIdentifier(record)) }
         return isSettled

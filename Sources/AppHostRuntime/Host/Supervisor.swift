@@ -92,9 +92,20 @@ public final class Supervisor: @unchecked Sendable {
     /// Each installed app's place in `apps`, by bundle identifier: the passes that run after
     /// every state change look up the few apps they concern rather than walk thousands.
     var appIndex: [String: Int] = [:]
+    /// Each installed app's place in `apps` by each of its names, lowercased (`AppRecord.names`;
+    /// a name two apps share is the first's): every command names its app.
+    var appNameIndex: [String: Int] = [:]
     var waiters: [Waiter] = []
     /// `settle` calls waiting for their apps' transitions to end (Supervisor+Settle).
     var settleWaiters: [SettleWaiter] = []
+    /// What each app's machine is, followed at each of its inputs (`follow`), so that what is
+    /// asked after every state change or command looks at these, not at each of thousands of
+    /// apps: the apps between steps (a settle of every app waits for them), the apps that run
+    /// (live, not suspended: the sampler runs while there is one), and the apps in the foreground
+    /// (by their place in `apps`).
+    var unsettledApps: Set<ObjectIdentifier> = []
+    var runningApps: Set<Int> = []
+    var foregroundApps: Set<Int> = []
     var shutdownContinuations: [CheckedContinuation<Void, Never>] = []
     /// Set by `shutdown()`: no app launches after it.
     var isShuttingDown = false
