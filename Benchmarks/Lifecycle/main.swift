@@ -185,9 +185,12 @@ func benchmarkHost(
     return (supervisor, log, state)
 }
 
-func benchmarkApphost(mechanism: SuspensionMechanism, launcher: Launcher? = nil, bundle: AppBundle, executable: String, runs: Int)
-    -> (launch: Sample, loaded: Sample, confinement: Sample, suspend: Sample, resume: Sample, callback: Sample)
-{
+/// With `interleaving`, that baseline is taken after each launch's app has ended (`interleaved`):
+/// drift on a shared machine then falls on the launch and its baseline alike.
+func benchmarkApphost(
+    mechanism: SuspensionMechanism, launcher: Launcher? = nil, bundle: AppBundle, executable: String, runs: Int,
+    interleaving baseline: (() -> Double?)? = nil
+) -> (launch: Sample, loaded: Sample, confinement: Sample, suspend: Sample, resume: Sample, callback: Sample, interleaved: [Double]) {
     let (supervisor, log, state) = benchmarkHost(
         "\(mechanism.rawValue)-\(launcher?.rawValue ?? "default")", mechanism: mechanism, launcher: launcher,
         bundle: bundle, executable: executable)
@@ -197,6 +200,7 @@ func benchmarkApphost(mechanism: SuspensionMechanism, launcher: Launcher? = nil,
     var launches: [Double] = []
     var loads: [Double] = []
     var confinements: [Double] = []
+    var interleaved: [Double] = []
     for _ in 0...runs {
         let start = now()
         try! supervisor.launch(bundle.name, kind: .foreground)
@@ -207,8 +211,10 @@ func benchmarkApphost(mechanism: SuspensionMechanism, launcher: Launcher? = nil,
         loads.append(Double(loaded.at - start) / 1e6)
         try! supervisor.terminate(bundle.name)
         _ = log.next("terminated", after: &cursor)
+        if let value = baseline?() { interleaved.append(value) }
     }
     launches.removeFirst()  // warm-up
+    if !interleaved.isEmpty { interleaved.removeFirst() }
     loads.removeFirst()
     confinements.removeFirst()
 
@@ -241,7 +247,8 @@ func benchmarkApphost(mechanism: SuspensionMechanism, launcher: Launcher? = nil,
         Sample(label: "confinement step in the app process (all of it)", values: confinements),
         Sample(label: "suspend (\(mechanism.rawValue)): request to all threads stopped", values: suspends),
         Sample(label: "resume (\(mechanism.rawValue))", values: resumes),
-        Sample(label: "delegate callback round trip", values: callbacks)
+        Sample(label: "delegate callback round trip", values: callbacks),
+        interleaved
     )
 }
 
@@ -381,6 +388,8 @@ if let index = arguments.firstIndex(of: "--callbacks-only") {
     try? FileManager.default.removeItem(at: state)
     exit(0)
 }
+/// bwrap running /bin/true in new namespaces: the confined launch's baseline.
+let bwrapOptions = ["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--unshare-all", "--die-with-parent", "--new-session", "/bin/true"]
 // `--launch-only`: launches of one Hello and bwrap's /bin/true, taken in turn so that drift on
 // a shared machine falls on both alike (for profiling the launch).
 if arguments.contains("--launch-only") {
@@ -388,14 +397,13 @@ if arguments.contains("--launch-only") {
     var cursor = 0
     var launches: [Double] = []
     var bwraps: [Double] = []
-    let bwrap = ["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--unshare-all", "--die-with-parent", "--new-session", "/bin/true"]
     for _ in 0...runs {
         let start = now()
         try! supervisor.launch(bundle.name, kind: .foreground)
         launches.append(Double(log.next("didBecomeActive", after: &cursor).at - start) / 1e6)
         try! supervisor.terminate(bundle.name)
         _ = log.next("terminated", after: &cursor)
-        if let baseline = run("/usr/bin/bwrap", bwrap) { bwraps.append(baseline.milliseconds) }
+        if let baseline = run("/usr/bin/bwrap", bwrapOptions) { bwraps.append(baseline.milliseconds) }
     }
     let launch = Sample(label: "launch to applicationDidBecomeActive acknowledged", values: Array(launches.dropFirst()))
     say(row(launch, against: bwraps.count > 1 ? Sample(label: "bwrap: new namespaces, /bin/true", values: Array(bwraps.dropFirst())) : nil))
@@ -459,8 +467,12 @@ var mechanisms: [SuspensionMechanism] = [.sigstop]
 if DoctorReport.probe(instance: "benchmark").findings.contains(where: { $0.name == "cgroup v2 freezer" && $0.available }) {
     mechanisms.insert(.cgroupFreezer, at: 0)
 }
+let hasBwrap = run("/usr/bin/bwrap", bwrapOptions) != nil
 for (index, mechanism) in mechanisms.enumerated() {
-    let result = benchmarkApphost(mechanism: mechanism, bundle: bundle, executable: executable, runs: runs)
+    // bwrap, the launch's baseline, is taken in turn with the default launcher's launches.
+    let result = benchmarkApphost(
+        mechanism: mechanism, bundle: bundle, executable: executable, runs: runs,
+        interleaving: index == 0 && hasBwrap ? { run("/usr/bin/bwrap", bwrapOptions)?.milliseconds } : nil)
     if index == 0 {
         // The default launcher, then the exec launcher (Supervisor.Configuration.launcher).
         let exec = benchmarkApphost(mechanism: mechanism, launcher: .exec, bundle: bundle, executable: executable, runs: runs)
@@ -476,14 +488,16 @@ for (index, mechanism) in mechanisms.enumerated() {
         say(row(result.launch, against: execLaunch))
         say(row(result.confinement, against: result.launch))
         for (key, label, command, options) in [
-            ("bwrap", "bwrap: new namespaces, /bin/true", "/usr/bin/bwrap", ["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--unshare-all", "--die-with-parent", "--new-session", "/bin/true"]),
+            ("bwrap", "bwrap: new namespaces, /bin/true", "/usr/bin/bwrap", bwrapOptions),
             ("firejail", "firejail: seccomp, no caps, /bin/true", "/usr/bin/firejail", ["--quiet", "--noprofile", "--seccomp", "--caps.drop=all", "--nonewprivs", "--noroot", "/bin/true"]),
         ] {
             guard run(command, options) != nil else {
                 say("\(label): \(command) is missing or fails here; scripts/benchmark installs it")
                 continue
             }
-            let baseline = measure(label, runs: runs) { run(command, options)!.milliseconds }
+            let baseline = key == "bwrap" && result.interleaved.count > 1
+                ? Sample(label: label, values: result.interleaved)
+                : measure(label, runs: runs) { run(command, options)!.milliseconds }
             figures.record(key, baseline)
             say(row(result.launch, against: baseline))
         }
