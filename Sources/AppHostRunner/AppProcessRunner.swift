@@ -58,10 +58,21 @@ public enum AppProcessRunner {
         takeEnvironment(of: configuration, socket: socket)
         // The whole confinement is timed, the namespace's mounts included.
         let confinementStarted = ContinuousClock.now
-        if configuration.sandbox?.namespaced == true { awaitIsolatedFileSystem(socket: socket) }
+        let namespaced = configuration.sandbox?.namespaced == true
+        if namespaced {
+            // What needs nothing of the file system is done while the init isolates it.
+            do {
+                try Confinement.dropCapabilityBounds(keeping: configuration.capabilities ?? [])
+            } catch {
+                fail(socket, "cannot confine the app process: \(error)")
+            }
+            awaitIsolatedFileSystem(socket: socket)
+        }
 
         // Confinement, before any plugin code: an app that cannot be confined does not run.
-        confine(configuration, socket: socket, since: confinementStarted)
+        var plan = plan(for: configuration)
+        plan.boundsDropped = namespaced
+        confine(plan, socket: socket, since: confinementStarted)
         // The host's working directory means nothing to the app (and may be out of its user's
         // reach): it starts in its container.
         _ = chdir(configuration.containerPath)
@@ -103,13 +114,13 @@ public enum AppProcessRunner {
         }
     }
 
-    /// Confines this process as the configuration says, then tells the supervisor, handing it
-    /// the seccomp listener; the app keeps no copy of it (it could answer its own refusals).
-    static func confine(_ configuration: WireConfiguration, socket: ControlChannel, since started: ContinuousClock.Instant) {
+    /// Confines this process as `plan` says, then tells the supervisor, handing it the seccomp
+    /// listener; the app keeps no copy of it (it could answer its own refusals).
+    static func confine(_ plan: Confinement.Plan, socket: ControlChannel, since started: ContinuousClock.Instant) {
         let outcome: Confinement.Outcome
         let clock = ContinuousClock()
         do {
-            outcome = try Confinement.apply(plan(for: configuration))
+            outcome = try Confinement.apply(plan)
         } catch {
             fail(socket, "cannot confine the app process: \(error)")
         }

@@ -34,6 +34,8 @@ package enum Confinement {
         package var filter: Seccomp.Program?
         /// Library directories to read (Landlock.libraryDirectories of the host).
         package var libraries: [String] = []
+        /// The bounding and ambient capabilities were dropped already (`dropCapabilityBounds`).
+        package var boundsDropped = false
 
         package init(parentPID: Int32?) { self.parentPID = parentPID }
     }
@@ -61,12 +63,8 @@ package enum Confinement {
     }
 
     package static func apply(_ plan: Plan) throws(SystemError) -> Outcome {
-        var kept: [Int32] = []
-        for name in plan.capabilities {
-            guard let value = Capabilities.value(named: name) else { throw SystemError("cap_from_name(\(name))", errno: EINVAL) }
-            kept.append(value)
-        }
-        try Capabilities.dropBoundingAndAmbient(keeping: kept)
+        let kept = try values(of: plan.capabilities)
+        if !plan.boundsDropped { try Capabilities.dropBoundingAndAmbient(keeping: kept) }
         if let user = plan.user {
             if !kept.isEmpty {
                 try valueOrErrno("prctl(PR_SET_KEEPCAPS)") { apphost_set_keep_capabilities(1) }
@@ -99,6 +97,23 @@ package enum Confinement {
         // it, a refused call would wait for an answer that cannot come.
         let listener = try Seccomp.install(filter)
         return Outcome(listener: listener, landlockABI: landlockABI)
+    }
+
+    /// The first step alone, which needs nothing of the file system the app will see: the
+    /// bounding and ambient capabilities but `capabilities` dropped (some 40 system calls). The
+    /// runner takes it while its namespace's init isolates the file system, then applies the
+    /// rest (`Plan.boundsDropped`). The capabilities the process holds stay until `apply`.
+    package static func dropCapabilityBounds(keeping capabilities: [String]) throws(SystemError) {
+        try Capabilities.dropBoundingAndAmbient(keeping: try values(of: capabilities))
+    }
+
+    private static func values(of capabilities: [String]) throws(SystemError) -> [Int32] {
+        var values: [Int32] = []
+        for name in capabilities {
+            guard let value = Capabilities.value(named: name) else { throw SystemError("cap_from_name(\(name))", errno: EINVAL) }
+            values.append(value)
+        }
+        return values
     }
 
     /// PR_SET_NO_NEW_PRIVS: no execve can grant privileges again (set-user-id bits, file
