@@ -113,12 +113,19 @@ static void drop_capabilities(void) {
 /// runner is not in this mount namespace) '2' with the namespace passed; '1' and why not.
 static void isolate(const struct isolation *isolation, int report, int standby) {
     char message[1024] = "0";
-    if (apphost_isolate_file_system(isolation->hidden, isolation->writable, isolation->writable_count,
-                                    isolation->readable, isolation->readable_count, message + 1, sizeof message - 1) != 0) {
+    // Opened before the namespace's own /proc covers the host's (a first look-up in a new /proc
+    // is slower): it is this namespace's either way.
+    int namespace = standby ? open("/proc/self/ns/mnt", O_RDONLY | O_CLOEXEC) : -1;
+    if (standby && namespace < 0) {
+        snprintf(message, sizeof message, "1open /proc/self/ns/mnt: %s", strerror(errno));
+    } else if (apphost_isolate_file_system(isolation->hidden, isolation->writable, isolation->writable_count,
+                                           isolation->readable, isolation->readable_count, message + 1, sizeof message - 1) != 0) {
         message[0] = '1';
     }
-    int namespace = message[0] == '0' && standby ? open("/proc/self/ns/mnt", O_RDONLY | O_CLOEXEC) : -1;
-    if (standby && message[0] == '0' && namespace < 0) snprintf(message, sizeof message, "1open /proc/self/ns/mnt: %s", strerror(errno));
+    if (message[0] != '0' && namespace >= 0) {
+        close(namespace);
+        namespace = -1;
+    }
     if (namespace >= 0) message[0] = '2';
     ssize_t written = apphost_send_with_fds(report, message, strlen(message), &namespace, namespace >= 0 ? 1 : 0);
     (void)written;

@@ -63,10 +63,21 @@ extension Supervisor {
     }
 
     /// Holds the app to its state's limit: ends it if it already uses more, else sets its group's.
+    /// A limit its memory group holds it to already (the kernel has kept the app under it; the
+    /// states of a launch share one) is left as it is, and an app measured before (its report
+    /// has figures if it dies now) is measured again once what its new state started (the next
+    /// callback, say) is under way: a measurement reads each of its processes' memory.
     private func applyMemoryLimit(_ record: AppRecord, _ run: AppRun) {
-        guard run.machine.isLive, run.process != nil else { return }
-        recordUsage(run)
+        guard run.machine.isLive, let process = run.process else { return }
         let limit = ResourceRules.memoryLimit(state: run.lastState, inForeground: run.machine.isInForeground, policy: configuration.policy)
+        if process.memoryGroup?.limit == limit.bytes, run.peakMemory > 0 {
+            queue.async { [weak self, weak run] in
+                guard let self, let run else { return }
+                recordUsage(run)
+            }
+            return
+        }
+        recordUsage(run)
         let fits = run.memory <= limit.bytes && run.process?.memoryGroup?.setLimit(limit.bytes) != false
         if let termination = ResourceRules.limitOnEntering(limit.label, limit: limit.bytes, memory: run.memory, peak: run.peakMemory, fits: fits) {
             handle(record, run, .enforce(termination))
