@@ -306,6 +306,49 @@ struct StorageTests {
         #expect(!isMountPoint(home.path))
     }
 
+    /// Runs `command` (an absolute path) with `arguments`; returns its exit status.
+    private func run(_ command: String, _ arguments: [String]) throws -> Int32 {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: command)
+        process.arguments = arguments
+        process.standardOutput = FileHandle.nullDevice
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        process.waitUntilExit()
+        return process.terminationStatus
+    }
+
+    /// Another host's container image (an ext4 file in its `storage/containers/`, mounted from a
+    /// loop device outside this host's state directory) is detached from each app's mount
+    /// namespace by its init: the app's mount table has no such mount, while the machine's has.
+    @Test(.enabled(if: hasDiskImages, "needs root, loop devices (/dev/loop-control) and mkfs.ext4 (e2fsprogs)"))
+    func anotherHostsContainerImageIsNotInAnAppsMountNamespace() throws {
+        let scratch = try Scratch()
+        let images = scratch.url.appendingPathComponent("other-host/storage/containers")
+        try FileManager.default.createDirectory(at: images, withIntermediateDirectories: true)
+        let image = images.appendingPathComponent("test.other.img")
+        #expect(FileManager.default.createFile(atPath: image.path, contents: nil))
+        #expect(truncate(image.path, 16 * off_t(Self.mebibyte)) == 0)
+        let mkfs = access("/usr/sbin/mkfs.ext4", X_OK) == 0 ? "/usr/sbin/mkfs.ext4" : "/sbin/mkfs.ext4"
+        #expect(try run(mkfs, ["-q", "-F", image.path]) == 0)
+        let point = scratch.url.appendingPathComponent("other-host-container")
+        try FileManager.default.createDirectory(at: point, withIntermediateDirectories: true)
+        #expect(try run("/bin/mount", ["-o", "loop", image.path, point.path]) == 0)
+        defer { _ = umount2(point.path, Int32(MNT_DETACH)) }
+        #expect(isMountPoint(point.path))
+
+        let host = try HostSession([try scratch.bundle("First")], scratch: scratch)
+        let pid = try #require(try host.waitFor("First", "didBecomeActive").pid)
+        let table = FileHandle(forReadingAtPath: "/proc/\(pid)/mountinfo")?.readDataToEndOfFile() ?? Data()
+        let points = String(decoding: table, as: UTF8.self).split(separator: "\n").compactMap { line in
+            line.split(separator: " ").dropFirst(4).first.map(String.init)
+        }
+        #expect(points.contains("/proc"), "the app's mount table was read: \(points)")
+        #expect(!points.contains(point.path), "another host's container image is in the app's mount namespace")
+        host.closeInput()
+        #expect(try host.waitForExit() == 0)
+    }
+
     /// A host whose first app cannot launch exits at once, without shutting down: it still
     /// unmounts what the launch mounted.
     @Test(.enabled(if: hasDiskImages, "needs root, loop devices (/dev/loop-control) and mkfs.ext4 (e2fsprogs)"))
