@@ -105,8 +105,6 @@ enum Containers {
         return container
     }
 
-    /// Gives everything under `path` to `owner`, never following a link (lchown, and a walk that
-    /// descends only into real directories).
     /// Gives the open directory `fd` to `owner` unless it is theirs already (a chown to the
     /// same owner would still write the inode, at every launch).
     private static func own(_ fd: Int32, path: String, owner: (uid: UInt32, gid: UInt32)) throws(SystemError) {
@@ -115,6 +113,8 @@ enum Containers {
         try valueOrErrno("chown \(path)") { fchown(fd, owner.uid, owner.gid) }
     }
 
+    /// Gives everything under `path` to `owner`, never following a link (lchown, and a walk that
+    /// descends only into real directories).
     private static func own(_ path: String, owner: (uid: UInt32, gid: UInt32)) throws {
         try valueOrErrno("chown \(path)") { lchown(path, owner.uid, owner.gid) }
         var info = stat()

@@ -27,14 +27,14 @@ extension Supervisor {
             follow(record)
             for action in actions { perform(action, record, run) }
             armTimer(run)
-            follow(record)
         }
         // A launch that took the standby has ended its callbacks: the next is made meanwhile.
         if standby == nil, !isMakingStandby, template != nil, run.machine.isSettled { prepareStandby() }
     }
 
     /// Takes in that `record`'s machine may have changed: `unsettledApps`, `runningApps` and
-    /// `foregroundApps` (Supervisor.swift). Called after each of its inputs.
+    /// `foregroundApps` (Supervisor.swift). Called after each of its inputs, before their actions
+    /// (the only place a machine changes).
     func follow(_ record: AppRecord) {
         let id = ObjectIdentifier(record)
         let run = record.run
@@ -246,7 +246,6 @@ extension Supervisor {
         }
         run.lastState = .terminated
         if termination.kind == .forceQuit || termination.kind == .userTerminated { userForceQuit(record) }
-        follow(record)
         updateSampler()
         pressureVictimEnded(record)
         var ended = HostEvent(

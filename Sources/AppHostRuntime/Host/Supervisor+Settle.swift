@@ -41,7 +41,6 @@ extension Supervisor {
     /// has taken an input (its events, its end), with that app. Each waiter follows the apps it
     /// still waits for, so that an input costs a look at one app, not at each of thousands.
     func resolveSettleWaiters(changed record: AppRecord) {
-        follow(record)
         settleWaiters.removeAll { waiter in
             guard waiter.follow(record), waiter.recount(unsettledApps) else { return false }
             waiter.continuation.resume()
