@@ -695,7 +695,8 @@ _Static_assert(sizeof(struct apphost_statmount) == 512, "statmount's fixed part 
 
 /// The container images to detach, found by listing the mounts with listmount and statmount:
 /// no text to make and parse for each mount, as /proc/self/mountinfo is (0.2 ms here, on the
-/// launch's path). Returns how many it stored in `points`, or -1 where the kernel has neither.
+/// launch's path). Returns how many it stored in `points`, or -1 where the kernel has neither or
+/// refuses one (then the mount table is read instead: no image may be passed over unseen).
 static int other_container_images_listed(char points[][1024], const char *const *keep, int count, const char *hidden) {
 #ifdef APPHOST_SYS_LISTMOUNT
     static uint64_t ids[1024];
@@ -708,15 +709,23 @@ static int other_container_images_listed(char points[][1024], const char *const 
     for (;;) {
         struct apphost_mnt_id_req request = {.size = 24, .mnt_id = ~(uint64_t)0 /* LSMT_ROOT */, .param = last};
         long listed = syscall(APPHOST_SYS_LISTMOUNT, &request, ids, sizeof ids / sizeof ids[0], 0);
-        if (listed < 0) return last == 0 ? -1 : found;
+        if (listed < 0) return -1;
         for (long index = 0; index < listed && found < DETACH_MAXIMUM; index++) {
             // The device and file system first (0x1, STATMOUNT_SB_BASIC); the mount point
             // (0x10, STATMOUNT_MNT_POINT) only of an ext4 file system (0xEF53) on a loop device.
+            // A mount gone since the listing (ENOENT) is passed by.
             struct apphost_mnt_id_req query = {.size = 24, .mnt_id = ids[index], .param = 0x1};
-            if (syscall(APPHOST_SYS_STATMOUNT, &query, &status, sizeof status, 0) != 0) continue;
+            if (syscall(APPHOST_SYS_STATMOUNT, &query, &status, sizeof status, 0) != 0) {
+                if (errno == ENOENT) continue;
+                return -1;
+            }
             if (status.fields.sb_dev_major != 7 || status.fields.sb_magic != 0xEF53) continue;
             query.param = 0x1 | 0x10;
-            if (syscall(APPHOST_SYS_STATMOUNT, &query, &status, sizeof status, 0) != 0 || !(status.fields.mask & 0x10)) continue;
+            if (syscall(APPHOST_SYS_STATMOUNT, &query, &status, sizeof status, 0) != 0) {
+                if (errno == ENOENT) continue;
+                return -1;
+            }
+            if (!(status.fields.mask & 0x10)) return -1;
             const char *point = status.fields.str + status.fields.mnt_point;
             if (is_other_container_image(status.fields.sb_dev_major, status.fields.sb_dev_minor, point, keep, count, hidden)) {
                 snprintf(points[found++], 1024, "%s", point);

@@ -231,7 +231,8 @@ struct LauncherTests {
             let host = try HostSession([try scratch.bundle("First")], scratch: scratch, arguments: ["--launcher", launcher])
             let pid = try #require(try host.waitFor("First", "didBecomeActive").pid)
             #expect(anonymousKilobytesInSwiftCoreCode(of: pid) == (launcher == "template" ? Int(getpagesize() / 1024) : 0))
-            if launcher == "template", let template = templates(of: host).first {
+            if launcher == "template" {
+                let template = try #require(templates(of: host).first, "the host's launch template runs")
                 #expect(anonymousKilobytesInSwiftCoreCode(of: template) == Int(getpagesize() / 1024))
             }
             host.closeInput()
