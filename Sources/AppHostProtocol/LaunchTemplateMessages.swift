@@ -13,6 +13,11 @@ package let launchTemplateArgument = "__template"
 /// fills with its app's value (apphost_template_prepare).
 package let launchTemplatePlaceholders = ["HOME", "CFFIXED_USER_HOME", "TMPDIR", "XDG_DATA_HOME", "XDG_CONFIG_HOME", "XDG_CACHE_HOME"]
 
+/// In a standby's environment (an app process made ahead of its launch): the capabilities an
+/// app of its host may keep, comma-separated; it drops every other from its bounding set while
+/// it waits.
+package let standbyCapabilitiesVariable = "APPHOST_STANDBY_CAPABILITIES"
+
 /// The variables that put an app process in its container at `path`: those of the
 /// placeholders. The host sets them when it starts the process; a process made ahead of its
 /// launch (a standby) sets them from its configuration's container.

@@ -36,7 +36,7 @@ public enum AppProcessRunner {
         }
         // A process made ahead of its launch (a standby) has no container yet: `ps` names it so
         // until its configuration comes (then it takes the app's name).
-        if getenv("HOME").map({ $0.pointee == 0 }) ?? true { _ = apphost_set_thread_name(standbyThreadName) }
+        if getenv("HOME").map({ $0.pointee == 0 }) ?? true { prepareStandby() }
         let socket = ControlChannel(fd: controlFD)
         try? socket.send(body: WireCoding.encode(AppMessage.hello(protocolVersion: wireProtocolVersion, pid: getpid())))
 
@@ -89,6 +89,20 @@ public enum AppProcessRunner {
             return entry(&arguments)
         }
         fail(socket, "the plugin's entry point returned \(status)")
+    }
+
+    /// In a process made ahead of its launch (a standby), what it can do before its app is known,
+    /// while nothing waits for it: drops from its bounding set every capability that no app of
+    /// its host may keep (the policy's allowed ones, which the host names in
+    /// `standbyCapabilitiesVariable`), and writes once to the memory that decoding its
+    /// configuration writes to (each page a fork shares with the template is copied at its
+    /// first write).
+    static func prepareStandby() {
+        _ = apphost_set_thread_name(standbyThreadName)
+        if let names = getenv(standbyCapabilitiesVariable).map({ String(cString: $0) }) {
+            try? Confinement.dropCapabilityBounds(keeping: names.split(separator: ",").map(String.init))
+        }
+        _ = try? WireCoding.decode(HostMessage.self, from: WireCoding.encode(HostMessage.configure(.everyPart)))
     }
 
     /// Sets the variables of the app's container (HOME, TMPDIR, the XDG directories), over the

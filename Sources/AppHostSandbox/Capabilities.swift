@@ -25,7 +25,9 @@ package enum Capabilities {
         }
         let canDropBound = cap_get_bound(cap_value_t(CAP_SETPCAP)) == 1 && hasEffective(cap_value_t(CAP_SETPCAP))
         if canDropBound {
-            for capability in 0..<cap_max_bits() where !kept.contains(capability) {
+            // A standby dropped most before its launch (AppProcessRunner.prepareStandby): a read
+            // costs less than a drop, which makes new credentials.
+            for capability in 0..<cap_max_bits() where !kept.contains(capability) && cap_get_bound(capability) != 0 {
                 try valueOrErrno("cap_drop_bound(\(capability))") { cap_drop_bound(capability) }
             }
         }

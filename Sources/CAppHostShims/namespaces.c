@@ -798,22 +798,37 @@ static int make_directories(const char *path, const char *top) {
     }
 }
 
-int apphost_isolate_file_system(const char *hidden, const char *const *writable, int writable_count,
-                                const char *const *readable, int readable_count, char *failure, size_t failure_size) {
+int apphost_isolate_prepare(const char *hidden, const char *const *keep, int keep_count, int *hidden_fd,
+                            char *failure, size_t failure_size) {
+    *hidden_fd = -1;
+    if (apphost_mount_stop_propagation() != 0) return isolation_failed(failure, failure_size, "mount propagation", NULL);
+    if (hidden) {
+        // The paths below it that the app may see are opened from here once it is covered.
+        *hidden_fd = open(hidden, O_PATH | O_DIRECTORY | O_CLOEXEC);
+        if (*hidden_fd < 0) return isolation_failed(failure, failure_size, "open", hidden);
+        if (apphost_mount_empty_directory(hidden) != 0) return isolation_failed(failure, failure_size, "hide", hidden);
+    }
+    apphost_detach_container_images(keep, keep_count, hidden);
+    if (apphost_mount_set_read_only("/", 1) != 0) return isolation_failed(failure, failure_size, "read-only", "/");
+    if (apphost_mount_proc() != 0) return isolation_failed(failure, failure_size, "mount", "/proc");
+    if (apphost_mount_set_read_only("/proc", 1) != 0) return isolation_failed(failure, failure_size, "read-only", "/proc");
+    return 0;
+}
+
+int apphost_isolate_show(const char *hidden, int hidden_fd, const char *const *writable, int writable_count,
+                         const char *const *readable, int readable_count, char *failure, size_t failure_size) {
     if (writable_count < 0 || readable_count < 0 || writable_count + readable_count > APPHOST_ISOLATION_MAXIMUM_PATHS) {
         errno = E2BIG;
         return isolation_failed(failure, failure_size, "too many paths", NULL);
     }
-    if (apphost_mount_stop_propagation() != 0) return isolation_failed(failure, failure_size, "mount propagation", NULL);
-    // What stays visible under the hidden directory, opened before it is covered and mounted
-    // again from the descriptor.
     const char *kept[APPHOST_ISOLATION_MAXIMUM_PATHS];
     int kept_fds[APPHOST_ISOLATION_MAXIMUM_PATHS];
     int kept_count = 0, result = 0;
     for (int index = 0; index < writable_count + readable_count; index++) {
         const char *path = index < writable_count ? writable[index] : readable[index - writable_count];
         if (!is_below(path, hidden)) continue;
-        int fd = open(path, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        // From the hidden directory as it was before it was covered, never following a link.
+        int fd = openat(hidden_fd, path + strlen(hidden) + 1, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
         if (fd < 0) {
             result = isolation_failed(failure, failure_size, "open", path);
             goto done;
@@ -821,9 +836,11 @@ int apphost_isolate_file_system(const char *hidden, const char *const *writable,
         kept[kept_count] = path;
         kept_fds[kept_count++] = fd;
     }
-    if (hidden) {
-        if (apphost_mount_empty_directory(hidden) != 0) {
-            result = isolation_failed(failure, failure_size, "hide", hidden);
+    if (kept_count > 0) {
+        // The cover is read-only, as every mount: its directories for the paths are made while
+        // it is not, and each path is mounted on its own.
+        if (apphost_mount_set_read_only(hidden, 0) != 0) {
+            result = isolation_failed(failure, failure_size, "read-write", hidden);
             goto done;
         }
         for (int index = 0; index < kept_count; index++) {
@@ -838,31 +855,43 @@ int apphost_isolate_file_system(const char *hidden, const char *const *writable,
                 goto done;
             }
         }
+        if (apphost_mount_set_read_only(hidden, 1) != 0) {
+            result = isolation_failed(failure, failure_size, "read-only", hidden);
+            goto done;
+        }
     }
     for (int index = 0; index < writable_count; index++) {
         if (!is_below(writable[index], hidden) && apphost_mount_bind(writable[index], writable[index]) != 0) {
             result = isolation_failed(failure, failure_size, "bind", writable[index]);
             goto done;
         }
-    }
-    apphost_detach_container_images(writable, writable_count, hidden);
-    if (apphost_mount_set_read_only("/", 1) != 0) {
-        result = isolation_failed(failure, failure_size, "read-only", "/");
-        goto done;
-    }
-    for (int index = 0; index < writable_count; index++) {
+        // A mount made from a read-only one is read-only: this one is the app's to write.
         if (apphost_mount_set_read_only(writable[index], 0) != 0) {
             result = isolation_failed(failure, failure_size, "read-write", writable[index]);
             goto done;
         }
     }
-    if (apphost_mount_proc() != 0) {
-        result = isolation_failed(failure, failure_size, "mount", "/proc");
-    } else if (apphost_mount_set_read_only("/proc", 1) != 0) {
-        result = isolation_failed(failure, failure_size, "read-only", "/proc");
-    }
 done:
     for (int index = 0; index < kept_count; index++) close(kept_fds[index]);
+    return result;
+}
+
+int apphost_isolate_file_system(const char *hidden, const char *const *writable, int writable_count,
+                                const char *const *readable, int readable_count, char *failure, size_t failure_size) {
+    if (writable_count < 0 || readable_count < 0 || writable_count + readable_count > APPHOST_ISOLATION_MAXIMUM_PATHS) {
+        errno = E2BIG;
+        return isolation_failed(failure, failure_size, "too many paths", NULL);
+    }
+    int hidden_fd = -1;
+    int result = apphost_isolate_prepare(hidden, writable, writable_count, &hidden_fd, failure, failure_size);
+    if (result == 0) {
+        result = apphost_isolate_show(hidden, hidden_fd, writable, writable_count, readable, readable_count, failure, failure_size);
+    }
+    if (hidden_fd >= 0) {
+        int saved = errno;
+        close(hidden_fd);
+        errno = saved;
+    }
     return result;
 }
 

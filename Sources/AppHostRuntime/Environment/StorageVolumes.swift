@@ -74,6 +74,9 @@ final class StorageVolumes {
     let device: String?
     /// Each container set up so far, and what holds it (read by the measuring extension).
     var volumes: [Owner: Volume] = [:]
+    /// How many times preparing a container has mounted or unmounted a file system on it: a
+    /// mount namespace copied before (a standby's) does not have the change.
+    private(set) var mountChanges = 0
     private var projects: ProjectTable?
 
     init(mechanism: StorageMechanism, stateDirectory: URL, device: String?) {
@@ -104,14 +107,27 @@ final class StorageVolumes {
         case .accounting:
             guard volumes[owner] == nil else { return [] }
             volumes[owner] = Volume(holding: .unlimited("accounting only"), limit: nil)
-            return recoverFromImage(owner)
+            return countingMounts(owner) { recoverFromImage(owner) }
         case .diskImage:
             if let volume = volumes[owner], case .mounted(let device) = volume.holding, currentDevice(owner) == device { return [] }
-            return prepareImage(owner, limit: limit)
+            return countingMounts(owner) { prepareImage(owner, limit: limit) }
         case .projectQuota:
             if let volume = volumes[owner], case .quota = volume.holding { return [] }
-            return prepareQuota(owner, limit: limit)
+            return countingMounts(owner) { prepareQuota(owner, limit: limit) }
         }
+    }
+
+    /// Runs `body`, which may mount or unmount the owner's container, and counts a change if it
+    /// did: the file system there is another, or is (again) the owner's image.
+    private func countingMounts(_ owner: Owner, _ body: () -> [Notice]) -> [Notice] {
+        let before = currentDevice(owner)
+        let notices = body()
+        if case .mounted? = volumes[owner]?.holding {
+            mountChanges += 1
+        } else if currentDevice(owner) != before {
+            mountChanges += 1
+        }
+        return notices
     }
 
     /// The device of the file system at the container's path now (a stat).

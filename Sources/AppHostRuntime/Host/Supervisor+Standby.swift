@@ -25,6 +25,9 @@ struct Standby {
     var freezer: Cgroup?
     /// The cgroup v1 groups it was born in, and the template that was in them with it.
     var waiting: (groups: Supervisor.WaitingGroups, template: pid_t)?
+    /// In namespaces, the host's count of container mounts when it was made: its init makes
+    /// its mount namespace then (a copy of the host's mounts), which misses any made since.
+    var mountChanges: Int?
 
     /// Whether the process is still there and its control socket still open: a standby can
     /// be killed while it waits (by the OOM killer, by hand), and is then not used.
@@ -98,10 +101,13 @@ extension Supervisor {
         let freezer = try? environment.freezerGroup?.makeChild(named: "launch-\(groupCounter)")
         let appExecutable = configuration.appExecutable
         let executable = namespaces != 0 ? configuration.initExecutable : appExecutable
-        let arguments = namespaces != 0 ? [Standby.initArgument] : [appProcessArgument]
+        // Its init hides the state directory, as every launch's does, before the launch.
+        let arguments = namespaces != 0 ? [Standby.initArgument, "--hide", configuration.stateDirectory.path] : [appProcessArgument]
+        let mountChanges = namespaces != 0 ? storage.mountChanges : nil
         let runner = namespaces != 0 ? [appExecutable, appProcessArgument] : nil
         // No container yet: the runner sets its variables once its configuration names it.
         let processEnvironment = Containers.runtimeEnvironment + (namespaces != 0 ? [] : ["APPHOST_PARENT_PID=\(getpid())"])
+            + ["\(standbyCapabilitiesVariable)=\(configuration.policy.allowedCapabilities.joined(separator: ","))"]
         spawner.async { [weak self] in
             // The template's move into the waiting groups was queued on this thread before: it
             // is done (the queue does not wait for it here). They are sized as a launch's.
@@ -128,7 +134,7 @@ extension Supervisor {
                     namespaces: namespaces != 0 ? namespaces | APPHOST_NAMESPACE_MOUNT_LATER : 0, app: runner,
                     template: template, group: freezer, execIfRefused: false)
             }
-            let made = result.map { [waiting] in Standby(spawned: $0, freezer: freezer, waiting: waiting) }
+            let made = result.map { [waiting] in Standby(spawned: $0, freezer: freezer, waiting: waiting, mountChanges: mountChanges) }
                 .mapError { [waiting] error in StandbyFailure(error: error, freezer: freezer, waiting: waiting?.groups, holdsTemplate: true) }
             guard let self else {
                 switch made {
@@ -190,7 +196,9 @@ extension Supervisor {
         guard let made = standby else { return nil }
         guard containerEnvironment(container).allSatisfy({ $0.utf8.count <= Int(APPHOST_TEMPLATE_PLACEHOLDER_LENGTH) }) else { return nil }
         standby = nil
-        guard made.isUsable else {
+        // One whose namespace misses a container mounted since (this launch's, mounted for it)
+        // would show the app the directory beneath.
+        guard made.isUsable, made.mountChanges.map({ $0 == storage.mountChanges }) ?? true else {
             made.discard()
             return nil
         }

@@ -101,12 +101,26 @@ int apphost_probe_namespaces(int namespaces, const char **step);
 /// propagates to or from the namespace it was copied from; `hidden` (the host's state
 /// directory, with every app's container; may be NULL) is covered by an empty directory in
 /// which only the paths of `writable` and `readable` below it appear again (mounted from
-/// descriptors opened before it was covered, never following a link); other hosts' container
+/// the directory as it was before it was covered, never following a link); other hosts' container
 /// images are detached; every mount is read-only except `writable`; /proc is a new, read-only
 /// /proc of the caller's PID namespace. Returns 0, or -1 and errno with "what path: error" in
-/// `failure`.
+/// `failure`. It is apphost_isolate_prepare, then apphost_isolate_show.
 int apphost_isolate_file_system(const char *hidden, const char *const *writable, int writable_count,
                                 const char *const *readable, int readable_count, char *failure, size_t failure_size);
+
+/// The part of apphost_isolate_file_system that names no app, which a standby's init does
+/// before its launch (apphost-init --standby --hide DIR): stops propagation, covers `hidden`,
+/// detaches other hosts' container images (those mounted at the `keep_count` paths of `keep`
+/// or below `hidden` stay), makes every mount read-only and mounts the read-only /proc.
+/// `*hidden_fd` is then `hidden` as it was before it was covered (O_PATH), or -1 without
+/// `hidden`; the caller closes it, whether this fails or not.
+int apphost_isolate_prepare(const char *hidden, const char *const *keep, int keep_count, int *hidden_fd,
+                            char *failure, size_t failure_size);
+
+/// The app's part, in a namespace apphost_isolate_prepare made: the paths of `writable` and
+/// `readable` below `hidden` appear again, opened from `hidden_fd`; `writable` are read-write.
+int apphost_isolate_show(const char *hidden, int hidden_fd, const char *const *writable, int writable_count,
+                         const char *const *readable, int readable_count, char *failure, size_t failure_size);
 
 /// How the app process ended, as the namespace's init (apphost-init) writes it for the host.
 struct apphost_exit_record {
