@@ -171,6 +171,10 @@ extension Supervisor {
         publish(HostEvent(
             time: Date(), app: record.bundle.identifier, name: record.bundle.name, pid: process.pid,
             event: .sandboxed, state: currentState(of: record), detail: notes.joined(separator: ", "), elapsed: took), run: run)
+        // Its first measurement, while it loads its plugin and the host waits for it: a report has
+        // figures from here on, and its launch's state changes measure it again once their next
+        // callback is on its way, not before (Supervisor+Resources.swift).
+        recordUsage(run)
     }
 
     /// Answers every refused call waiting in the app's seccomp listener: EPERM and a violation,

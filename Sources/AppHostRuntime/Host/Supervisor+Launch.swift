@@ -217,12 +217,7 @@ extension Supervisor {
         // queued on the spawn thread: one task more until it has left.
         let processes = policy.processLimit + (namespaces ? 1 : 0)
         let memoryLimit = run.machine.isInForeground ? policy.foregroundMemoryLimit : policy.backgroundMemoryLimit
-        // The init first: it isolates the file system while the groups are sized and the
-        // configuration written (its options do not depend on them).
-        let initTold = spawned.initChannel.map { (try? Self.sendInitOptions(initOptions(bundle, sandbox), on: $0)) != nil } ?? true
         let pids = standby.waiting?.groups.pids
-        let sized = (pids.map { (try? $0.write("pids.max", "\(processes + 1)")) != nil } ?? true)
-            && (standby.waiting?.groups.memory.map { $0.setLimit(memoryLimit) } ?? true)
         sandbox.namespaced = namespaces
         // Without a pids group, the app's user is held to the limit by RLIMIT_NPROC instead.
         if pids == nil && sandbox.uid != nil { sandbox.processLimit = UInt64(policy.processLimit) }
@@ -241,9 +236,21 @@ extension Supervisor {
             return true
         }
         let body = WireCoding.encode(HostMessage.configure(configuration))
-        let delivered = initTold && sized && body.count <= AppProcessSpawner.maximumConfigurationAhead
-            && (try? ControlChannel(fd: spawned.control).send(body: body, nonBlocking: true)) != nil
-        guard delivered else {
+        func deliver() -> Bool {
+            body.count <= AppProcessSpawner.maximumConfigurationAhead
+                && (try? ControlChannel(fd: spawned.control).send(body: body, nonBlocking: true)) != nil
+        }
+        // The standby's groups were sized for a foreground launch when it was made.
+        func size() -> Bool {
+            (pids.map { standby.processLimit == processes + 1 || (try? $0.write("pids.max", "\(processes + 1)")) != nil } ?? true)
+                && (standby.waiting?.groups.memory.map { $0.limit == memoryLimit || $0.setLimit(memoryLimit) } ?? true)
+        }
+        // The app process is configured before its init is told the app's paths: it decodes its
+        // configuration and drops its capabilities while the init mounts them (it waits for the
+        // init's report before it confines itself), and its groups are sized before either.
+        let started = size() && deliver()
+            && (spawned.initChannel.map { (try? Self.sendInitOptions(initOptions(bundle, sandbox), on: $0)) != nil } ?? true)
+        guard started else {
             // The template's queued move first: then nothing but the standby is in its groups.
             spawner.run {}
             standby.discard()

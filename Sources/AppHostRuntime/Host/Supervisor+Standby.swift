@@ -25,6 +25,8 @@ struct Standby {
     var freezer: Cgroup?
     /// The cgroup v1 groups it was born in, and the template that was in them with it.
     var waiting: (groups: Supervisor.WaitingGroups, template: pid_t)?
+    /// The `pids.max` its pids group was given when it was made.
+    var processLimit: Int?
     /// In namespaces, the host's count of container mounts when it was made: its init makes
     /// its mount namespace then (a copy of the host's mounts), which misses any made since.
     var mountChanges: Int?
@@ -134,7 +136,11 @@ extension Supervisor {
                     namespaces: namespaces != 0 ? namespaces | APPHOST_NAMESPACE_MOUNT_LATER : 0, app: runner,
                     template: template, group: freezer, execIfRefused: false)
             }
-            let made = result.map { [waiting] in Standby(spawned: $0, freezer: freezer, waiting: waiting, mountChanges: mountChanges) }
+            let processLimit = waiting?.groups.pids == nil ? nil : processes + 1
+            let made = result
+                .map { [waiting] in
+                    Standby(spawned: $0, freezer: freezer, waiting: waiting, processLimit: processLimit, mountChanges: mountChanges)
+                }
                 .mapError { [waiting] error in StandbyFailure(error: error, freezer: freezer, waiting: waiting?.groups, holdsTemplate: true) }
             guard let self else {
                 switch made {
