@@ -100,6 +100,8 @@ public enum AppProcessRunner {
     static func prepareStandby() {
         _ = apphost_set_thread_name(standbyThreadName)
         if let names = getenv(standbyCapabilitiesVariable).map({ String(cString: $0) }) {
+            // The host's policy is not the app's to read.
+            unsetenv(standbyCapabilitiesVariable)
             try? Confinement.dropCapabilityBounds(keeping: names.split(separator: ",").map(String.init))
         }
         _ = try? WireCoding.decode(HostMessage.self, from: WireCoding.encode(HostMessage.configure(.everyPart)))

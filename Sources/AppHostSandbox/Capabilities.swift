@@ -23,7 +23,9 @@ package enum Capabilities {
         } catch where error.errno == EINVAL {
             // A kernel without ambient capabilities has none to clear.
         }
-        let canDropBound = cap_get_bound(cap_value_t(CAP_SETPCAP)) == 1 && hasEffective(cap_value_t(CAP_SETPCAP))
+        // What a drop needs is CAP_SETPCAP in effect, whether or not it is still in the bounding set
+        // (a standby drops it from there before its launch, which drops the rest).
+        let canDropBound = hasEffective(cap_value_t(CAP_SETPCAP))
         if canDropBound {
             // A standby dropped most before its launch (AppProcessRunner.prepareStandby): a read
             // costs less than a drop, which makes new credentials.

@@ -12,6 +12,7 @@
 #include <unistd.h>
 #include <linux/capability.h>
 #include <linux/mount.h>
+#include <linux/openat2.h>
 #include <sys/mman.h>
 #include <sys/mount.h>
 #include <sys/prctl.h>
@@ -815,6 +816,19 @@ int apphost_isolate_prepare(const char *hidden, const char *const *keep, int kee
     return 0;
 }
 
+/// `path` (relative) in the directory `directory` as it was before it was covered: the last
+/// component never a link, and nothing that leads out of `directory` (openat2's
+/// RESOLVE_BENEATH, Linux 5.6; before, a link that leads out is followed, as open's was).
+static int open_beneath(int directory, const char *path) {
+    struct open_how how;
+    memset(&how, 0, sizeof how);
+    how.flags = O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC;
+    how.resolve = RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS;
+    int fd = (int)syscall(SYS_openat2, directory, path, &how, sizeof how);
+    if (fd >= 0 || errno != ENOSYS) return fd;
+    return openat(directory, path, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+}
+
 int apphost_isolate_show(const char *hidden, int hidden_fd, const char *const *writable, int writable_count,
                          const char *const *readable, int readable_count, char *failure, size_t failure_size) {
     if (writable_count < 0 || readable_count < 0 || writable_count + readable_count > APPHOST_ISOLATION_MAXIMUM_PATHS) {
@@ -827,8 +841,7 @@ int apphost_isolate_show(const char *hidden, int hidden_fd, const char *const *w
     for (int index = 0; index < writable_count + readable_count; index++) {
         const char *path = index < writable_count ? writable[index] : readable[index - writable_count];
         if (!is_below(path, hidden)) continue;
-        // From the hidden directory as it was before it was covered, never following a link.
-        int fd = openat(hidden_fd, path + strlen(hidden) + 1, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        int fd = open_beneath(hidden_fd, path + strlen(hidden) + 1);
         if (fd < 0) {
             result = isolation_failed(failure, failure_size, "open", path);
             goto done;
@@ -878,10 +891,6 @@ done:
 
 int apphost_isolate_file_system(const char *hidden, const char *const *writable, int writable_count,
                                 const char *const *readable, int readable_count, char *failure, size_t failure_size) {
-    if (writable_count < 0 || readable_count < 0 || writable_count + readable_count > APPHOST_ISOLATION_MAXIMUM_PATHS) {
-        errno = E2BIG;
-        return isolation_failed(failure, failure_size, "too many paths", NULL);
-    }
     int hidden_fd = -1;
     int result = apphost_isolate_prepare(hidden, writable, writable_count, &hidden_fd, failure, failure_size);
     if (result == 0) {

@@ -1,7 +1,7 @@
 // apphost-init: the init (pid 1) of an app's PID namespace (README, The sandbox).
 //
 //   apphost-init [--hide DIR] [--writable PATH]... [--readable PATH]...
-//   apphost-init --standby [--hide DIR]
+//   apphost-init --standby --hide DIR
 //
 // The host starts it in the app's new PID and mount namespaces (apphost_spawn), which starts
 // the app process (the runner, pid 2) just before this program, with a socket to the host on
@@ -18,10 +18,10 @@
 // Swift process (README, Performance). With --standby (an app process made ahead of its launch,
 // README, "How apps are launched"), the options come later, from the host on descriptor 5: a
 // 4-byte length, then the options, each ending in a NUL byte; the host's closing the socket
-// first ends it, and the app process with it. With --hide DIR as well, it makes the mount
-// namespace and does what names no app there before the options come (DIR hidden, the other
-// hosts' images detached, everything read-only, the /proc), so that a launch waits only for the
-// app's PATHs to be mounted (apphost_isolate_prepare, then apphost_isolate_show).
+// first ends it, and the app process with it. Before the options come it makes the mount
+// namespace and does there what names no app (DIR hidden, the other hosts' images detached,
+// everything read-only, the /proc), so that a launch waits only for the app's PATHs to be
+// mounted (apphost_isolate_prepare, then apphost_isolate_show).
 
 #define _GNU_SOURCE
 #include "apphost_namespaces.h"
@@ -60,7 +60,7 @@ struct isolation {
 
 static int usage(void) {
     fprintf(stderr, "apphost-init: the host starts this, as pid 1 with the app process as pid 2: apphost-init "
-                    "[--hide DIR] [--writable PATH]... [--readable PATH]...\n");
+                    "[--hide DIR] [--writable PATH]... [--readable PATH]..., or apphost-init --standby --hide DIR\n");
     return 2;
 }
 
@@ -112,35 +112,31 @@ static void drop_capabilities(void) {
     syscall(SYS_capset, &header, data);
 }
 
-/// A standby's mount namespace: made after the init started (the runner joins it), and for a
-/// standby told what to hide at its start (`hidden`), isolated but for the app's paths before
-/// its launch.
+/// A standby's mount namespace, made after the init started (the runner joins it) and isolated
+/// but for the app's paths before its launch: `hidden` as it was before it was covered.
 struct namespace {
     int fd;
     const char *hidden;
     int hidden_fd;
-    char failure[512];
 };
 
-/// Makes a standby's mount namespace, a copy of the host's mounts as they are now.
-static void make_namespace(struct namespace *namespace) {
+/// Before its launch, while nothing waits: makes a standby's mount namespace (a copy of the
+/// host's mounts as they are now) and does in it what names no app (apphost_isolate_prepare).
+/// Returns 0, or -1 with why not in `failure`. The host does not use a standby whose namespace
+/// misses a container image it has mounted since (Supervisor+Standby.swift).
+static int prepare_namespace(struct namespace *namespace, const char *hidden, char *failure, size_t size) {
+    namespace->hidden = hidden;
     if (unshare(CLONE_NEWNS) != 0) {
-        snprintf(namespace->failure, sizeof namespace->failure, "unshare of the mount namespace: %s", strerror(errno));
-        return;
+        snprintf(failure, size, "unshare of the mount namespace: %s", strerror(errno));
+        return -1;
     }
     // Opened before the namespace's own /proc covers the host's: it is this namespace's either way.
     namespace->fd = open("/proc/self/ns/mnt", O_RDONLY | O_CLOEXEC);
-    if (namespace->fd < 0) snprintf(namespace->failure, sizeof namespace->failure, "open /proc/self/ns/mnt: %s", strerror(errno));
-}
-
-/// Before its launch, while nothing waits: makes a standby's namespace and does in it what names
-/// no app (apphost_isolate_prepare). The host does not use a standby whose namespace misses a
-/// container image it has mounted since (Supervisor+Standby.swift).
-static void prepare_namespace(struct namespace *namespace, const char *hidden) {
-    namespace->hidden = hidden;
-    make_namespace(namespace);
-    if (namespace->failure[0]) return;
-    apphost_isolate_prepare(hidden, NULL, 0, &namespace->hidden_fd, namespace->failure, sizeof namespace->failure);
+    if (namespace->fd < 0) {
+        snprintf(failure, size, "open /proc/self/ns/mnt: %s", strerror(errno));
+        return -1;
+    }
+    return apphost_isolate_prepare(hidden, NULL, 0, &namespace->hidden_fd, failure, size);
 }
 
 /// What the launch asks of a namespace prepared before it: the same directory hidden, and the
@@ -165,14 +161,13 @@ static int check_prepared(const struct isolation *isolation, const struct namesp
 /// runner is not in this mount namespace) '2' with the namespace passed; '1' and why not.
 static void isolate(const struct isolation *isolation, struct namespace *namespace, int report) {
     char message[1024] = "0";
-    if (namespace->failure[0]) {
-        snprintf(message, sizeof message, "1%s", namespace->failure);
-    } else if (namespace->hidden) {
+    if (namespace->hidden) {
         if (check_prepared(isolation, namespace, message + 1, sizeof message - 1) != 0
             || apphost_isolate_show(isolation->hidden, namespace->hidden_fd, isolation->writable, isolation->writable_count,
                                     isolation->readable, isolation->readable_count, message + 1, sizeof message - 1) != 0) {
             message[0] = '1';
         }
+        close(namespace->hidden_fd);
     } else if (apphost_isolate_file_system(isolation->hidden, isolation->writable, isolation->writable_count,
                                            isolation->readable, isolation->readable_count, message + 1, sizeof message - 1) != 0) {
         message[0] = '1';
@@ -182,7 +177,6 @@ static void isolate(const struct isolation *isolation, struct namespace *namespa
     ssize_t written = apphost_send_with_fds(report, message, strlen(message), &passed, passed >= 0 ? 1 : 0);
     (void)written;
     if (namespace->fd >= 0) close(namespace->fd);
-    if (namespace->hidden_fd >= 0) close(namespace->hidden_fd);
     close(report);
 }
 
@@ -191,14 +185,17 @@ int main(int argc, char **argv) {
     memset(&isolation, 0, sizeof isolation);
     static char storage[65536];
     static char *options[2 * APPHOST_ISOLATION_MAXIMUM_PATHS + 4];
-    static struct namespace namespace = {-1, NULL, -1, ""};
+    static struct namespace namespace = {-1, NULL, -1};
     int standby = argc >= 2 && strcmp(argv[1], "--standby") == 0 && getpid() == 1;
     if (standby) {
-        if (argc != 2 && !(argc == 4 && strcmp(argv[2], "--hide") == 0)) return usage();
+        if (argc != 4 || strcmp(argv[2], "--hide") != 0 || argv[3][0] != '/') return usage();
         // The app process's descriptors are not kept while waiting: if it ends meanwhile, the
         // host sees its control socket close and does not use this standby.
         syscall(SYS_close_range, 0, channel_fd - 1, 0);
-        if (argc == 4) prepare_namespace(&namespace, argv[3]);
+        // One that cannot be prepared ends (and its app process with it): the host finds it gone
+        // and forks an app process for the launch, which makes its namespace and says why not.
+        char failure[512];
+        if (prepare_namespace(&namespace, argv[3], failure, sizeof failure) != 0) return 1;
         argc = receive_options(storage, sizeof storage, options, (int)(sizeof options / sizeof options[0]));
         if (argc == 0) return 0;
         options[0] = argv[0];
@@ -208,9 +205,6 @@ int main(int argc, char **argv) {
         || fcntl(report_fd, F_GETFD) < 0) {
         return usage();
     }
-    // Told only now what to hide: the namespace is a copy of the host's mounts as they are now
-    // (with the app's container image, mounted for this launch).
-    if (standby && !namespace.hidden) make_namespace(&namespace);
     isolate(&isolation, &namespace, report_fd);
     // Nothing of the app's stays open here: its control socket and output end with it.
     syscall(SYS_close_range, 0, channel_fd - 1, 0);

@@ -50,6 +50,36 @@ struct SandboxTests {
         #expect(try host.waitForExit() == 0)
     }
 
+    /// An app launched from a standby (made ahead of its launch, which drops every capability the
+    /// policy allows no app) keeps what it asks for and nothing else too: the capability the
+    /// policy allows is in the sets of the app that asks for it, and in none of the other's.
+    @Test(.enabled(if: isRoot, "needs a root host: only a host that holds a capability can grant it"))
+    func appsLaunchedFromAStandbyKeepOnlyTheCapabilityTheyAskFor() throws {
+        let scratch = try Scratch()
+        let first = try scratch.bundle("First")
+        let binder = try scratch.bundle("Binder", behavior: ["recordStatus": true], changes: ["AppHostCapabilities": ["CAP_NET_BIND_SERVICE"]])
+        let plain = try scratch.bundle("Plain", behavior: ["recordStatus": true])
+        // Accounting only: a first launch that mounts its container's image takes no standby.
+        let host = try HostSession(
+            [first, binder, plain], scratch: scratch, arguments: ["--allow-capability", "CAP_NET_BIND_SERVICE", "--storage", "accounting"])
+        // The first launch takes no standby; each after it takes the one made once it settled.
+        try host.waitFor("First", "didBecomeActive")
+        host.send("open Plain")
+        try host.waitFor("Plain", "didBecomeActive")
+        host.send("open Binder")
+        try host.waitFor("Binder", "didBecomeActive")
+        let (plainStatus, _) = try confinement(of: "Plain", scratch: scratch)
+        for set in ["CapPrm", "CapEff", "CapBnd", "CapInh", "CapAmb"] {
+            #expect(plainStatus.contains("\(set)=0000000000000000"), "\(set) of Plain")
+        }
+        let (binderStatus, _) = try confinement(of: "Binder", scratch: scratch)
+        for set in ["CapPrm", "CapEff", "CapBnd"] {
+            #expect(binderStatus.contains("\(set)=0000000000000400"), "\(set) of Binder")
+        }
+        host.closeInput()
+        #expect(try host.waitForExit() == 0)
+    }
+
     @Test func aCapabilityThePolicyDoesNotAllowIsRefused() throws {
         let scratch = try Scratch()
         let bundle = try scratch.bundle("Greedy", changes: ["AppHostCapabilities": ["CAP_SYS_ADMIN"]])

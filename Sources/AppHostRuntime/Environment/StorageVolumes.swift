@@ -117,16 +117,14 @@ final class StorageVolumes {
         }
     }
 
-    /// Runs `body`, which may mount or unmount the owner's container, and counts a change if it
-    /// did: the file system there is another, or is (again) the owner's image.
+    /// Runs `body`, which may mount or unmount a file system on the owner's container, and counts
+    /// a change if it may have: under disk images always (a mount made and then lazily detached
+    /// leaves the container's device as it was, but stays in a namespace copied meanwhile), else
+    /// when the container's device changed (an image an earlier host left mounted, moved out).
     private func countingMounts(_ owner: Owner, _ body: () -> [Notice]) -> [Notice] {
         let before = currentDevice(owner)
         let notices = body()
-        if case .mounted? = volumes[owner]?.holding {
-            mountChanges += 1
-        } else if currentDevice(owner) != before {
-            mountChanges += 1
-        }
+        if mechanism == .diskImage || currentDevice(owner) != before { mountChanges += 1 }
         return notices
     }
 

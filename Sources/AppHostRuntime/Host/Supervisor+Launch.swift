@@ -201,7 +201,7 @@ extension Supervisor {
     }
 
     /// Launches the app in the standby (Supervisor+Standby): its groups sized for the app, its
-    /// init told what to show, its configuration written ahead; no fork, no process start-up.
+    /// configuration written, its init told what to show; no fork, no process start-up.
     /// Returns false, the standby ended, if it cannot take the app (a limit its groups refuse,
     /// an init or a socket that does not take what it is sent): the launch then starts a process
     /// as without one.

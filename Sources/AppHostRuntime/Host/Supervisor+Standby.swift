@@ -12,10 +12,11 @@ import Logging
 /// An app process made ahead of its launch (README.md, "How apps are launched"), as Android's
 /// zygote keeps unspecialized app processes ready: the launch template's fork, already in its
 /// groups (and, in namespaces, under its init, which has exec'd apphost-init), waiting for a
-/// configuration. No app is chosen yet: it has no container, and its init waits to be told what
-/// to hide. A launch that finds one skips the request to the template, its fork and the
-/// process's start-up; the next is made once that launch has ended its callbacks (settled), so
-/// that making it does not compete with the launch for the processor.
+/// configuration. No app is chosen yet: it has no container, and its init has made and isolated
+/// the mount namespace but for the app's paths, which it waits to be told. A launch that finds
+/// one skips the request to the template, its fork, the process's start-up and the namespace;
+/// the next is made once that launch has ended its callbacks (settled), so that making it does
+/// not compete with the launch for the processor.
 struct Standby {
     /// The init's option that makes it wait for its options on its channel to the host.
     static let initArgument = "--standby"

@@ -101,7 +101,7 @@ int apphost_probe_namespaces(int namespaces, const char **step);
 /// propagates to or from the namespace it was copied from; `hidden` (the host's state
 /// directory, with every app's container; may be NULL) is covered by an empty directory in
 /// which only the paths of `writable` and `readable` below it appear again (mounted from
-/// the directory as it was before it was covered, never following a link); other hosts' container
+/// the directory as it was before it was covered, never through a last link, never out of it); other hosts' container
 /// images are detached; every mount is read-only except `writable`; /proc is a new, read-only
 /// /proc of the caller's PID namespace. Returns 0, or -1 and errno with "what path: error" in
 /// `failure`. It is apphost_isolate_prepare, then apphost_isolate_show.
