@@ -818,14 +818,15 @@ int apphost_isolate_prepare(const char *hidden, const char *const *keep, int kee
 
 /// `path` (relative) in the directory `directory` as it was before it was covered: the last
 /// component never a link, and nothing that leads out of `directory` (openat2's
-/// RESOLVE_BENEATH, Linux 5.6; before, a link that leads out is followed, as open's was).
+/// RESOLVE_BENEATH, Linux 5.6; where there is none, or a container's filter refuses it, a link
+/// that leads out is followed, as open's was).
 static int open_beneath(int directory, const char *path) {
     struct open_how how;
     memset(&how, 0, sizeof how);
     how.flags = O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC;
     how.resolve = RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS;
     int fd = (int)syscall(SYS_openat2, directory, path, &how, sizeof how);
-    if (fd >= 0 || errno != ENOSYS) return fd;
+    if (fd >= 0 || (errno != ENOSYS && errno != EPERM)) return fd;
     return openat(directory, path, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 }
 
