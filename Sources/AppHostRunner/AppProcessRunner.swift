@@ -72,6 +72,7 @@ public enum AppProcessRunner {
         // Confinement, before any plugin code: an app that cannot be confined does not run.
         var plan = plan(for: configuration)
         plan.boundsDropped = namespaced
+        plan.sharedRules = standbyRules
         confine(plan, socket: socket, since: confinementStarted)
         // The host's working directory means nothing to the app (and may be out of its user's
         // reach): it starts in its container.
@@ -105,7 +106,18 @@ public enum AppProcessRunner {
             try? Confinement.dropCapabilityBounds(keeping: names.split(separator: ",").map(String.init))
         }
         _ = try? WireCoding.decode(HostMessage.self, from: WireCoding.encode(HostMessage.configure(.everyPart)))
+        standbyRules = try? Landlock.prepare(Landlock.sharedRules)
+        // Foundation's state of a process that every app's SDK makes first: the main thread's
+        // run loop (its descriptors and the structures it runs with), the main thread's Thread
+        // and the default notification center. Neither starts a thread: until its confinement,
+        // this process has one.
+        _ = RunLoop.main
+        _ = Thread.current
+        _ = NotificationCenter.default
     }
+
+    /// The Landlock ruleset a standby made before its launch, holding `Landlock.sharedRules`.
+    nonisolated(unsafe) static var standbyRules: Landlock.Ruleset?
 
     /// Sets the variables of the app's container (HOME, TMPDIR, the XDG directories), over the
     /// launch template's placeholders, in a fork of the template: one made ahead of its launch

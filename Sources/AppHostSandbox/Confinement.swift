@@ -36,6 +36,9 @@ package enum Confinement {
         package var libraries: [String] = []
         /// The bounding and ambient capabilities were dropped already (`dropCapabilityBounds`).
         package var boundsDropped = false
+        /// A Landlock ruleset holding `Landlock.sharedRules` already (a standby's, made before its
+        /// launch); nil: every rule is added here.
+        package var sharedRules: Landlock.Ruleset?
 
         package init(parentPID: Int32?) { self.parentPID = parentPID }
     }
@@ -85,8 +88,9 @@ package enum Confinement {
         // Group members may write what the app creates in a shared container.
         umask(0o007)
         let pid = getpid()
-        let landlockABI = try Landlock.restrict(to: Landlock.systemRules(processes: plan.ownProcFS ? "/proc" : "/proc/\(pid)", libraries: plan.libraries) + plan.fileRules)
-            ? Landlock.abiVersion : 0
+        let processes = plan.ownProcFS ? "/proc" : "/proc/\(pid)"
+        let systemRules = Landlock.systemRules(processes: processes, libraries: plan.libraries, shared: plan.sharedRules == nil)
+        let landlockABI = try Landlock.restrict(to: systemRules + plan.fileRules, adding: plan.sharedRules) ? Landlock.abiVersion : 0
         let filter: Seccomp.Program
         if let compiled = plan.filter {
             filter = compiled

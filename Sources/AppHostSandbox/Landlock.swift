@@ -46,14 +46,37 @@ package enum Landlock {
         return rights
     }
 
-    /// Confines this process (and its future threads and children) to `rules`. Paths that do
-    /// not exist, or that the app's user cannot reach, are skipped. From ABI 6 the app also cannot signal, or reach by abstract Unix
-    /// socket, any process outside its own domain: the host and other apps included.
+    /// A ruleset being filled, not yet enforced: its descriptor (close-on-exec), which no app
+    /// code ever sees (`restrict` closes it).
+    package struct Ruleset: Sendable, Equatable {
+        package let descriptor: Int32
+        /// The rights it handles, all that this kernel's ABI knows (`handledRights`).
+        fileprivate let handled: UInt64
+        /// The files (not directories) its rules name, as they were when added: a file replaced
+        /// since (`/etc/passwd` rewritten by `useradd`, say) is another inode, which `restrict`
+        /// allows too.
+        fileprivate var files: [File] = []
+        /// Rules skipped because their path was missing or out of reach when added, which
+        /// `restrict` tries again.
+        fileprivate var skipped: [Rule] = []
+    }
+
+    fileprivate struct File: Sendable, Equatable {
+        var rule: Rule
+        var device: UInt64
+        var inode: UInt64
+    }
+
+    /// Makes a ruleset holding `rules`, which confines nothing until `restrict` enforces it. A
+    /// standby app process adds the rules that are the same in every app's mount namespace
+    /// before its launch (`sharedRules`): a rule names a file by its inode, not its path, and
+    /// the namespace is a copy of the host's mounts. Paths that do not exist, or that this
+    /// process cannot reach, are skipped.
     ///
-    /// Returns false, doing nothing, where the kernel has no Landlock. NO_NEW_PRIVS must be set.
-    package static func restrict(to rules: [Rule]) throws(SystemError) -> Bool {
+    /// Returns nil where the kernel has no Landlock.
+    package static func prepare(_ rules: [Rule]) throws(SystemError) -> Ruleset? {
         let abi = abiVersion
-        guard abi > 0 else { return false }
+        guard abi > 0 else { return nil }
         let handled = handledRights(abi: abi)
         var attributes = apphost_landlock_ruleset_attr(handled_access_fs: handled, handled_access_net: 0, scoped: 0)
         let size: Int
@@ -63,24 +86,57 @@ package enum Landlock {
         } else {
             size = 8
         }
-        let ruleset = try valueOrErrno("landlock_create_ruleset") { apphost_landlock_create_ruleset(&attributes, size) }
-        defer { close(ruleset) }
+        let descriptor = try valueOrErrno("landlock_create_ruleset") { apphost_landlock_create_ruleset(&attributes, size) }
+        var ruleset = Ruleset(descriptor: descriptor, handled: handled)
+        do {
+            try add(rules, to: &ruleset)
+        } catch {
+            close(ruleset.descriptor)
+            throw error
+        }
+        return ruleset
+    }
+
+    /// Confines this process (and its future threads and children) to `rules`, and to those of
+    /// `prepared` if given (which it closes). Paths that do not exist, or that the app's user
+    /// cannot reach, are skipped. From ABI 6 the app also cannot signal, or reach by abstract
+    /// Unix socket, any process outside its own domain: the host and other apps included.
+    ///
+    /// Returns false, doing nothing, where the kernel has no Landlock. NO_NEW_PRIVS must be set.
+    package static func restrict(to rules: [Rule], adding prepared: Ruleset? = nil) throws(SystemError) -> Bool {
+        var made = prepared
+        if made == nil { made = try prepare([]) }
+        guard var ruleset = made else { return false }
+        defer { close(ruleset.descriptor) }
+        let replaced = ruleset.files.filter { file in
+            var info = stat()
+            return stat(file.rule.path, &info) == 0 && (UInt64(info.st_dev) != file.device || UInt64(info.st_ino) != file.inode)
+        }
+        try add(replaced.map(\.rule) + ruleset.skipped + rules, to: &ruleset)
+        try valueOrErrno("landlock_restrict_self") { apphost_landlock_restrict_self(ruleset.descriptor) }
+        return true
+    }
+
+    private static func add(_ rules: [Rule], to ruleset: inout Ruleset) throws(SystemError) {
+        let handled = ruleset.handled
         for rule in rules {
             let fd: Int32
             do {
                 fd = try valueOrErrno("open(\(rule.path))") { open(rule.path, 0o10000000 /* O_PATH, GNU-only */ | O_CLOEXEC) }
             } catch where error.errno == ENOENT || error.errno == EACCES {
+                ruleset.skipped.append(rule)
                 continue  // missing, or out of the app user's reach anyway: no rule needed
             }
             defer { close(fd) }
             var info = stat()
             try valueOrErrno("fstat(\(rule.path))") { fstat(fd, &info) }
             var allowed = rule.access == .readOnly ? execute | readFile | readDirectory : handled
-            if info.st_mode & S_IFMT != S_IFDIR { allowed &= fileRights }
-            try valueOrErrno("landlock_add_rule(\(rule.path))") { apphost_landlock_allow_beneath(ruleset, allowed & handled, fd) }
+            if info.st_mode & S_IFMT != S_IFDIR {
+                allowed &= fileRights
+                ruleset.files.append(File(rule: rule, device: UInt64(info.st_dev), inode: UInt64(info.st_ino)))
+            }
+            try valueOrErrno("landlock_add_rule(\(rule.path))") { apphost_landlock_allow_beneath(ruleset.descriptor, allowed & handled, fd) }
         }
-        try valueOrErrno("landlock_restrict_self") { apphost_landlock_restrict_self(ruleset) }
-        return true
     }
 
     /// The system paths every app may read: libraries, configuration it needs from /etc,
@@ -88,19 +144,28 @@ package enum Landlock {
     /// topology Dispatch reads; device nodes it may read or write. Not /sys/fs/cgroup: the
     /// runner is given its own groups (another app's would name it and show its figures). `libraries` are the
     /// directories of the shared objects the host has loaded (the Swift toolchain's among
-    /// them), from `libraryDirectories()`.
-    package static func systemRules(processes: String, libraries: [String]) -> [Rule] {
+    /// them), from `libraryDirectories()`. Without `sharedRules` where a ruleset holds them already.
+    package static func systemRules(processes: String, libraries: [String], shared: Bool = true) -> [Rule] {
+        (shared ? sharedRules : []) + processRules(processes) + libraries.map { Rule($0, .readOnly) }
+    }
+
+    /// The system rules whose files are the same in every app's mount namespace, made ahead by
+    /// a standby: everything but /proc (a PID namespace's /proc is a file system of its own).
+    package static let sharedRules: [Rule] = {
         var rules = ["/usr", "/lib", "/lib64", "/bin", "/sbin"].map { Rule($0, .readOnly) }
         rules += [
             "ld.so.cache", "localtime", "timezone", "passwd", "group", "nsswitch.conf", "hosts", "host.conf",
             "resolv.conf", "gai.conf", "services", "protocols", "ssl", "ca-certificates", "os-release", "mime.types",
         ].map { Rule("/etc/" + $0, .readOnly) }
-        rules += [processes, "/proc/meminfo", "/proc/cpuinfo", "/proc/stat", "/proc/filesystems",
-                  "/sys/devices/system/cpu"].map { Rule($0, .readOnly) }
+        rules.append(Rule("/sys/devices/system/cpu", .readOnly))
         rules += ["/dev/zero", "/dev/urandom", "/dev/random"].map { Rule($0, .readOnly) }
         rules.append(Rule("/dev/null", .readWrite))
-        rules += libraries.map { Rule($0, .readOnly) }
         return rules
+    }()
+
+    /// The system rules in /proc: `processes`, and what of the system's figures an app reads.
+    private static func processRules(_ processes: String) -> [Rule] {
+        [processes, "/proc/meminfo", "/proc/cpuinfo", "/proc/stat", "/proc/filesystems"].map { Rule($0, .readOnly) }
     }
 
     /// The directories of every shared object this process has mapped, outside the system

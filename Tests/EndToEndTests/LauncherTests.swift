@@ -203,6 +203,67 @@ struct LauncherTests {
         #expect(try host.waitForExit() == 0)
     }
 
+    /// A standby adds the system paths every app may read to its Landlock ruleset before its
+    /// launch. A rule names an inode, so a file among them replaced since (written anew and
+    /// renamed over, as `useradd` does /etc/passwd and `ldconfig` /etc/ld.so.cache) would be out
+    /// of the app's reach: the launch adds a rule for what the path names then. Replaces a file
+    /// of /etc by an identical copy.
+    @Test(.enabled(if: getuid() == 0 && apphost_landlock_abi_version() > 0 && replaceableSystemFile != nil,
+                   "needs root, Landlock and a regular file of /etc among the rules (/etc/protocols, /etc/services or /etc/hosts)"))
+    func aSystemFileReplacedAfterAStandbyWasMadeIsReadableByTheAppLaunchedFromIt() throws {
+        let path = try #require(Self.replaceableSystemFile)
+        let scratch = try Scratch()
+        let reader = try scratch.bundle("Reader", behavior: ["sandboxProbes": ["read-other"], "otherFile": path])
+        let host = try HostSession([try scratch.bundle("First"), reader], scratch: scratch, arguments: ["--storage", "accounting"])
+        try host.waitFor("First", "didBecomeActive")
+        let namespaced = try host.isNamespaced("First")
+        var standby: pid_t = 0
+        try waitUntil("a standby is made") { standbys(of: host, namespaced: namespaced).first.map { standby = $0 } != nil }
+        var process = standby
+        try waitUntil("its app process holds its ruleset") {
+            if namespaced {
+                guard let child = (try? String(contentsOfFile: "/proc/\(standby)/task/\(standby)/children", encoding: .utf8))?
+                    .split(separator: " ").first.flatMap({ pid_t($0) }) else { return false }
+                process = child
+            }
+            let descriptors = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(process)/fd")) ?? []
+            return descriptors.contains { (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/\(process)/fd/\($0)")) == "anon_inode:[landlock-ruleset]" }
+        }
+        try replaceByACopy(path)
+        host.send("open Reader")
+        let pid = try #require(try host.waitFor("Reader", "didBecomeActive").pid)
+        #expect(pid == process)
+        #expect(scratch.recorded("Reader").filter { $0.hasPrefix("probe ") } == ["probe read-other: ok"])
+        host.closeInput()
+        #expect(try host.waitForExit() == 0)
+    }
+
+    /// A regular file of /etc that a standby's ruleset names (`Landlock.sharedRules`), on the same
+    /// file system as /etc (so that a copy can be renamed over it).
+    static let replaceableSystemFile: String? = ["/etc/protocols", "/etc/services", "/etc/hosts"].first { path in
+        var file = stat()
+        var directory = stat()
+        return lstat(path, &file) == 0 && file.st_mode & S_IFMT == S_IFREG && stat("/etc", &directory) == 0 && file.st_dev == directory.st_dev
+    }
+
+    /// Writes a copy of `path` (contents, mode, owner) beside it and renames it over `path`: the
+    /// same file, another inode.
+    private func replaceByACopy(_ path: String) throws {
+        var info = stat()
+        #expect(stat(path, &info) == 0)
+        let contents = try Data(contentsOf: URL(fileURLWithPath: path))
+        let copy = "\(path).apphost-test-\(getpid())"
+        try contents.write(to: URL(fileURLWithPath: copy))
+        #expect(chmod(copy, info.st_mode & 0o7777) == 0 && chown(copy, info.st_uid, info.st_gid) == 0)
+        guard rename(copy, path) == 0 else {
+            unlink(copy)
+            Issue.record("cannot rename a copy over \(path): errno \(errno)")
+            return
+        }
+        var replaced = stat()
+        #expect(stat(path, &replaced) == 0 && replaced.st_ino != info.st_ino)
+    }
+
     /// A standby killed while it waits is not used, whichever of its processes is killed (in
     /// namespaces, its app process or its init): the launch forks an app process as without one.
     @Test(arguments: [false, true])
