@@ -155,7 +155,7 @@ public final class BGTaskScheduler: Sendable {
     }
 
     private struct Registration {
-        var queue: DispatchQueue?
+        var queue: DispatchQueue
         var handler: @Sendable (BGTask) -> Void
     }
 
@@ -177,7 +177,8 @@ public final class BGTaskScheduler: Sendable {
     /// `application(_:didFinishLaunchingWithOptions:)` returns: a later registration, or a second
     /// one for the same identifier, terminates the app. Returns false, with a warning, for an
     /// identifier missing from `BGTaskSchedulerPermittedIdentifiers`. The handler runs on `queue`,
-    /// or on a background queue when it is nil.
+    /// or on a serial background queue of the identifier's own when it is nil; a task's expiration
+    /// handler runs on the same queue (so, on a serial one, after the launch handler returns).
     @discardableResult
     public func register(
         forTaskWithIdentifier identifier: String, using queue: DispatchQueue?,
@@ -191,7 +192,7 @@ public final class BGTaskScheduler: Sendable {
         }
         let first = state.withLock { state -> Bool in
             guard state.registrations[identifier] == nil else { return false }
-            state.registrations[identifier] = Registration(queue: queue, handler: launchHandler)
+            state.registrations[identifier] = Registration(queue: queue ?? DispatchQueue(label: "BGTaskScheduler \(identifier)"), handler: launchHandler)
             return true
         }
         let late = launchFinished.load(ordering: .acquiring)
@@ -302,7 +303,7 @@ public final class BGTaskScheduler: Sendable {
             running[event.work] = (task, registration.queue, application)
         }
         let handler = registration.handler
-        (registration.queue ?? DispatchQueue.global()).async {
+        registration.queue.async {
             Detached.$driving.withValue(application) { handler(task) }
         }
         return task
@@ -311,10 +312,10 @@ public final class BGTaskScheduler: Sendable {
     /// Runs the expiration handler of a running task, on its queue.
     func expire(work: UInt64) {
         guard let (task, queue, application) = running.withLock({ $0[work] }) else { return }
-        (queue ?? DispatchQueue.global()).async {
+        queue.async {
             Detached.$driving.withValue(application) { task.expire() }
         }
     }
 
-    private let running = Mutex<[UInt64: (task: BGTask, queue: DispatchQueue?, application: Application)]>([:])
+    private let running = Mutex<[UInt64: (task: BGTask, queue: DispatchQueue, application: Application)]>([:])
 }

@@ -36,6 +36,8 @@ final class RecordingDelegate: ApplicationDelegate {
         let observed = self.observed
         BGTaskScheduler.shared.register(forTaskWithIdentifier: "test.refresh", using: nil) { task in
             observed.began(task.identifier, sharedIsScheduler: Application.shared.bundleIdentifier)
+            // Work before the expiration handler is set: an expiration that comes meanwhile waits.
+            if observed.setsExpirationHandlerLate { usleep(100_000) }
             task.expirationHandler = { task.setTaskCompleted(success: false) }
             if !observed.holdsTasks { task.setTaskCompleted(success: true) }
         }
@@ -80,11 +82,17 @@ final class RecordingDelegate: ApplicationDelegate {
 
 /// What a launch handler, which runs on a queue of its own, saw.
 final class Observed: Sendable {
-    private let state = Mutex<(tasks: [String], identifiers: [String], holds: Bool)>(([], [], false))
+    private let state = Mutex<(tasks: [String], identifiers: [String], holds: Bool, late: Bool)>(([], [], false, false))
 
     var holdsTasks: Bool {
         get { state.withLock { $0.holds } }
         set { state.withLock { $0.holds = newValue } }
+    }
+
+    /// The launch handler works 0.1 s before it sets its task's expiration handler.
+    var setsExpirationHandlerLate: Bool {
+        get { state.withLock { $0.late } }
+        set { state.withLock { $0.late = newValue } }
     }
 
     func began(_ identifier: String, sharedIsScheduler bundleIdentifier: String) {
@@ -238,6 +246,20 @@ struct DetachedApplicationTests {
         #expect(task is BGAppRefreshTask)
         app.expire(task)
         #expect(try await app.completion(of: task) == false)
+    }
+
+    /// The launch handler (registered with no queue) and the expiration run on one serial queue,
+    /// as on iOS: an expiration that comes before the handler has set its expiration handler is
+    /// not lost (on a concurrent queue it was, and the task never completed).
+    @Test("an expiration that comes while the launch handler runs reaches the expiration handler it sets", .timeLimit(.minutes(1)))
+    func expireWhileTheLaunchHandlerRuns() async throws {
+        let app = DetachedApplication<RecordingDelegate>(infoDictionary: recorderInfo)
+        app.delegate.observed.holdsTasks = true
+        app.delegate.observed.setsExpirationHandlerLate = true
+        app.launch()
+        let task = try app.startTask("test.refresh")
+        app.expire(task)
+        #expect(try await app.completion(of: task, timeout: .seconds(5)) == false)
     }
 
     @Test("starting a task nobody registered says which are", .timeLimit(.minutes(1)))
