@@ -7,6 +7,16 @@ let strictSettings: [SwiftSetting] = [
     .enableUpcomingFeature("InternalImportsByDefault"),
 ]
 
+/// The SDK's targets, linked into every plugin, instantiate concrete generic types (a
+/// `[AnyHashable: Any]`, say) through their metadata accessors instead of by mangled name: each
+/// mangled name's conformances are looked up at its first use in each app process, a scan of
+/// every loaded image's conformance records (the runtime empties its cache when a plugin
+/// loads). That was 0.4 ms of a launch (README.md, "A launch's path"). SwiftPM refuses an unsafe
+/// flag in a dependency resolved by version, so a checkout made for one (in `.build/checkouts`)
+/// goes without it.
+let sdkSettings: [SwiftSetting] = Context.packageDirectory.contains("/.build/checkouts/")
+    ? [] : [.unsafeFlags(["-Xfrontend", "-disable-concrete-type-metadata-mangled-name-accessors"])]
+
 /// An app plugin: a dynamic library that links the SDK statically, plus its Info.plist beside
 /// the sources (bundled by `swift package bundle-app`). Target names must be unique across a
 /// package graph, so these carry a suffix that leaves Hello, Notes… free for app authors.
@@ -114,12 +124,12 @@ let package = Package(
         // every plugin links it, through the SDK).
         .target(
             name: "AppHostSystem",
-            swiftSettings: strictSettings
+            swiftSettings: strictSettings + sdkSettings
         ),
         .target(
             name: "AppHostProtocol",
             dependencies: ["AppHostSystem", "CAppHostShims"],
-            swiftSettings: strictSettings
+            swiftSettings: strictSettings + sdkSettings
         ),
         .target(
             name: "AppHostKit",
@@ -127,7 +137,7 @@ let package = Package(
                 "AppHostProtocol", "AppHostSystem", "CAppHostShims", "CAppHostEpoll", "CAppHostKitRecord",
                 .product(name: "Logging", package: "swift-log"),
             ],
-            swiftSettings: strictSettings
+            swiftSettings: strictSettings + sdkSettings
         ),
         .target(name: "UIKit", dependencies: ["AppHostKit", "_Testing_UIKit"], swiftSettings: strictSettings),
         // Empty: what the compiler imports for a file that imports both Testing and UIKit (Overlay.swift).
