@@ -11,11 +11,12 @@ let strictSettings: [SwiftSetting] = [
 /// `[AnyHashable: Any]`, say) through their metadata accessors instead of by mangled name: each
 /// mangled name's conformances are looked up at its first use in each app process, a scan of
 /// every loaded image's conformance records (the runtime empties its cache when a plugin
-/// loads). That was 0.4 ms of a launch (README.md, "A launch's path"). SwiftPM refuses an unsafe
-/// flag in a dependency resolved by version, so a checkout made for one (in `.build/checkouts`)
-/// goes without it.
-let sdkSettings: [SwiftSetting] = Context.packageDirectory.contains("/.build/checkouts/")
-    ? [] : [.unsafeFlags(["-Xfrontend", "-disable-concrete-type-metadata-mangled-name-accessors"])]
+/// loads). That took 0.767x bwrap's time for a launch, against 0.840x (README.md, "A launch's
+/// path"). SwiftPM refuses an unsafe flag in a dependency resolved by version, which is checked
+/// out at a tag: a checkout at a tag, or one that is not a git repository (a registry's), goes
+/// without it, and its plugins launch that much slower.
+let sdkSettings: [SwiftSetting] = Context.gitInformation.map { $0.currentTag == nil } ?? false
+    ? [.unsafeFlags(["-Xfrontend", "-disable-concrete-type-metadata-mangled-name-accessors"])] : []
 
 /// An app plugin: a dynamic library that links the SDK statically, plus its Info.plist beside
 /// the sources (bundled by `swift package bundle-app`). Target names must be unique across a

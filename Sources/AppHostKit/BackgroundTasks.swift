@@ -77,7 +77,18 @@ public class BGTask: @unchecked Sendable {
     public let identifier: String
     let work: UInt64
     private let link: HostLink
-    private let state = Mutex<(handler: (@Sendable () -> Void)?, completed: Bool)>((nil, false))
+    private let state = Mutex<Expiration>(Expiration())
+    /// Runs an expiration handler on the task's queue, as the app's (set by the scheduler).
+    var deliver: @Sendable (@escaping @Sendable () -> Void) -> Void = { $0() }
+
+    private struct Expiration {
+        var handler: (@Sendable () -> Void)?
+        var completed = false
+        /// The host ended the task early.
+        var expired = false
+        /// An expiration handler was called (at most one is, once).
+        var delivered = false
+    }
 
     init(identifier: String, work: UInt64, link: HostLink) {
         self.identifier = identifier
@@ -85,10 +96,20 @@ public class BGTask: @unchecked Sendable {
         self.link = link
     }
 
-    /// Called when the host ends the task early. Set it first thing in the launch handler.
+    /// Called when the host ends the task early. Set it first thing in the launch handler: one
+    /// set after the task was ended (the launch handler runs on its own queue, so the host may
+    /// end the task before it has run) is called then, on the task's queue.
     public var expirationHandler: (@Sendable () -> Void)? {
         get { state.withLock { $0.handler } }
-        set { state.withLock { $0.handler = newValue } }
+        set {
+            let late = state.withLock { state -> (@Sendable () -> Void)? in
+                state.handler = newValue
+                guard state.expired, !state.completed, !state.delivered, let newValue else { return nil }
+                state.delivered = true
+                return newValue
+            }
+            if let late { deliver(late) }
+        }
     }
 
     /// Tells the host the task is done; the app is suspended once no other work holds it.
@@ -107,8 +128,15 @@ public class BGTask: @unchecked Sendable {
 
     var isCompleted: Bool { state.withLock { $0.completed } }
 
+    /// Calls the expiration handler, or keeps the expiration for one set later.
     func expire() {
-        let handler = state.withLock { $0.completed ? nil : $0.handler }
+        let handler = state.withLock { state -> (@Sendable () -> Void)? in
+            guard !state.completed, !state.expired else { return nil }
+            state.expired = true
+            guard let handler = state.handler else { return nil }
+            state.delivered = true
+            return handler
+        }
         handler?()
     }
 }
@@ -155,7 +183,7 @@ public final class BGTaskScheduler: Sendable {
     }
 
     private struct Registration {
-        var queue: DispatchQueue
+        var queue: DispatchQueue?
         var handler: @Sendable (BGTask) -> Void
     }
 
@@ -177,8 +205,7 @@ public final class BGTaskScheduler: Sendable {
     /// `application(_:didFinishLaunchingWithOptions:)` returns: a later registration, or a second
     /// one for the same identifier, terminates the app. Returns false, with a warning, for an
     /// identifier missing from `BGTaskSchedulerPermittedIdentifiers`. The handler runs on `queue`,
-    /// or on a serial background queue of the identifier's own when it is nil; a task's expiration
-    /// handler runs on the same queue (so, on a serial one, after the launch handler returns).
+    /// or on a background queue when it is nil.
     @discardableResult
     public func register(
         forTaskWithIdentifier identifier: String, using queue: DispatchQueue?,
@@ -192,7 +219,7 @@ public final class BGTaskScheduler: Sendable {
         }
         let first = state.withLock { state -> Bool in
             guard state.registrations[identifier] == nil else { return false }
-            state.registrations[identifier] = Registration(queue: queue ?? DispatchQueue(label: "BGTaskScheduler \(identifier)"), handler: launchHandler)
+            state.registrations[identifier] = Registration(queue: queue, handler: launchHandler)
             return true
         }
         let late = launchFinished.load(ordering: .acquiring)
@@ -302,8 +329,12 @@ public final class BGTaskScheduler: Sendable {
             running = running.filter { !$0.value.task.isCompleted }
             running[event.work] = (task, registration.queue, application)
         }
+        let queue = registration.queue ?? DispatchQueue.global()
+        task.deliver = { handler in
+            queue.async { Detached.$driving.withValue(application) { handler() } }
+        }
         let handler = registration.handler
-        registration.queue.async {
+        queue.async {
             Detached.$driving.withValue(application) { handler(task) }
         }
         return task
@@ -312,10 +343,10 @@ public final class BGTaskScheduler: Sendable {
     /// Runs the expiration handler of a running task, on its queue.
     func expire(work: UInt64) {
         guard let (task, queue, application) = running.withLock({ $0[work] }) else { return }
-        queue.async {
+        (queue ?? DispatchQueue.global()).async {
             Detached.$driving.withValue(application) { task.expire() }
         }
     }
 
-    private let running = Mutex<[UInt64: (task: BGTask, queue: DispatchQueue, application: Application)]>([:])
+    private let running = Mutex<[UInt64: (task: BGTask, queue: DispatchQueue?, application: Application)]>([:])
 }

@@ -73,6 +73,8 @@ public enum AppProcessRunner {
         var plan = plan(for: configuration)
         plan.boundsDropped = namespaced
         plan.sharedRules = standbyRules
+        // Confinement closes it.
+        standbyRules = nil
         confine(plan, socket: socket, since: confinementStarted)
         // The host's working directory means nothing to the app (and may be out of its user's
         // reach): it starts in its container.
@@ -109,8 +111,8 @@ public enum AppProcessRunner {
         standbyRules = try? Landlock.prepare(Landlock.sharedRules)
         // Foundation's state of a process that every app's SDK makes first: the main thread's
         // run loop (its descriptors and the structures it runs with), the main thread's Thread
-        // and the default notification center. Neither starts a thread: until its confinement,
-        // this process has one.
+        // and the default notification center. None of them starts a thread: until its
+        // confinement, this process has one.
         _ = RunLoop.main
         _ = Thread.current
         _ = NotificationCenter.default

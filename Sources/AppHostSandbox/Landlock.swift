@@ -52,16 +52,16 @@ package enum Landlock {
         package let descriptor: Int32
         /// The rights it handles, all that this kernel's ABI knows (`handledRights`).
         fileprivate let handled: UInt64
-        /// The files (not directories) its rules name, as they were when added: a file replaced
-        /// since (`/etc/passwd` rewritten by `useradd`, say) is another inode, which `restrict`
-        /// allows too.
-        fileprivate var files: [File] = []
+        /// The rules it holds, with the inode each names: a path that names another since (a
+        /// file rewritten and renamed over it, as `useradd` does /etc/passwd; a directory
+        /// replaced or mounted over) gets a rule for that one too from `restrict`.
+        fileprivate var added: [Added] = []
         /// Rules skipped because their path was missing or out of reach when added, which
         /// `restrict` tries again.
         fileprivate var skipped: [Rule] = []
     }
 
-    fileprivate struct File: Sendable, Equatable {
+    fileprivate struct Added: Sendable, Equatable {
         var rule: Rule
         var device: UInt64
         var inode: UInt64
@@ -108,9 +108,9 @@ package enum Landlock {
         if made == nil { made = try prepare([]) }
         guard var ruleset = made else { return false }
         defer { close(ruleset.descriptor) }
-        let replaced = ruleset.files.filter { file in
+        let replaced = ruleset.added.filter { added in
             var info = stat()
-            return stat(file.rule.path, &info) == 0 && (UInt64(info.st_dev) != file.device || UInt64(info.st_ino) != file.inode)
+            return stat(added.rule.path, &info) == 0 && (UInt64(info.st_dev) != added.device || UInt64(info.st_ino) != added.inode)
         }
         try add(replaced.map(\.rule) + ruleset.skipped + rules, to: &ruleset)
         try valueOrErrno("landlock_restrict_self") { apphost_landlock_restrict_self(ruleset.descriptor) }
@@ -131,10 +131,8 @@ package enum Landlock {
             var info = stat()
             try valueOrErrno("fstat(\(rule.path))") { fstat(fd, &info) }
             var allowed = rule.access == .readOnly ? execute | readFile | readDirectory : handled
-            if info.st_mode & S_IFMT != S_IFDIR {
-                allowed &= fileRights
-                ruleset.files.append(File(rule: rule, device: UInt64(info.st_dev), inode: UInt64(info.st_ino)))
-            }
+            if info.st_mode & S_IFMT != S_IFDIR { allowed &= fileRights }
+            ruleset.added.append(Added(rule: rule, device: UInt64(info.st_dev), inode: UInt64(info.st_ino)))
             try valueOrErrno("landlock_add_rule(\(rule.path))") { apphost_landlock_allow_beneath(ruleset.descriptor, allowed & handled, fd) }
         }
     }

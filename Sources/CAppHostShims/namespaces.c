@@ -777,8 +777,7 @@ static int isolation_failed(char *failure, size_t size, const char *step, const 
     return -1;
 }
 
-/// Whether `path` is strictly below the directory `top`.
-static int is_below(const char *path, const char *top) {
+int apphost_path_is_below(const char *path, const char *top) {
     size_t length = top ? strlen(top) : 0;
     return top && strncmp(path, top, length) == 0 && path[length] == '/';
 }
@@ -841,7 +840,7 @@ int apphost_isolate_show(const char *hidden, int hidden_fd, const char *const *w
     int kept_count = 0, result = 0;
     for (int index = 0; index < writable_count + readable_count; index++) {
         const char *path = index < writable_count ? writable[index] : readable[index - writable_count];
-        if (!is_below(path, hidden)) continue;
+        if (!apphost_path_is_below(path, hidden)) continue;
         int fd = open_beneath(hidden_fd, path + strlen(hidden) + 1);
         if (fd < 0) {
             result = isolation_failed(failure, failure_size, "open", path);
@@ -875,7 +874,7 @@ int apphost_isolate_show(const char *hidden, int hidden_fd, const char *const *w
         }
     }
     for (int index = 0; index < writable_count; index++) {
-        if (!is_below(writable[index], hidden) && apphost_mount_bind(writable[index], writable[index]) != 0) {
+        if (!apphost_path_is_below(writable[index], hidden) && apphost_mount_bind(writable[index], writable[index]) != 0) {
             result = isolation_failed(failure, failure_size, "bind", writable[index]);
             goto done;
         }

@@ -146,10 +146,9 @@ static int check_prepared(const struct isolation *isolation, const struct namesp
         snprintf(failure, size, "the standby hid %s, not %s", namespace->hidden, isolation->hidden ? isolation->hidden : "nothing");
         return -1;
     }
-    size_t length = strlen(namespace->hidden);
     for (int index = 0; index < isolation->writable_count; index++) {
         const char *path = isolation->writable[index];
-        if (strncmp(path, namespace->hidden, length) != 0 || path[length] != '/') {
+        if (!apphost_path_is_below(path, namespace->hidden)) {
             snprintf(failure, size, "%s is not in %s, which the standby hid", path, namespace->hidden);
             return -1;
         }

@@ -248,9 +248,9 @@ struct DetachedApplicationTests {
         #expect(try await app.completion(of: task) == false)
     }
 
-    /// The launch handler (registered with no queue) and the expiration run on one serial queue,
-    /// as on iOS: an expiration that comes before the handler has set its expiration handler is
-    /// not lost (on a concurrent queue it was, and the task never completed).
+    /// The launch handler runs on a queue of its own (registered with none: a global one), so the
+    /// host may end the task before the handler has set its expiration handler: the expiration
+    /// is kept, and the handler called once it is set (it was lost, and the task never completed).
     @Test("an expiration that comes while the launch handler runs reaches the expiration handler it sets", .timeLimit(.minutes(1)))
     func expireWhileTheLaunchHandlerRuns() async throws {
         let app = DetachedApplication<RecordingDelegate>(infoDictionary: recorderInfo)

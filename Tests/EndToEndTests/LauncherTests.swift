@@ -206,8 +206,8 @@ struct LauncherTests {
     /// A standby adds the system paths every app may read to its Landlock ruleset before its
     /// launch. A rule names an inode, so a file among them replaced since (written anew and
     /// renamed over, as `useradd` does /etc/passwd and `ldconfig` /etc/ld.so.cache) would be out
-    /// of the app's reach: the launch adds a rule for what the path names then. Replaces a file
-    /// of /etc by an identical copy.
+    /// of the app's reach: the launch adds a rule for what the path names then. Puts an identical
+    /// copy in place of a file of /etc for the while, then the file back.
     @Test(.enabled(if: getuid() == 0 && apphost_landlock_abi_version() > 0 && replaceableSystemFile != nil,
                    "needs root, Landlock and a regular file of /etc among the rules (/etc/protocols, /etc/services or /etc/hosts)"))
     func aSystemFileReplacedAfterAStandbyWasMadeIsReadableByTheAppLaunchedFromIt() throws {
@@ -229,7 +229,8 @@ struct LauncherTests {
             let descriptors = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(process)/fd")) ?? []
             return descriptors.contains { (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/\(process)/fd/\($0)")) == "anon_inode:[landlock-ruleset]" }
         }
-        try replaceByACopy(path)
+        let putBack = try replaceByACopy(path)
+        defer { putBack() }
         host.send("open Reader")
         let pid = try #require(try host.waitFor("Reader", "didBecomeActive").pid)
         #expect(pid == process)
@@ -246,22 +247,30 @@ struct LauncherTests {
         return lstat(path, &file) == 0 && file.st_mode & S_IFMT == S_IFREG && stat("/etc", &directory) == 0 && file.st_dev == directory.st_dev
     }
 
-    /// Writes a copy of `path` (contents, mode, owner) beside it and renames it over `path`: the
-    /// same file, another inode.
-    private func replaceByACopy(_ path: String) throws {
+    /// Puts a copy of `path` (contents, mode, owner) in its place, atomically, keeping the file
+    /// itself under a second name beside it: the same contents, another inode. Returns what puts
+    /// the file back (its inode, so its extended attributes and label too).
+    private func replaceByACopy(_ path: String) throws -> () -> Void {
         var info = stat()
         #expect(stat(path, &info) == 0)
         let contents = try Data(contentsOf: URL(fileURLWithPath: path))
-        let copy = "\(path).apphost-test-\(getpid())"
+        let kept = "\(path).apphost-test-\(getpid())"
+        let copy = kept + ".copy"
+        guard link(path, kept) == 0 else {
+            Issue.record("cannot link \(path) to \(kept): errno \(errno)")
+            return {}
+        }
         try contents.write(to: URL(fileURLWithPath: copy))
         #expect(chmod(copy, info.st_mode & 0o7777) == 0 && chown(copy, info.st_uid, info.st_gid) == 0)
         guard rename(copy, path) == 0 else {
-            unlink(copy)
             Issue.record("cannot rename a copy over \(path): errno \(errno)")
-            return
+            unlink(copy)
+            unlink(kept)
+            return {}
         }
         var replaced = stat()
         #expect(stat(path, &replaced) == 0 && replaced.st_ino != info.st_ino)
+        return { #expect(rename(kept, path) == 0) }
     }
 
     /// A standby killed while it waits is not used, whichever of its processes is killed (in

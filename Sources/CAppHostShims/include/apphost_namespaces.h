@@ -117,6 +117,9 @@ int apphost_isolate_file_system(const char *hidden, const char *const *writable,
 int apphost_isolate_prepare(const char *hidden, const char *const *keep, int keep_count, int *hidden_fd,
                             char *failure, size_t failure_size);
 
+/// Whether `path` is strictly below the directory `top` (false when `top` is NULL).
+int apphost_path_is_below(const char *path, const char *top);
+
 /// The app's part, in a namespace apphost_isolate_prepare made: the paths of `writable` and
 /// `readable` below `hidden` appear again, opened from `hidden_fd`; `writable` are read-write.
 int apphost_isolate_show(const char *hidden, int hidden_fd, const char *const *writable, int writable_count,
