@@ -78,8 +78,8 @@ public class BGTask: @unchecked Sendable {
     let work: UInt64
     private let link: HostLink
     private let state = Mutex<Expiration>(Expiration())
-    /// Runs an expiration handler on the task's queue, as the app's (set by the scheduler).
-    var deliver: @Sendable (@escaping @Sendable () -> Void) -> Void = { $0() }
+    /// Runs a block on the task's queue, as its app's: its launch handler, its expiration.
+    let deliver: @Sendable (@escaping @Sendable () -> Void) -> Void
 
     private struct Expiration {
         var handler: (@Sendable () -> Void)?
@@ -90,10 +90,11 @@ public class BGTask: @unchecked Sendable {
         var delivered = false
     }
 
-    init(identifier: String, work: UInt64, link: HostLink) {
+    init(identifier: String, work: UInt64, link: HostLink, deliver: @escaping @Sendable (@escaping @Sendable () -> Void) -> Void) {
         self.identifier = identifier
         self.work = work
         self.link = link
+        self.deliver = deliver
     }
 
     /// Called when the host ends the task early. Set it first thing in the launch handler: one
@@ -322,31 +323,27 @@ public final class BGTaskScheduler: Sendable {
             return state.registrations[identifier]
         }
         guard let registration else { return nil }
-        let task: BGTask = event.kind == .processing
-            ? BGProcessingTask(identifier: identifier, work: event.work, link: link)
-            : BGAppRefreshTask(identifier: identifier, work: event.work, link: link)
-        running.withLock { running in
-            running = running.filter { !$0.value.task.isCompleted }
-            running[event.work] = (task, registration.queue, application)
-        }
         let queue = registration.queue ?? DispatchQueue.global()
-        task.deliver = { handler in
-            queue.async { Detached.$driving.withValue(application) { handler() } }
+        let deliver: @Sendable (@escaping @Sendable () -> Void) -> Void = { block in
+            queue.async { Detached.$driving.withValue(application) { block() } }
+        }
+        let task: BGTask = event.kind == .processing
+            ? BGProcessingTask(identifier: identifier, work: event.work, link: link, deliver: deliver)
+            : BGAppRefreshTask(identifier: identifier, work: event.work, link: link, deliver: deliver)
+        running.withLock { running in
+            running = running.filter { !$0.value.isCompleted }
+            running[event.work] = task
         }
         let handler = registration.handler
-        queue.async {
-            Detached.$driving.withValue(application) { handler(task) }
-        }
+        deliver { handler(task) }
         return task
     }
 
     /// Runs the expiration handler of a running task, on its queue.
     func expire(work: UInt64) {
-        guard let (task, queue, application) = running.withLock({ $0[work] }) else { return }
-        (queue ?? DispatchQueue.global()).async {
-            Detached.$driving.withValue(application) { task.expire() }
-        }
+        guard let task = running.withLock({ $0[work] }) else { return }
+        task.deliver { task.expire() }
     }
 
-    private let running = Mutex<[UInt64: (task: BGTask, queue: DispatchQueue?, application: Application)]>([:])
+    private let running = Mutex<[UInt64: BGTask]>([:])
 }
