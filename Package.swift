@@ -11,8 +11,8 @@ let strictSettings: [SwiftSetting] = [
 /// `[AnyHashable: Any]`, say) through their metadata accessors instead of by mangled name: each
 /// mangled name's conformances are looked up at its first use in each app process, a scan of
 /// every loaded image's conformance records (the runtime empties its cache when a plugin
-/// loads). That took 0.767x bwrap's time for a launch, against 0.840x (README.md, "A launch's
-/// path"). SwiftPM refuses an unsafe flag in a dependency resolved by version, which is checked
+/// loads). With it a launch took 0.767x bwrap's time, against 0.840x without (README.md, "A
+/// launch's path"). SwiftPM refuses an unsafe flag in a dependency resolved by version, which is checked
 /// out at a tag: a checkout at a tag, or one that is not a git repository (a registry's), goes
 /// without it, and its plugins launch that much slower.
 let sdkSettings: [SwiftSetting] = Context.gitInformation.map { $0.currentTag == nil } ?? false
