@@ -211,7 +211,10 @@ let package = Package(
         ),
         .executableTarget(
             name: "apphost-benchmark",
-            dependencies: ["AppHostRuntime", "AppHostProtocol", "AppHostSandbox", "AppHostSystem", "AppHostTransfers"],
+            dependencies: [
+                "AppHostRuntime", "AppHostProtocol", "AppHostSandbox", "AppHostSystem", "AppHostTransfers",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ],
             path: "Benchmarks/Lifecycle",
             swiftSettings: strictSettings
         ),

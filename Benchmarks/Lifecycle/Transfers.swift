@@ -13,9 +13,9 @@ import Glibc
 
 /// Prints the transfer figure; `--transfers-only` prints just it and exits, `--namespaces-only`
 /// skips it.
-func reportTransferThroughput(_ arguments: [String], runs: Int = 3) {
-    if ["--namespaces-only", "--launch-only", "--callbacks-only", "--scale-only"].contains(where: arguments.contains) { return }
-    defer { if arguments.contains("--transfers-only") { exit(0) } }
+func reportTransferThroughput(_ options: BenchmarkOptions, runs: Int = 3) {
+    if options.narrowed && !options.transfersOnly { return }
+    defer { if options.transfersOnly { exit(0) } }
     let size: Int64 = 1 << 30
     guard FileManager.default.isExecutableFile(atPath: "/usr/bin/curl"), FileManager.default.isExecutableFile(atPath: "/usr/bin/python3") else {
         say("transfers: curl or python3 is missing (scripts/benchmark installs curl)")

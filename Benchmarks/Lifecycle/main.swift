@@ -15,6 +15,7 @@
 // Run: scripts/benchmark (builds in release, bundles Hello, runs this). The machine is shared and
 // noisy: compare the ratios within one run, not absolute numbers across runs.
 
+import ArgumentParser
 import AppHostProtocol
 import AppHostRuntime
 import AppHostSandbox
@@ -326,27 +327,19 @@ func row(_ sample: Sample, against baseline: Sample?) -> String {
     return line
 }
 
-let arguments = CommandLine.arguments
-if let index = arguments.firstIndex(of: "--syscall-loop") {
-    syscallLoop(confined: arguments[index + 1] == "confined", count: Int(arguments[index + 2]) ?? 1_000_000)
+// The benchmark runs itself for the getppid loops (loopNanoseconds): `--syscall-loop MODE COUNT`.
+if CommandLine.arguments.count == 4, CommandLine.arguments[1] == "--syscall-loop" {
+    syscallLoop(confined: CommandLine.arguments[2] == "confined", count: Int(CommandLine.arguments[3]) ?? 1_000_000)
 }
+let options = BenchmarkOptions.parseOrExit()
 // With --json, standard output is the JSON object alone: every human line goes to standard error.
-humanTableToStandardError = arguments.contains("--json")
-reportTransferThroughput(arguments)
-let runs = arguments.firstIndex(of: "--runs").flatMap { Int(arguments[$0 + 1]) } ?? 50
-// `--scale N`: also N apps in one host (Scale.swift); at least 10, so that a tenth is one app.
-let scale = arguments.firstIndex(of: "--scale").map { index in
-    guard let count = arguments.dropFirst(index + 1).first.flatMap({ Int($0) }), count >= 10 else {
-        FileHandle.standardError.write(Data("apphost-benchmark: --scale takes a number of apps, at least 10 (e.g. --scale 2000)\n".utf8))
-        exit(1)
-    }
-    return count
-}
-let figures = Figures(json: arguments.contains("--json"))
-humanTableToStandardError = figures.json
-let binaries = URL(fileURLWithPath: arguments[0]).deletingLastPathComponent()
+humanTableToStandardError = options.json
+reportTransferThroughput(options)
+let runs = options.runs
+let figures = Figures(json: options.json)
+let binaries = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
 let executable = binaries.appendingPathComponent("apphost").path
-let bundlePath = arguments.firstIndex(of: "--bundle").map { arguments[$0 + 1] } ?? ".build/apps/Hello.app"
+let bundlePath = options.bundle
 guard FileManager.default.isExecutableFile(atPath: executable) else { fatalError("\(executable) is missing: run scripts/benchmark") }
 let bundle = try AppBundle(url: URL(fileURLWithPath: bundlePath))
 
@@ -370,8 +363,7 @@ func reportNamespaceCost() {
     }
 }
 // `--callbacks-only N`: N callback round trips of one Hello, median and p99 (for profiling).
-if let index = arguments.firstIndex(of: "--callbacks-only") {
-    let count = Int(arguments[index + 1]) ?? 1000
+if let count = options.callbacksOnly {
     let (supervisor, log, state) = benchmarkHost("callbacks", bundle: bundle, executable: executable)
     var cursor = 0
     try! supervisor.launch(bundle.name, kind: .foreground)
@@ -392,7 +384,7 @@ if let index = arguments.firstIndex(of: "--callbacks-only") {
 let bwrapOptions = ["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--unshare-all", "--die-with-parent", "--new-session", "/bin/true"]
 // `--launch-only`: launches of one Hello and bwrap's /bin/true, taken in turn so that drift on
 // a shared machine falls on both alike (for profiling the launch).
-if arguments.contains("--launch-only") {
+if options.launchOnly {
     let (supervisor, log, state) = benchmarkHost("launch", bundle: bundle, executable: executable)
     var cursor = 0
     var launches: [Double] = []
@@ -411,13 +403,13 @@ if arguments.contains("--launch-only") {
     exit(0)
 }
 // `--scale-only N`: just the scale run of N apps (and its JSON with --json).
-if let index = arguments.firstIndex(of: "--scale-only"), let count = arguments.dropFirst(index + 1).first.flatMap({ Int($0) }), count >= 10 {
+if let count = options.scaleOnly {
     reportScale(apps: count)
     figures.write()
     exit(0)
 }
 // `--namespaces-only`: just what the namespaces cost a launch.
-if arguments.contains("--namespaces-only") {
+if options.namespacesOnly {
     reportNamespaceCost()
     exit(0)
 }
@@ -449,7 +441,7 @@ let jsonCodec = measure("the same in JSON", runs: runs * 4) {
 figures.record("spawnTrue", spawn)
 say("what".padding(toLength: 64, withPad: " ", startingAt: 0) + "  median     p99   baseline")
 // Nanoseconds per getppid, reported in the milliseconds columns' place as ns.
-let selfPath = URL(fileURLWithPath: arguments[0]).path
+let selfPath = URL(fileURLWithPath: CommandLine.arguments[0]).path
 // Interleaved, so that drift on a shared machine falls on both sides alike.
 func loopNanoseconds(_ mode: String) -> Double {
     Double(run(selfPath, ["--syscall-loop", mode, "1000000"])!.output.trimmingCharacters(in: .whitespacesAndNewlines))!
@@ -528,5 +520,5 @@ if FileManager.default.fileExists(atPath: probe.appendingPathComponent("Info.pli
 } else {
     say("0xdead10cc check and ps under an output flood: \(probe.path) is missing; scripts/benchmark bundles it")
 }
-if let scale { reportScale(apps: scale) }
+if let scale = options.scale { reportScale(apps: scale) }
 figures.write()
