@@ -21,8 +21,8 @@ struct BenchmarkOptions: ParsableCommand {
     @Option(help: ArgumentHelp("Also launch and suspend N copies of Hello one after another in one host (at least 10).", valueName: "N"))
     var scale: Int?
 
-    @Option(help: "The Hello bundle to launch (scripts/benchmark builds it in release mode).")
-    var bundle = ".build/apps/Hello.app"
+    @Option(help: "The Hello bundle to launch; Probe.app beside it is used too. Both are built in release mode by scripts/benchmark.")
+    var bundle = ".build/apps-release/Hello.app"
 
     @Flag(help: "Only launches of one Hello, taken in turn with bwrap's /bin/true (for profiling).")
     var launchOnly = false

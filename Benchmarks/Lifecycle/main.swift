@@ -340,8 +340,18 @@ let figures = Figures(json: options.json)
 let binaries = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
 let executable = binaries.appendingPathComponent("apphost").path
 let bundlePath = options.bundle
-guard FileManager.default.isExecutableFile(atPath: executable) else { fatalError("\(executable) is missing: run scripts/benchmark") }
-let bundle = try AppBundle(url: URL(fileURLWithPath: bundlePath))
+/// Ends the benchmark with `problem` and how to get what is missing.
+func missing(_ problem: String) -> Never {
+    FileHandle.standardError.write(Data("apphost-benchmark: \(problem) (scripts/benchmark builds apphost and the release bundles in .build/apps-release)\n".utf8))
+    exit(1)
+}
+guard FileManager.default.isExecutableFile(atPath: executable) else { missing("\(executable) is missing") }
+let bundle: AppBundle
+do {
+    bundle = try AppBundle(url: URL(fileURLWithPath: bundlePath))
+} catch {
+    missing("\(error)")
+}
 
 @MainActor func reportScale(apps count: Int) {
     let result = benchmarkScale(executable: executable, bundle: URL(fileURLWithPath: bundlePath), apps: count)
