@@ -69,6 +69,7 @@ public enum AppProcessRunner {
             awaitIsolatedFileSystem(socket: socket)
         }
 
+        askNSCDOutsideTheSandbox()
         // Confinement, before any plugin code: an app that cannot be confined does not run.
         var plan = plan(for: configuration)
         plan.boundsDropped = namespaced
@@ -117,6 +118,20 @@ public enum AppProcessRunner {
         _ = Thread.current
         _ = NotificationCenter.default
     }
+
+    /// glibc asks nscd first at each user or group look-up (`UserDefaults` makes one), over a
+    /// socket(AF_UNIX) that the app's sandbox refuses and the host reports as a violation, two
+    /// per kind. Where no nscd runs, one look-up of each kind outside the sandbox makes glibc
+    /// stop asking for the next hundred. The launch template asks before its first fork (its
+    /// forks inherit the answer); an exec'd app process, before its confinement.
+    static func askNSCDOutsideTheSandbox() {
+        guard !askedNSCD else { return }
+        askedNSCD = true
+        _ = getpwuid(getuid())
+        _ = getgrgid(getgid())
+    }
+
+    nonisolated(unsafe) private static var askedNSCD = false
 
     /// The Landlock ruleset a standby made before its launch, holding `Landlock.sharedRules`.
     nonisolated(unsafe) static var standbyRules: Landlock.Ruleset?

@@ -123,6 +123,7 @@ public enum LaunchTemplate {
         _ = try? LaunchTemplateRequest(compact: LaunchTemplateRequest(namespaces: 0, initArguments: [], environment: [], intoCgroup: false).compactBytes[...])
         _ = try? LaunchTemplateReply(compact: LaunchTemplateReply(pid: 0, startedInCgroup: true).compactBytes[...])
         _ = ProcessInfo.processInfo.environment
+        AppProcessRunner.askNSCDOutsideTheSandbox()
         warmUpPrinting()
     }
 

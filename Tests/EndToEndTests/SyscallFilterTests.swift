@@ -51,6 +51,21 @@ struct SyscallFilterTests {
         #expect(try host.waitForExit() == 0)
     }
 
+    /// glibc asks nscd first at a process's first user or group look-up, over a socket(AF_UNIX)
+    /// the sandbox refuses: UserDefaults alone made two violations in every app that used it.
+    /// Asked outside the sandbox (before the template's forks, or before an exec'd app
+    /// process's confinement), glibc has stopped asking: nothing is refused.
+    @Test(.enabled(if: hasNotification, "needs seccomp user notification (SECCOMP_RET_USER_NOTIF) to report refusals"))
+    func userAndGroupLookUpsAreNoViolations() throws {
+        let scratch = try Scratch()
+        let host = try probe("Lookups", ["user-defaults", "look-up-user", "look-up-group"], scratch: scratch)
+        try host.waitFor("Lookups", "didBecomeActive")
+        #expect(outcomes("Lookups", scratch: scratch) == ["probe user-defaults: done", "probe look-up-user: done", "probe look-up-group: done"])
+        #expect(violations(host).isEmpty)
+        host.closeInput()
+        #expect(try host.waitForExit() == 0)
+    }
+
     /// Hole (issue 12, items 1 and 5): an app planted a set-user-id copy of a binary, which
     /// another user then ran with the app's uid (or root's, for a root app). No app makes a
     /// set-id file, in any user mode: the mode bits are refused, the call reported.

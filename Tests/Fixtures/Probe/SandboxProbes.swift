@@ -78,6 +78,17 @@ extension AppDelegate {
             var error: Int32 = 0
             let count = probe_fork_bomb(&error)
             return "\(count) children, then \(describe(-error))"
+        // Look-ups every app may make (UserDefaults makes the first): the answer does not
+        // matter (the app's user is in no passwd file), only that nothing is refused.
+        case "look-up-user":
+            _ = getpwuid(getuid())
+            return "done"
+        case "look-up-group":
+            _ = getgrgid(getgid())
+            return "done"
+        case "user-defaults":
+            UserDefaults.standard.set(1, forKey: "probe")
+            return UserDefaults.standard.integer(forKey: "probe") == 1 ? "done" : "not kept"
         default: return "unknown probe"
         }
     }
