@@ -4,7 +4,8 @@ import ArgumentParser
 /// arguments here.
 struct BenchmarkOptions: ParsableCommand {
     static let configuration = CommandConfiguration(
-        commandName: "apphost-benchmark",
+        // What users run: it builds the release products, then runs this with their arguments.
+        commandName: "scripts/benchmark",
         abstract: "Measures apphost's launches, callbacks, suspensions and sandbox, each figure beside a baseline taken in the same run.",
         discussion: """
             Figures are milliseconds, median and p99, with the ratio of the medians. Without one of \

@@ -11,7 +11,9 @@ struct Launch: AsyncParsableCommand {
         discussion: """
             Prints one line per life-cycle event (--json: JSON lines). Reads commands from --script FILE \
             and then from standard input, one per line:
-              home | open APP | interrupt APP [SECONDS] | switcher | wake APP | terminate APP | memory-warning [APP]
+              home | open APP [--new-scene] | interrupt APP [SECONDS] | switcher | wake APP
+              terminate APP | memory-warning [APP] | scenes [--json]
+              close-scene APP SCENE | discard-scene APP SCENE
               memory-pressure [MIB] | storage-pressure | fetch APP | run-task APP IDENTIFIER | expire APP [IDENTIFIER]
               push APP FILE.json | voip-push APP FILE.json | audio-interrupt APP | audio-resume APP
               location set LAT,LON | location route FILE.gpx [--speed M/S] | location clear
@@ -153,6 +155,9 @@ struct Launch: AsyncParsableCommand {
                 case .failed: await finish(supervisor, status: 1)
                 }
             }
+        }
+        if isatty(STDIN_FILENO) != 0 {
+            printer.error("commands are read here, one a line: help lists them, quit ends the host")
         }
         for await line in Self.standardInputLines() {
             if case .quit = await session.execute(line, origin: "stdin") { break }

@@ -133,6 +133,9 @@ import Testing
         #expect(host.finished == nil)
         host.advance(by: .milliseconds(1))
         #expect(host.finished?.code == TerminationCode.backgroundTimeExhausted.rawValue)
+        // Its 30 s did not run out: the report says what ended them.
+        #expect(host.finished?.reason == "background task #7 \"upload\" still open 5.0 s after its background time was ended on demand (expire); "
+            + "its expiration handler must end it (endBackgroundTask)")
     }
 
     @Test func anEventDuringSuspensionResumesTheAppOnceSuspended() {

@@ -347,6 +347,25 @@ import Testing
             "\(error)" == "Notes.app/Info.plist is missing; an app bundle needs one"
         }
     }
+
+    /// A newcomer points `apphost launch` at the app's package or at its sources.
+    @Test func aPackageOrItsSourcesInsteadOfTheBundle() throws {
+        let package = FileManager.default.temporaryDirectory.appendingPathComponent("apphost-package-\(UUID().uuidString)")
+        let sources = package.appendingPathComponent("Sources/Notes")
+        try FileManager.default.createDirectory(at: sources, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: package) }
+        try Data("// swift-tools-version: 6.1".utf8).write(to: package.appendingPathComponent("Package.swift"))
+        var info = valid
+        info["CFBundleExecutable"] = nil
+        try PropertyListSerialization.data(fromPropertyList: info, format: .xml, options: 0).write(to: sources.appendingPathComponent("Info.plist"))
+        let command = "`swift package --allow-writing-to-package-directory bundle-app --product NAME --output DIR`"
+        #expect { try AppBundle(url: package) } throws: { error in
+            "\(error)" == "\(package.path) is a package, not an app bundle; build the bundle in it with \(command)"
+        }
+        #expect { try AppBundle(url: sources) } throws: { error in
+            "\(error)" == "Notes/Info.plist has no CFBundleExecutable: this is an app's sources, not its bundle; build the bundle in its package with \(command)"
+        }
+    }
 }
 
 @Suite struct FileLockTests {

@@ -99,7 +99,10 @@ struct BadInputTests {
         let scratch = try Scratch()
         let result = try launch(scratch.url.appendingPathComponent("Nowhere.app"), scratch: scratch)
         #expect(result.status == 1)
-        expectOneLine(result.error, "\(scratch.url.path)/Nowhere.app: no such app bundle; build one with `swift package bundle-app`")
+        expectOneLine(
+            result.error,
+            "\(scratch.url.path)/Nowhere.app: no such app bundle; build one in the app's package with "
+                + "`swift package --allow-writing-to-package-directory bundle-app --product NAME --output DIR`")
     }
 
     @Test func aMalformedInfoPlist() throws {

@@ -34,19 +34,25 @@ public struct AppBundle: Sendable, Equatable {
     /// Whether the app adopts scenes (declares `UIApplicationSceneManifest`).
     public var adoptsScenes: Bool { sceneManifest != nil }
 
+    /// How an app's package makes its bundle, for the errors that send the user there.
+    static let bundleCommand = "swift package --allow-writing-to-package-directory bundle-app --product NAME --output DIR"
+
     /// Reads and validates `Name.app/Info.plist`. Every error says what is wrong and how to fix it.
     public init(url: URL) throws(BundleError) {
         let url = url.standardizedFileURL
         let label = url.lastPathComponent
         var isDirectory: ObjCBool = false
         guard FileManager.default.fileExists(atPath: url.path, isDirectory: &isDirectory) else {
-            throw BundleError("\(url.path): no such app bundle; build one with `swift package bundle-app`")
+            throw BundleError("\(url.path): no such app bundle; build one in the app's package with `\(Self.bundleCommand)`")
         }
         guard isDirectory.boolValue else {
             throw BundleError("\(url.path): not an app bundle (a directory Name.app with an Info.plist)")
         }
         let plistURL = url.appendingPathComponent("Info.plist")
         guard let data = FileManager.default.contents(atPath: plistURL.path) else {
+            if FileManager.default.fileExists(atPath: url.appendingPathComponent("Package.swift").path) {
+                throw BundleError("\(url.path) is a package, not an app bundle; build the bundle in it with `\(Self.bundleCommand)`")
+            }
             throw BundleError("\(label)/Info.plist is missing; an app bundle needs one")
         }
         let object: Any
@@ -75,6 +81,12 @@ public struct AppBundle: Sendable, Equatable {
         delegateClassName = try string(
             "ApplicationDelegateClassName", example: "\(name).AppDelegate",
             purpose: "name the class that conforms to ApplicationDelegate")
+        // An Info.plist beside the sources (Sources/Name/Info.plist) has none: bundle-app adds it.
+        if plist["CFBundleExecutable"] == nil, !label.hasSuffix(".app") {
+            throw BundleError(
+                "\(label)/Info.plist has no CFBundleExecutable: this is an app's sources, not its bundle; "
+                    + "build the bundle in its package with `\(Self.bundleCommand)`")
+        }
         let executable = try string("CFBundleExecutable", example: "lib\(name).so", purpose: "name the plugin inside the bundle")
         guard !executable.contains("/") else {
             throw BundleError("\(label)/Info.plist: CFBundleExecutable must name a file inside the bundle, not a path")

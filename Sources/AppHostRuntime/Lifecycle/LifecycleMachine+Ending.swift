@@ -44,7 +44,10 @@ extension LifecycleMachine {
                 let tasks = openTasks.keys.sorted().map(taskLabel).joined(separator: ", ")
                 actions += kill(Termination(
                     kind: .backgroundTime, namespace: .runningBoard, code: TerminationCode.backgroundTimeExhausted.rawValue,
-                    reason: "background task \(tasks) still open \(policy.expirationGrace.formatted) after its background time (\(policy.backgroundTime.formatted)) ran out"
+                    reason: "background task \(tasks) still open \(policy.expirationGrace.formatted) after "
+                        + (backgroundTimeEndedEarly == nil
+                            ? "its background time (\(policy.backgroundTime.formatted)) ran out"
+                            : "its background time was ended on demand (expire); its expiration handler must end it (endBackgroundTask)")
                         + (expirationSent && !expirationBegan ? "; \(blockedMainThread(now: now))" : "")))
             case .expirationHandlers:
                 guard let (ids, _) = expirationsRunning.min(by: { $0.value < $1.value }) else { break }
