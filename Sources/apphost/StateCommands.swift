@@ -14,7 +14,13 @@ struct Container: ParsableCommand {
 
     func run() throws {
         do {
-            print(try StateDirectory(state.stateDirectory).container(of: app).path)
+            let directory = StateDirectory(state.stateDirectory)
+            print(try directory.container(of: app).path)
+            if let image = try directory.unmountedImage(of: app) {
+                FileHandle.standardError.write(Data((
+                    "apphost: its files are in the disk image \(image), mounted there only while a host runs the app; "
+                        + "without one, read a file with debugfs -R 'cat /Documents/FILE' \(image)\n").utf8))
+            }
         } catch let error as SupervisorError {
             fail(error.message)
         }

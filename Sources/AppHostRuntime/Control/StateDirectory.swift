@@ -33,6 +33,19 @@ public struct StateDirectory: Sendable {
         throw SupervisorError("\(problem) in \(url.path); \(listing)", code: .noSuchApp)
     }
 
+    /// The disk image that holds the container of the app `app` names, when one does and it is
+    /// not mounted (no host runs the app): the container's directory is then empty.
+    public func unmountedImage(of app: String) throws -> String? {
+        let identifier = try identifier(of: app)
+        let image = url.appendingPathComponent("storage/containers/\(identifier).ext4").path
+        guard FileManager.default.fileExists(atPath: image) else { return nil }
+        var container = stat()
+        var parent = stat()
+        guard stat(containers.appendingPathComponent(identifier).path, &container) == 0, stat(containers.path, &parent) == 0 else { return image }
+        // A mounted file system is another device than the directory it is mounted on.
+        return container.st_dev == parent.st_dev ? image : nil
+    }
+
     /// The container of the app `app` names.
     public func container(of app: String) throws -> URL {
         containers.appendingPathComponent(try identifier(of: app), isDirectory: true)
