@@ -37,13 +37,18 @@ public struct StateDirectory: Sendable {
     /// not mounted (no host runs the app): the container's directory is then empty.
     public func unmountedImage(of app: String) throws -> String? {
         let identifier = try identifier(of: app)
-        let image = url.appendingPathComponent("storage/containers/\(identifier).ext4").path
+        let image = image(of: identifier)
         guard FileManager.default.fileExists(atPath: image) else { return nil }
         var container = stat()
         var parent = stat()
         guard stat(containers.appendingPathComponent(identifier).path, &container) == 0, stat(containers.path, &parent) == 0 else { return image }
         // A mounted file system is another device than the directory it is mounted on.
         return container.st_dev == parent.st_dev ? image : nil
+    }
+
+    /// Where the disk image of an app's container is (`storage: disk-image`).
+    private func image(of identifier: String) -> String {
+        url.appendingPathComponent("storage/containers/\(identifier).ext4").path
     }
 
     /// The container of the app `app` names.
@@ -70,7 +75,7 @@ public struct StateDirectory: Sendable {
         }
         let identifier = try identifier(of: app)
         let container = containers.appendingPathComponent(identifier).path
-        let image = url.appendingPathComponent("storage/containers/\(identifier).ext4").path
+        let image = image(of: identifier)
         unmountEverything(under: container)
         var removed: [String] = []
         for path in [container, image] where FileManager.default.fileExists(atPath: path) {
