@@ -310,8 +310,8 @@ struct ContinuousModeTests {
         let started = try host.waitFor("route start") { $0.event == "location" && $0.detail?.hasPrefix("replaying run.gpx") == true }
         #expect(started.detail == "replaying run.gpx: 4 points over 0.7 s")
         try host.waitFor("route end") { $0.event == "location" && $0.detail == "run.gpx finished at 48.003000,2.000000" }
-        host.send("ps")
-        try host.waitFor("ps of Runner") { $0.event == "ps" && $0.name == "Runner" }
+        // The host has sent the last point; the app records it when it has read it.
+        try waitUntil("Runner records the route's last point") { locations(scratch, "Runner").last?.hasPrefix("location 48.003000,") == true }
         let latitudes = locations(scratch, "Runner").compactMap { Double($0.dropFirst("location ".count).prefix { $0 != "," }) }
         #expect(latitudes.count >= 4, "one update per interval over the route")
         #expect(latitudes.first == 48.0 && latitudes.last == 48.003)
