@@ -74,6 +74,18 @@ package struct Cgroup: Equatable, Sendable {
         while !remove() && clock.now < deadline { usleep(1000) }
     }
 
+    /// The groups directly below this one: its subdirectories. (In a v1 hierarchy some control
+    /// files, `tasks` and `notify_on_release`, have no dot in their names either.)
+    package var subgroups: [Cgroup] {
+        subdirectories(path).map { Cgroup(path: "\(path)/\($0)") }
+    }
+
+    /// Removes the group and every group below it, deepest first, each as `removeWaiting` does.
+    package func removeTree() {
+        for subgroup in subgroups { subgroup.removeTree() }
+        removeWaiting()
+    }
+
     /// This host instance's group in `hierarchy`: `apphost-INSTANCE-PID` under the host's own
     /// group there (so apps stay inside whatever limits the host itself is under), after
     /// sweeping the groups of hosts that are gone (a host killed by SIGKILL leaves them).
@@ -85,11 +97,11 @@ package struct Cgroup: Equatable, Sendable {
         guard hierarchy == .unified || host.canWrite("cgroup.procs") else {
             throw CgroupUnavailable(reason: "\(base)/cgroup.procs is not writable")
         }
-        for entry in directoryEntries(base) where entry.hasPrefix("apphost-") {
-            guard let pid = entry.split(separator: "-").last.flatMap({ pid_t($0) }), !processExists(pid) else { continue }
-            let stale = Cgroup(path: "\(base)/\(entry)")
-            for child in directoryEntries(stale.path) where !child.contains(".") { Cgroup(path: "\(stale.path)/\(child)").removeWaiting() }
-            stale.removeWaiting()
+        for stale in host.subgroups {
+            let name = stale.path.split(separator: "/").last ?? ""
+            guard name.hasPrefix("apphost-"), let pid = name.split(separator: "-").last.flatMap({ pid_t($0) }), !processExists(pid)
+            else { continue }
+            stale.removeTree()
         }
         do {
             return try host.makeChild(named: "apphost-\(name)-\(getpid())")

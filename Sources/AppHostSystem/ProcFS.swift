@@ -52,10 +52,21 @@ package enum ProcFS {
 
 /// The names in a directory, without "." and ".."; empty if it cannot be read.
 package func directoryEntries(_ path: String) -> [String] {
+    names(in: path) { _ in true }
+}
+
+/// The names of the subdirectories of a directory (by the type readdir gives, which procfs,
+/// sysfs and cgroupfs fill in); empty if it cannot be read.
+package func subdirectories(_ path: String) -> [String] {
+    names(in: path) { $0 == DT_DIR }
+}
+
+private func names(in path: String, ofType accepts: (Int) -> Bool) -> [String] {
     guard let directory = opendir(path) else { return [] }
     defer { closedir(directory) }
     var names: [String] = []
     while let entry = readdir(directory) {
+        guard accepts(Int(entry.pointee.d_type)) else { continue }
         let name = withUnsafeBytes(of: entry.pointee.d_name) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
         if name != "." && name != ".." { names.append(name) }
     }

@@ -185,18 +185,15 @@ struct Event: CustomStringConvertible {
     }()
 }
 
-/// A running `apphost launch --json` with its standard input open for commands.
+/// A running `apphost launch --json` with its standard input open for commands. Released, it
+/// kills the host and waits for it: no host outlives its test, and none writes into its
+/// scratch directory (which the session keeps) after the test removed it.
 final class HostSession: @unchecked Sendable {
     let process = Process()
     private let input = Pipe()
-    private let condition = NSCondition()
-    private var events: [Event] = []
-    private var errorText = ""
-    private var outputClosed = false
+    private let transcript: Transcript
     private let exited = DispatchSemaphore(value: 0)
-    /// With a limit, `standardError` keeps only about the last this many bytes (an app that floods
-    /// its output must not fill the test process).
-    private let standardErrorLimit: Int?
+    private let scratch: Scratch
 
     /// `keepStandardErrorKiB`: keep only the last N KiB of the host's standard error, not all of it.
     /// `user`: run the host as this uid and gid (by setpriv, from a root test), not as root.
@@ -205,7 +202,8 @@ final class HostSession: @unchecked Sendable {
         keepStandardErrorKiB: Int? = nil, user: uid_t? = nil
     ) throws {
         try Paths.requireBuilt(Paths.apphost)
-        standardErrorLimit = keepStandardErrorKiB.map { $0 * 1024 }
+        self.scratch = scratch
+        transcript = Transcript(standardErrorLimit: keepStandardErrorKiB.map { $0 * 1024 })
         if !environment.isEmpty {
             process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
         }
@@ -224,12 +222,16 @@ final class HostSession: @unchecked Sendable {
         process.standardError = errors
         process.terminationHandler = { [exited] _ in exited.signal() }
         try process.run()
-        Thread.detachNewThread { [self] in readLines(output.fileHandleForReading, isOutput: true) }
-        Thread.detachNewThread { [self] in readLines(errors.fileHandleForReading, isOutput: false) }
+        // The readers hold the transcript, not the session, so that releasing the session ends
+        // the host (whose exit ends the readers).
+        Thread.detachNewThread { [transcript] in transcript.readLines(output.fileHandleForReading, isOutput: true) }
+        Thread.detachNewThread { [transcript] in transcript.readLines(errors.fileHandleForReading, isOutput: false) }
     }
 
     deinit {
-        if process.isRunning { kill(process.processIdentifier, SIGKILL) }
+        guard process.isRunning else { return }
+        kill(process.processIdentifier, SIGKILL)
+        _ = exited.wait(timeout: .now() + 10)
     }
 
     /// Sends one command line on the host's standard input.
@@ -243,18 +245,10 @@ final class HostSession: @unchecked Sendable {
     }
 
     /// Every event so far.
-    var allEvents: [Event] {
-        condition.lock()
-        defer { condition.unlock() }
-        return events
-    }
+    var allEvents: [Event] { transcript.locked { $0.events } }
 
     /// Everything the host (and its apps) printed on standard error so far.
-    var standardError: String {
-        condition.lock()
-        defer { condition.unlock() }
-        return errorText
-    }
+    var standardError: String { transcript.locked { $0.errorText } }
 
     /// Waits for the `occurrence`th event that satisfies `predicate`; fails the test with the
     /// events seen if it does not come within `timeout`.
@@ -263,22 +257,16 @@ final class HostSession: @unchecked Sendable {
         _ description: String, occurrence: Int = 1, timeout: Double = 10, sourceLocation: SourceLocation = #_sourceLocation,
         _ predicate: (Event) -> Bool
     ) throws -> Event {
-        func match() -> Event? {
-            let matches = events.filter(predicate)
+        let found = transcript.wait(timeout: timeout) { transcript -> Event? in
+            let matches = transcript.events.filter(predicate)
             return matches.count >= occurrence ? matches[occurrence - 1] : nil
         }
-        let deadline = Date().addingTimeInterval(timeout)
-        condition.lock()
-        defer { condition.unlock() }
-        while true {
-            if let found = match() { return found }
-            if outputClosed || !condition.wait(until: deadline) {
-                if let found = match() { return found }
-                let seen = events.map(\.description).joined(separator: "\n")
-                Issue.record("no event: \(description)\nevents:\n\(seen)\nstderr:\n\(errorText)", sourceLocation: sourceLocation)
-                throw WaitFailed()
-            }
+        guard let found else {
+            let (seen, errorText) = transcript.locked { ($0.events.map(\.description).joined(separator: "\n"), $0.errorText) }
+            Issue.record("no event: \(description)\nevents:\n\(seen)\nstderr:\n\(errorText)", sourceLocation: sourceLocation)
+            throw WaitFailed()
         }
+        return found
     }
 
     /// Waits for `name` to emit `event` (its `occurrence`th time).
@@ -295,15 +283,10 @@ final class HostSession: @unchecked Sendable {
     /// Waits until the host's standard error (where app output goes) contains `text`. App output
     /// and events travel on different channels, so a line may arrive after a later event.
     func waitForStandardError(containing text: String, timeout: Double = 10, sourceLocation: SourceLocation = #_sourceLocation) throws {
-        let deadline = Date().addingTimeInterval(timeout)
-        condition.lock()
-        defer { condition.unlock() }
-        while !errorText.contains(text) {
-            guard condition.wait(until: deadline) || errorText.contains(text) else {
-                Issue.record("standard error never contained \(text.debugDescription):\n\(errorText)", sourceLocation: sourceLocation)
-                throw WaitFailed()
-            }
-        }
+        let found = transcript.wait(timeout: timeout, untilClosed: false) { $0.errorText.contains(text) ? true : nil }
+        guard found == nil else { return }
+        Issue.record("standard error never contained \(text.debugDescription):\n\(standardError)", sourceLocation: sourceLocation)
+        throw WaitFailed()
     }
 
     /// Waits for the host to exit and returns its status.
@@ -316,8 +299,42 @@ final class HostSession: @unchecked Sendable {
         process.waitUntilExit()
         return process.terminationStatus
     }
+}
 
-    private func readLines(_ handle: FileHandle, isOutput: Bool) {
+/// What a host printed: its events (standard output) and its standard error, filled by two
+/// reader threads and waited on by the test.
+private final class Transcript: @unchecked Sendable {
+    private let condition = NSCondition()
+    private(set) var events: [Event] = []
+    private(set) var errorText = ""
+    private var outputClosed = false
+    /// With a limit, `errorText` keeps only about the last this many bytes (an app that floods
+    /// its output must not fill the test process).
+    private let standardErrorLimit: Int?
+
+    init(standardErrorLimit: Int?) {
+        self.standardErrorLimit = standardErrorLimit
+    }
+
+    func locked<Value>(_ body: (Transcript) -> Value) -> Value {
+        condition.lock()
+        defer { condition.unlock() }
+        return body(self)
+    }
+
+    /// Waits until `found` returns a value, for at most `timeout` seconds, and (`untilClosed`)
+    /// no longer once the events have ended; nil if it never did.
+    func wait<Value>(timeout: Double, untilClosed: Bool = true, _ found: (Transcript) -> Value?) -> Value? {
+        let deadline = Date().addingTimeInterval(timeout)
+        condition.lock()
+        defer { condition.unlock() }
+        while true {
+            if let value = found(self) { return value }
+            if (untilClosed && outputClosed) || !condition.wait(until: deadline) { return found(self) }
+        }
+    }
+
+    func readLines(_ handle: FileHandle, isOutput: Bool) {
         var pending = Data()
         while true {
             let chunk = handle.availableData
@@ -345,13 +362,11 @@ final class HostSession: @unchecked Sendable {
             condition.unlock()
         }
     }
-}
 
-extension HostSession {
     /// Moves the complete lines of `pending` to `errorText` in one step (a flood of short lines
     /// must not cost a lock round per line, or the host would block writing to us), keeping
     /// only the last `standardErrorLimit` bytes when there is a limit.
-    fileprivate func appendStandardError(_ pending: inout Data) {
+    private func appendStandardError(_ pending: inout Data) {
         if let limit = standardErrorLimit, pending.count > limit {
             pending.removeFirst(pending.count - limit)  // a line that never ends: its tail only
         }
