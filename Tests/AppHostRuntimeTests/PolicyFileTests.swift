@@ -5,11 +5,9 @@ import Testing
 /// Policy files as users write them: README's own example, integers where seconds are expected,
 /// strict Booleans, strict JSON, and a nearby key for a typo.
 @Suite struct PolicyFileTests {
-    private func write(_ text: String) throws -> URL {
-        let url = FileManager.default.temporaryDirectory.appendingPathComponent("policy-\(UUID().uuidString).json")
-        try Data(text.utf8).write(to: url)
-        return url
-    }
+    private let files = TemporaryFiles()
+
+    private func write(_ text: String) throws -> URL { try files.policy(text) }
 
     private func message(_ text: String) throws -> String? {
         let url = try write(text)

@@ -4,11 +4,9 @@ import Testing
 
 /// `Policy.knobs` drives the policy file, the command line and README.md; these hold each to it.
 @Suite struct PolicyKnobTests {
-    private func write(_ text: String) throws -> URL {
-        let url = FileManager.default.temporaryDirectory.appendingPathComponent("policy-\(UUID().uuidString).json")
-        try Data(text.utf8).write(to: url)
-        return url
-    }
+    private let files = TemporaryFiles()
+
+    private func write(_ text: String) throws -> URL { try files.policy(text) }
 
     /// A valid value other than the default for a knob: as JSON, as command-line words, and the
     /// policy it should make.

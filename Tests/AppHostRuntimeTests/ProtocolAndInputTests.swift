@@ -144,11 +144,9 @@ import Testing
 }
 
 @Suite struct PolicyTests {
-    private func write(_ text: String) throws -> URL {
-        let url = FileManager.default.temporaryDirectory.appendingPathComponent("policy-\(UUID().uuidString).json")
-        try Data(text.utf8).write(to: url)
-        return url
-    }
+    private let files = TemporaryFiles()
+
+    private func write(_ text: String) throws -> URL { try files.policy(text) }
 
     @Test func defaultsAreTheSpecs() {
         let policy = Policy()
@@ -213,8 +211,10 @@ import Testing
 }
 
 @Suite struct AppBundleTests {
+    private let files = TemporaryFiles()
+
     private func bundle(_ info: [String: Any]?, plugin: Bool = true) throws -> URL {
-        let url = FileManager.default.temporaryDirectory.appendingPathComponent("bundle-\(UUID().uuidString)/Notes.app")
+        let url = try files.url("bundle-\(UUID().uuidString)/Notes.app")
         try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
         if let info {
             try PropertyListSerialization.data(fromPropertyList: info, format: .xml, options: 0).write(to: url.appendingPathComponent("Info.plist"))
