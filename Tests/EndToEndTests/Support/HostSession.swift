@@ -230,6 +230,10 @@ final class HostSession: @unchecked Sendable {
 
     deinit {
         guard process.isRunning else { return }
+        // As quit does: the host ends its apps and removes its groups and mounts. One that
+        // does not end in time is killed (a test may have left it unable to).
+        closeInput()
+        guard exited.wait(timeout: .now() + 5) == .timedOut else { return }
         kill(process.processIdentifier, SIGKILL)
         _ = exited.wait(timeout: .now() + 10)
     }
