@@ -1,7 +1,7 @@
 #if canImport(Glibc)
 import Glibc
 #endif
-public import Foundation
+import Foundation
 import AppHostSystem
 import CAppHostShims
 import Synchronization
