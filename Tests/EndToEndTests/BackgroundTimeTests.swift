@@ -63,6 +63,10 @@ struct BackgroundTimeTests {
         let ended = try host.waitFor("Quick", "backgroundTaskEnded")
         let suspended = try host.waitFor("Quick", "suspended")
         #expect(suspended.time!.timeIntervalSince(ended.time!) < 0.5)
+        // Past the 1.0 s at which its expiration handlers would have been due: none was.
+        host.send("sleep 1.2")
+        host.send("ps")
+        try host.waitFor("ps") { $0.event == "ps" }
         #expect(!host.allEvents.contains { $0.event == "expiration" })
         #expect(!scratch.recorded("Quick").contains { $0.hasPrefix("expiration") })
         host.closeInput()

@@ -250,6 +250,8 @@ struct ContinuousModeTests {
         try host.waitFor("ps of Walker") { $0.event == "ps" && $0.name == "Walker" }
         #expect(locations(scratch, "Walker") == ["location 48.003000,2.000000 active"])
         #expect(locations(scratch, "Runner").count == 3, "a suspended app gets nothing")
+        // The host decides while it handles `location set`, before it answers ps.
+        #expect(!host.allEvents.contains { $0.event == "location" && $0.detail == "delivered 48.004000,2.000000" }, "nothing was sent")
     }
 
     @Test func deniedAuthorizationFailsWithCLErrorDenied() throws {
@@ -271,6 +273,7 @@ struct ContinuousModeTests {
         let recorded = scratch.recorded("Runner")
         #expect(recorded.contains("location started 2"), "authorizationStatus is denied from launch")
         #expect(recorded.contains("locationError denied"))
+        #expect(!host.allEvents.contains { $0.name == "Runner" && $0.event == "location" && $0.detail?.hasPrefix("delivered") == true }, "nothing was sent")
         #expect(locations(scratch, "Runner").isEmpty)
     }
 

@@ -82,6 +82,9 @@ struct TransferTests {
         try host.waitFor("Sender", "suspended")
         host.send("network online")
         try host.waitFor("Sender", "urlSessionEventsCompleted", timeout: 20)
+        // The app writes its last line after calling the handler: the snapshot that follows the
+        // work, then its suspension, come after it.
+        try host.waitFor("Sender", "suspended", occurrence: 2)
         #expect(sessionLines(scratch, "Sender") == [
             "resumed task=1 upload",
             "handleEvents \(Self.session) background main=true",
@@ -184,8 +187,8 @@ struct TransferTests {
 
         // A third host has nothing more to deliver.
         let third = try HostSession([try scratch.bundle("Front")], scratch: scratch)
-        third.send("transfers")
         try third.waitFor("Front", "didBecomeActive")
+        #expect(try listing(third).isEmpty, "no transfer is stored")
         third.closeInput()
         #expect(try third.waitForExit() == 0)
         #expect(!third.allEvents.contains { $0.event == "transfer" })
@@ -268,7 +271,12 @@ struct TransferTests {
         let size = 2_000_000
         let host = try HostSession([try app(scratch, "Commuter", [["url": server.url("/slow/\(size)")]])], scratch: scratch)
         try host.waitFor("Commuter transfer") { $0.name == "Commuter" && $0.event == "transfer" && $0.detail?.hasSuffix("started") == true }
-        try await Task.sleep(for: .milliseconds(300))
+        // Some bytes in, so that resuming asks for the rest (a Range header).
+        let transfers = scratch.stateDirectory.appendingPathComponent("transfers")
+        try waitUntil("the first bytes are written") {
+            let parts = (try? FileManager.default.contentsOfDirectory(atPath: transfers.path))?.filter { $0.hasSuffix(".part") } ?? []
+            return parts.contains { ((try? FileManager.default.attributesOfItem(atPath: transfers.appendingPathComponent($0).path)[.size] as? Int) ?? 0) > 0 }
+        }
         host.send("network offline")
         try host.waitFor("Commuter transfer") { $0.name == "Commuter" && $0.event == "transfer" && $0.detail?.hasSuffix("paused: waiting for the network") == true }
         let paused = try listing(host)
@@ -289,6 +297,8 @@ struct TransferTests {
         try host.waitFor("Forgetful", "didBecomeActive")
         host.send("home")
         try host.waitFor("Forgetful", "suspended")
+        // The delegate's lines are written in the callback, whose return is its event.
+        try host.waitFor("Forgetful", "handleEventsForBackgroundURLSession", timeout: 20)
         let end = try host.waitFor("Forgetful", "terminated", timeout: 20)
         #expect(end.code == "0x2182bad3")
         #expect(end.namespace == "RUNNINGBOARD")

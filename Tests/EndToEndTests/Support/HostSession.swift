@@ -139,6 +139,9 @@ final class Scratch {
         let real = image.resolvingSymlinksInPath().path
         let deadline = Date().addingTimeInterval(10)
         while Date() < deadline, isBackingALoopDevice(real) { usleep(10_000) }
+        if isBackingALoopDevice(real) {
+            Issue.record("\(real) still backs a loop device 10 s on: its last writes may not be in it yet (what still mounts it?)")
+        }
         let process = Process()
         process.executableURL = URL(fileURLWithPath: "/usr/sbin/debugfs")
         process.arguments = ["-R", "cat /\(relative)", image.path]
