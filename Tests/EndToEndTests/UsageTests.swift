@@ -57,7 +57,7 @@ struct UsageTests {
 
     @Test func psAndTheReportShowWhoCostsWhat() throws {
         let scratch = try Scratch()
-        let app = try scratch.bundle("Ledger", behavior: ["allocateMiB": 30, "beginTaskIn": "didEnterBackground", "endTaskAfter": 0.5])
+        let app = try scratch.bundle("Ledger", behavior: ["allocateMiB": 30, "beginTaskIn": "didEnterBackground", "endTaskAfter": 1.5])
         let host = try HostSession([app], scratch: scratch)
         try host.waitFor("Ledger", "didBecomeActive")
         host.send("home")
