@@ -189,13 +189,14 @@ struct Event: CustomStringConvertible {
 }
 
 /// A running `apphost launch --json` with its standard input open for commands. Released, it
-/// kills the host and waits for it: no host outlives its test, and none writes into its
-/// scratch directory (which the session keeps) after the test removed it.
+/// quits the host (killing it if it does not end within 5 s) and waits for it: no host outlives
+/// its test, and none writes into its scratch directory after the test removed it.
 final class HostSession: @unchecked Sendable {
     let process = Process()
     private let input = Pipe()
     private let transcript: Transcript
     private let exited = DispatchSemaphore(value: 0)
+    /// Kept so that the scratch directory is removed only after the host has ended.
     private let scratch: Scratch
 
     /// `keepStandardErrorKiB`: keep only the last N KiB of the host's standard error, not all of it.
