@@ -97,11 +97,9 @@ package struct Cgroup: Equatable, Sendable {
         guard hierarchy == .unified || host.canWrite("cgroup.procs") else {
             throw CgroupUnavailable(reason: "\(base)/cgroup.procs is not writable")
         }
-        for stale in host.subgroups {
-            let name = stale.path.split(separator: "/").last ?? ""
-            guard name.hasPrefix("apphost-"), let pid = name.split(separator: "-").last.flatMap({ pid_t($0) }), !processExists(pid)
-            else { continue }
-            stale.removeTree()
+        for name in subdirectories(base) where name.hasPrefix("apphost-") {
+            guard let pid = name.split(separator: "-").last.flatMap({ pid_t($0) }), !processExists(pid) else { continue }
+            Cgroup(path: "\(base)/\(name)").removeTree()
         }
         do {
             return try host.makeChild(named: "apphost-\(name)-\(getpid())")

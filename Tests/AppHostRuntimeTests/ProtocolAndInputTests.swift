@@ -350,10 +350,9 @@ import Testing
 
     /// A newcomer points `apphost launch` at the app's package or at its sources.
     @Test func aPackageOrItsSourcesInsteadOfTheBundle() throws {
-        let package = FileManager.default.temporaryDirectory.appendingPathComponent("apphost-package-\(UUID().uuidString)")
+        let package = try files.url("Notes")
         let sources = package.appendingPathComponent("Sources/Notes")
         try FileManager.default.createDirectory(at: sources, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(at: package) }
         try Data("// swift-tools-version: 6.1".utf8).write(to: package.appendingPathComponent("Package.swift"))
         var info = valid
         info["CFBundleExecutable"] = nil
