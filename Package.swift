@@ -118,7 +118,8 @@ let package = Package(
         // The system's SQLite, from Debian's libsqlite3-dev: the Probe fixture holds a database
         // open in a transaction in an app-group container (0xdead10cc).
         .systemLibrary(name: "CSQLite", path: "Tests/Fixtures/CSQLite", pkgConfig: "sqlite3", providers: [.apt(["libsqlite3-dev"])]),
-        // C: the ABI record compiled into every plugin (only the SDK depends on it).
+        // C: what is compiled into every plugin and nothing else (only the SDK depends on it):
+        // the ABI record, and the look-up of the plugin's own classes.
         .target(name: "CAppHostKitRecord", dependencies: ["CAppHostShims"]),
 
         // The one errno path, descriptors, /proc readers and cgroup directories (no Foundation:

@@ -7,6 +7,7 @@ import Synchronization
 import AppHostProtocol
 import AppHostSystem
 import CAppHostEpoll
+import CAppHostKitRecord
 import CAppHostShims
 import Logging
 
@@ -51,6 +52,13 @@ public func _apphostPluginMain(_ arguments: UnsafeRawPointer) -> Int32 {
     }
 }
 
+/// The type Info.plist names (`Module.Class`): looked up among the plugin's own classes first,
+/// where an app's delegates are (apphost_types.h), else by `_typeByName`, which scans the types
+/// of every loaded image (0.1 ms more of each launch, measured).
+func typeNamed(_ name: String) -> Any.Type? {
+    apphost_own_class_metadata(name).map { unsafeBitCast($0, to: Any.Type.self) } ?? _typeByName(name)
+}
+
 /// The app process's main loop: runs the host's messages on the main queue, as its reader
 /// thread hands them over.
 @MainActor
@@ -65,7 +73,7 @@ enum AppMain {
         let bundle = configuration.bundlePath.split(separator: "/").last.map(String.init) ?? "\(configuration.bundleName).app"
         let library = configuration.pluginPath.split(separator: "/").last.map(String.init) ?? ""
         let module = library.hasPrefix("lib") && library.hasSuffix(".so") ? String(library.dropFirst(3).dropLast(3)) : configuration.bundleName
-        guard let type = _typeByName(className) else {
+        guard let type = typeNamed(className) else {
             fail(
                 "\(bundle)/Info.plist: ApplicationDelegateClassName names \(className), "
                     + "which does not exist in the plugin; name the class as Module.ClassName, e.g. \(module).AppDelegate"
@@ -84,6 +92,12 @@ enum AppMain {
         }
         application.delegate = delegateType.init()
 
+        // The launch's first callback came with the configuration: it runs from the main queue,
+        // as the host's messages do, once `start` has sent `ready` and returned, ahead of
+        // anything the host sends after.
+        if let first = configuration.firstCallback {
+            DispatchQueue.main.async { MainActor.assumeIsolated { handle(.callback(first)) } }
+        }
         startReading(fd: controlFD)
         hostLink.send(.ready(protocolVersion: wireProtocolVersion))
     }

@@ -268,7 +268,7 @@ final class SceneDriver {
     }
 
     private func delegateClass(named name: String) -> AnyClass? {
-        guard let type = _typeByName(name) else {
+        guard let type = typeNamed(name) else {
             link.warn("Info.plist: UISceneDelegateClassName names \(name), which does not exist in the plugin; the scene connects without a delegate")
             return nil
         }

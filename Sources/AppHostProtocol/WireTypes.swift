@@ -41,6 +41,11 @@ package struct WireConfiguration: Codable, Sendable, Equatable {
     /// The app's background URL session transfers the host carries on (running, waiting, or
     /// finished and not yet delivered): given back as tasks when the app makes each session.
     package var transfers: [WireTransfer]?
+    /// The launch's first callback (`willFinishLaunching`), which the app runs as soon as it has
+    /// sent `ready`, as if the host had sent it then: the host takes it as sent when `ready`
+    /// comes, and does not send it (a round trip less on every launch's path). Never carries an
+    /// event or a scene.
+    package var firstCallback: WireCallbackRequest?
 
     package init(
         protocolVersion: Int = wireProtocolVersion, bundleIdentifier: String, bundleName: String,

@@ -51,6 +51,10 @@ struct ConfigurationCodingTests {
         let at = try #require((0...(kind.count - refresh.count)).first { Array(kind[$0..<($0 + refresh.count)]) == refresh })
         kind[at] = UInt8(ascii: "x")
         #expect(throws: CompactCodingError.self) { try WireConfiguration(compact: kind[...]) }
+        // A first callback other than willFinishLaunching, which is the only one `ready` sends.
+        var first = WireConfiguration.everyPart
+        first.firstCallback?.callback = .didFinishLaunching
+        #expect(throws: CompactCodingError.self) { try WireConfiguration(compact: first.compactBytes[...]) }
     }
 
     /// The launch template's request and reply, in the same layout.

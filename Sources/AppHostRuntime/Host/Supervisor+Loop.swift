@@ -81,6 +81,15 @@ extension Supervisor {
                 request.event?.transfers = transferEvents(for: event, record, run)
             }
             run.stepStartedAt = clock.now
+            // The launch's first callback is in the app's configuration: the app runs it as soon
+            // as it is ready, and `ready` has just come.
+            if let configured = run.callbackInConfiguration {
+                run.callbackInConfiguration = nil
+                if configured == request {
+                    logger.trace("\(name): callback \(request.callback.rawValue) #\(request.id) runs from the configuration")
+                    break
+                }
+            }
             logger.trace("\(name): callback \(request.callback.rawValue) #\(request.id) sent")
             send(.callback(request), record, run)
         case .expire(let taskIDs, let remaining):

@@ -6,6 +6,13 @@ extension LifecycleMachine {
     /// The state the app observes while it launches.
     var launchState: WireApplicationState { launchKind == .foreground ? .inactive : .background }
 
+    /// The request `ready` sends (`willFinishLaunching`), as the app process's configuration
+    /// carries it while the app starts: the app runs it once it has sent `ready`, and the host
+    /// does not send it (README.md, "How apps are launched").
+    var firstLaunchCallback: WireCallbackRequest {
+        WireCallbackRequest(id: nextCallbackID, callback: .willFinishLaunching, state: launchState)
+    }
+
     /// The state the app observes now, for callbacks that do not change it.
     var observedState: WireApplicationState {
         switch phase {

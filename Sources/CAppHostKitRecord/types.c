@@ -1,0 +1,144 @@
+#define _GNU_SOURCE
+#include "apphost_types.h"
+
+#include <link.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+// The Swift runtime's record of one image's metadata sections (SwiftShims' MetadataSections.h):
+// the fields up to the type records, the only ones read here.
+struct section_range {
+    uintptr_t start;
+    size_t length;
+};
+
+struct metadata_sections {
+    uintptr_t version;
+    const void *base_address;
+    const void *next, *previous;
+    struct section_range protocols, protocol_conformances, type_metadata;
+};
+
+// Exported by libswiftCore on ELF platforms (ImageInspectionCommon.h); `body` returns false to stop.
+extern void swift_enumerateAllMetadataSections(bool (*body)(const void *sections, void *context), void *context);
+
+// A context descriptor's first fields (docs/ABI/TypeMetadata.rst, "Nominal Type Descriptor"),
+// each pointer 32 bits relative to its own address.
+struct context_descriptor {
+    uint32_t flags;
+    int32_t parent;
+    int32_t name;            // modules and types
+    int32_t access_function; // types
+};
+
+enum { kind_module = 0, kind_class = 16, kind_struct = 17, kind_enum = 18, flag_generic = 0x80 };
+
+// A metadata accessor: Swift's calling convention, the request in, the metadata and its state out.
+struct metadata_response {
+    const void *metadata;
+    uintptr_t state;
+};
+typedef struct metadata_response (*metadata_accessor)(uintptr_t request) __attribute__((swiftcall));
+
+static const void *relative(const int32_t *field) {
+    return *field ? (const char *)field + *field : NULL;
+}
+
+// A pointer whose low bit says the target holds the address, not the thing.
+static const void *relative_indirectable(const int32_t *field) {
+    int32_t offset = *field;
+    if (!offset) return NULL;
+    const char *target = (const char *)field + (offset & ~1);
+    return (offset & 1) ? *(const void *const *)target : target;
+}
+
+static unsigned kind_of(const struct context_descriptor *descriptor) {
+    return descriptor->flags & 0x1f;
+}
+
+// Whether `descriptor` is named `name[0..<length]` and its parents, up to its module, the
+// components before it in `name` (`Module.Outer.Inner`).
+static bool named(const struct context_descriptor *descriptor, const char *name, size_t length) {
+    const char *end = name + length;
+    while (descriptor) {
+        const char *component = end;
+        while (component > name && component[-1] != '.') component--;
+        unsigned kind = kind_of(descriptor);
+        // Only types and their module: an extension or a function's context is not named so.
+        if (kind != kind_module && kind != kind_class && kind != kind_struct && kind != kind_enum) return false;
+        const char *own = relative(&descriptor->name);
+        size_t count = (size_t)(end - component);
+        if (!own || strncmp(own, component, count) != 0 || own[count] != 0) return false;
+        if (kind == kind_module) return component == name && !relative_indirectable(&descriptor->parent);
+        if (component == name) return false;
+        end = component - 1;
+        descriptor = relative_indirectable(&descriptor->parent);
+    }
+    return false;
+}
+
+struct lookup {
+    const char *name;
+    size_t length;
+    // The image's mapped addresses, from its first segment to the end of its last.
+    uintptr_t start, end;
+    const struct context_descriptor *found;
+};
+
+// Sets `lookup`'s range to this image's if it holds the address `lookup->start` gives.
+static int find_image(struct dl_phdr_info *info, size_t size, void *context) {
+    (void)size;
+    struct lookup *lookup = context;
+    uintptr_t address = lookup->start, start = UINTPTR_MAX, end = 0;
+    bool holds = false;
+    for (int index = 0; index < info->dlpi_phnum; index++) {
+        const ElfW(Phdr) *segment = &info->dlpi_phdr[index];
+        if (segment->p_type != PT_LOAD) continue;
+        uintptr_t first = info->dlpi_addr + segment->p_vaddr, after = first + segment->p_memsz;
+        if (first < start) start = first;
+        if (after > end) end = after;
+        if (address >= first && address < after) holds = true;
+    }
+    if (!holds) return 0;
+    lookup->start = start;
+    lookup->end = end;
+    return 1;
+}
+
+static bool search_image(const void *sections, void *context) {
+    struct lookup *lookup = context;
+    const struct metadata_sections *image = sections;
+    const struct section_range *records = &image->type_metadata;
+    if (records->start < lookup->start || records->start >= lookup->end) return true;
+    const int32_t *record = (const int32_t *)records->start;
+    const int32_t *last = (const int32_t *)(records->start + records->length);
+    for (; record < last; record++) {
+        // A type record: 32 bits relative, whose low two bits say what it points to (0: the
+        // descriptor, 1: a pointer to it; else an Objective-C class, none on Linux).
+        int32_t offset = *record;
+        const char *target = (const char *)record + (offset & ~3);
+        const struct context_descriptor *descriptor =
+            (offset & 3) == 0 ? (const void *)target : (offset & 3) == 1 ? *(const void *const *)target : NULL;
+        if (!descriptor || kind_of(descriptor) != kind_class || (descriptor->flags & flag_generic)) continue;
+        if (named(descriptor, lookup->name, lookup->length)) {
+            lookup->found = descriptor;
+            return false;
+        }
+    }
+    return false;
+}
+
+// Its address is in the image this file is linked into: the plugin, which links the SDK.
+static const char marker;
+
+const void *apphost_own_class_metadata(const char *name) {
+    struct lookup lookup = {.name = name, .length = strlen(name), .start = (uintptr_t)&marker};
+    if (!lookup.length || !dl_iterate_phdr(find_image, &lookup)) return NULL;
+    swift_enumerateAllMetadataSections(search_image, &lookup);
+    if (!lookup.found) return NULL;
+    metadata_accessor accessor = (metadata_accessor)relative(&lookup.found->access_function);
+    // Request 0: complete metadata, blocking until it is.
+    return accessor ? accessor(0).metadata : NULL;
+}
