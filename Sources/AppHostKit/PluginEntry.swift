@@ -59,6 +59,23 @@ func typeNamed(_ name: String) -> Any.Type? {
     apphost_own_class_metadata(name).map { unsafeBitCast($0, to: Any.Type.self) } ?? _typeByName(name)
 }
 
+/// `type` as `Metatype`, the metatype of a class-bound protocol's existential (`any P.Type`),
+/// from the conformance to `P` (named `protocolName`, `Module.P`) that the plugin declares of it
+/// (apphost_types.h); nil if it declares none, and the caller casts.
+func ownConformance<Metatype>(of type: Any.Type, to protocolName: String, as _: Metatype.Type) -> Metatype? {
+    let metadata = unsafeBitCast(type, to: UnsafeRawPointer.self)
+    // Such a metatype is the type's metadata, then the conformance's witness table.
+    guard MemoryLayout<Metatype>.size == 2 * MemoryLayout<UnsafeRawPointer>.size,
+          let witnesses = apphost_own_conformance(metadata, protocolName) else { return nil }
+    return unsafeBitCast((metadata, witnesses), to: Metatype.self)
+}
+
+/// The delegate protocols as the plugin's conformance records name them.
+enum DelegateProtocolName {
+    static let application = "AppHostKit.ApplicationDelegate"
+    static let scene = "AppHostKit.SceneDelegate"
+}
+
 /// The app process's main loop: runs the host's messages on the main queue, as its reader
 /// thread hands them over.
 @MainActor
@@ -79,7 +96,8 @@ enum AppMain {
                     + "which does not exist in the plugin; name the class as Module.ClassName, e.g. \(module).AppDelegate"
             )
         }
-        guard let delegateType = type as? any ApplicationDelegate.Type else {
+        guard let delegateType = ownConformance(of: type, to: DelegateProtocolName.application, as: (any ApplicationDelegate.Type).self)
+                ?? type as? any ApplicationDelegate.Type else {
             fail(
                 "\(bundle)/Info.plist: ApplicationDelegateClassName names \(className), "
                     + "which does not conform to ApplicationDelegate"
@@ -92,14 +110,24 @@ enum AppMain {
         }
         application.delegate = delegateType.init()
 
-        // The launch's first callback came with the configuration: it runs from the main queue,
-        // as the host's messages do, once `start` has sent `ready` and returned, ahead of
-        // anything the host sends after.
-        if let first = configuration.firstCallback {
-            DispatchQueue.main.async { MainActor.assumeIsolated { handle(.callback(first)) } }
-        }
+        // The launch's callbacks came with the configuration: they run from the main queue, as
+        // the host's messages do, once `start` has sent `ready` and returned, ahead of anything
+        // the host sends after.
+        runLaunchCallbacks(configuration.launchCallbacks ?? [])
         startReading(fd: controlFD)
         hostLink.send(.ready(protocolVersion: wireProtocolVersion))
+    }
+
+    /// Runs `requests` one after the other, each from the main queue once the one before has
+    /// returned (as it would when the host sent it on that one's acknowledgement), and none after
+    /// a launching method that returned false: that ends the launch.
+    private static func runLaunchCallbacks(_ requests: [WireCallbackRequest]) {
+        guard let request = requests.first else { return }
+        DispatchQueue.main.async {
+            MainActor.assumeIsolated {
+                if run(request) != false { runLaunchCallbacks(Array(requests.dropFirst())) }
+            }
+        }
     }
 
     /// Tells the host why the app cannot start, then ends the process.
@@ -218,7 +246,9 @@ enum AppMain {
         return (object as? [String: Any]).map { Dictionary(uniqueKeysWithValues: $0.map { (AnyHashable($0.key), $0.value) }) } ?? [:]
     }
 
-    private static func run(_ request: WireCallbackRequest) {
+    /// Runs the callback, tells the host it returned, and returns what it returned.
+    @discardableResult
+    private static func run(_ request: WireCallbackRequest) -> Bool? {
         let application = Application.hosted
         application.applicationState = Application.State(rawValue: request.state.rawValue) ?? .inactive
         switch request.callback {
@@ -280,6 +310,7 @@ enum AppMain {
             application.applicationState = Application.State(rawValue: after.rawValue) ?? application.applicationState
         }
         hostLink.send(.ack(id: request.id, returned: returned, snapshot: snapshot))
+        return returned
     }
 }
 

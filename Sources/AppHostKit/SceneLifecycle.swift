@@ -272,7 +272,8 @@ final class SceneDriver {
             link.warn("Info.plist: UISceneDelegateClassName names \(name), which does not exist in the plugin; the scene connects without a delegate")
             return nil
         }
-        guard let delegateType = type as? any SceneDelegate.Type else {
+        guard let delegateType = ownConformance(of: type, to: DelegateProtocolName.scene, as: (any SceneDelegate.Type).self)
+                ?? type as? any SceneDelegate.Type else {
             link.warn("Info.plist: UISceneDelegateClassName names \(name), which does not conform to UISceneDelegate; the scene connects without a delegate")
             return nil
         }

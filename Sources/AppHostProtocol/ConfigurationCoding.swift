@@ -134,8 +134,8 @@ extension WireConfiguration {
         writer.write(scenes) { $1.write(to: &$0) }
         writer.write(sceneSessions) { writer, sessions in writer.write(sessions) { $1.write(to: &$0) } }
         writer.write(transfers) { writer, transfers in writer.write(transfers) { $1.write(to: &$0) } }
-        // In the callback's own compact layout (CompactCoding.swift), which has room for all of it.
-        writer.write(firstCallback.flatMap(CompactCoding.encode).map { Data($0) }) { $0.write($1) }
+        // Each in the callback's own compact layout (CompactCoding.swift), which has room for all of it.
+        writer.write(launchCallbacks.map { $0.compactMap(CompactCoding.encode).map { Data($0) } }) { $0.write($1) { $0.write($1) } }
         return writer.bytes
     }
 
@@ -161,12 +161,15 @@ extension WireConfiguration {
         transfers = try reader.optional("transfers") { reader throws(CompactCodingError) in
             try reader.array("transfers") { reader throws(CompactCodingError) in try WireTransfer(from: &reader) }
         }
-        firstCallback = try reader.optional("firstCallback") { reader throws(CompactCodingError) in
-            let request = try CompactCoding.decodeCallback(Array(try reader.data("firstCallback")))
-            guard request.callback == .willFinishLaunching else {
-                throw CompactCodingError(description: "a compact configuration whose first callback is \(request.callback.rawValue), not willFinishLaunching")
+        launchCallbacks = try reader.optional("launchCallbacks") { reader throws(CompactCodingError) in
+            let requests = try reader.array("launchCallbacks") { reader throws(CompactCodingError) in
+                try CompactCoding.decodeCallback(Array(try reader.data("launchCallbacks")))
             }
-            return request
+            // The launch's, in their order: what else the host sends depends on what came before.
+            guard requests.map(\.callback).elementsEqual([WireCallback.willFinishLaunching, .didFinishLaunching].prefix(requests.count)) else {
+                throw CompactCodingError(description: "a compact configuration whose launch callbacks are \(requests.map(\.callback.rawValue))")
+            }
+            return requests
         }
         try reader.finish()
     }
@@ -339,8 +342,10 @@ extension WireConfiguration {
         configuration.transfers = [
             WireTransfer(session: "session", task: 9, kind: .upload, url: "http://localhost/", file: "/f", method: "PUT", isDiscretionary: true, taskDescription: "t")
         ]
-        configuration.firstCallback = WireCallbackRequest(
-            id: 10, callback: .willFinishLaunching, state: .background, stateAfter: .inactive, backgroundTimeRemaining: 11.5)
+        configuration.launchCallbacks = [
+            WireCallbackRequest(id: 10, callback: .willFinishLaunching, state: .background, stateAfter: .inactive, backgroundTimeRemaining: 11.5),
+            WireCallbackRequest(id: 11, callback: .didFinishLaunching, state: .inactive),
+        ]
         return configuration
     }
 }

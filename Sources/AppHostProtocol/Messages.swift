@@ -8,8 +8,8 @@ package let appProcessArgument = "__app-process"
 
 /// The version both sides send first; a mismatch ends the connection with a clear error.
 /// 2: the callback request and its ack have a compact form (CompactCoding.swift).
-/// 3: the configuration carries the launch's first callback, which the app runs once it is
-/// ready without the host sending it (WireConfiguration.firstCallback).
+/// 3: the configuration carries the launch's callbacks, which the app runs once it is ready
+/// without the host sending them (WireConfiguration.launchCallbacks).
 package let wireProtocolVersion = 3
 
 /// `applicationState` as the app observes it. Raw values as UIKit's.

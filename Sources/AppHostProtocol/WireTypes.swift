@@ -41,11 +41,12 @@ package struct WireConfiguration: Codable, Sendable, Equatable {
     /// The app's background URL session transfers the host carries on (running, waiting, or
     /// finished and not yet delivered): given back as tasks when the app makes each session.
     package var transfers: [WireTransfer]?
-    /// The launch's first callback (`willFinishLaunching`), which the app runs as soon as it has
-    /// sent `ready`, as if the host had sent it then: the host takes it as sent when `ready`
-    /// comes, and does not send it (a round trip less on every launch's path). Never carries an
-    /// event or a scene.
-    package var firstCallback: WireCallbackRequest?
+    /// The launch's callbacks, `willFinishLaunching` then `didFinishLaunching`, which the app
+    /// runs as soon as it has sent `ready`, as if the host had sent each when it had the
+    /// acknowledgement of the one before (a callback that returned false ends the launch: the
+    /// app runs no more of them). The host takes each as sent then and does not send it: two
+    /// round trips less on every launch's path. Never with an event or a scene.
+    package var launchCallbacks: [WireCallbackRequest]?
 
     package init(
         protocolVersion: Int = wireProtocolVersion, bundleIdentifier: String, bundleName: String,

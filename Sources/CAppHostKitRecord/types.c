@@ -33,7 +33,26 @@ struct context_descriptor {
     int32_t access_function; // types
 };
 
-enum { kind_module = 0, kind_class = 16, kind_struct = 17, kind_enum = 18, flag_generic = 0x80 };
+enum { kind_module = 0, kind_protocol = 3, kind_class = 16, kind_struct = 17, kind_enum = 18, flag_generic = 0x80 };
+
+// A protocol conformance descriptor's first fields: the protocol, the conforming type (how to
+// read it is in the flags), the witness table's pattern, and the flags.
+struct conformance_descriptor {
+    int32_t protocol;
+    int32_t type;
+    int32_t witness_table_pattern;
+    uint32_t flags;
+};
+
+enum {
+    conformance_type_kind_shift = 3,
+    conformance_conditional_requirements = 0xff << 8,
+    conformance_global_actor_isolation = 1 << 19,
+};
+
+// Exported by libswiftCore (Runtime/Metadata.h).
+extern const void *swift_getWitnessTable(const void *conformance, const void *type, const void *const *arguments);
+extern const void *swift_getTypeContextDescriptor(const void *type);
 
 // A metadata accessor: Swift's calling convention, the request in, the metadata and its state out.
 struct metadata_response {
@@ -62,12 +81,15 @@ static unsigned kind_of(const struct context_descriptor *descriptor) {
 // components before it in `name` (`Module.Outer.Inner`).
 static bool named(const struct context_descriptor *descriptor, const char *name, size_t length) {
     const char *end = name + length;
+    bool leaf = true;
     while (descriptor) {
         const char *component = end;
         while (component > name && component[-1] != '.') component--;
         unsigned kind = kind_of(descriptor);
-        // Only types and their module: an extension or a function's context is not named so.
-        if (kind != kind_module && kind != kind_class && kind != kind_struct && kind != kind_enum) return false;
+        // Only types (a protocol as the last) and their module: an extension or a function's
+        // context is not named so.
+        if (kind != kind_module && kind != kind_class && kind != kind_struct && kind != kind_enum && !(leaf && kind == kind_protocol)) return false;
+        leaf = false;
         const char *own = relative(&descriptor->name);
         size_t count = (size_t)(end - component);
         if (!own || strncmp(own, component, count) != 0 || own[count] != 0) return false;
@@ -82,6 +104,8 @@ static bool named(const struct context_descriptor *descriptor, const char *name,
 struct lookup {
     const char *name;
     size_t length;
+    // For a conformance: the conforming type's descriptor (`name` is the protocol's).
+    const void *type;
     // The image's mapped addresses, from its first segment to the end of its last.
     uintptr_t start, end;
     const struct context_descriptor *found;
@@ -107,7 +131,8 @@ static int find_image(struct dl_phdr_info *info, size_t size, void *context) {
     return 1;
 }
 
-static bool search_image(const void *sections, void *context) {
+// Finds the class `lookup` names among the image's type records.
+static bool search_types(const void *sections, void *context) {
     struct lookup *lookup = context;
     const struct metadata_sections *image = sections;
     const struct section_range *records = &image->type_metadata;
@@ -130,15 +155,49 @@ static bool search_image(const void *sections, void *context) {
     return false;
 }
 
+// Finds the conformance of `lookup`'s type to the protocol it names among the image's
+// conformance records: one without conditions or isolation to a global actor, which needs no
+// more than a witness table.
+static bool search_conformances(const void *sections, void *context) {
+    struct lookup *lookup = context;
+    const struct section_range *records = &((const struct metadata_sections *)sections)->protocol_conformances;
+    if (records->start < lookup->start || records->start >= lookup->end) return true;
+    const int32_t *record = (const int32_t *)records->start;
+    const int32_t *last = (const int32_t *)(records->start + records->length);
+    for (; record < last; record++) {
+        const struct conformance_descriptor *conformance = relative(record);
+        if (!conformance || (conformance->flags & (conformance_conditional_requirements | conformance_global_actor_isolation))) continue;
+        // The conforming type: its descriptor (0) or a pointer to it (1); else not a Swift type.
+        unsigned kind = (conformance->flags >> conformance_type_kind_shift) & 7;
+        const void *type = relative(&conformance->type);
+        if (kind == 1 && type) type = *(const void *const *)type;
+        if ((kind != 0 && kind != 1) || type != lookup->type) continue;
+        const struct context_descriptor *protocol = relative_indirectable(&conformance->protocol);
+        if (protocol && kind_of(protocol) == kind_protocol && named(protocol, lookup->name, lookup->length)) {
+            lookup->found = (const void *)conformance;
+            return false;
+        }
+    }
+    return false;
+}
+
 // Its address is in the image this file is linked into: the plugin, which links the SDK.
 static const char marker;
 
 const void *apphost_own_class_metadata(const char *name) {
     struct lookup lookup = {.name = name, .length = strlen(name), .start = (uintptr_t)&marker};
     if (!lookup.length || !dl_iterate_phdr(find_image, &lookup)) return NULL;
-    swift_enumerateAllMetadataSections(search_image, &lookup);
+    swift_enumerateAllMetadataSections(search_types, &lookup);
     if (!lookup.found) return NULL;
     metadata_accessor accessor = (metadata_accessor)relative(&lookup.found->access_function);
     // Request 0: complete metadata, blocking until it is.
     return accessor ? accessor(0).metadata : NULL;
+}
+
+const void *apphost_own_conformance(const void *metadata, const char *protocol) {
+    struct lookup lookup = {
+        .name = protocol, .length = strlen(protocol), .type = swift_getTypeContextDescriptor(metadata), .start = (uintptr_t)&marker};
+    if (!lookup.length || !lookup.type || !dl_iterate_phdr(find_image, &lookup)) return NULL;
+    swift_enumerateAllMetadataSections(search_conformances, &lookup);
+    return lookup.found ? swift_getWitnessTable(lookup.found, metadata, NULL) : NULL;
 }

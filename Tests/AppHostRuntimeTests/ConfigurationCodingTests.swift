@@ -51,10 +51,15 @@ struct ConfigurationCodingTests {
         let at = try #require((0...(kind.count - refresh.count)).first { Array(kind[$0..<($0 + refresh.count)]) == refresh })
         kind[at] = UInt8(ascii: "x")
         #expect(throws: CompactCodingError.self) { try WireConfiguration(compact: kind[...]) }
-        // A first callback other than willFinishLaunching, which is the only one `ready` sends.
+        // Launch callbacks other than willFinishLaunching then didFinishLaunching.
+        for callbacks: [WireCallback] in [[.didFinishLaunching], [.willFinishLaunching, .didBecomeActive], [.didFinishLaunching, .willFinishLaunching]] {
+            var launch = WireConfiguration.everyPart
+            launch.launchCallbacks = callbacks.map { WireCallbackRequest(id: 1, callback: $0, state: .inactive) }
+            #expect(throws: CompactCodingError.self) { try WireConfiguration(compact: launch.compactBytes[...]) }
+        }
         var first = WireConfiguration.everyPart
-        first.firstCallback?.callback = .didFinishLaunching
-        #expect(throws: CompactCodingError.self) { try WireConfiguration(compact: first.compactBytes[...]) }
+        first.launchCallbacks?.removeLast()
+        #expect(try WireConfiguration(compact: first.compactBytes[...]) == first)
     }
 
     /// The launch template's request and reply, in the same layout.

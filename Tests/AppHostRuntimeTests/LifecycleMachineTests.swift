@@ -42,9 +42,9 @@ struct SimulatedHost {
     var audioInterruptions: [Bool] = []
     /// The app reports this call while a VoIP push's callback runs (nil: it reports none).
     var callReportedInPush: String? = "CALL-1"
-    /// The first callback the app process's configuration carried, as the supervisor takes it
+    /// The callbacks the app process's configuration carried, as the supervisor takes them
     /// from the machine when it spawns the process.
-    var configuredCallback: WireCallbackRequest?
+    var configuredCallbacks: [WireCallbackRequest] = []
 
     init(policy: Policy = Policy(), continuousModes: Set<ContinuousMode> = []) {
         machine = LifecycleMachine(policy: policy, continuousModes: continuousModes)
@@ -59,11 +59,14 @@ struct SimulatedHost {
             for action in machine.handle(next, now: now) {
                 switch action {
                 case .spawn:
-                    configuredCallback = machine.firstLaunchCallback
+                    configuredCallbacks = machine.launchCallbacks
                     if pluginLoads { queue.append(.ready) }
                 case .send(let request):
-                    // `ready` sends the request the configuration carried, which the app has run.
-                    if request.callback == .willFinishLaunching { #expect(request == configuredCallback) }
+                    // The launch sends the requests the configuration carried, which the app has run.
+                    if [.willFinishLaunching, .didFinishLaunching].contains(request.callback) {
+                        #expect(request == configuredCallbacks.first)
+                        configuredCallbacks = Array(configuredCallbacks.dropFirst())
+                    }
                     callbacks.append("\(request.callback.rawValue) \(name(request.state))")
                     if let event = request.event { work.append(event.work) }
                     if request.callback == .didReceiveIncomingPush, let call = callReportedInPush { queue.append(.callReported(call)) }

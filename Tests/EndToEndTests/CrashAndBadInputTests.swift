@@ -79,6 +79,24 @@ struct CrashTests {
         host.closeInput()
         #expect(try host.waitForExit() == HostExit.badInput)
     }
+
+    /// The app runs the launch's callbacks from its configuration, without waiting for the
+    /// host: a false from willFinishLaunching ends the launch there, before didFinishLaunching.
+    @Test func willFinishLaunchingReturningFalseEndsTheLaunchBeforeDidFinish() throws {
+        let scratch = try Scratch()
+        let host = try HostSession(
+            [try scratch.bundle("Steady"), try scratch.bundle("Refuser", behavior: ["willFinishLaunchingReturns": false])],
+            scratch: scratch)
+        try host.waitFor("Steady", "didBecomeActive")
+        host.send("open Refuser")
+        let end = try host.waitFor("Refuser", "terminated")
+        #expect(end.kind == "launch-failed")
+        #expect(end.reason == "application(_:willFinishLaunchingWithOptions:) returned false")
+        // Written before willFinishLaunching returned, so before the host could have killed it.
+        #expect(scratch.callbacks("Refuser") == ["willFinishLaunching inactive"])
+        host.closeInput()
+        #expect(try host.waitForExit() == HostExit.badInput)
+    }
 }
 
 /// Bad input on the command line: one clear line on standard error and a non-zero exit.

@@ -328,8 +328,8 @@ extension Supervisor {
         message.scenes = bundle.sceneManifest
         if bundle.adoptsScenes { message.sceneSessions = record.scenes.forLaunch }
         message.transfers = transfers.records.filter { $0.app == bundle.identifier }.map(\.transfer)
-        message.firstCallback = run.machine.firstLaunchCallback
-        run.callbackInConfiguration = message.firstCallback
+        message.launchCallbacks = run.machine.launchCallbacks
+        run.callbacksInConfiguration = run.machine.launchCallbacks
         return message
     }
 

@@ -81,14 +81,15 @@ extension Supervisor {
                 request.event?.transfers = transferEvents(for: event, record, run)
             }
             run.stepStartedAt = clock.now
-            // The launch's first callback is in the app's configuration: the app runs it as soon
-            // as it is ready, and `ready` has just come.
-            if let configured = run.callbackInConfiguration {
-                run.callbackInConfiguration = nil
+            // The launch's callbacks are in the app's configuration: the app runs each as soon as
+            // it is ready, or has acknowledged the one before.
+            if let configured = run.callbacksInConfiguration.first {
+                run.callbacksInConfiguration.removeFirst()
                 if configured == request {
                     logger.trace("\(name): callback \(request.callback.rawValue) #\(request.id) runs from the configuration")
                     break
                 }
+                run.callbacksInConfiguration = []
             }
             logger.trace("\(name): callback \(request.callback.rawValue) #\(request.id) sent")
             send(.callback(request), record, run)

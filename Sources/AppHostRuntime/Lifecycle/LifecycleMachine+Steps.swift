@@ -6,11 +6,14 @@ extension LifecycleMachine {
     /// The state the app observes while it launches.
     var launchState: WireApplicationState { launchKind == .foreground ? .inactive : .background }
 
-    /// The request `ready` sends (`willFinishLaunching`), as the app process's configuration
-    /// carries it while the app starts: the app runs it once it has sent `ready`, and the host
-    /// does not send it (README.md, "How apps are launched").
-    var firstLaunchCallback: WireCallbackRequest {
-        WireCallbackRequest(id: nextCallbackID, callback: .willFinishLaunching, state: launchState)
+    /// The requests `ready` and then `willFinishLaunching`'s acknowledgement send, as the app
+    /// process's configuration carries them while the app starts: the app runs them once it has
+    /// sent `ready`, and the host does not send them (README.md, "How apps are launched").
+    var launchCallbacks: [WireCallbackRequest] {
+        [
+            WireCallbackRequest(id: nextCallbackID, callback: .willFinishLaunching, state: launchState),
+            WireCallbackRequest(id: nextCallbackID + 1, callback: .didFinishLaunching, state: launchState),
+        ]
     }
 
     /// The state the app observes now, for callbacks that do not change it.
@@ -110,6 +113,7 @@ extension LifecycleMachine {
                     reason: "\(flight.callback.delegateMethodName) returned false"))
             }
             if flight.callback == .willFinishLaunching {
+                // The second of `launchCallbacks`.
                 return [event(.willFinishLaunching)] + send(.didFinishLaunching, state: launchState, now: now)
             }
             phase = .launched

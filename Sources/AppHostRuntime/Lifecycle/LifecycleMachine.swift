@@ -134,7 +134,7 @@ package struct LifecycleMachine: Sendable {
             deadlines[.launch] = nil
             phase = .launching
             actions.append(event(.loaded))
-            // The request `firstLaunchCallback` gave the configuration.
+            // The first of `launchCallbacks`.
             actions += send(.willFinishLaunching, state: launchState, now: now)
 
         case .launchFailed(let reason):
