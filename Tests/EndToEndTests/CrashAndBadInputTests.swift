@@ -66,34 +66,23 @@ struct CrashTests {
         #expect(try host.waitForExit() == HostExit.hostRules)
     }
 
-    @Test func aLaunchMethodReturningFalseFailsTheLaunch() throws {
+    /// A launching method that returns false fails the launch, and ends it there: the app,
+    /// which runs the launch's callbacks from its configuration without waiting for the host,
+    /// does not go on to didFinishLaunching after willFinishLaunching's false.
+    @Test(arguments: ["willFinishLaunching", "didFinishLaunching"])
+    func aLaunchMethodReturningFalseFailsTheLaunch(method: String) throws {
         let scratch = try Scratch()
         let host = try HostSession(
-            [try scratch.bundle("Steady"), try scratch.bundle("Reluctant", behavior: ["didFinishLaunchingReturns": false])],
+            [try scratch.bundle("Steady"), try scratch.bundle("Reluctant", behavior: ["\(method)Returns": false])],
             scratch: scratch)
         try host.waitFor("Steady", "didBecomeActive")
         host.send("open Reluctant")
         let end = try host.waitFor("Reluctant", "terminated")
         #expect(end.kind == "launch-failed")
-        #expect(end.reason == "application(_:didFinishLaunchingWithOptions:) returned false")
-        host.closeInput()
-        #expect(try host.waitForExit() == HostExit.badInput)
-    }
-
-    /// The app runs the launch's callbacks from its configuration, without waiting for the
-    /// host: a false from willFinishLaunching ends the launch there, before didFinishLaunching.
-    @Test func willFinishLaunchingReturningFalseEndsTheLaunchBeforeDidFinish() throws {
-        let scratch = try Scratch()
-        let host = try HostSession(
-            [try scratch.bundle("Steady"), try scratch.bundle("Refuser", behavior: ["willFinishLaunchingReturns": false])],
-            scratch: scratch)
-        try host.waitFor("Steady", "didBecomeActive")
-        host.send("open Refuser")
-        let end = try host.waitFor("Refuser", "terminated")
-        #expect(end.kind == "launch-failed")
-        #expect(end.reason == "application(_:willFinishLaunchingWithOptions:) returned false")
-        // Written before willFinishLaunching returned, so before the host could have killed it.
-        #expect(scratch.callbacks("Refuser") == ["willFinishLaunching inactive"])
+        #expect(end.reason == "application(_:\(method)WithOptions:) returned false")
+        // Each written before its method returned, so before the host could have killed the app.
+        let ran = method == "willFinishLaunching" ? ["willFinishLaunching inactive"] : ["willFinishLaunching inactive", "didFinishLaunching inactive"]
+        #expect(scratch.callbacks("Reluctant") == ran)
         host.closeInput()
         #expect(try host.waitForExit() == HostExit.badInput)
     }
