@@ -108,14 +108,18 @@ struct lookup {
     const void *type;
     // The image's mapped addresses, from its first segment to the end of its last.
     uintptr_t start, end;
-    const struct context_descriptor *found;
+    // The descriptor (a type's, or a conformance's) found.
+    const void *found;
 };
 
-// Sets `lookup`'s range to this image's if it holds the address `lookup->start` gives.
+// Its address is in the image this file is linked into: the plugin, which links the SDK.
+static const char marker;
+
+// Sets `lookup`'s range to this image's if it holds `marker`.
 static int find_image(struct dl_phdr_info *info, size_t size, void *context) {
     (void)size;
     struct lookup *lookup = context;
-    uintptr_t address = lookup->start, start = UINTPTR_MAX, end = 0;
+    uintptr_t address = (uintptr_t)&marker, start = UINTPTR_MAX, end = 0;
     bool holds = false;
     for (int index = 0; index < info->dlpi_phnum; index++) {
         const ElfW(Phdr) *segment = &info->dlpi_phdr[index];
@@ -131,12 +135,17 @@ static int find_image(struct dl_phdr_info *info, size_t size, void *context) {
     return 1;
 }
 
-// Finds the class `lookup` names among the image's type records.
+// Whether `records` are this image's (`lookup`'s range).
+static bool own(const struct lookup *lookup, const struct section_range *records) {
+    return records->start >= lookup->start && records->start < lookup->end;
+}
+
+// Finds the class `lookup` names among the image's type records. Only one image's sections are
+// this one's: the enumeration stops after them, whatever they held.
 static bool search_types(const void *sections, void *context) {
     struct lookup *lookup = context;
-    const struct metadata_sections *image = sections;
-    const struct section_range *records = &image->type_metadata;
-    if (records->start < lookup->start || records->start >= lookup->end) return true;
+    const struct section_range *records = &((const struct metadata_sections *)sections)->type_metadata;
+    if (!own(lookup, records)) return true;
     const int32_t *record = (const int32_t *)records->start;
     const int32_t *last = (const int32_t *)(records->start + records->length);
     for (; record < last; record++) {
@@ -157,11 +166,11 @@ static bool search_types(const void *sections, void *context) {
 
 // Finds the conformance of `lookup`'s type to the protocol it names among the image's
 // conformance records: one without conditions or isolation to a global actor, which needs no
-// more than a witness table.
+// more than a witness table. Stops after this image's, as search_types does.
 static bool search_conformances(const void *sections, void *context) {
     struct lookup *lookup = context;
     const struct section_range *records = &((const struct metadata_sections *)sections)->protocol_conformances;
-    if (records->start < lookup->start || records->start >= lookup->end) return true;
+    if (!own(lookup, records)) return true;
     const int32_t *record = (const int32_t *)records->start;
     const int32_t *last = (const int32_t *)(records->start + records->length);
     for (; record < last; record++) {
@@ -174,29 +183,26 @@ static bool search_conformances(const void *sections, void *context) {
         if ((kind != 0 && kind != 1) || type != lookup->type) continue;
         const struct context_descriptor *protocol = relative_indirectable(&conformance->protocol);
         if (protocol && kind_of(protocol) == kind_protocol && named(protocol, lookup->name, lookup->length)) {
-            lookup->found = (const void *)conformance;
+            lookup->found = conformance;
             return false;
         }
     }
     return false;
 }
 
-// Its address is in the image this file is linked into: the plugin, which links the SDK.
-static const char marker;
-
 const void *apphost_own_class_metadata(const char *name) {
-    struct lookup lookup = {.name = name, .length = strlen(name), .start = (uintptr_t)&marker};
+    struct lookup lookup = {.name = name, .length = strlen(name)};
     if (!lookup.length || !dl_iterate_phdr(find_image, &lookup)) return NULL;
     swift_enumerateAllMetadataSections(search_types, &lookup);
-    if (!lookup.found) return NULL;
-    metadata_accessor accessor = (metadata_accessor)relative(&lookup.found->access_function);
+    const struct context_descriptor *found = lookup.found;
+    if (!found) return NULL;
+    metadata_accessor accessor = (metadata_accessor)relative(&found->access_function);
     // Request 0: complete metadata, blocking until it is.
     return accessor ? accessor(0).metadata : NULL;
 }
 
 const void *apphost_own_conformance(const void *metadata, const char *protocol) {
-    struct lookup lookup = {
-        .name = protocol, .length = strlen(protocol), .type = swift_getTypeContextDescriptor(metadata), .start = (uintptr_t)&marker};
+    struct lookup lookup = {.name = protocol, .length = strlen(protocol), .type = swift_getTypeContextDescriptor(metadata)};
     if (!lookup.length || !lookup.type || !dl_iterate_phdr(find_image, &lookup)) return NULL;
     swift_enumerateAllMetadataSections(search_conformances, &lookup);
     return lookup.found ? swift_getWitnessTable(lookup.found, metadata, NULL) : NULL;

@@ -328,8 +328,9 @@ extension Supervisor {
         message.scenes = bundle.sceneManifest
         if bundle.adoptsScenes { message.sceneSessions = record.scenes.forLaunch }
         message.transfers = transfers.records.filter { $0.app == bundle.identifier }.map(\.transfer)
-        message.launchCallbacks = run.machine.launchCallbacks
+        // The app runs them without the host's sending them (README.md, "How apps are launched").
         run.callbacksInConfiguration = run.machine.launchCallbacks
+        message.launchCallbacks = run.callbacksInConfiguration
         return message
     }
 
