@@ -108,6 +108,10 @@ struct lookup {
     const void *type;
     // The image's mapped addresses, from its first segment to the end of its last.
     uintptr_t start, end;
+    // Which of an image's sections to search (its offset in metadata_sections), and the
+    // descriptor a record there points to if it is the one looked for.
+    size_t section;
+    const void *(*match)(const int32_t *record, const struct lookup *lookup);
     // The descriptor (a type's, or a conformance's) found.
     const void *found;
 };
@@ -135,65 +139,49 @@ static int find_image(struct dl_phdr_info *info, size_t size, void *context) {
     return 1;
 }
 
-// Whether `records` are this image's (`lookup`'s range).
-static bool own(const struct lookup *lookup, const struct section_range *records) {
-    return records->start >= lookup->start && records->start < lookup->end;
-}
-
-// Finds the class `lookup` names among the image's type records. Only one image's sections are
-// this one's: the enumeration stops after them, whatever they held.
-static bool search_types(const void *sections, void *context) {
+// Searches this image's records in `lookup`'s section. Only one image's sections are this
+// one's: the enumeration stops after them, whatever they held.
+static bool search(const void *sections, void *context) {
     struct lookup *lookup = context;
-    const struct section_range *records = &((const struct metadata_sections *)sections)->type_metadata;
-    if (!own(lookup, records)) return true;
-    const int32_t *record = (const int32_t *)records->start;
+    const struct section_range *records = (const void *)((const char *)sections + lookup->section);
+    if (records->start < lookup->start || records->start >= lookup->end) return true;
     const int32_t *last = (const int32_t *)(records->start + records->length);
-    for (; record < last; record++) {
-        // A type record: 32 bits relative, whose low two bits say what it points to (0: the
-        // descriptor, 1: a pointer to it; else an Objective-C class, none on Linux).
-        int32_t offset = *record;
-        const char *target = (const char *)record + (offset & ~3);
-        const struct context_descriptor *descriptor =
-            (offset & 3) == 0 ? (const void *)target : (offset & 3) == 1 ? *(const void *const *)target : NULL;
-        if (!descriptor || kind_of(descriptor) != kind_class || (descriptor->flags & flag_generic)) continue;
-        if (named(descriptor, lookup->name, lookup->length)) {
-            lookup->found = descriptor;
-            return false;
-        }
+    for (const int32_t *record = (const int32_t *)records->start; record < last && !lookup->found; record++) {
+        lookup->found = lookup->match(record, lookup);
     }
     return false;
 }
 
-// Finds the conformance of `lookup`'s type to the protocol it names among the image's
-// conformance records: one without conditions or isolation to a global actor, which needs no
-// more than a witness table. Stops after this image's, as search_types does.
-static bool search_conformances(const void *sections, void *context) {
-    struct lookup *lookup = context;
-    const struct section_range *records = &((const struct metadata_sections *)sections)->protocol_conformances;
-    if (!own(lookup, records)) return true;
-    const int32_t *record = (const int32_t *)records->start;
-    const int32_t *last = (const int32_t *)(records->start + records->length);
-    for (; record < last; record++) {
-        const struct conformance_descriptor *conformance = relative(record);
-        if (!conformance || (conformance->flags & (conformance_conditional_requirements | conformance_global_actor_isolation))) continue;
-        // The conforming type: its descriptor (0) or a pointer to it (1); else not a Swift type.
-        unsigned kind = (conformance->flags >> conformance_type_kind_shift) & 7;
-        const void *type = relative(&conformance->type);
-        if (kind == 1 && type) type = *(const void *const *)type;
-        if ((kind != 0 && kind != 1) || type != lookup->type) continue;
-        const struct context_descriptor *protocol = relative_indirectable(&conformance->protocol);
-        if (protocol && kind_of(protocol) == kind_protocol && named(protocol, lookup->name, lookup->length)) {
-            lookup->found = conformance;
-            return false;
-        }
-    }
-    return false;
+// A type record (32 bits relative, whose low two bits say what it points to: 0 the descriptor,
+// 1 a pointer to it, else an Objective-C class, none on Linux) of the class `lookup` names.
+static const void *matching_class(const int32_t *record, const struct lookup *lookup) {
+    int32_t offset = *record;
+    const char *target = (const char *)record + (offset & ~3);
+    const struct context_descriptor *descriptor =
+        (offset & 3) == 0 ? (const void *)target : (offset & 3) == 1 ? *(const void *const *)target : NULL;
+    if (!descriptor || kind_of(descriptor) != kind_class || (descriptor->flags & flag_generic)) return NULL;
+    return named(descriptor, lookup->name, lookup->length) ? descriptor : NULL;
+}
+
+// A conformance record of `lookup`'s type to the protocol it names: one without conditions or
+// isolation to a global actor, which needs no more than a witness table.
+static const void *matching_conformance(const int32_t *record, const struct lookup *lookup) {
+    const struct conformance_descriptor *conformance = relative(record);
+    if (!conformance || (conformance->flags & (conformance_conditional_requirements | conformance_global_actor_isolation))) return NULL;
+    // The conforming type: its descriptor (0) or a pointer to it (1); else not a Swift type.
+    unsigned kind = (conformance->flags >> conformance_type_kind_shift) & 7;
+    const void *type = relative(&conformance->type);
+    if (kind == 1 && type) type = *(const void *const *)type;
+    if ((kind != 0 && kind != 1) || type != lookup->type) return NULL;
+    const struct context_descriptor *protocol = relative_indirectable(&conformance->protocol);
+    return protocol && kind_of(protocol) == kind_protocol && named(protocol, lookup->name, lookup->length) ? conformance : NULL;
 }
 
 const void *apphost_own_class_metadata(const char *name) {
-    struct lookup lookup = {.name = name, .length = strlen(name)};
+    struct lookup lookup = {
+        .name = name, .length = strlen(name), .section = offsetof(struct metadata_sections, type_metadata), .match = matching_class};
     if (!lookup.length || !dl_iterate_phdr(find_image, &lookup)) return NULL;
-    swift_enumerateAllMetadataSections(search_types, &lookup);
+    swift_enumerateAllMetadataSections(search, &lookup);
     const struct context_descriptor *found = lookup.found;
     if (!found) return NULL;
     metadata_accessor accessor = (metadata_accessor)relative(&found->access_function);
@@ -202,8 +190,10 @@ const void *apphost_own_class_metadata(const char *name) {
 }
 
 const void *apphost_own_conformance(const void *metadata, const char *protocol) {
-    struct lookup lookup = {.name = protocol, .length = strlen(protocol), .type = swift_getTypeContextDescriptor(metadata)};
+    struct lookup lookup = {
+        .name = protocol, .length = strlen(protocol), .type = swift_getTypeContextDescriptor(metadata),
+        .section = offsetof(struct metadata_sections, protocol_conformances), .match = matching_conformance};
     if (!lookup.length || !lookup.type || !dl_iterate_phdr(find_image, &lookup)) return NULL;
-    swift_enumerateAllMetadataSections(search_conformances, &lookup);
+    swift_enumerateAllMetadataSections(search, &lookup);
     return lookup.found ? swift_getWitnessTable(lookup.found, metadata, NULL) : NULL;
 }
