@@ -81,6 +81,13 @@ enum DelegateProtocolName {
 @MainActor
 enum AppMain {
     private static var launchOptions: [Application.LaunchOptionsKey: Any] = [:]
+    /// The launch's didBecomeActive, when the configuration carries it: it runs right after
+    /// didFinishLaunching has returned true, unless the host has withdrawn it by then.
+    private static var configuredActivation: WireCallbackRequest?
+    /// Its id while it may still be withdrawn, then 0. The main thread (didFinishLaunching has
+    /// returned) and the reader thread (the host's `withdraw`) each try to take it: the first
+    /// decides, and the acknowledgement of didFinishLaunching tells the host which did.
+    nonisolated private static let withdrawable = Atomic<UInt64>(0)
 
     static func start(configuration: WireConfiguration, controlFD: Int32) {
         let application = Application.hosted
@@ -113,7 +120,12 @@ enum AppMain {
         // The launch's callbacks came with the configuration: they run from the main queue, as
         // the host's messages do, once `start` has sent `ready` and returned, ahead of anything
         // the host sends after.
-        runLaunchCallbacks(configuration.launchCallbacks ?? [])
+        let launch = configuration.launchCallbacks ?? []
+        if launch.count == 3 {
+            configuredActivation = launch[2]
+            withdrawable.store(launch[2].id, ordering: .releasing)
+        }
+        runLaunchCallbacks(Array(launch.prefix(2)))
         startReading(fd: controlFD)
         hostLink.send(.ready(protocolVersion: wireProtocolVersion))
     }
@@ -164,6 +176,11 @@ enum AppMain {
                 for frame in batch.frames {
                     do {
                         let message = try WireCoding.decode(HostMessage.self, from: frame.body)
+                        // At once, not after the callback the main thread may be running.
+                        if case .withdraw(let id) = message {
+                            _ = withdrawable.compareExchange(expected: id, desired: 0, ordering: .acquiringAndReleasing)
+                            continue
+                        }
                         DispatchQueue.main.async { MainActor.assumeIsolated { handle(message) } }
                     } catch {
                         end("AppHostKit: unreadable message from the host: \(error)\n", status: 70)
@@ -232,6 +249,8 @@ enum AppMain {
         case .configure:
             writeStandardError("AppHostKit: unexpected configure message\n")
             _exit(70)
+        case .withdraw:
+            break  // taken on the reader thread
         }
     }
 
@@ -309,7 +328,15 @@ enum AppMain {
         if let after = request.stateAfter {
             application.applicationState = Application.State(rawValue: after.rawValue) ?? application.applicationState
         }
-        hostLink.send(.ack(id: request.id, returned: returned, snapshot: snapshot))
+        if request.callback == .didFinishLaunching, returned == true, let next = configuredActivation,
+           withdrawable.compareExchange(expected: next.id, desired: 0, ordering: .acquiringAndReleasing).exchanged {
+            configuredActivation = nil
+            hostLink.send(.ackThenNext(id: request.id))
+            // From the main queue, as the host's request would have run: after what the app queued.
+            DispatchQueue.main.async { MainActor.assumeIsolated { _ = run(next) } }
+        } else {
+            hostLink.send(.ack(id: request.id, returned: returned, snapshot: snapshot))
+        }
         return returned
     }
 }

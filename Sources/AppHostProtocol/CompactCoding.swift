@@ -11,6 +11,8 @@
 //             state after (1; 0xff: none), background time remaining (1: present, 0: not; then
 //             8 bytes, the Double's bits, little-endian)                               = 21 bytes
 //   ack       0x02, id (8 bytes, little-endian), returned (1: 0 false, 1 true, 0xff none) = 10 bytes
+//   ack, then the next configured callback runs
+//             0x07, id (8 bytes, little-endian)                                        = 9 bytes
 //
 // The messages on a launch's path are compact or tagged for another reason: the first messages
 // an app process codes are slow to code as JSON (each type's first trip through Foundation's
@@ -42,6 +44,8 @@ enum CompactCoding {
     static let helloLength = 13
     static let sandboxedTag: UInt8 = 0x06
     static let sandboxedLength = 18
+    static let ackThenNextTag: UInt8 = 0x07
+    static let ackThenNextLength = 9
     static let none: UInt8 = 0xff
 
     // MARK: Host to app
@@ -98,6 +102,19 @@ enum CompactCoding {
         default: throw CompactCodingError(description: "a compact ack whose returned value is \(body[9])")
         }
         return .ack(id: integer(body, at: 1), returned: returned, snapshot: nil)
+    }
+
+    static func encodeAckThenNext(id: UInt64) -> [UInt8] {
+        var bytes: [UInt8] = [ackThenNextTag]
+        append(id, to: &bytes)
+        return bytes
+    }
+
+    static func decodeAckThenNext(_ body: [UInt8]) throws(CompactCodingError) -> AppMessage {
+        guard body.count == ackThenNextLength else {
+            throw CompactCodingError(description: "a compact ack-then-next of \(body.count) bytes, not \(ackThenNextLength)")
+        }
+        return .ackThenNext(id: integer(body, at: 1))
     }
 
     // MARK: Launch
@@ -199,6 +216,7 @@ extension WireCoding {
     package static func encode(_ message: AppMessage) -> [UInt8] {
         switch message {
         case .ack(let id, let returned, nil): return CompactCoding.encodeAck(id: id, returned: returned)
+        case .ackThenNext(let id): return CompactCoding.encodeAckThenNext(id: id)
         case .ready(let version): return CompactCoding.encodeReady(protocolVersion: version)
         case .hello(let version, let pid): return CompactCoding.encodeHello(protocolVersion: version, pid: pid)
         case .sandboxed(let listener, let landlockABI, let uid, let seconds):
@@ -220,6 +238,7 @@ extension WireCoding {
     package static func decode(_ type: AppMessage.Type, from body: [UInt8]) throws -> AppMessage {
         switch body.first {
         case CompactCoding.ackTag: try CompactCoding.decodeAck(body)
+        case CompactCoding.ackThenNextTag: try CompactCoding.decodeAckThenNext(body)
         case CompactCoding.readyTag: try CompactCoding.decodeReady(body)
         case CompactCoding.helloTag: try CompactCoding.decodeHello(body)
         case CompactCoding.sandboxedTag: try CompactCoding.decodeSandboxed(body)

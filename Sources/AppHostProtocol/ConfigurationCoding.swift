@@ -166,7 +166,9 @@ extension WireConfiguration {
                 try CompactCoding.decodeCallback(Array(try reader.data("launchCallbacks")))
             }
             // The launch's, in their order: what else the host sends depends on what came before.
-            guard requests.map(\.callback).elementsEqual([WireCallback.willFinishLaunching, .didFinishLaunching].prefix(requests.count)) else {
+            guard requests.count <= 3,
+                  requests.map(\.callback).elementsEqual([WireCallback.willFinishLaunching, .didFinishLaunching, .didBecomeActive].prefix(requests.count))
+            else {
                 throw CompactCodingError(description: "a compact configuration whose launch callbacks are \(requests.map(\.callback.rawValue))")
             }
             return requests
@@ -345,6 +347,7 @@ extension WireConfiguration {
         configuration.launchCallbacks = [
             WireCallbackRequest(id: 10, callback: .willFinishLaunching, state: .background, stateAfter: .inactive, backgroundTimeRemaining: 11.5),
             WireCallbackRequest(id: 11, callback: .didFinishLaunching, state: .inactive),
+            WireCallbackRequest(id: 12, callback: .didBecomeActive, state: .active),
         ]
         return configuration
     }

@@ -10,7 +10,9 @@ package let appProcessArgument = "__app-process"
 /// 2: the callback request and its ack have a compact form (CompactCoding.swift).
 /// 3: the configuration carries the launch's callbacks, which the app runs once it is ready
 /// without the host sending them (WireConfiguration.launchCallbacks).
-package let wireProtocolVersion = 3
+/// 4: they may include the first didBecomeActive, which the app runs right after
+/// didFinishLaunching unless the host withdrew it (`HostMessage.withdraw`, `AppMessage.ackThenNext`).
+package let wireProtocolVersion = 4
 
 /// `applicationState` as the app observes it. Raw values as UIKit's.
 package enum WireApplicationState: Int, Codable, Sendable {
@@ -128,6 +130,10 @@ package enum HostMessage: Codable, Sendable, Equatable {
     /// A transfer of one of the app's background URL sessions finished while the app runs: the
     /// session delegate's callbacks, as they happen.
     case transferFinished(WireTransferEvent)
+    /// Do not run the configured callback `id` (the launch's didBecomeActive): the host wants
+    /// another step after didFinishLaunching. Too late once the app has begun it, which its
+    /// acknowledgement of didFinishLaunching says (`AppMessage.ackThenNext`).
+    case withdraw(callback: UInt64)
 }
 
 /// App to host.
@@ -144,6 +150,9 @@ package enum AppMessage: Codable, Sendable, Equatable {
     case launchFailed(reason: String)
     /// A callback returned. `returned` carries a launching method's Bool, `snapshot` the window.
     case ack(id: UInt64, returned: Bool?, snapshot: String?)
+    /// Callback `id` returned true, and the app runs the next callback its configuration carries
+    /// now, the host not having withdrawn it: the launch's didBecomeActive after didFinishLaunching.
+    case ackThenNext(id: UInt64)
     case taskBegan(id: UInt64, name: String?)
     case taskEnded(id: UInt64)
     /// Something the person running the host should see, e.g. a misuse of the SDK.

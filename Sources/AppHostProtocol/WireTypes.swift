@@ -41,11 +41,14 @@ package struct WireConfiguration: Codable, Sendable, Equatable {
     /// The app's background URL session transfers the host carries on (running, waiting, or
     /// finished and not yet delivered): given back as tasks when the app makes each session.
     package var transfers: [WireTransfer]?
-    /// The launch's callbacks, `willFinishLaunching` then `didFinishLaunching`, which the app
+    /// The launch's callbacks, `willFinishLaunching` then `didFinishLaunching`, and for an
+    /// app-delegate app launched to the foreground the first `didBecomeActive`, which the app
     /// runs as soon as it has sent `ready`, as if the host had sent each when it had the
     /// acknowledgement of the one before (a callback that returned false ends the launch: the
-    /// app runs no more of them). The host takes each as sent then and does not send it: two
-    /// round trips less on every launch's path. Never with an event or a scene.
+    /// app runs no more of them). The host takes each as sent then and does not send it: three
+    /// round trips less on every launch's path. `didBecomeActive` runs only if the host has not
+    /// withdrawn it by the time didFinishLaunching returns (`HostMessage.withdraw`); the
+    /// acknowledgement says which (`AppMessage.ackThenNext`). Never with an event or a scene.
     package var launchCallbacks: [WireCallbackRequest]?
 
     package init(

@@ -51,8 +51,11 @@ struct ConfigurationCodingTests {
         let at = try #require((0...(kind.count - refresh.count)).first { Array(kind[$0..<($0 + refresh.count)]) == refresh })
         kind[at] = UInt8(ascii: "x")
         #expect(throws: CompactCodingError.self) { try WireConfiguration(compact: kind[...]) }
-        // Launch callbacks other than willFinishLaunching then didFinishLaunching.
-        for callbacks: [WireCallback] in [[.didFinishLaunching], [.willFinishLaunching, .didBecomeActive], [.didFinishLaunching, .willFinishLaunching]] {
+        // Launch callbacks other than willFinishLaunching, didFinishLaunching, then didBecomeActive.
+        for callbacks: [WireCallback] in [
+            [.didFinishLaunching], [.willFinishLaunching, .didBecomeActive], [.didFinishLaunching, .willFinishLaunching],
+            [.willFinishLaunching, .didFinishLaunching, .willEnterForeground], [.willFinishLaunching, .didFinishLaunching, .didBecomeActive, .didBecomeActive],
+        ] {
             var launch = WireConfiguration.everyPart
             launch.launchCallbacks = callbacks.map { WireCallbackRequest(id: 1, callback: $0, state: .inactive) }
             #expect(throws: CompactCodingError.self) { try WireConfiguration(compact: launch.compactBytes[...]) }

@@ -43,8 +43,16 @@ struct SimulatedHost {
     /// The app reports this call while a VoIP push's callback runs (nil: it reports none).
     var callReportedInPush: String? = "CALL-1"
     /// The callbacks the app process's configuration carried, as the supervisor takes them
-    /// from the machine when it spawns the process.
+    /// from the machine when it spawns the process (an app-delegate app's: with the launch's
+    /// didBecomeActive, unless `activating` is false, as for a scene app).
     var configuredCallbacks: [WireCallbackRequest] = []
+    var activating = true
+    /// The configured callbacks the host withdrew, by id.
+    var withdrawals: [UInt64] = []
+    /// The app has begun the configured didBecomeActive by the time a withdrawal reaches it.
+    var withdrawalComesLate = false
+    /// The callback the app hangs in (`hangIn`), until `returnFromHang()`.
+    var hung: WireCallbackRequest?
 
     init(policy: Policy = Policy(), continuousModes: Set<ContinuousMode> = []) {
         machine = LifecycleMachine(policy: policy, continuousModes: continuousModes)
@@ -59,20 +67,26 @@ struct SimulatedHost {
             for action in machine.handle(next, now: now) {
                 switch action {
                 case .spawn:
-                    configuredCallbacks = machine.launchCallbacks
+                    configuredCallbacks = machine.launchCallbacks(activating: activating)
                     if pluginLoads { queue.append(.ready) }
                 case .send(let request):
                     // The launch sends the requests the configuration carried, which the app has run.
-                    if [.willFinishLaunching, .didFinishLaunching].contains(request.callback) {
+                    if [.willFinishLaunching, .didFinishLaunching].contains(request.callback)
+                        || (request.callback == .didBecomeActive && !configuredCallbacks.isEmpty) {
                         #expect(request == configuredCallbacks.first)
                         configuredCallbacks = Array(configuredCallbacks.dropFirst())
                     }
                     callbacks.append("\(request.callback.rawValue) \(name(request.state))")
                     if let event = request.event { work.append(event.work) }
                     if request.callback == .didReceiveIncomingPush, let call = callReportedInPush { queue.append(.callReported(call)) }
-                    if !hangIn.contains(request.callback) {
-                        queue.append(.acknowledged(id: request.id, returned: returnsFalseFrom.contains(request.callback) ? false : true, snapshot: request.callback == .snapshot ? "window" : nil))
+                    if hangIn.contains(request.callback) {
+                        hung = request
+                    } else {
+                        queue.append(returning(from: request))
                     }
+                case .withdraw(let id):
+                    #expect(id == configuredCallbacks.last?.id && configuredCallbacks.last?.callback == .didBecomeActive)
+                    withdrawals.append(id)
                 case .expire(let ids, _):
                     expirations.append(ids)
                     // The SDK runs the handlers on the main thread and says when they begin and return.
@@ -106,6 +120,26 @@ struct SimulatedHost {
                 }
             }
         }
+    }
+
+    /// The app's acknowledgement of `request`, as the SDK sends it: after didFinishLaunching,
+    /// the configured didBecomeActive runs next unless the host withdrew it in time.
+    private mutating func returning(from request: WireCallbackRequest) -> LifecycleMachine.Input {
+        let returned = !returnsFalseFrom.contains(request.callback)
+        if request.callback == .didFinishLaunching, returned, configuredCallbacks.first?.callback == .didBecomeActive {
+            if withdrawals.isEmpty || withdrawalComesLate { return .acknowledgedThenNext(id: request.id) }
+            configuredCallbacks = []
+        }
+        return .acknowledged(id: request.id, returned: returned, snapshot: request.callback == .snapshot ? "window" : nil)
+    }
+
+    /// The callback the app hung in returns now.
+    mutating func returnFromHang() {
+        guard let request = hung else { return }
+        hung = nil
+        hangIn.remove(request.callback)
+        let input = returning(from: request)
+        send(input)
     }
 
     /// Moves the clock forward, delivering `.tick` at each deadline on the way.
@@ -220,6 +254,92 @@ struct SimulatedHost {
         host.send(.moveToBackground)
         host.send(.memoryWarning)
         #expect(host.callbacks.last == "didEnterBackground background", "one callback at a time")
+    }
+}
+
+/// The launch's first didBecomeActive comes with the configuration, and the app runs it right
+/// after didFinishLaunching unless the host withdrew it: the sequences stay those of a launch
+/// whose host sends it.
+@Suite struct ConfiguredActivationTests {
+    @Test func aForegroundLaunchCarriesItsActivation() {
+        var host = SimulatedHost()
+        host.send(.launch(.foreground, reason: "user"))
+        #expect(host.callbacks == ["willFinishLaunching inactive", "didFinishLaunching inactive", "didBecomeActive active"])
+        #expect(host.configuredCallbacks.isEmpty, "every configured callback was taken as sent")
+        #expect(host.withdrawals.isEmpty)
+        #expect(host.state == .active)
+    }
+
+    @Test func aBackgroundLaunchOrASceneAppCarriesNone() {
+        var background = SimulatedHost()
+        background.hangIn = [.willFinishLaunching]
+        background.send(.launch(.background, reason: "backgroundFetch"))
+        #expect(background.configuredCallbacks.map(\.callback) == [.didFinishLaunching])
+        var scenes = SimulatedHost()
+        scenes.activating = false
+        scenes.hangIn = [.willFinishLaunching]
+        scenes.send(.launch(.foreground, reason: "user"))
+        #expect(scenes.configuredCallbacks.map(\.callback) == [.didFinishLaunching])
+    }
+
+    /// Whatever changes while the app launches withdraws it, and the app then sees exactly what
+    /// it would have seen without it.
+    @Test(arguments: [
+        LifecycleMachine.Input.terminate(byUser: true), .terminate(byUser: false), .moveToBackground, .interrupt(nil),
+        .openSwitcher, .memoryWarning,
+    ])
+    func aChangeDuringTheLaunchWithdrawsIt(change: LifecycleMachine.Input) {
+        var hosts = [SimulatedHost(), SimulatedHost()]
+        hosts[1].activating = false
+        for index in hosts.indices {
+            hosts[index].hangIn = [.didFinishLaunching]
+            hosts[index].send(.launch(.foreground, reason: "user"))
+            hosts[index].send(change)
+            hosts[index].returnFromHang()
+        }
+        #expect(hosts[0].withdrawals == [3])
+        #expect(hosts[0].callbacks == hosts[1].callbacks)
+        #expect(hosts[0].events == hosts[1].events)
+        #expect(hosts[0].state == hosts[1].state)
+    }
+
+    @Test func aChangeThatLeavesTheAppInTheForegroundKeepsIt() {
+        var host = SimulatedHost()
+        host.hangIn = [.didFinishLaunching]
+        host.send(.launch(.foreground, reason: "user"))
+        host.send(.moveToForeground)
+        host.send(.taskBegan(id: 1, name: "upload"))
+        host.returnFromHang()
+        #expect(host.withdrawals.isEmpty)
+        #expect(host.callbacks.last == "didBecomeActive active")
+        #expect(host.configuredCallbacks.isEmpty)
+    }
+
+    /// A withdrawal that reaches the app after it has begun didBecomeActive changes nothing of
+    /// it: the change is then the next step's, as if it had come during didBecomeActive.
+    @Test func aWithdrawalTooLateLeavesTheChangeToTheNextStep() {
+        var host = SimulatedHost()
+        host.withdrawalComesLate = true
+        host.hangIn = [.didFinishLaunching]
+        host.send(.launch(.foreground, reason: "user"))
+        host.send(.terminate(byUser: true))
+        host.returnFromHang()
+        #expect(host.withdrawals == [3])
+        #expect(host.callbacks == [
+            "willFinishLaunching inactive", "didFinishLaunching inactive", "didBecomeActive active", "willResignActive active",
+            "willTerminate inactive",
+        ])
+        #expect(host.finished?.kind == .userTerminated)
+    }
+
+    @Test func runningAnActivationNoConfigurationCarriedIsAProtocolViolation() {
+        var host = SimulatedHost()
+        host.activating = false
+        host.hangIn = [.didFinishLaunching]
+        host.send(.launch(.foreground, reason: "user"))
+        host.send(.acknowledgedThenNext(id: host.hung?.id ?? 0))
+        #expect(host.finished?.kind == .protocolViolation)
+        #expect(host.finished?.reason == "broke the control protocol: it ran a callback after callback 2 that its configuration did not carry")
     }
 }
 
@@ -490,6 +610,11 @@ struct SimulatedHost {
             var machine = LifecycleMachine(policy: Policy(), continuousModes: [.audio, .location, .voip])
             var now = HostInstant(nanoseconds: 0)
             var pending: [UInt64] = []  // callbacks sent and not yet acknowledged
+            // The launch's didBecomeActive the configuration carried, withdrawn or not; and
+            // didFinishLaunching's id, which the app may acknowledge by running it.
+            var activation: WireCallbackRequest?
+            var withdrawn = false
+            var didFinishID: UInt64?
             var killed = 0
             var finished = 0
             var exited = false
@@ -498,7 +623,14 @@ struct SimulatedHost {
                 if queue.isEmpty {
                     switch generator.next() % 4 {
                     case 0 where !pending.isEmpty:
-                        queue.append(.acknowledged(id: pending.removeFirst(), returned: true, snapshot: nil))
+                        let id = pending.removeFirst()
+                        // The SDK runs the configured activation unless the withdrawal came first
+                        // (or, at random, came too late).
+                        if id == didFinishID, activation != nil, !withdrawn || generator.next() % 2 == 0 {
+                            queue.append(.acknowledgedThenNext(id: id))
+                        } else {
+                            queue.append(.acknowledged(id: id, returned: true, snapshot: nil))
+                        }
                     case 1:
                         now = now + .milliseconds(Int64(generator.next() % 40_000))
                         queue.append(.tick)
@@ -517,15 +649,23 @@ struct SimulatedHost {
                 let input = queue.removeFirst()
                 for action in machine.handle(input, now: now) {
                     switch action {
-                    case .spawn: queue.append(.ready)
+                    case .spawn:
+                        activation = machine.launchCallbacks(activating: generator.next() % 2 == 0).dropFirst(2).first
+                        withdrawn = false
+                        queue.append(.ready)
                     case .send(let request):
                         #expect(pending.isEmpty, "one callback at a time (step \(step))")
                         pending.append(request.id)
+                        if request.callback == .didFinishLaunching { didFinishID = request.id }
+                    case .withdraw(let id):
+                        #expect(id == activation?.id && !withdrawn, "one withdrawal, of the configured activation")
+                        withdrawn = true
                     case .freeze: queue.append(.suspensionVerified)
                     case .sampleMainThread:
                         pending = []
                         queue.append(.mainThreadSampled)
-                    case .kill:
+                    case .kill(let termination):
+                        #expect(termination.kind != .protocolViolation, "the app kept to the protocol: \(termination.reason)")
                         killed += 1
                         pending = []
                         queue.append(.exited(ProcessExit(status: .signaled(9, coreDumped: false))))

@@ -33,8 +33,12 @@ import Testing
         for message in messages {
             #expect(try WireCoding.decode(AppMessage.self, from: WireCoding.encode(message)) == message)
         }
-        let request = HostMessage.callback(WireCallbackRequest(id: 1, callback: .didEnterBackground, state: .background, backgroundTimeRemaining: 30))
-        #expect(try WireCoding.decode(HostMessage.self, from: WireCoding.encode(request)) == request)
+        for request in [
+            HostMessage.callback(WireCallbackRequest(id: 1, callback: .didEnterBackground, state: .background, backgroundTimeRemaining: 30)),
+            .withdraw(callback: 3),
+        ] {
+            #expect(try WireCoding.decode(HostMessage.self, from: WireCoding.encode(request)) == request)
+        }
     }
 
     @Test func garbageIsAnErrorNotACrash() {
@@ -69,6 +73,9 @@ import Testing
             #expect(try WireCoding.decode(AppMessage.self, from: WireCoding.encode(ack)) == ack)
         }
         #expect(WireCoding.encode(AppMessage.ack(id: 9, returned: nil, snapshot: "window")).first == UInt8(ascii: "{"))
+        let thenNext = AppMessage.ackThenNext(id: .max - 1)
+        #expect(WireCoding.encode(thenNext).count == 9)
+        #expect(try WireCoding.decode(AppMessage.self, from: WireCoding.encode(thenNext)) == thenNext)
     }
 
     /// The launch's own messages: `hello`, `sandboxed` and `ready` compact, and a configuration
@@ -135,7 +142,8 @@ import Testing
         for body in [Array(request.dropLast()), request + [0], badCallback, badState, badFlag, infinite] {
             #expect(throws: (any Error).self) { try WireCoding.decode(HostMessage.self, from: body) }
         }
-        for body in [Array(ack.prefix(5)), ack + [0], badReturned, request] {
+        let thenNext = WireCoding.encode(AppMessage.ackThenNext(id: 2))
+        for body in [Array(ack.prefix(5)), ack + [0], badReturned, request, Array(thenNext.dropLast()), thenNext + [0]] {
             #expect(throws: (any Error).self) { try WireCoding.decode(AppMessage.self, from: body) }
         }
         // A host's compact frame is not an app's message, nor the reverse.

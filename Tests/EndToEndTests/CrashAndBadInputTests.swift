@@ -190,7 +190,7 @@ struct BadInputTests {
         let bundle = try scratch.bundle("Stale", library: "libOtherABIPluginFixture.so")
         let result = try launch(bundle, scratch: scratch)
         #expect(result.status == 1)
-        expectOneLine(result.error, "Stale.app cannot launch: Stale.app/libOtherABIPluginFixture.so was built against AppHostKit ABI version 44, but this apphost speaks version 3; rebuild the plugin against this apphost's AppHostKit")
+        expectOneLine(result.error, "Stale.app cannot launch: Stale.app/libOtherABIPluginFixture.so was built against AppHostKit ABI version 45, but this apphost speaks version 4; rebuild the plugin against this apphost's AppHostKit")
         #expect(!result.error.contains("other-ABI plugin code ran"))
     }
 

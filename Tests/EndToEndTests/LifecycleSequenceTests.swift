@@ -149,6 +149,21 @@ struct LifecycleSequenceTests {
         #expect(!processExists(back.pid!))
     }
 
+    /// The launch's didBecomeActive comes with the configuration; the host's shutdown while the
+    /// app is in didFinishLaunching withdraws it (commands typed to `apphost launch` wait for the
+    /// launch to settle; a signal does not), and the app sees what it would have without it.
+    @Test func aShutdownWhileTheAppLaunchesEndsItAfterDidFinishLaunching() throws {
+        let scratch = try Scratch()
+        let host = try HostSession([try scratch.bundle("Slow", behavior: ["blockIn": "didFinishLaunching", "blockSeconds": 1.0])], scratch: scratch)
+        // willFinishLaunching has returned: the app is in (or about to be in) didFinishLaunching
+        // for a second, far longer than the signal and the withdrawal take to reach it.
+        try host.waitFor("Slow", "willFinishLaunching")
+        kill(host.process.processIdentifier, SIGTERM)
+        #expect(try host.waitForExit() == 0)
+        #expect(scratch.callbacks("Slow") == ["willFinishLaunching inactive", "didFinishLaunching inactive", "willTerminate inactive"])
+        #expect(!host.allEvents.contains { $0.name == "Slow" && $0.event == "didBecomeActive" })
+    }
+
     @Test(arguments: [SIGTERM, SIGINT])
     func aSignalToTheHostTerminatesTheApps(signal: Int32) throws {
         let scratch = try Scratch()

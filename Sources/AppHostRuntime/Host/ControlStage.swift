@@ -34,7 +34,7 @@ enum ControlStage: Equatable {
         // The runner fails before the plugin runs; the SDK before the delegate exists.
         case .launchFailed: self == .confining || self == .loading
         case .warning, .log: self == .loading || self == .running
-        case .ack, .taskBegan, .taskEnded, .expirationHandlers, .fetchInterval, .workCompleted, .registerTask, .submitTask, .cancelTask,
+        case .ack, .ackThenNext, .taskBegan, .taskEnded, .expirationHandlers, .fetchInterval, .workCompleted, .registerTask, .submitTask, .cancelTask,
              .audio, .callReported, .callEnded, .locationManager, .requestLocationAuthorization, .sceneSessions,
              .transferCreated, .transferCancelled, .transferDelivered:
             self == .running
@@ -61,6 +61,7 @@ extension AppMessage {
         case .ready: "ready"
         case .launchFailed: "launchFailed"
         case .ack: "ack"
+        case .ackThenNext: "ackThenNext"
         case .taskBegan: "taskBegan"
         case .taskEnded: "taskEnded"
         case .warning: "warning"

@@ -99,6 +99,10 @@ extension Supervisor {
         case .expireWork(let work):
             logger.debug("\(name): expiring background work #\(work)")
             send(.expireWork(work), record, run)
+        case .withdraw(let id):
+            // It stays among the configured callbacks until the app says whether it began it.
+            logger.trace("\(name): configured callback #\(id) withdrawn")
+            send(.withdraw(callback: id), record, run)
         case .audioInterruption(let began):
             send(.audioInterruption(began: began), record, run)
         case .freeze:

@@ -8,6 +8,9 @@ extension LifecycleMachine {
         case ready
         case launchFailed(String)
         case acknowledged(id: UInt64, returned: Bool?, snapshot: String?)
+        /// Callback `id` returned true, and the app now runs the next callback its configuration
+        /// carries: the launch's didBecomeActive (`launchCallbacks(activating:)`).
+        case acknowledgedThenNext(id: UInt64)
         case taskBegan(id: UInt64, name: String?)
         case taskEnded(id: UInt64)
         case warning(String)
@@ -86,6 +89,9 @@ extension LifecycleMachine {
     package enum Action: Sendable, Equatable {
         case spawn(reason: String)
         case send(WireCallbackRequest)
+        /// Tell the app not to run the configured callback with this id (the launch's
+        /// didBecomeActive): the host wants another step after didFinishLaunching.
+        case withdraw(UInt64)
         case expire(taskIDs: [UInt64], remaining: Double)
         /// Run this BGTaskScheduler task's expiration handler.
         case expireWork(UInt64)

@@ -9,11 +9,27 @@ extension LifecycleMachine {
     /// The requests `ready` and then `willFinishLaunching`'s acknowledgement send, as the app
     /// process's configuration carries them while the app starts: the app runs them once it has
     /// sent `ready`, and the host does not send them (README.md, "How apps are launched").
-    var launchCallbacks: [WireCallbackRequest] {
-        [
+    /// `activating` (an app-delegate app: a scene app's activation names its scene): in a launch
+    /// to the foreground, also the didBecomeActive that would follow didFinishLaunching, which
+    /// the app runs unless the host has withdrawn it by then (`Action.withdraw`: the host came to
+    /// want another step meanwhile — the app sent away, interrupted, terminated, warned).
+    mutating func launchCallbacks(activating: Bool) -> [WireCallbackRequest] {
+        var requests = [
             WireCallbackRequest(id: nextCallbackID, callback: .willFinishLaunching, state: launchState),
             WireCallbackRequest(id: nextCallbackID + 1, callback: .didFinishLaunching, state: launchState),
         ]
+        configuredActivation = nil
+        configuredActivationWithdrawn = false
+        if activating, activationFollowsLaunch {
+            configuredActivation = nextCallbackID + 2
+            requests.append(WireCallbackRequest(id: nextCallbackID + 2, callback: .didBecomeActive, state: .active))
+        }
+        return requests
+    }
+
+    /// Whether didBecomeActive would follow didFinishLaunching as things stand (`reconcile`).
+    var activationFollowsLaunch: Bool {
+        launchKind == .foreground && placement == .foreground && !pendingMemoryWarning && pendingSceneOperations.isEmpty
     }
 
     /// The state the app observes now, for callbacks that do not change it.

@@ -73,6 +73,11 @@ package struct LifecycleMachine: Sendable {
     var launchDeadline: HostInstant?
     var needsSnapshot = false
     var pendingMemoryWarning = false
+    /// The id of the launch's didBecomeActive while the app's configuration carries it and the
+    /// app may still run it: until the acknowledgement of didFinishLaunching.
+    var configuredActivation: UInt64?
+    /// The host has told the app not to run it (it may have begun already).
+    var configuredActivationWithdrawn = false
     /// Background events waiting for the app to be ready for them.
     package internal(set) var pendingEvents: [BackgroundEvent] = []
     /// Scene operations waiting for no callback to run.
@@ -147,7 +152,22 @@ package struct LifecycleMachine: Sendable {
             inFlight = nil
             deadlines[.callback] = nil
             mainThreadAnswered = (now, .returned(flight.callback))
+            if flight.callback == .didFinishLaunching { configuredActivation = nil }
             actions += acknowledged(flight, returned: returned, snapshot: snapshot, now: now)
+
+        case .acknowledgedThenNext(let id):
+            guard let flight = inFlight, flight.id == id, flight.callback == .didFinishLaunching,
+                  let activation = configuredActivation, activation == nextCallbackID else {
+                return protocolViolation("it ran a callback after callback \(id) that its configuration did not carry", now: now)
+            }
+            inFlight = nil
+            deadlines[.callback] = nil
+            mainThreadAnswered = (now, .returned(flight.callback))
+            configuredActivation = nil
+            actions += acknowledged(flight, returned: true, snapshot: nil, now: now)
+            // The app runs it now, whatever the host has wanted since: a change that came too
+            // late to withdraw it is the next step's, as if it had come during didBecomeActive.
+            if phase == .launched { actions += send(.didBecomeActive, state: .active, now: now) }
 
         case .expirationHandlers(let ids, let returned):
             guard isLive else { return [] }
@@ -381,6 +401,10 @@ package struct LifecycleMachine: Sendable {
             }
         }
         actions += reconcile(now: now)
+        if let activation = configuredActivation, !configuredActivationWithdrawn, !activationFollowsLaunch {
+            configuredActivationWithdrawn = true
+            actions.append(.withdraw(activation))
+        }
         return actions
     }
 }

@@ -7,7 +7,7 @@
 #include <stdint.h>
 
 /// Bumped whenever the entry point, the record or the wire protocol changes incompatibly.
-#define APPHOST_PLUGIN_ABI_VERSION 3u
+#define APPHOST_PLUGIN_ABI_VERSION 4u
 /// "APHK": marks a record as apphost's, so a foreign symbol of the same name is not trusted.
 #define APPHOST_PLUGIN_MAGIC 0x4B485041u
 
