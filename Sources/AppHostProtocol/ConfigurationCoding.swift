@@ -166,10 +166,11 @@ extension WireConfiguration {
                 try CompactCoding.decodeCallback(Array(try reader.data("launchCallbacks")))
             }
             // The launch's, in their order: what else the host sends depends on what came before.
-            guard requests.count <= 3,
-                  requests.map(\.callback).elementsEqual([WireCallback.willFinishLaunching, .didFinishLaunching, .didBecomeActive].prefix(requests.count))
-            else {
-                throw CompactCodingError(description: "a compact configuration whose launch callbacks are \(requests.map(\.callback.rawValue))")
+            // (A plain loop: the key path and generic algorithms this once took cost 0.04 ms in
+            // the plugin, whose code runs cold.)
+            let order: [WireCallback] = [.willFinishLaunching, .didFinishLaunching, .didBecomeActive]
+            for (index, request) in requests.enumerated() where index >= order.count || request.callback != order[index] {
+                throw CompactCodingError(description: "a compact configuration whose launch callbacks are \(requests.map { $0.callback.rawValue })")
             }
             return requests
         }
