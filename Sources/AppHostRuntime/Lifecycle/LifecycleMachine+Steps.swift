@@ -32,6 +32,30 @@ extension LifecycleMachine {
         launchKind == .foreground && placement == .foreground && !pendingMemoryWarning && pendingSceneOperations.isEmpty
     }
 
+    /// After any input: the configured didBecomeActive is withdrawn, once, when the host came to
+    /// want another step after didFinishLaunching.
+    mutating func withdrawActivationIfUnwanted() -> [Action] {
+        guard let activation = configuredActivation, !configuredActivationWithdrawn, !activationFollowsLaunch else { return [] }
+        configuredActivationWithdrawn = true
+        return [.withdraw(activation)]
+    }
+
+    /// didFinishLaunching (callback `id`) returned true and the app runs the configured
+    /// didBecomeActive now; nil if no such callback runs or the configuration carried none.
+    mutating func acknowledgedRunningActivation(_ id: UInt64, now: HostInstant) -> [Action]? {
+        guard let flight = inFlight, flight.id == id, flight.callback == .didFinishLaunching,
+              let activation = configuredActivation, activation == nextCallbackID else { return nil }
+        inFlight = nil
+        deadlines[.callback] = nil
+        mainThreadAnswered = (now, .returned(flight.callback))
+        configuredActivation = nil
+        var actions = acknowledged(flight, returned: true, snapshot: nil, now: now)
+        // The app runs it now, whatever the host has wanted since: a change that came too late
+        // to withdraw it is the next step's, as if it had come during didBecomeActive.
+        if phase == .launched { actions += send(.didBecomeActive, state: .active, now: now) }
+        return actions
+    }
+
     /// The state the app observes now, for callbacks that do not change it.
     var observedState: WireApplicationState {
         switch phase {

@@ -156,18 +156,10 @@ package struct LifecycleMachine: Sendable {
             actions += acknowledged(flight, returned: returned, snapshot: snapshot, now: now)
 
         case .acknowledgedThenNext(let id):
-            guard let flight = inFlight, flight.id == id, flight.callback == .didFinishLaunching,
-                  let activation = configuredActivation, activation == nextCallbackID else {
+            guard let more = acknowledgedRunningActivation(id, now: now) else {
                 return protocolViolation("it ran a callback after callback \(id) that its configuration did not carry", now: now)
             }
-            inFlight = nil
-            deadlines[.callback] = nil
-            mainThreadAnswered = (now, .returned(flight.callback))
-            configuredActivation = nil
-            actions += acknowledged(flight, returned: true, snapshot: nil, now: now)
-            // The app runs it now, whatever the host has wanted since: a change that came too
-            // late to withdraw it is the next step's, as if it had come during didBecomeActive.
-            if phase == .launched { actions += send(.didBecomeActive, state: .active, now: now) }
+            actions += more
 
         case .expirationHandlers(let ids, let returned):
             guard isLive else { return [] }
@@ -401,10 +393,7 @@ package struct LifecycleMachine: Sendable {
             }
         }
         actions += reconcile(now: now)
-        if let activation = configuredActivation, !configuredActivationWithdrawn, !activationFollowsLaunch {
-            configuredActivationWithdrawn = true
-            actions.append(.withdraw(activation))
-        }
+        actions += withdrawActivationIfUnwanted()
         return actions
     }
 }
