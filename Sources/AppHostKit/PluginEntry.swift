@@ -121,11 +121,11 @@ enum AppMain {
         // the host's messages do, once `start` has sent `ready` and returned, ahead of anything
         // the host sends after.
         let launch = configuration.launchCallbacks ?? []
-        if launch.count == 3 {
-            configuredActivation = launch[2]
-            withdrawable.store(launch[2].id, ordering: .releasing)
+        if let activation = launch.last, activation.callback == .didBecomeActive {
+            configuredActivation = activation
+            withdrawable.store(activation.id, ordering: .releasing)
         }
-        runLaunchCallbacks(Array(launch.prefix(2)))
+        runLaunchCallbacks(launch.filter { $0.callback != .didBecomeActive })
         startReading(fd: controlFD)
         hostLink.send(.ready(protocolVersion: wireProtocolVersion))
     }

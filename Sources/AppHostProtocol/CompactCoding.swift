@@ -13,6 +13,9 @@
 //   ack       0x02, id (8 bytes, little-endian), returned (1: 0 false, 1 true, 0xff none) = 10 bytes
 //   ack, then the next configured callback runs
 //             0x07, id (8 bytes, little-endian)                                        = 9 bytes
+//   withdraw  0x08, id (8 bytes, little-endian)                                        = 9 bytes
+//             (host to app, on the launch's path: the first JSON message a fresh plugin
+//             decoded would cost it milliseconds, and a withdrawal that late comes too late)
 //
 // The messages on a launch's path are compact or tagged for another reason: the first messages
 // an app process codes are slow to code as JSON (each type's first trip through Foundation's
@@ -46,6 +49,8 @@ enum CompactCoding {
     static let sandboxedLength = 18
     static let ackThenNextTag: UInt8 = 0x07
     static let ackThenNextLength = 9
+    static let withdrawTag: UInt8 = 0x08
+    static let withdrawLength = 9
     static let none: UInt8 = 0xff
 
     // MARK: Host to app
@@ -108,6 +113,17 @@ enum CompactCoding {
         var bytes: [UInt8] = [ackThenNextTag]
         append(id, to: &bytes)
         return bytes
+    }
+
+    static func encodeWithdraw(id: UInt64) -> [UInt8] {
+        var bytes: [UInt8] = [withdrawTag]
+        append(id, to: &bytes)
+        return bytes
+    }
+
+    static func decodeWithdraw(_ body: [UInt8]) throws(CompactCodingError) -> HostMessage {
+        guard body.count == withdrawLength else { throw CompactCodingError(description: "a compact withdraw of \(body.count) bytes, not \(withdrawLength)") }
+        return .withdraw(id: integer(body, at: 1))
     }
 
     static func decodeAckThenNext(_ body: [UInt8]) throws(CompactCodingError) -> AppMessage {
@@ -193,11 +209,12 @@ enum CompactCoding {
 }
 
 extension WireCoding {
-    /// A host message's body: compact for a plain callback request and a configuration, else
-    /// JSON.
+    /// A host message's body: compact for a plain callback request, a configuration and a
+    /// withdrawal, else JSON.
     package static func encode(_ message: HostMessage) -> [UInt8] {
         switch message {
         case .callback(let request): if let bytes = CompactCoding.encode(request) { return bytes }
+        case .withdraw(let id): return CompactCoding.encodeWithdraw(id: id)
         case .configure(let configuration): return [CompactCoding.configureTag] + configuration.compactBytes
         default: break
         }
@@ -211,8 +228,9 @@ extension WireCoding {
         body.first == CompactCoding.configureTag ? body.dropFirst() : nil
     }
 
-    /// An app message's body: compact for an acknowledgement without a snapshot and for the
-    /// launch's `hello`, `sandboxed` and `ready`, else JSON.
+    /// An app message's body: compact for an acknowledgement without a snapshot (and one that
+    /// runs the next configured callback) and for the launch's `hello`, `sandboxed` and `ready`,
+    /// else JSON.
     package static func encode(_ message: AppMessage) -> [UInt8] {
         switch message {
         case .ack(let id, let returned, nil): return CompactCoding.encodeAck(id: id, returned: returned)
@@ -229,6 +247,7 @@ extension WireCoding {
     package static func decode(_ type: HostMessage.Type, from body: [UInt8]) throws -> HostMessage {
         switch body.first {
         case CompactCoding.callbackTag: .callback(try CompactCoding.decodeCallback(body))
+        case CompactCoding.withdrawTag: try CompactCoding.decodeWithdraw(body)
         case CompactCoding.configureTag: .configure(try WireConfiguration(compact: body.dropFirst()))
         default: try decode(json: type, from: body)
         }

@@ -133,7 +133,7 @@ package enum HostMessage: Codable, Sendable, Equatable {
     /// Do not run the configured callback `id` (the launch's didBecomeActive): the host wants
     /// another step after didFinishLaunching. Too late once the app has begun it, which its
     /// acknowledgement of didFinishLaunching says (`AppMessage.ackThenNext`).
-    case withdraw(callback: UInt64)
+    case withdraw(id: UInt64)
 }
 
 /// App to host.

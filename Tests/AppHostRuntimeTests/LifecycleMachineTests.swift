@@ -64,17 +64,22 @@ struct SimulatedHost {
         var queue = [input]
         while !queue.isEmpty {
             let next = queue.removeFirst()
+            // A plain acknowledgement of didFinishLaunching: the app does not run the configured
+            // activation (withdrawn, or a test's own acknowledgement).
+            if case .acknowledged = next, configuredCallbacks.first?.callback == .didBecomeActive { configuredCallbacks = [] }
             for action in machine.handle(next, now: now) {
                 switch action {
                 case .spawn:
                     configuredCallbacks = machine.launchCallbacks(activating: activating)
                     if pluginLoads { queue.append(.ready) }
-                case .send(let request):
-                    // The launch sends the requests the configuration carried, which the app has run.
-                    if [.willFinishLaunching, .didFinishLaunching].contains(request.callback)
-                        || (request.callback == .didBecomeActive && !configuredCallbacks.isEmpty) {
+                case .send(let request), .began(let request):
+                    // The app runs the requests its configuration carried, in their order, and
+                    // the host writes none of them.
+                    if case .began = action {
                         #expect(request == configuredCallbacks.first)
                         configuredCallbacks = Array(configuredCallbacks.dropFirst())
+                    } else {
+                        #expect(!configuredCallbacks.contains { $0.id == request.id }, "\(request.callback) written, and run from the configuration")
                     }
                     callbacks.append("\(request.callback.rawValue) \(name(request.state))")
                     if let event = request.event { work.append(event.work) }
@@ -128,7 +133,6 @@ struct SimulatedHost {
         let returned = !returnsFalseFrom.contains(request.callback)
         if request.callback == .didFinishLaunching, returned, configuredCallbacks.first?.callback == .didBecomeActive {
             if withdrawals.isEmpty || withdrawalComesLate { return .acknowledgedThenNext(id: request.id) }
-            configuredCallbacks = []
         }
         return .acknowledged(id: request.id, returned: returned, snapshot: request.callback == .snapshot ? "window" : nil)
     }
@@ -284,17 +288,18 @@ struct SimulatedHost {
 
     /// Whatever changes while the app launches withdraws it, and the app then sees exactly what
     /// it would have seen without it.
+    /// (Sent home and opened again, or interrupted and back: the host withdraws it, then sends it.)
     @Test(arguments: [
-        LifecycleMachine.Input.terminate(byUser: true), .terminate(byUser: false), .moveToBackground, .interrupt(nil),
-        .openSwitcher, .memoryWarning,
+        [LifecycleMachine.Input.terminate(byUser: true)], [.terminate(byUser: false)], [.moveToBackground], [.interrupt(nil)],
+        [.openSwitcher], [.memoryWarning], [.moveToBackground, .moveToForeground], [.interrupt(nil), .endInterruption],
     ])
-    func aChangeDuringTheLaunchWithdrawsIt(change: LifecycleMachine.Input) {
+    func aChangeDuringTheLaunchWithdrawsIt(changes: [LifecycleMachine.Input]) {
         var hosts = [SimulatedHost(), SimulatedHost()]
         hosts[1].activating = false
         for index in hosts.indices {
             hosts[index].hangIn = [.didFinishLaunching]
             hosts[index].send(.launch(.foreground, reason: "user"))
-            hosts[index].send(change)
+            for change in changes { hosts[index].send(change) }
             hosts[index].returnFromHang()
         }
         #expect(hosts[0].withdrawals == [3])
@@ -332,14 +337,27 @@ struct SimulatedHost {
         #expect(host.finished?.kind == .userTerminated)
     }
 
-    @Test func runningAnActivationNoConfigurationCarriedIsAProtocolViolation() {
+    /// What a hostile app may send: an activation its configuration did not carry, or one out of turn.
+    @Test(arguments: ["scene app", "background launch", "after willFinishLaunching", "wrong id", "after a plain ack", "twice"])
+    func runningAnActivationOutOfTurnIsAProtocolViolation(when: String) {
         var host = SimulatedHost()
-        host.activating = false
-        host.hangIn = [.didFinishLaunching]
-        host.send(.launch(.foreground, reason: "user"))
-        host.send(.acknowledgedThenNext(id: host.hung?.id ?? 0))
+        host.hangIn = [when == "after willFinishLaunching" ? .willFinishLaunching : .didFinishLaunching]
+        host.activating = when != "scene app"
+        host.send(.launch(when == "background launch" ? .background : .foreground, reason: "user"))
+        var id = host.hung?.id ?? 0
+        switch when {
+        case "wrong id": id = 99
+        case "after a plain ack":
+            host.hangIn = [.didBecomeActive]
+            host.send(.acknowledged(id: id, returned: true, snapshot: nil))
+        case "twice":
+            host.returnFromHang()
+            #expect(host.state == .active)
+        default: break
+        }
+        host.send(.acknowledgedThenNext(id: id))
         #expect(host.finished?.kind == .protocolViolation)
-        #expect(host.finished?.reason == "broke the control protocol: it ran a callback after callback 2 that its configuration did not carry")
+        #expect(host.finished?.reason == "broke the control protocol: it ran a callback after callback \(id) that its configuration did not carry")
     }
 }
 
@@ -653,7 +671,7 @@ struct SimulatedHost {
                         activation = machine.launchCallbacks(activating: generator.next() % 2 == 0).dropFirst(2).first
                         withdrawn = false
                         queue.append(.ready)
-                    case .send(let request):
+                    case .send(let request), .began(let request):
                         #expect(pending.isEmpty, "one callback at a time (step \(step))")
                         pending.append(request.id)
                         if request.callback == .didFinishLaunching { didFinishID = request.id }

@@ -35,7 +35,7 @@ import Testing
         }
         for request in [
             HostMessage.callback(WireCallbackRequest(id: 1, callback: .didEnterBackground, state: .background, backgroundTimeRemaining: 30)),
-            .withdraw(callback: 3),
+            .withdraw(id: 3),
         ] {
             #expect(try WireCoding.decode(HostMessage.self, from: WireCoding.encode(request)) == request)
         }
@@ -76,6 +76,9 @@ import Testing
         let thenNext = AppMessage.ackThenNext(id: .max - 1)
         #expect(WireCoding.encode(thenNext).count == 9)
         #expect(try WireCoding.decode(AppMessage.self, from: WireCoding.encode(thenNext)) == thenNext)
+        let withdraw = HostMessage.withdraw(id: .max - 2)
+        #expect(WireCoding.encode(withdraw).count == 9)
+        #expect(try WireCoding.decode(HostMessage.self, from: WireCoding.encode(withdraw)) == withdraw)
     }
 
     /// The launch's own messages: `hello`, `sandboxed` and `ready` compact, and a configuration
@@ -139,7 +142,8 @@ import Testing
         withUnsafeBytes(of: Double.infinity.bitPattern.littleEndian) { infinite.replaceSubrange(13..<21, with: $0) }
         var badReturned = ack
         badReturned[9] = 2
-        for body in [Array(request.dropLast()), request + [0], badCallback, badState, badFlag, infinite] {
+        let withdraw = WireCoding.encode(HostMessage.withdraw(id: 2))
+        for body in [Array(request.dropLast()), request + [0], badCallback, badState, badFlag, infinite, Array(withdraw.dropLast()), withdraw + [0]] {
             #expect(throws: (any Error).self) { try WireCoding.decode(HostMessage.self, from: body) }
         }
         let thenNext = WireCoding.encode(AppMessage.ackThenNext(id: 2))

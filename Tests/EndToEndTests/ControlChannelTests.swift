@@ -48,11 +48,14 @@ struct ControlChannelTests {
     /// uid 0 was published as how the app is confined ("uid 0"). The compact form of the
     /// callback's acknowledgement (CompactCoding.swift) is held to the protocol as JSON is: an
     /// ack for a callback that is not running (compactAckOutOfTurn), and a compact frame cut
-    /// short (compactAckTruncated).
+    /// short (compactAckTruncated); so is an acknowledgement that claims to run the launch's
+    /// configured didBecomeActive after another callback than didFinishLaunching
+    /// (ackThenNextOutOfTurn).
     @Test(arguments: [
         ("hello", "sent hello"), ("sandboxedAsRoot", "sent sandboxed"),
         ("compactAckOutOfTurn", "it acknowledged callback 999999, which was not running"),
         ("compactAckTruncated", "it sent a frame that is not a message (5 bytes"),
+        ("ackThenNextOutOfTurn", "it ran a callback after callback 1 that its configuration did not carry"),
     ])
     func aForgedMessageEndsTheAppAndChangesNothing(attack: String, reason: String) throws {
         let scratch = try Scratch()

@@ -62,9 +62,6 @@ final class AppRun: @unchecked Sendable {
     var snapshot: String?
     /// When the running callback was sent, or the last freeze or thaw began.
     var stepStartedAt: HostInstant?
-    /// The callbacks the app process's configuration carried (the launch's) that the machine
-    /// has not sent yet: the app runs them once it is ready, so the host does not write them.
-    var callbacksInConfiguration: [WireCallbackRequest] = []
     /// The latest events (at most 32), for the report: only what the report shows of each, so
     /// that a host of thousands of suspended apps holds little for each.
     private(set) var events: [TerminationReport.Event] = []

@@ -106,9 +106,6 @@ extension Supervisor {
             sandboxed(record, run, process, listener: listener, landlockABI: landlockABI, uid: uid, took: .seconds(double: seconds))
         case .launchFailed(let reason): handle(record, run, .launchFailed(reason.cut(to: Self.textLimit)))
         case .ack(let id, let returned, let snapshot):
-            // The launch's didBecomeActive runs from the configuration only after an ackThenNext:
-            // after a plain ack the host sends whatever comes next.
-            if run.callbacksInConfiguration.first?.callback == .didBecomeActive { run.callbacksInConfiguration = [] }
             handle(record, run, .acknowledged(id: id, returned: returned, snapshot: snapshot?.cut(to: Self.textLimit)))
         case .ackThenNext(let id):
             handle(record, run, .acknowledgedThenNext(id: id))

@@ -329,8 +329,7 @@ extension Supervisor {
         if bundle.adoptsScenes { message.sceneSessions = record.scenes.forLaunch }
         message.transfers = transfers.records.filter { $0.app == bundle.identifier }.map(\.transfer)
         // The app runs them without the host's sending them (README.md, "How apps are launched").
-        run.callbacksInConfiguration = run.machine.launchCallbacks(activating: !bundle.adoptsScenes)
-        message.launchCallbacks = run.callbacksInConfiguration
+        message.launchCallbacks = run.machine.launchCallbacks(activating: !bundle.adoptsScenes)
         return message
     }
 

@@ -34,7 +34,8 @@ extension Supervisor {
 
     /// Takes in that `record`'s machine may have changed: `unsettledApps`, `runningApps` and
     /// `foregroundApps` (Supervisor.swift). Called after each of its inputs, before their actions
-    /// (the only place a machine changes).
+    /// (the only place a machine changes but for `launchCallbacks(activating:)`, taken when the
+    /// app process's configuration is made, which changes nothing `follow` looks at).
     func follow(_ record: AppRecord) {
         let id = ObjectIdentifier(record)
         let run = record.run
@@ -81,18 +82,12 @@ extension Supervisor {
                 request.event?.transfers = transferEvents(for: event, record, run)
             }
             run.stepStartedAt = clock.now
-            // The launch's callbacks are in the app's configuration: the app runs each as soon as
-            // it is ready, or has acknowledged the one before.
-            if let configured = run.callbacksInConfiguration.first {
-                run.callbacksInConfiguration.removeFirst()
-                if configured == request {
-                    logger.trace("\(name): callback \(request.callback.rawValue) #\(request.id) runs from the configuration")
-                    break
-                }
-                run.callbacksInConfiguration = []
-            }
             logger.trace("\(name): callback \(request.callback.rawValue) #\(request.id) sent")
             send(.callback(request), record, run)
+        case .began(let request):
+            // One of the launch's callbacks, which the app runs from its configuration.
+            run.stepStartedAt = clock.now
+            logger.trace("\(name): callback \(request.callback.rawValue) #\(request.id) runs from the configuration")
         case .expire(let taskIDs, let remaining):
             logger.debug("\(name): expiring background tasks \(taskIDs), \(remaining) s left")
             send(.expire(taskIDs: taskIDs, remaining: remaining), record, run)
@@ -100,9 +95,9 @@ extension Supervisor {
             logger.debug("\(name): expiring background work #\(work)")
             send(.expireWork(work), record, run)
         case .withdraw(let id):
-            // It stays among the configured callbacks until the app says whether it began it.
+            // The app's acknowledgement of didFinishLaunching says whether it came in time.
             logger.trace("\(name): configured callback #\(id) withdrawn")
-            send(.withdraw(callback: id), record, run)
+            send(.withdraw(id: id), record, run)
         case .audioInterruption(let began):
             send(.audioInterruption(began: began), record, run)
         case .freeze:

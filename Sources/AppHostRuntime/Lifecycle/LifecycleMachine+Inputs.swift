@@ -89,6 +89,9 @@ extension LifecycleMachine {
     package enum Action: Sendable, Equatable {
         case spawn(reason: String)
         case send(WireCallbackRequest)
+        /// The app runs this request from its configuration (`launchCallbacks(activating:)`):
+        /// take it as sent, without writing it.
+        case began(WireCallbackRequest)
         /// Tell the app not to run the configured callback with this id (the launch's
         /// didBecomeActive): the host wants another step after didFinishLaunching.
         case withdraw(UInt64)

@@ -32,10 +32,11 @@ extension LifecycleMachine {
         launchKind == .foreground && placement == .foreground && !pendingMemoryWarning && pendingSceneOperations.isEmpty
     }
 
-    /// After any input: the configured didBecomeActive is withdrawn, once, when the host came to
-    /// want another step after didFinishLaunching.
+    /// After any input that `handle` does not return early from: the configured didBecomeActive
+    /// is withdrawn, once, when the host came to want another step after didFinishLaunching (not
+    /// from an app that is being ended: nothing more runs in it).
     mutating func withdrawActivationIfUnwanted() -> [Action] {
-        guard let activation = configuredActivation, !configuredActivationWithdrawn, !activationFollowsLaunch else { return [] }
+        guard let activation = configuredActivation, !configuredActivationWithdrawn, isLive, !activationFollowsLaunch else { return [] }
         configuredActivationWithdrawn = true
         return [.withdraw(activation)]
     }
@@ -52,7 +53,7 @@ extension LifecycleMachine {
         var actions = acknowledged(flight, returned: true, snapshot: nil, now: now)
         // The app runs it now, whatever the host has wanted since: a change that came too late
         // to withdraw it is the next step's, as if it had come during didBecomeActive.
-        if phase == .launched { actions += send(.didBecomeActive, state: .active, now: now) }
+        if phase == .launched { actions += send(.didBecomeActive, state: .active, configured: true, now: now) }
         return actions
     }
 
@@ -70,7 +71,7 @@ extension LifecycleMachine {
     mutating func send(
         _ callback: WireCallback, state: WireApplicationState, after: WireApplicationState? = nil,
         remaining: Duration? = nil, event backgroundEvent: WireBackgroundEvent? = nil, detail: String? = nil,
-        scene: String? = nil, now: HostInstant
+        scene: String? = nil, configured: Bool = false, now: HostInstant
     ) -> [Action] {
         let isLaunch: Bool
         let budget: Duration
@@ -101,7 +102,7 @@ extension LifecycleMachine {
             id: id, callback: callback, state: state, stateAfter: after, backgroundTimeRemaining: remaining?.seconds,
             event: backgroundEvent)
         request.scene = scene
-        return [.send(request)]
+        return [configured ? .began(request) : .send(request)]
     }
 
     /// Sends a background event's callback; its work starts now, with its budget.
@@ -154,7 +155,7 @@ extension LifecycleMachine {
             }
             if flight.callback == .willFinishLaunching {
                 // The second of `launchCallbacks`.
-                return [event(.willFinishLaunching)] + send(.didFinishLaunching, state: launchState, now: now)
+                return [event(.willFinishLaunching)] + send(.didFinishLaunching, state: launchState, configured: true, now: now)
             }
             phase = .launched
             if launchKind == .background || placement != .foreground { launchDeadline = nil }

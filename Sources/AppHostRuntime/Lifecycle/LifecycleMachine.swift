@@ -140,7 +140,7 @@ package struct LifecycleMachine: Sendable {
             phase = .launching
             actions.append(event(.loaded))
             // The first of `launchCallbacks`.
-            actions += send(.willFinishLaunching, state: launchState, now: now)
+            actions += send(.willFinishLaunching, state: launchState, configured: true, now: now)
 
         case .launchFailed(let reason):
             actions += kill(Termination(kind: .launchFailed, namespace: .host, code: nil, reason: reason))

@@ -64,6 +64,9 @@ extension AppDelegate {
             sendWhole(AppMessage.log(level: "emergency", label: "probe", message: "not a level"), attack)
         case "compactAckOutOfTurn":
             sendWhole(AppMessage.ack(id: 999_999, returned: nil, snapshot: nil), attack)
+        case "ackThenNextOutOfTurn":
+            // As if willFinishLaunching (callback 1) had returned and didBecomeActive ran next.
+            sendWhole(AppMessage.ackThenNext(id: 1), attack)
         case "compactAckTruncated":
             sendBody(WireCoding.encode(AppMessage.ack(id: 7, returned: nil, snapshot: nil)).prefix(5).map { $0 }, attack)
         case "transferTwice":
