@@ -52,6 +52,22 @@ struct SharedResourceTests {
         #expect(try host.waitForExit() == HostExit.backgroundRules)
     }
 
+    /// Every slot of a large descriptor table is examined: a lock behind 700 other descriptors
+    /// is found.
+    @Test func aLockBehindManyDescriptorsIsFound() throws {
+        let scratch = try Scratch()
+        let bundle = try holder("Crowded", scratch, hold: ["lock": "posix", "group": Self.group, "padding": 700])
+        let host = try HostSession([bundle], scratch: scratch)
+        let end = try sendHomeExpectingDeadlock("Crowded", host)
+        #expect(try #require(end.reason).hasPrefix("held a POSIX write lock on "))
+        let held = try #require(try Report(end)["held"] as? [[String: Any]])
+        #expect(held.count == 1)
+        let fd = try #require(held.first?["fd"] as? Int)
+        #expect(fd > 700, "the lock's descriptor, after the padding: \(fd)")
+        host.closeInput()
+        #expect(try host.waitForExit() == HostExit.backgroundRules)
+    }
+
     @Test func theCheckAlsoGuardsSuspensionBySIGSTOP() throws {
         let scratch = try Scratch()
         let bundle = try holder("Stopper", scratch, hold: ["lock": "posix", "group": Self.group])

@@ -11,7 +11,9 @@ import Synchronization
 // `growMiB` and `hogMiB` use memory; `freeOnMemoryWarning` gives it back.
 
 /// A resource the Probe holds: `hold` is one of
-///   {"lock": "flock" | "posix" | "ofd", "type": "read" | "write", "group": ID, "file": NAME, "onThread": true}
+///   {"lock": "flock" | "posix" | "ofd", "type": "read" | "write", "group": ID, "file": NAME, "onThread": true,
+///    "padding": N}                    (N descriptors on a file in the container opened first: the
+///                                     lock's is then among the last of a large table)
 ///   {"sqlite": NAME, "group": ID}     a database inside a write transaction
 ///   {"open": PATH}                    a file or device kept open
 ///   {"connect": PATH}                 a connection to a Unix socket
@@ -30,6 +32,10 @@ final class HeldResources: @unchecked Sendable {
             FileManager.default.containerURL(forSecurityApplicationGroupIdentifier: $0)
         }
         if let kind = hold["lock"] as? String, let directory = groupDirectory {
+            if let padding = hold["padding"] as? Int {
+                let path = Application.shared.containerURL.appendingPathComponent("Documents/padding").path
+                for _ in 0..<padding { descriptors.append(open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)) }
+            }
             let path = directory.appendingPathComponent(hold["file"] as? String ?? "shared.lock").path
             let fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o660)
             lockKind = ["flock": 0, "posix": 1, "ofd": 2][kind] ?? 0
