@@ -1,4 +1,4 @@
-public import Foundation
+import Foundation
 
 // A configuration (WireConfiguration) in a binary layout, the body of a `configure` message
 // after its tag. It is decoded twice in every launch, on its critical path: by the runner, and

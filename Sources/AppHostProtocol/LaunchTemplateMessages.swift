@@ -1,4 +1,4 @@
-package import Foundation
+import Foundation
 
 // The launch template's socket (README.md, "How apps are launched"): the host asks the template
 // to start an app process, the template answers with its pid (and a pidfd) or why it could not.

@@ -1,4 +1,4 @@
-package import Foundation
+import Foundation
 
 // The messages of the control socket between the supervisor and an app process. Each is one
 // frame (see Framing). Fields added later must be optional, so that old peers still decode.

@@ -1,13 +1,13 @@
 #if canImport(Glibc)
 import Glibc
 #endif
-package import Foundation
+import Foundation
 import Synchronization
 import AsyncHTTPClient
 package import AppHostRuntime
 import NIOCore
 import NIOHTTP1
-package import AppHostProtocol
+import AppHostProtocol
 
 /// The host's HTTP transfers (README.md, "Background transfers"): one request per transfer, on
 /// async-http-client, never in an app process (the apphost executable alone links it). It knows nothing of apps: it is given a transfer
