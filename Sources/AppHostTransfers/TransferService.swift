@@ -273,7 +273,7 @@ private final class FileChunks: AsyncSequence, Sendable {
         let chunks: FileChunks
 
         mutating func next() async throws -> ByteBuffer? {
-            try chunks.fd.withLock { fd in
+            chunks.fd.withLock { fd in
                 guard fd >= 0 else { return nil }
                 var buffer = ByteBuffer()
                 buffer.reserveCapacity(64 * 1024)

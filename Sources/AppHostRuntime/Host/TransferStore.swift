@@ -63,7 +63,7 @@ struct TransferStore {
         let data = try encoder.encode(records)
         let temporary = directory.appendingPathComponent(".transfers.json.new")
         let handle = try FileHandle(forWritingTo: {
-            FileManager.default.createFile(atPath: temporary.path, contents: nil, attributes: [.posixPermissions: 0o600])
+            _ = FileManager.default.createFile(atPath: temporary.path, contents: nil, attributes: [.posixPermissions: 0o600])
             return temporary
         }())
         try handle.truncate(atOffset: 0)
