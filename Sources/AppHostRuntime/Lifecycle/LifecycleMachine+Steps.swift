@@ -41,15 +41,21 @@ extension LifecycleMachine {
         return [.withdraw(activation)]
     }
 
+    /// The running callback returned: its watchdog ends, and after didFinishLaunching the app
+    /// can no longer run a configured activation it has not begun.
+    mutating func endFlight(_ flight: InFlight, now: HostInstant) {
+        inFlight = nil
+        deadlines[.callback] = nil
+        mainThreadAnswered = (now, .returned(flight.callback))
+        if flight.callback == .didFinishLaunching { configuredActivation = nil }
+    }
+
     /// didFinishLaunching (callback `id`) returned true and the app runs the configured
     /// didBecomeActive now; nil if no such callback runs or the configuration carried none.
     mutating func acknowledgedRunningActivation(_ id: UInt64, now: HostInstant) -> [Action]? {
         guard let flight = inFlight, flight.id == id, flight.callback == .didFinishLaunching,
               let activation = configuredActivation, activation == nextCallbackID else { return nil }
-        inFlight = nil
-        deadlines[.callback] = nil
-        mainThreadAnswered = (now, .returned(flight.callback))
-        configuredActivation = nil
+        endFlight(flight, now: now)
         var actions = acknowledged(flight, returned: true, snapshot: nil, now: now)
         // The app runs it now, whatever the host has wanted since: a change that came too late
         // to withdraw it is the next step's, as if it had come during didBecomeActive.

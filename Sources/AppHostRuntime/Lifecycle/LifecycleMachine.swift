@@ -149,10 +149,7 @@ package struct LifecycleMachine: Sendable {
             guard let flight = inFlight, flight.id == id else {
                 return protocolViolation("it acknowledged callback \(id), which was not running", now: now)
             }
-            inFlight = nil
-            deadlines[.callback] = nil
-            mainThreadAnswered = (now, .returned(flight.callback))
-            if flight.callback == .didFinishLaunching { configuredActivation = nil }
+            endFlight(flight, now: now)
             actions += acknowledged(flight, returned: returned, snapshot: snapshot, now: now)
 
         case .acknowledgedThenNext(let id):
