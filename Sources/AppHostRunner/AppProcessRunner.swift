@@ -58,25 +58,18 @@ public enum AppProcessRunner {
         takeEnvironment(of: configuration, socket: socket)
         // The whole confinement is timed, the namespace's mounts included.
         let confinementStarted = ContinuousClock.now
-        let namespaced = configuration.sandbox?.namespaced == true
-        if namespaced {
-            // What needs nothing of the file system is done while the init isolates it.
-            do {
-                try Confinement.dropCapabilityBounds(keeping: configuration.capabilities ?? [])
-            } catch {
-                fail(socket, "cannot confine the app process: \(error)")
-            }
-            awaitIsolatedFileSystem(socket: socket)
-        }
-
         askNSCDOutsideTheSandbox()
         // Confinement, before any plugin code: an app that cannot be confined does not run.
+        // What needs nothing of the file system (its user, capabilities, limits and system-call
+        // filter) is done while the namespace's init isolates it; Landlock's rules, once it has.
         var plan = plan(for: configuration)
-        plan.boundsDropped = namespaced
+        let listener = confineProcess(plan, socket: socket)
+        if configuration.sandbox?.namespaced == true { awaitIsolatedFileSystem(socket: socket) }
+        plan.fileRules += pluginRules(configuration)
         plan.sharedRules = standbyRules
         // Confinement closes it.
         standbyRules = nil
-        confine(plan, socket: socket, since: confinementStarted)
+        restrictFiles(plan, listener: listener, socket: socket, since: confinementStarted)
         // The host's working directory means nothing to the app (and may be out of its user's
         // reach): it starts in its container.
         _ = chdir(configuration.containerPath)
@@ -117,6 +110,12 @@ public enum AppProcessRunner {
         _ = RunLoop.main
         _ = Thread.current
         _ = NotificationCenter.default
+        // Last, so that its init has made it meanwhile.
+        if let failure = Namespaces.joinPreparedNamespace() {
+            let line = "apphost: a standby app process ends: \(failure)\n"
+            _ = line.withCString { write(2, $0, strlen($0)) }
+            _exit(1)
+        }
     }
 
     /// glibc asks nscd first at each user or group look-up (`UserDefaults` makes one), over a
@@ -159,21 +158,32 @@ public enum AppProcessRunner {
         }
     }
 
-    /// Confines this process as `plan` says, then tells the supervisor, handing it the seccomp
-    /// listener; the app keeps no copy of it (it could answer its own refusals).
-    static func confine(_ plan: Confinement.Plan, socket: ControlChannel, since started: ContinuousClock.Instant) {
-        let outcome: Confinement.Outcome
+    /// Confines this process but for its files (`Confinement.confineProcess`): returns the
+    /// seccomp filter's user-notification listener, if it has one, for `restrictFiles` to hand
+    /// over.
+    static func confineProcess(_ plan: Confinement.Plan, socket: ControlChannel) -> Int32? {
+        do {
+            return try Confinement.confineProcess(plan)
+        } catch {
+            fail(socket, "cannot confine the app process: \(error)")
+        }
+    }
+
+    /// Restricts this process's files (Landlock), then tells the supervisor, handing it the
+    /// seccomp listener; the app keeps no copy of it (it could answer its own refusals).
+    static func restrictFiles(_ plan: Confinement.Plan, listener: Int32?, socket: ControlChannel, since started: ContinuousClock.Instant) {
+        let landlockABI: Int32
         let clock = ContinuousClock()
         do {
-            outcome = try Confinement.apply(plan)
+            landlockABI = try Confinement.restrictFiles(plan)
         } catch {
             fail(socket, "cannot confine the app process: \(error)")
         }
         let took = started.duration(to: clock.now)
         let seconds = Double(took.components.seconds) + Double(took.components.attoseconds) / 1e18
         let message = WireCoding.encode(AppMessage.sandboxed(
-            listener: outcome.listener != nil, landlockABI: outcome.landlockABI, uid: getuid(), seconds: seconds))
-        if let listener = outcome.listener {
+            listener: listener != nil, landlockABI: landlockABI, uid: getuid(), seconds: seconds))
+        if let listener {
             do { try socket.send(body: message, passing: listener) } catch { _exit(78) }
             close(listener)
         } else {
@@ -191,13 +201,6 @@ public enum AppProcessRunner {
         plan.ownProcFS = namespaced
         plan.capabilities = configuration.capabilities ?? []
         plan.openFiles = configuration.openFileLimit ?? 1024
-        plan.fileRules = [Landlock.Rule(configuration.bundlePath, .readOnly)]
-        // A bundle's plugin may be a symbolic link (a development bundle); Landlock judges the
-        // file it resolves to.
-        if let resolved = realpath(configuration.pluginPath, nil) {
-            plan.fileRules.append(Landlock.Rule(String(cString: resolved), .readOnly))
-            free(resolved)
-        }
         if let sandbox = configuration.sandbox {
             plan.entitlements = Set(sandbox.entitlements.compactMap(SyscallProfile.Entitlement.init(rawValue:)))
             plan.processes = sandbox.processLimit
@@ -211,6 +214,18 @@ public enum AppProcessRunner {
             }
         }
         return plan
+    }
+
+    /// The bundle's rules, read where the app sees its files (in its namespace, once isolated):
+    /// a bundle's plugin may be a symbolic link (a development bundle), and Landlock judges the
+    /// file it resolves to.
+    static func pluginRules(_ configuration: WireConfiguration) -> [Landlock.Rule] {
+        var rules = [Landlock.Rule(configuration.bundlePath, .readOnly)]
+        if let resolved = realpath(configuration.pluginPath, nil) {
+            rules.append(Landlock.Rule(String(cString: resolved), .readOnly))
+            free(resolved)
+        }
+        return rules
     }
 
     /// Loads the plugin and returns its entry point, or reports why it cannot be used. The plugin

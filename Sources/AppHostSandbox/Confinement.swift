@@ -7,8 +7,9 @@ import CCap
 
 /// What the runner does to its own process before any app code runs (README.md, "The sandbox"), in
 /// this order: bounding and ambient capabilities dropped; the per-app user; the capabilities
-/// the app keeps; NO_NEW_PRIVS; resource limits; Landlock; seccomp last, so that none of the
-/// steps before it needs a syscall the app is refused.
+/// the app keeps; NO_NEW_PRIVS; resource limits; seccomp, none of whose steps needs the file
+/// system the app will see (`confineProcess`, done while the namespace's init isolates it); then
+/// Landlock (`restrictFiles`), whose calls the app's filter allows.
 package enum Confinement {
     /// Everything the runner needs to confine an app process.
     package struct Plan: Sendable, Equatable {
@@ -34,8 +35,6 @@ package enum Confinement {
         package var filter: Seccomp.Program?
         /// Library directories to read (Landlock.libraryDirectories of the host).
         package var libraries: [String] = []
-        /// The bounding and ambient capabilities were dropped already (`dropCapabilityBounds`).
-        package var boundsDropped = false
         /// A Landlock ruleset holding `Landlock.sharedRules` already (a standby's, made before its
         /// launch); nil: every rule is added here.
         package var sharedRules: Landlock.Ruleset?
@@ -56,18 +55,14 @@ package enum Confinement {
         }
     }
 
-    /// What was applied, for the supervisor's `sandboxed` event.
-    package struct Outcome {
-        /// The seccomp listener to hand to the supervisor (then close), nil without user
-        /// notification.
-        package var listener: Int32?
-        /// The Landlock ABI that confines the file system; 0 where the kernel has none.
-        package var landlockABI: Int32
-    }
-
-    package static func apply(_ plan: Plan) throws(SystemError) -> Outcome {
+    /// Confines the process but for its files, in the order above, and returns the seccomp
+    /// filter's user-notification listener, to hand to the supervisor (then close), or nil
+    /// without user notification. Until the supervisor holds it, a refused call would wait for
+    /// an answer that cannot come: what the runner does before it hands it over (waiting for
+    /// the namespace's init, `restrictFiles`) makes no such call.
+    package static func confineProcess(_ plan: Plan) throws(SystemError) -> Int32? {
         let kept = try values(of: plan.capabilities)
-        if !plan.boundsDropped { try Capabilities.dropBoundingAndAmbient(keeping: kept) }
+        try Capabilities.dropBoundingAndAmbient(keeping: kept)
         if let user = plan.user {
             if !kept.isEmpty {
                 try valueOrErrno("prctl(PR_SET_KEEPCAPS)") { apphost_set_keep_capabilities(1) }
@@ -87,26 +82,27 @@ package enum Confinement {
         if let processes = plan.processes { try setLimit(__rlimit_resource(rawValue: 6) /* RLIMIT_NPROC, GNU-only */, processes, name: "RLIMIT_NPROC") }
         // Group members may write what the app creates in a shared container.
         umask(0o007)
-        let pid = getpid()
-        let processes = plan.ownProcFS ? "/proc" : "/proc/\(pid)"
-        let systemRules = Landlock.systemRules(processes: processes, libraries: plan.libraries, shared: plan.sharedRules == nil)
-        let landlockABI = try Landlock.restrict(to: systemRules + plan.fileRules, adding: plan.sharedRules) ? Landlock.abiVersion : 0
         let filter: Seccomp.Program
         if let compiled = plan.filter {
             filter = compiled
         } else {
-            filter = try Seccomp.compile(SyscallProfile(entitlements: plan.entitlements, ownPID: pid))
+            filter = try Seccomp.compile(SyscallProfile(entitlements: plan.entitlements, ownPID: getpid()))
         }
-        // Last, and nothing after it but handing over the listener: until the supervisor holds
-        // it, a refused call would wait for an answer that cannot come.
-        let listener = try Seccomp.install(filter)
-        return Outcome(listener: listener, landlockABI: landlockABI)
+        return try Seccomp.install(filter)
     }
 
-    /// The first step alone, which needs nothing of the file system the app will see: the
-    /// bounding and ambient capabilities but `capabilities` dropped (some 40 system calls). The
-    /// runner takes it while its namespace's init isolates the file system, then applies the
-    /// rest (`Plan.boundsDropped`). The capabilities the process holds stay until `apply`.
+    /// Landlock, once the file system is the app's (in a namespace, isolated): the system's
+    /// paths, the process's /proc and the plan's `fileRules`. Returns the Landlock ABI that
+    /// confines the files, 0 where the kernel has none.
+    package static func restrictFiles(_ plan: Plan) throws(SystemError) -> Int32 {
+        let processes = plan.ownProcFS ? "/proc" : "/proc/\(getpid())"
+        let systemRules = Landlock.systemRules(processes: processes, libraries: plan.libraries, shared: plan.sharedRules == nil)
+        return try Landlock.restrict(to: systemRules + plan.fileRules, adding: plan.sharedRules) ? Landlock.abiVersion : 0
+    }
+
+    /// The first step alone: the bounding and ambient capabilities but `capabilities` dropped
+    /// (some 40 system calls), which a standby takes before its launch for those no app of its
+    /// host may keep. The capabilities the process holds stay until `confineProcess`.
     package static func dropCapabilityBounds(keeping capabilities: [String]) throws(SystemError) {
         try Capabilities.dropBoundingAndAmbient(keeping: try values(of: capabilities))
     }

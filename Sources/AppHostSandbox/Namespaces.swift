@@ -48,8 +48,22 @@ package enum Namespaces {
     /// In the runner: the descriptor on which the init reports the file system's isolation.
     package static let isolationReportFD: Int32 = 5
 
+    /// In a standby's runner (README.md, "How apps are launched"): joins the mount namespace its
+    /// init made and isolated but for the app's paths, before the launch confines this process
+    /// (setns needs the capabilities the launch drops, and the app's filter forbids it). A
+    /// runner without namespaces has no isolation report, and nothing to join. Returns what
+    /// failed, else nil.
+    package static func joinPreparedNamespace() -> String? {
+        guard fcntl(isolationReportFD, F_GETFD) >= 0 else { return nil }
+        guard apphost_join_prepared_namespace(isolationReportFD) == 0 else {
+            return errno == EPIPE ? "the namespace's init ended" : "cannot join the init's mount namespace: \(String(cString: strerror(errno)))"
+        }
+        return nil
+    }
+
     /// In the runner, in the app's namespaces: waits until the init has isolated the file
-    /// system (`apphost_isolate_file_system`, which it does while the runner starts up).
+    /// system (`apphost_isolate_file_system`, or `apphost_isolate_show` in a namespace prepared
+    /// before the launch, which it does while the runner confines itself).
     /// Returns what failed if it could not, else nil.
     package static func awaitIsolatedFileSystem() -> String? {
         defer { closeIgnoringErrors(isolationReportFD) }

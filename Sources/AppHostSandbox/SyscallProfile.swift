@@ -117,6 +117,9 @@ package struct SyscallProfile: Sendable, Equatable {
         "getxattr", "lgetxattr", "fgetxattr", "listxattr", "llistxattr", "flistxattr",
         "setxattr", "lsetxattr", "fsetxattr", "removexattr", "lremovexattr", "fremovexattr",
         "inotify_init", "inotify_init1", "inotify_add_watch", "inotify_rm_watch",
+        // Landlock, which only ever narrows what a process may reach: the runner adds the app's
+        // rules under this filter, and an app may narrow its own access further.
+        "landlock_create_ruleset", "landlock_add_rule", "landlock_restrict_self",
         // Event loops and readiness.
         "epoll_create", "epoll_create1", "epoll_ctl", "epoll_wait", "epoll_pwait", "epoll_pwait2",
         "poll", "ppoll", "select", "pselect6", "eventfd", "eventfd2",

@@ -904,29 +904,37 @@ int apphost_isolate_file_system(const char *hidden, const char *const *writable,
     return result;
 }
 
+int apphost_join_prepared_namespace(int fd) {
+    char tag = 0;
+    int passed = -1, count = 0;
+    ssize_t got = apphost_template_receive(fd, &tag, 1, &passed, 1, &count);
+    if (got <= 0 || tag != 'N' || passed < 0) {
+        if (passed >= 0) close(passed);
+        if (got >= 0) errno = got == 0 ? EPIPE : EPROTO;
+        return -1;
+    }
+    int joined = setns(passed, CLONE_NEWNS);
+    int saved = errno;
+    close(passed);
+    errno = saved;
+    return joined;
+}
+
 int apphost_await_isolation(int fd, char *failure, size_t size) {
     char report[1024];
     size_t have = 0;
-    int passed = -1;
-    // Until the init closes its end: the report may come in pieces, the namespace with the first.
+    // Until the init closes its end: the report may come in pieces.
     while (have < sizeof report - 1) {
-        int count = 0;
-        ssize_t got = apphost_template_receive(fd, report + have, sizeof report - 1 - have, passed < 0 ? &passed : NULL, passed < 0 ? 1 : 0, &count);
+        ssize_t got = read(fd, report + have, sizeof report - 1 - have);
+        if (got < 0 && errno == EINTR) continue;
         if (got <= 0) break;
         have += (size_t)got;
     }
     report[have] = 0;
-    int result = -1;
-    if (have > 0 && report[0] == '0') {
-        result = 0;
-    } else if (have > 0 && report[0] == '2' && passed >= 0) {
-        // A standby's init made the namespace after this process started: this joins it.
-        result = setns(passed, CLONE_NEWNS) == 0 ? 0 : 1;
-        if (result != 0) snprintf(failure, size, "cannot join the init's mount namespace: %s", strerror(errno));
-    } else if (have > 0 && report[0] == '1') {
+    if (have > 0 && report[0] == '0') return 0;
+    if (have > 0 && report[0] == '1') {
         snprintf(failure, size, "%s", report + 1);
-        result = 1;
+        return 1;
     }
-    if (passed >= 0) close(passed);
-    return result;
+    return -1;
 }

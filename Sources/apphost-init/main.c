@@ -10,7 +10,7 @@
 // the runner starts up, this isolates the namespace's file system (apphost_isolate_file_system:
 // DIR hidden but for the PATHs, everything read-only but the writable PATHs, a /proc of the
 // namespace) and tells the runner how that went ('0', or '1' and the failure), which the runner
-// waits for before it confines itself and loads any app code. Then it keeps nothing of the
+// waits for before it restricts its files (Landlock) and loads any app code. Then it keeps nothing of the
 // app's open, gives up every capability, reaps whatever is orphaned in the namespace, and when
 // the app process ends writes how it ended on descriptor 5 and exits: the kernel then ends every
 // process left in the namespace. It is a small C program, not a fork of the runner, so that
@@ -20,8 +20,9 @@
 // 4-byte length, then the options, each ending in a NUL byte; the host's closing the socket
 // first ends it, and the app process with it. Before the options come it makes the mount
 // namespace and does there what names no app (DIR hidden, the other hosts' images detached,
-// everything read-only, the /proc), so that a launch waits only for the app's PATHs to be
-// mounted (apphost_isolate_prepare, then apphost_isolate_show).
+// everything read-only, the /proc) and passes it to the runner ('N' with the namespace), which
+// joins it before its launch, so that a launch waits only for the app's PATHs to be mounted
+// (apphost_isolate_prepare, then apphost_isolate_show).
 
 #define _GNU_SOURCE
 #include "apphost_namespaces.h"
@@ -112,8 +113,9 @@ static void drop_capabilities(void) {
     syscall(SYS_capset, &header, data);
 }
 
-/// A standby's mount namespace, made after the init started (the runner joins it) and isolated
-/// but for the app's paths before its launch: `hidden` as it was before it was covered.
+/// A standby's mount namespace, made after the init started (the runner joins it before its
+/// launch, pass_namespace) and isolated but for the app's paths before its launch: `hidden` as
+/// it was before it was covered.
 struct namespace {
     int fd;
     const char *hidden;
@@ -156,8 +158,7 @@ static int check_prepared(const struct isolation *isolation, const struct namesp
     return 0;
 }
 
-/// Isolates the file system and tells the runner how it went: '0', or for a standby (whose
-/// runner is not in this mount namespace) '2' with the namespace passed; '1' and why not.
+/// Isolates the file system and tells the runner how it went: '0', or '1' and why not.
 static void isolate(const struct isolation *isolation, struct namespace *namespace, int report) {
     char message[1024] = "0";
     if (namespace->hidden) {
@@ -171,12 +172,20 @@ static void isolate(const struct isolation *isolation, struct namespace *namespa
                                            isolation->readable, isolation->readable_count, message + 1, sizeof message - 1) != 0) {
         message[0] = '1';
     }
-    int passed = message[0] == '0' ? namespace->fd : -1;
-    if (passed >= 0) message[0] = '2';
-    ssize_t written = apphost_send_with_fds(report, message, strlen(message), &passed, passed >= 0 ? 1 : 0);
+    ssize_t written = write(report, message, strlen(message));
     (void)written;
-    if (namespace->fd >= 0) close(namespace->fd);
     close(report);
+}
+
+/// Passes a standby's prepared mount namespace to its runner, which joins it before its launch
+/// (while it still may: its launch's confinement takes the capability and forbids setns), so
+/// that the launch's runner confines itself while this mounts the app's paths.
+static void pass_namespace(struct namespace *namespace, int report) {
+    int passed = namespace->fd;
+    ssize_t written = apphost_send_with_fds(report, "N", 1, &passed, 1);
+    (void)written;
+    close(namespace->fd);
+    namespace->fd = -1;
 }
 
 int main(int argc, char **argv) {
@@ -195,6 +204,7 @@ int main(int argc, char **argv) {
         // and forks an app process for the launch, which makes its namespace and says why not.
         char failure[512];
         if (prepare_namespace(&namespace, argv[3], failure, sizeof failure) != 0) return 1;
+        pass_namespace(&namespace, report_fd);
         argc = receive_options(storage, sizeof storage, options, (int)(sizeof options / sizeof options[0]));
         if (argc == 0) return 0;
         options[0] = argv[0];

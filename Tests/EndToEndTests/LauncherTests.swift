@@ -162,6 +162,37 @@ struct LauncherTests {
         #expect(waitUntilGone(next, timeout: 5), "the standby ends with its host")
     }
 
+    /// A standby is configured before the host makes its app's containers (in namespaces it
+    /// confines itself meanwhile): a container that cannot be made fails the launch with the
+    /// reason, and the configured standby ends with it; the host goes on.
+    @Test func aContainerThatCannotBeMadeFailsTheStandbysLaunchAndEndsIt() throws {
+        let scratch = try Scratch()
+        let host = try HostSession(
+            [try scratch.bundle("First"), try scratch.bundle("Second")], scratch: scratch, arguments: ["--storage", "accounting"])
+        try host.waitFor("First", "didBecomeActive")
+        let namespaced = try host.isNamespaced("First")
+        var standby: pid_t = 0
+        try waitUntil("a standby is made") { standbys(of: host, namespaced: namespaced).first.map { standby = $0 } != nil }
+        // A file where tmp belongs cannot be moved aside onto a directory that is not empty.
+        let container = scratch.stateDirectory.appendingPathComponent("containers/test.second")
+        try FileManager.default.createDirectory(at: container.appendingPathComponent("tmp.not-a-directory/kept"), withIntermediateDirectories: true)
+        try Data("planted".utf8).write(to: container.appendingPathComponent("tmp"))
+        host.send("open Second")
+        let end = try host.waitFor("Second", "terminated")
+        #expect(end.kind == "launch-failed")
+        #expect(end.reason?.hasPrefix("cannot prepare the app's container: rename \(container.path)/tmp") == true, "\(end.reason ?? "")")
+        #expect(scratch.callbacks("Second").isEmpty)
+        #expect(waitUntilGone(standby, timeout: 5), "the standby ends with its launch")
+        // The host goes on: the next launch's standby runs First's next launch.
+        try waitUntil("the next standby is made") { standbys(of: host, namespaced: namespaced).first.map { $0 != standby } ?? false }
+        host.send("terminate First")
+        try host.waitFor("First", "terminated")
+        host.send("open First")
+        try host.waitFor("First", "didBecomeActive", occurrence: 2)
+        host.closeInput()
+        #expect(try host.waitForExit() == HostExit.badInput)
+    }
+
     /// In namespaces, a standby's init makes its mount namespace before the launch, a copy of the
     /// host's mounts then: an app whose container image is mounted at its first launch (after the
     /// standby was made) does not get it, or it would see the directory beneath its image. It

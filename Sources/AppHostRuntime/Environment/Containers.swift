@@ -18,11 +18,11 @@ enum Containers {
     static func prepare(
         for bundle: AppBundle, in stateDirectory: URL, owner: (uid: UInt32, gid: UInt32)?, repairs: inout [String]
     ) throws -> URL {
-        let containers = stateDirectory.appendingPathComponent("containers", isDirectory: true)
+        let container = url(for: bundle, in: stateDirectory)
+        let containers = container.deletingLastPathComponent()
         // The state directory and containers/ are the host's: app users may pass, not list.
         try FileManager.default.createDirectory(at: containers, withIntermediateDirectories: true)
         try valueOrErrno("chmod \(containers.path)") { chmod(containers.path, 0o711) }
-        let container = containers.appendingPathComponent(bundle.identifier, isDirectory: true)
         let parent = try valueOrErrno("open \(containers.path)") { open(containers.path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC) }
         defer { closeIgnoringErrors(parent) }
         let top = try directory(bundle.identifier, in: parent, path: container.path, repairs: &repairs)
@@ -52,6 +52,16 @@ enum Containers {
             closeIgnoringErrors(fd)
         }
         return container
+    }
+
+    /// Where `prepare` makes the app's container.
+    static func url(for bundle: AppBundle, in stateDirectory: URL) -> URL {
+        stateDirectory.appendingPathComponent("containers", isDirectory: true).appendingPathComponent(bundle.identifier, isDirectory: true)
+    }
+
+    /// Where `prepareGroup` makes an app group's container.
+    static func groupURL(_ identifier: String, in stateDirectory: URL) -> URL {
+        stateDirectory.appendingPathComponent("groups", isDirectory: true).appendingPathComponent(identifier, isDirectory: true)
     }
 
     /// Opens `name` in the directory `parent` as a directory, creating it if missing, never
@@ -88,10 +98,10 @@ enum Containers {
     /// An app group's shared container, `STATE/groups/GROUP-ID/`. On a root host it belongs to
     /// the group's gid with the set-group-id bit (mode 2770), so every member app can write it.
     static func prepareGroup(_ identifier: String, in stateDirectory: URL, gid: UInt32?, repairs: inout [String]) throws -> URL {
-        let groups = stateDirectory.appendingPathComponent("groups", isDirectory: true)
+        let container = groupURL(identifier, in: stateDirectory)
+        let groups = container.deletingLastPathComponent()
         try FileManager.default.createDirectory(at: groups, withIntermediateDirectories: true)
         try valueOrErrno("chmod \(groups.path)") { chmod(groups.path, 0o711) }
-        let container = groups.appendingPathComponent(identifier, isDirectory: true)
         let parent = try valueOrErrno("open \(groups.path)") { open(groups.path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC) }
         defer { closeIgnoringErrors(parent) }
         let fd = try directory(identifier, in: parent, path: container.path, repairs: &repairs)

@@ -53,9 +53,9 @@ extension Supervisor {
         let bundle = record.bundle
         let policy = configuration.policy
         var sandbox = WireSandbox(entitlements: bundle.entitlements.sorted(), writablePaths: [])
-        let container: URL
+        let container = Containers.url(for: bundle, in: configuration.stateDirectory)
+        var owner: (uid: UInt32, gid: UInt32)?
         do {
-            var owner: (uid: UInt32, gid: UInt32)?
             if var table = users {
                 defer { users = table }
                 let uid = try policy.perAppUsers ? table.uid(forApp: bundle.identifier) : table.sharedUID()
@@ -65,6 +65,20 @@ extension Supervisor {
                 // With one shared user, its own gid opens every group container.
                 sandbox.groups = try policy.perAppUsers ? bundle.appGroups.map { try table.gid(forGroup: $0) } : []
             }
+        } catch {
+            failToSpawn(record, run, "cannot prepare the app's container: \(error)")
+            return
+        }
+        // Storage limits first: the file systems (or quotas) the containers below live in.
+        prepareStorage(for: bundle, run: run)
+        let groupContainers = bundle.appGroups.map { Containers.groupURL($0, in: configuration.stateDirectory).path }
+        sandbox.writablePaths = [container.path] + groupContainers
+        sandbox.groupContainers = Dictionary(zip(bundle.appGroups, groupContainers)) { first, _ in first }
+        // Made (or found, and repaired where the app tampered with them) before the app process
+        // reaches them: a standby's only once its configuration is on its way (below).
+        var containersMade = false
+        func makeContainers() -> Bool {
+            guard !containersMade else { return true }
             var repairs: [String] = []
             defer {
                 for repair in repairs {
@@ -73,25 +87,25 @@ extension Supervisor {
                         detail: "its container was tampered with: \(repair)"), run: run)
                 }
             }
-            // Storage limits first: the file systems (or quotas) the containers below live in.
-            prepareStorage(for: bundle, run: run)
-            container = try Containers.prepare(for: bundle, in: configuration.stateDirectory, owner: owner, repairs: &repairs)
-            var groupContainers: [String: String] = [:]
-            for (index, group) in bundle.appGroups.enumerated() {
-                groupContainers[group] = try Containers.prepareGroup(
-                    group, in: configuration.stateDirectory, gid: policy.perAppUsers ? sandbox.groups?[index] : sandbox.gid,
-                    repairs: &repairs).path
+            do {
+                _ = try Containers.prepare(for: bundle, in: configuration.stateDirectory, owner: owner, repairs: &repairs)
+                for (index, group) in bundle.appGroups.enumerated() {
+                    _ = try Containers.prepareGroup(
+                        group, in: configuration.stateDirectory, gid: policy.perAppUsers ? sandbox.groups?[index] : sandbox.gid,
+                        repairs: &repairs)
+                }
+            } catch {
+                failToSpawn(record, run, "cannot prepare the app's container: \(error)")
+                return false
             }
-            sandbox.writablePaths = [container.path] + bundle.appGroups.compactMap { groupContainers[$0] }
-            sandbox.groupContainers = groupContainers
-        } catch {
-            failToSpawn(record, run, "cannot prepare the app's container: \(error)")
-            return
+            containersMade = true
+            return true
         }
         if let standby = takeStandby(container: container.path),
-           launch(record, run, from: standby, container: container, sandbox: sandbox, reason: reason) {
+           launch(record, run, from: standby, container: container, sandbox: sandbox, reason: reason, makeContainers: makeContainers) {
             return
         }
+        guard makeContainers() else { return }
         groupCounter += 1
         let groupName = "\(bundle.name)-\(groupCounter)"
         let namespaces = environment.namespaces.flags
@@ -201,12 +215,14 @@ extension Supervisor {
     }
 
     /// Launches the app in the standby (Supervisor+Standby): its groups sized for the app, its
-    /// configuration written, its init told what to show; no fork, no process start-up.
+    /// configuration written, its containers made (`makeContainers`, which says why not itself),
+    /// its init told what to show; no fork, no process start-up.
     /// Returns false, the standby ended, if it cannot take the app (a limit its groups refuse,
     /// an init or a socket that does not take what it is sent): the launch then starts a process
     /// as without one.
     private func launch(
-        _ record: AppRecord, _ run: AppRun, from standby: Standby, container: URL, sandbox: WireSandbox, reason: String
+        _ record: AppRecord, _ run: AppRun, from standby: Standby, container: URL, sandbox: WireSandbox, reason: String,
+        makeContainers: () -> Bool
     ) -> Bool {
         let bundle = record.bundle
         let policy = configuration.policy
@@ -245,12 +261,23 @@ extension Supervisor {
             (pids.map { standby.processLimit == processes + 1 || (try? $0.write("pids.max", "\(processes + 1)")) != nil } ?? true)
                 && (standby.waiting?.groups.memory.map { $0.limit == memoryLimit || $0.setLimit(memoryLimit) } ?? true)
         }
-        // The app process is configured before its init is told the app's paths: it decodes its
-        // configuration and drops its capabilities while the init mounts them (it waits for the
-        // init's report before it confines itself), and its groups are sized before either.
+        // The app process is configured before its containers are made and its init is told the
+        // app's paths: it confines all but its files meanwhile (it waits for the init's report
+        // before Landlock), and its groups are sized before either. Without an init, nothing
+        // would make it wait: its containers are made first.
+        guard namespaces || makeContainers() else {
+            spawner.run {}
+            standby.discard()
+            return true
+        }
         let started = size() && deliver()
-            && (spawned.initChannel.map { (try? Self.sendInitOptions(initOptions(bundle, sandbox), on: $0)) != nil } ?? true)
-        guard started else {
+        if started && !makeContainers() {
+            // Configured, it is confining itself: it ends with its groups.
+            spawner.run {}
+            standby.discard()
+            return true
+        }
+        guard started, spawned.initChannel.map({ (try? Self.sendInitOptions(initOptions(bundle, sandbox), on: $0)) != nil }) ?? true else {
             // The template's queued move first: then nothing but the standby is in its groups.
             spawner.run {}
             standby.discard()

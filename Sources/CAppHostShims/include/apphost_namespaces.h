@@ -14,9 +14,8 @@
 /// not root needs one to create the other two).
 #define APPHOST_NAMESPACE_USER 2
 /// With APPHOST_NAMESPACE_PID_AND_MOUNT: the mount namespace is not made at the start but by the
-/// init once told what to isolate (apphost-init --standby), so that it copies the host's mounts
-/// as they are then (an app's container image, mounted for its launch); the app process joins
-/// it (apphost_await_isolation).
+/// init once it runs (apphost-init --standby), which passes it to the app process; the app
+/// process joins it before its launch (apphost_join_prepared_namespace).
 #define APPHOST_NAMESPACE_MOUNT_LATER 4
 
 /// Starts `path` (argv, envp) as posix_spawn would, from the calling thread: descriptor
@@ -52,10 +51,15 @@ int apphost_template_prepare(const char *const *placeholders, int count);
 /// than its placeholder).
 int apphost_template_take_environment(char *const variables[]);
 
-/// In the app process: waits for its init's report on `fd` (apphost-init): '0' isolated; '2'
-/// isolated in a mount namespace made after this process started (APPHOST_NAMESPACE_MOUNT_LATER),
-/// passed with it, which this joins; '1' and why not. Returns 0 once isolated, 1 with the
-/// failure in `failure`, -1 if the init ended without a report.
+/// In a standby app process whose init makes its mount namespace (APPHOST_NAMESPACE_MOUNT_LATER):
+/// reads the init's 'N' on `fd`, the namespace passed with it, and joins it (setns, which needs
+/// the capabilities its launch's confinement drops). Reads that one byte only: the isolation
+/// report follows on the same socket. Returns 0, or -1 and errno (EPIPE: the init ended first).
+int apphost_join_prepared_namespace(int fd);
+
+/// In the app process: waits for its init's report on `fd` (apphost-init): '0' isolated; '1' and
+/// why not. Returns 0 once isolated, 1 with the failure in `failure`, -1 if the init ended
+/// without a report.
 int apphost_await_isolation(int fd, char *failure, size_t size);
 
 /// In the launch template, once warmed up and before its first fork: gives each read-only
