@@ -13,7 +13,8 @@ import Logging
 /// zygote keeps unspecialized app processes ready: the launch template's fork, already in its
 /// groups (and, in namespaces, under its init, which has exec'd apphost-init), waiting for a
 /// configuration. No app is chosen yet: it has no container, and its init has made and isolated
-/// the mount namespace but for the app's paths, which it waits to be told. A launch that finds
+/// the mount namespace but for the app's paths, which it waits to be told (the app process has
+/// joined that namespace). A launch that finds
 /// one skips the request to the template, its fork, the process's start-up and the namespace;
 /// the next is made once that launch has ended its callbacks (settled), so that making it does
 /// not compete with the launch for the processor.
