@@ -110,12 +110,10 @@ public enum AppProcessRunner {
         _ = RunLoop.main
         _ = Thread.current
         _ = NotificationCenter.default
-        // Last, so that its init has made it meanwhile.
-        if let failure = Namespaces.joinPreparedNamespace() {
-            let line = "apphost: a standby app process ends: \(failure)\n"
-            _ = line.withCString { write(2, $0, strlen($0)) }
-            _exit(1)
-        }
+        // Last, so that its init has made it meanwhile. One that cannot ends, as its init does
+        // when it cannot make it: the host finds the standby gone, and a launch forks an app
+        // process that makes its namespace, and says why if it cannot.
+        if !Namespaces.joinPreparedNamespace() { _exit(1) }
     }
 
     /// glibc asks nscd first at each user or group look-up (`UserDefaults` makes one), over a
@@ -231,7 +229,8 @@ public enum AppProcessRunner {
     /// Loads the plugin and returns its entry point, or reports why it cannot be used. The plugin
     /// is never unloaded: unmapping a Swift image leaves the runtime pointing at freed metadata.
     static func loadPlugin(_ configuration: WireConfiguration, socket: ControlChannel) -> apphost_plugin_main_function {
-        let plugin = "\(configuration.bundleName).app/\((configuration.pluginPath as NSString).lastPathComponent)"
+        // For the failures' reasons only: bridging to NSString runs cold Foundation code.
+        var plugin: String { "\(configuration.bundleName).app/\((configuration.pluginPath as NSString).lastPathComponent)" }
         guard let handle = dlopen(configuration.pluginPath, RTLD_NOW | RTLD_LOCAL) else {
             let reason = dlerror().map { String(cString: $0) } ?? "unknown error"
             fail(socket, "\(plugin) cannot be loaded: \(reason)")

@@ -51,14 +51,10 @@ package enum Namespaces {
     /// In a standby's runner (README.md, "How apps are launched"): joins the mount namespace its
     /// init made and isolated but for the app's paths, before the launch confines this process
     /// (setns needs the capabilities the launch drops, and the app's filter forbids it). A
-    /// runner without namespaces has no isolation report, and nothing to join. Returns what
-    /// failed, else nil.
-    package static func joinPreparedNamespace() -> String? {
-        guard fcntl(isolationReportFD, F_GETFD) >= 0 else { return nil }
-        guard apphost_join_prepared_namespace(isolationReportFD) == 0 else {
-            return errno == EPIPE ? "the namespace's init ended" : "cannot join the init's mount namespace: \(String(cString: strerror(errno)))"
-        }
-        return nil
+    /// runner without namespaces has no isolation report, and nothing to join. Returns false if
+    /// it could not join (its init ended first, or setns failed).
+    package static func joinPreparedNamespace() -> Bool {
+        fcntl(isolationReportFD, F_GETFD) < 0 || apphost_join_prepared_namespace(isolationReportFD) == 0
     }
 
     /// In the runner, in the app's namespaces: waits until the init has isolated the file
