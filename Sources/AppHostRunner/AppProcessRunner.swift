@@ -4,6 +4,7 @@ import Glibc
 import Foundation
 import AppHostProtocol
 import AppHostSandbox
+import AppHostSystem
 import CAppHostShims
 import CAppHostCrash
 
@@ -64,12 +65,18 @@ public enum AppProcessRunner {
         // filter) is done while the namespace's init isolates it; Landlock's rules, once it has.
         var plan = plan(for: configuration)
         let listener = confineProcess(plan, socket: socket)
-        if configuration.sandbox?.namespaced == true { awaitIsolatedFileSystem(socket: socket) }
-        plan.fileRules += pluginRules(configuration)
-        plan.sharedRules = standbyRules
-        // Confinement closes it.
-        standbyRules = nil
-        restrictFiles(plan, listener: listener, socket: socket, since: confinementStarted)
+        let landlockABI: Int32
+        if configuration.sandbox?.namespaced == true {
+            // Its init made the app's ruleset too, while the runner confined itself.
+            let ruleset = awaitIsolatedFileSystem(socket: socket)
+            landlockABI = restrictFiles(socket) { () throws(SystemError) in try Landlock.enforce(ruleset) }
+        } else {
+            plan.sharedRules = standbyRules
+            // Confinement closes it.
+            standbyRules = nil
+            landlockABI = restrictFiles(socket) { () throws(SystemError) in try Confinement.restrictFiles(plan) }
+        }
+        reportConfinement(listener: listener, landlockABI: landlockABI, socket: socket, since: confinementStarted)
         // The host's working directory means nothing to the app (and may be out of its user's
         // reach): it starts in its container.
         _ = chdir(configuration.containerPath)
@@ -102,7 +109,9 @@ public enum AppProcessRunner {
             try? Confinement.dropCapabilityBounds(keeping: names.split(separator: ",").map(String.init))
         }
         _ = try? WireCoding.decode(HostMessage.self, from: WireCoding.encode(HostMessage.configure(.everyPart)))
-        standbyRules = try? Landlock.prepare(Landlock.sharedRules)
+        // In namespaces its init adds them to the app's ruleset, before the launch too.
+        let namespaced = Namespaces.hasIsolationReport
+        if !namespaced { standbyRules = try? Landlock.prepare(Landlock.sharedRules) }
         // Foundation's state of a process that every app's SDK makes first: the main thread's
         // run loop (its descriptors and the structures it runs with), the main thread's Thread
         // and the default notification center. None of them starts a thread: until its
@@ -113,7 +122,7 @@ public enum AppProcessRunner {
         // Last, so that its init has made it meanwhile. One that cannot ends, as its init does
         // when it cannot make it: the host finds the standby gone, and a launch forks an app
         // process that makes its namespace, and says why if it cannot.
-        if !Namespaces.joinPreparedNamespace() { _exit(1) }
+        if namespaced && !Namespaces.joinPreparedNamespace() { _exit(1) }
     }
 
     /// glibc asks nscd first at each user or group look-up (`UserDefaults` makes one), over a
@@ -150,9 +159,11 @@ public enum AppProcessRunner {
     /// In namespaces of the app's own (this process is pid 2, under apphost-init): waits for the
     /// init to have hidden the other apps' containers, made the file system read-only outside
     /// the app's containers, and /proc the namespace's.
-    static func awaitIsolatedFileSystem(socket: ControlChannel) {
-        if let failure = Namespaces.awaitIsolatedFileSystem() {
-            fail(socket, "cannot isolate the app's file system: \(failure)")
+    /// Returns the app's Landlock ruleset its init made (nil where the kernel has no Landlock).
+    static func awaitIsolatedFileSystem(socket: ControlChannel) -> Int32? {
+        switch Namespaces.awaitIsolatedFileSystem() {
+        case .success(let ruleset): return ruleset
+        case .failure(let failure): fail(socket, "cannot isolate the app's file system: \(failure)")
         }
     }
 
@@ -167,17 +178,19 @@ public enum AppProcessRunner {
         }
     }
 
-    /// Restricts this process's files (Landlock), then tells the supervisor, handing it the
-    /// seccomp listener; the app keeps no copy of it (it could answer its own refusals).
-    static func restrictFiles(_ plan: Confinement.Plan, listener: Int32?, socket: ControlChannel, since started: ContinuousClock.Instant) {
-        let landlockABI: Int32
-        let clock = ContinuousClock()
+    /// Restricts this process's files (Landlock) with `restrict`, which returns the Landlock ABI.
+    static func restrictFiles(_ socket: ControlChannel, _ restrict: () throws(SystemError) -> Int32) -> Int32 {
         do {
-            landlockABI = try Confinement.restrictFiles(plan)
+            return try restrict()
         } catch {
             fail(socket, "cannot confine the app process: \(error)")
         }
-        let took = started.duration(to: clock.now)
+    }
+
+    /// Tells the supervisor the process is confined, handing it the seccomp listener; the app
+    /// keeps no copy of it (it could answer its own refusals).
+    static func reportConfinement(listener: Int32?, landlockABI: Int32, socket: ControlChannel, since started: ContinuousClock.Instant) {
+        let took = started.duration(to: .now)
         let seconds = Double(took.components.seconds) + Double(took.components.attoseconds) / 1e18
         let message = WireCoding.encode(AppMessage.sandboxed(
             listener: listener != nil, landlockABI: landlockABI, uid: getuid(), seconds: seconds))
@@ -196,14 +209,11 @@ public enum AppProcessRunner {
         let namespaced = configuration.sandbox?.namespaced == true
         // In a PID namespace the parent is its init, whose end ends this process anyway.
         var plan = Confinement.Plan(parentPID: namespaced ? nil : getppid())
-        plan.ownProcFS = namespaced
         plan.capabilities = configuration.capabilities ?? []
         plan.openFiles = configuration.openFileLimit ?? 1024
         if let sandbox = configuration.sandbox {
             plan.entitlements = Set(sandbox.entitlements.compactMap(SyscallProfile.Entitlement.init(rawValue:)))
             plan.processes = sandbox.processLimit
-            plan.fileRules += sandbox.writablePaths.map { Landlock.Rule($0, .readWrite) }
-            plan.libraries = sandbox.readablePaths ?? []
             if let filter = sandbox.filter {
                 plan.filter = Seccomp.Program(instructions: Array(filter), notifies: sandbox.filterNotifies ?? false)
             }
@@ -211,19 +221,12 @@ public enum AppProcessRunner {
                 plan.user = Confinement.User(uid: uid, gid: gid, groups: sandbox.groups ?? [])
             }
         }
-        return plan
-    }
-
-    /// The bundle's rules, read where the app sees its files (in its namespace, once isolated):
-    /// a bundle's plugin may be a symbolic link (a development bundle), and Landlock judges the
-    /// file it resolves to.
-    static func pluginRules(_ configuration: WireConfiguration) -> [Landlock.Rule] {
-        var rules = [Landlock.Rule(configuration.bundlePath, .readOnly)]
-        if let resolved = realpath(configuration.pluginPath, nil) {
-            rules.append(Landlock.Rule(String(cString: resolved), .readOnly))
-            free(resolved)
+        if !namespaced {
+            plan.fileRules = Landlock.appRules(
+                processes: "/proc/\(getpid())", readable: configuration.sandbox?.readablePaths ?? [], bundle: configuration.bundlePath,
+                plugin: configuration.pluginPath, writable: configuration.sandbox?.writablePaths ?? [])
         }
-        return rules
+        return plan
     }
 
     /// Loads the plugin and returns its entry point, or reports why it cannot be used. The plugin

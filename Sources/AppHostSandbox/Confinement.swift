@@ -8,8 +8,9 @@ import CCap
 /// What the runner does to its own process before any app code runs (README.md, "The sandbox"), in
 /// this order: bounding and ambient capabilities dropped; the per-app user; the capabilities
 /// the app keeps; NO_NEW_PRIVS; resource limits; seccomp, none of whose steps needs the file
-/// system the app will see (`confineProcess`, done while the namespace's init isolates it); then
-/// Landlock (`restrictFiles`), whose calls the app's filter allows.
+/// system the app will see (`confineProcess`, done while the namespace's init isolates it and
+/// makes the app's Landlock ruleset); then Landlock (`restrictFiles`, or in namespaces
+/// `Landlock.enforce` of the init's ruleset), whose calls the app's filter allows.
 package enum Confinement {
     /// Everything the runner needs to confine an app process.
     package struct Plan: Sendable, Equatable {
@@ -24,17 +25,12 @@ package enum Confinement {
         /// The host's pid: the parent-death signal is armed again after the user switch (nil in
         /// a PID namespace of the app's own, which ends with its init).
         package var parentPID: Int32?
-        /// /proc shows only the app's PID namespace: all of it is readable, not just this
-        /// process's entry (so its children read their own /proc/self).
-        package var ownProcFS = false
-        /// Landlock: the app's container and group containers (read-write), its bundle
-        /// (read-only); system paths are added by the runner.
+        /// Landlock, without namespaces: the app's rules (`Landlock.appRules`); the system's
+        /// are added here. (In namespaces its init makes the app's ruleset.)
         package var fileRules: [Landlock.Rule] = []
         package var entitlements: Set<SyscallProfile.Entitlement> = []
         /// The seccomp filter the supervisor compiled for this process; nil: compile it here.
         package var filter: Seccomp.Program?
-        /// Library directories to read (Landlock.libraryDirectories of the host).
-        package var libraries: [String] = []
         /// A Landlock ruleset holding `Landlock.sharedRules` already (a standby's, made before its
         /// launch); nil: every rule is added here.
         package var sharedRules: Landlock.Ruleset?
@@ -91,13 +87,12 @@ package enum Confinement {
         return try Seccomp.install(filter)
     }
 
-    /// Landlock, once the file system is the app's (in a namespace, isolated): the system's
-    /// paths, the process's /proc and the plan's `fileRules`. Returns the Landlock ABI that
-    /// confines the files, 0 where the kernel has none.
+    /// Landlock without namespaces: the system's paths (unless `sharedRules` holds them) and the
+    /// plan's `fileRules`. Returns the Landlock ABI that confines the files, 0 where the kernel
+    /// has none.
     package static func restrictFiles(_ plan: Plan) throws(SystemError) -> Int32 {
-        let processes = plan.ownProcFS ? "/proc" : "/proc/\(getpid())"
-        let systemRules = Landlock.systemRules(processes: processes, libraries: plan.libraries, shared: plan.sharedRules == nil)
-        return try Landlock.restrict(to: systemRules + plan.fileRules, adding: plan.sharedRules) ? Landlock.abiVersion : 0
+        let rules = (plan.sharedRules == nil ? Landlock.sharedRules : []) + plan.fileRules
+        return try Landlock.restrict(to: rules, adding: plan.sharedRules) ? Landlock.abiVersion : 0
     }
 
     /// The first step alone: the bounding and ambient capabilities but `capabilities` dropped

@@ -28,30 +28,10 @@ package enum Landlock {
     /// The kernel's Landlock ABI version, 0 where Landlock is missing or disabled.
     package static var abiVersion: Int32 { max(0, apphost_landlock_abi_version()) }
 
-    // LANDLOCK_ACCESS_FS_* bits.
-    private static let execute: UInt64 = 1 << 0
-    private static let writeFile: UInt64 = 1 << 1
-    private static let readFile: UInt64 = 1 << 2
-    private static let readDirectory: UInt64 = 1 << 3
-    /// The rights that apply to a file (not a directory): execute, write, read, truncate, ioctl.
-    private static let fileRights: UInt64 = execute | writeFile | readFile | (1 << 14) | (1 << 15)
-
-    /// The file-system rights this ABI handles: 13 rights in ABI 1, REFER in 2, TRUNCATE in 3,
-    /// IOCTL_DEV in 5.
-    static func handledRights(abi: Int32) -> UInt64 {
-        var rights: UInt64 = (1 << 13) - 1
-        if abi >= 2 { rights |= 1 << 13 }
-        if abi >= 3 { rights |= 1 << 14 }
-        if abi >= 5 { rights |= 1 << 15 }
-        return rights
-    }
-
     /// A ruleset being filled, not yet enforced: its descriptor (close-on-exec), which no app
     /// code ever sees (`restrict` closes it).
     package struct Ruleset: Sendable, Equatable {
         package let descriptor: Int32
-        /// The rights it handles, all that this kernel's ABI knows (`handledRights`).
-        fileprivate let handled: UInt64
         /// The rules it holds, with the inode each names: a path that names another since (a
         /// file rewritten and renamed over it, as `useradd` does /etc/passwd; a directory
         /// replaced or mounted over) gets a rule for that one too from `restrict`.
@@ -75,19 +55,9 @@ package enum Landlock {
     ///
     /// Returns nil where the kernel has no Landlock.
     package static func prepare(_ rules: [Rule]) throws(SystemError) -> Ruleset? {
-        let abi = abiVersion
-        guard abi > 0 else { return nil }
-        let handled = handledRights(abi: abi)
-        var attributes = apphost_landlock_ruleset_attr(handled_access_fs: handled, handled_access_net: 0, scoped: 0)
-        let size: Int
-        if abi >= 6 {
-            attributes.scoped = 1 /* ABSTRACT_UNIX_SOCKET */ | 2 /* SIGNAL */
-            size = 24
-        } else {
-            size = 8
-        }
-        let descriptor = try valueOrErrno("landlock_create_ruleset") { apphost_landlock_create_ruleset(&attributes, size) }
-        var ruleset = Ruleset(descriptor: descriptor, handled: handled)
+        guard abiVersion > 0 else { return nil }
+        let descriptor = try valueOrErrno("landlock_create_ruleset") { apphost_landlock_create() }
+        var ruleset = Ruleset(descriptor: descriptor)
         do {
             try add(rules, to: &ruleset)
         } catch {
@@ -118,37 +88,49 @@ package enum Landlock {
     }
 
     private static func add(_ rules: [Rule], to ruleset: inout Ruleset) throws(SystemError) {
-        let handled = ruleset.handled
         for rule in rules {
-            let fd: Int32
-            do {
-                fd = try valueOrErrno("open(\(rule.path))") { open(rule.path, 0o10000000 /* O_PATH, GNU-only */ | O_CLOEXEC) }
-            } catch where error.errno == ENOENT || error.errno == EACCES {
-                ruleset.skipped.append(rule)
-                continue  // missing, or out of the app user's reach anyway: no rule needed
+            var device: UInt64 = 0
+            var inode: UInt64 = 0
+            switch apphost_landlock_add(ruleset.descriptor, rule.path, rule.access == .readWrite ? 1 : 0, &device, &inode) {
+            case 0: ruleset.added.append(Added(rule: rule, device: device, inode: inode))
+            // Missing, or out of the app user's reach anyway: no rule needed.
+            case 1: ruleset.skipped.append(rule)
+            default: throw SystemError("Landlock rule for \(rule.path)", errno: errno)
             }
-            defer { close(fd) }
-            var info = stat()
-            try valueOrErrno("fstat(\(rule.path))") { fstat(fd, &info) }
-            var allowed = rule.access == .readOnly ? execute | readFile | readDirectory : handled
-            if info.st_mode & S_IFMT != S_IFDIR { allowed &= fileRights }
-            ruleset.added.append(Added(rule: rule, device: UInt64(info.st_dev), inode: UInt64(info.st_ino)))
-            try valueOrErrno("landlock_add_rule(\(rule.path))") { apphost_landlock_allow_beneath(ruleset.descriptor, allowed & handled, fd) }
         }
     }
 
-    /// The system paths every app may read: libraries, configuration it needs from /etc,
-    /// `processes` (its own /proc entry, or a /proc of its own PID namespace) and the CPU
-    /// topology Dispatch reads; device nodes it may read or write. Not /sys/fs/cgroup: the
-    /// runner is given its own groups (another app's would name it and show its figures). `libraries` are the
-    /// directories of the shared objects the host has loaded (the Swift toolchain's among
-    /// them), from `libraryDirectories()`. Without `sharedRules` where a ruleset holds them already.
-    package static func systemRules(processes: String, libraries: [String], shared: Bool = true) -> [Rule] {
-        (shared ? sharedRules : []) + processRules(processes) + libraries.map { Rule($0, .readOnly) }
+    /// An app's rules but `sharedRules` (the system paths every app may read, its device nodes):
+    /// `processes` (its own /proc entry, or a /proc of its own PID namespace) and the figures of
+    /// the system an app reads there; the `readable` directories (those of the shared objects
+    /// the host has loaded, the Swift toolchain's among them, from `libraryDirectories()`, and
+    /// the app's own cgroups: not /sys/fs/cgroup, where another app's would name it and show its
+    /// figures); its bundle and plugin (which may be a link out of the bundle, in a development
+    /// bundle: a rule names what its path resolves to); its containers, `writable`.
+    package static func appRules(processes: String, readable: [String], bundle: String, plugin: String, writable: [String]) -> [Rule] {
+        processRules(processes) + readable.map { Rule($0, .readOnly) } + [Rule(bundle, .readOnly), Rule(plugin, .readOnly)]
+            + writable.map { Rule($0, .readWrite) }
+    }
+
+    /// The options that ask an app's namespace init (apphost-init) for `rules`: it adds them to
+    /// the app's ruleset once it has isolated the file system, and passes the ruleset to the app
+    /// process with its report (`Namespaces.awaitIsolatedFileSystem`).
+    package static func initOptions(_ rules: [Rule]) -> [String] {
+        rules.flatMap { [$0.access == .readOnly ? "--landlock-read" : "--landlock-write", $0.path] }
+    }
+
+    /// Enforces on this thread, and the threads it starts, a ruleset made elsewhere (by the
+    /// namespace's init), and closes it. Returns the Landlock ABI, 0 without a ruleset.
+    package static func enforce(_ ruleset: Int32?) throws(SystemError) -> Int32 {
+        guard let ruleset else { return 0 }
+        defer { close(ruleset) }
+        try valueOrErrno("landlock_restrict_self") { apphost_landlock_restrict_self(ruleset) }
+        return abiVersion
     }
 
     /// The system rules whose files are the same in every app's mount namespace, made ahead by
-    /// a standby: everything but /proc (a PID namespace's /proc is a file system of its own).
+    /// a standby (its init, in namespaces): everything but /proc (a PID namespace's /proc is a
+    /// file system of its own).
     package static let sharedRules: [Rule] = {
         var rules = ["/usr", "/lib", "/lib64", "/bin", "/sbin"].map { Rule($0, .readOnly) }
         rules += [

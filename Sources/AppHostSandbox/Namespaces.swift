@@ -50,24 +50,33 @@ package enum Namespaces {
 
     /// In a standby's runner (README.md, "How apps are launched"): joins the mount namespace its
     /// init made and isolated but for the app's paths, before the launch confines this process
-    /// (setns needs the capabilities the launch drops, and the app's filter forbids it). A
-    /// runner without namespaces has no isolation report, and nothing to join. Returns false if
-    /// it could not join (its init ended first, or setns failed).
+    /// (setns needs the capabilities the launch drops, and the app's filter forbids it). Returns
+    /// false if it could not (its init ended first, or setns failed).
     package static func joinPreparedNamespace() -> Bool {
-        fcntl(isolationReportFD, F_GETFD) < 0 || apphost_join_prepared_namespace(isolationReportFD) == 0
+        apphost_join_prepared_namespace(isolationReportFD) == 0
     }
+
+    /// Whether this runner has an init's isolation report to wait for: it runs in namespaces.
+    package static var hasIsolationReport: Bool { fcntl(isolationReportFD, F_GETFD) >= 0 }
 
     /// In the runner, in the app's namespaces: waits until the init has isolated the file
     /// system (`apphost_isolate_file_system`, or `apphost_isolate_show` in a namespace prepared
-    /// before the launch, which it does while the runner confines itself).
-    /// Returns what failed if it could not, else nil.
-    package static func awaitIsolatedFileSystem() -> String? {
+    /// before the launch, which it does while the runner confines itself) and made the app's
+    /// Landlock ruleset. Returns the ruleset, for `Confinement.restrictFiles` to enforce (nil
+    /// where the kernel has no Landlock), or what failed.
+    package static func awaitIsolatedFileSystem() -> Result<Int32?, IsolationFailure> {
         defer { closeIgnoringErrors(isolationReportFD) }
         var failure = [CChar](repeating: 0, count: 1024)
-        switch apphost_await_isolation(isolationReportFD, &failure, failure.count) {
-        case 0: return nil
-        case 1: return String(decoding: failure.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
-        default: return "the namespace's init ended without isolating it"
+        var ruleset: Int32 = -1
+        switch apphost_await_isolation(isolationReportFD, &failure, failure.count, &ruleset) {
+        case 0: return .success(ruleset >= 0 ? ruleset : nil)
+        case 1: return .failure(IsolationFailure(description: String(decoding: failure.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)))
+        default: return .failure(IsolationFailure(description: "the namespace's init ended without isolating it"))
         }
+    }
+
+    /// Why the init could not isolate the app's file system, in its words.
+    package struct IsolationFailure: Error, CustomStringConvertible {
+        package var description: String
     }
 }

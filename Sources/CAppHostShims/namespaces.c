@@ -920,18 +920,21 @@ int apphost_join_prepared_namespace(int fd) {
     return joined;
 }
 
-int apphost_await_isolation(int fd, char *failure, size_t size) {
+int apphost_await_isolation(int fd, char *failure, size_t size, int *ruleset) {
     char report[1024];
     size_t have = 0;
-    // Until the init closes its end: the report may come in pieces.
+    *ruleset = -1;
+    // Until the init closes its end: the report may come in pieces, the ruleset with the first.
     while (have < sizeof report - 1) {
-        ssize_t got = read(fd, report + have, sizeof report - 1 - have);
-        if (got < 0 && errno == EINTR) continue;
+        int count = 0;
+        ssize_t got = apphost_template_receive(fd, report + have, sizeof report - 1 - have, *ruleset < 0 ? ruleset : NULL, *ruleset < 0 ? 1 : 0, &count);
         if (got <= 0) break;
         have += (size_t)got;
     }
     report[have] = 0;
     if (have > 0 && report[0] == '0') return 0;
+    if (*ruleset >= 0) close(*ruleset);
+    *ruleset = -1;
     if (have > 0 && report[0] == '1') {
         snprintf(failure, size, "%s", report + 1);
         return 1;

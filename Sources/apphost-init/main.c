@@ -37,6 +37,7 @@
 #include <unistd.h>
 #include <linux/capability.h>
 #include <sys/prctl.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 
@@ -51,18 +52,44 @@ enum { channel_fd = 5, report_fd = 6 };
 /// The app process: the first process of the namespace after this one.
 enum { app_pid = 2 };
 
+/// A Landlock rule the host asks for (--landlock-read PATH, --landlock-write PATH), and the file
+/// it named when added.
+struct landlock_rule {
+    const char *path;
+    int writable, added;
+    uint64_t device, inode;
+};
+
+/// Landlock rules, and the ruleset they are added to (-1: none made yet).
+struct landlock_rules {
+    struct landlock_rule rules[APPHOST_LANDLOCK_MAXIMUM_RULES];
+    int count, fd;
+};
+
 /// What the host asks for, parsed from the options.
 struct isolation {
     const char *hidden;
     const char *writable[APPHOST_ISOLATION_MAXIMUM_PATHS];
     const char *readable[APPHOST_ISOLATION_MAXIMUM_PATHS];
     int writable_count, readable_count;
+    /// The app's Landlock rules, which this adds to a ruleset for the runner.
+    struct landlock_rules landlock;
 };
 
 static int usage(void) {
     fprintf(stderr, "apphost-init: the host starts this, as pid 1 with the app process as pid 2: apphost-init "
-                    "[--hide DIR] [--writable PATH]... [--readable PATH]..., or apphost-init --standby --hide DIR\n");
+                    "[--hide DIR] [--writable PATH]... [--readable PATH]... [--landlock-read PATH]... [--landlock-write PATH]..., "
+                    "or apphost-init --standby --hide DIR [--landlock-read PATH]... [--landlock-write PATH]...\n");
     return 2;
+}
+
+/// Takes a --landlock-read or --landlock-write option into `rules`; returns whether it was one.
+static int parse_landlock(const char *option, const char *value, struct landlock_rules *rules) {
+    int writable = strcmp(option, "--landlock-write") == 0;
+    if (!writable && strcmp(option, "--landlock-read") != 0) return 0;
+    if (rules->count >= APPHOST_LANDLOCK_MAXIMUM_RULES || value[0] != '/') return 0;
+    rules->rules[rules->count++] = (struct landlock_rule){ value, writable, 0, 0, 0 };
+    return 1;
 }
 
 /// Parses the options; returns whether they are whole.
@@ -77,7 +104,7 @@ static int parse(int argc, char **argv, struct isolation *isolation) {
             isolation->writable[isolation->writable_count++] = value;
         } else if (strcmp(option, "--readable") == 0 && !full) {
             isolation->readable[isolation->readable_count++] = value;
-        } else {
+        } else if (!parse_landlock(option, value, &isolation->landlock)) {
             return 0;
         }
     }
@@ -158,23 +185,115 @@ static int check_prepared(const struct isolation *isolation, const struct namesp
     return 0;
 }
 
-/// Isolates the file system and tells the runner how it went: '0', or '1' and why not.
-static void isolate(const struct isolation *isolation, struct namespace *namespace, int report) {
-    char message[1024] = "0";
-    if (namespace->hidden) {
-        if (check_prepared(isolation, namespace, message + 1, sizeof message - 1) != 0
-            || apphost_isolate_show(isolation->hidden, namespace->hidden_fd, isolation->writable, isolation->writable_count,
-                                    isolation->readable, isolation->readable_count, message + 1, sizeof message - 1) != 0) {
-            message[0] = '1';
-        }
-        close(namespace->hidden_fd);
-    } else if (apphost_isolate_file_system(isolation->hidden, isolation->writable, isolation->writable_count,
-                                           isolation->readable, isolation->readable_count, message + 1, sizeof message - 1) != 0) {
-        message[0] = '1';
+/// Adds `rule` to the ruleset `fd`, noting what it named. Returns 0, or -1 with why in `failure`.
+static int add_landlock_rule(int fd, struct landlock_rule *rule, char *failure, size_t size) {
+    int result = apphost_landlock_add(fd, rule->path, rule->writable, &rule->device, &rule->inode);
+    if (result < 0) {
+        snprintf(failure, size, "cannot add the Landlock rule for %s: %s", rule->path, strerror(errno));
+        return -1;
     }
-    ssize_t written = write(report, message, strlen(message));
+    rule->added = result == 0;
+    return 0;
+}
+
+/// Which of a launch's rules to add: all, those outside the hidden directory (the app's
+/// containers and a bundle in it are not there before the launch's mounts), or those in it.
+enum selection { all_rules, outside_hidden, inside_hidden };
+
+/// Adds `rules` (those `selection` picks, `hidden` the directory it speaks of) to `*fd`, making
+/// the ruleset first if there is none; -1 where the kernel has no Landlock. Returns 0, or -1 with
+/// why in `failure`.
+static int add_landlock_rules(int *fd, struct landlock_rules *rules, enum selection selection, const char *hidden,
+                              char *failure, size_t size) {
+    if (*fd < 0) {
+        *fd = apphost_landlock_create();
+        if (*fd < 0) {
+            if (errno == ENOSYS || errno == EOPNOTSUPP) return 0;
+            snprintf(failure, size, "cannot make a Landlock ruleset: %s", strerror(errno));
+            return -1;
+        }
+    }
+    if (*fd < 0) return 0;
+    for (int index = 0; index < rules->count; index++) {
+        if (selection != all_rules && (apphost_path_is_below(rules->rules[index].path, hidden) != 0) != (selection == inside_hidden)) continue;
+        if (add_landlock_rule(*fd, &rules->rules[index], failure, size) != 0) return -1;
+    }
+    return 0;
+}
+
+/// A standby's rules, added before its launch, once the app's file system is whole: a rule names
+/// an inode, so a path that names another since (a file written anew and renamed over, as
+/// useradd does /etc/passwd; a directory mounted over) gets a rule for that one too, and one
+/// missing or out of reach then is tried again.
+static int renew_landlock_rules(struct landlock_rules *rules, char *failure, size_t size) {
+    for (int index = 0; index < rules->count; index++) {
+        struct landlock_rule *rule = &rules->rules[index];
+        struct stat info;
+        if (rule->added && (stat(rule->path, &info) != 0 || ((uint64_t)info.st_dev == rule->device && (uint64_t)info.st_ino == rule->inode))) {
+            continue;
+        }
+        struct landlock_rule again = *rule;
+        if (add_landlock_rule(rules->fd, &again, failure, size) != 0) return -1;
+    }
+    return 0;
+}
+
+/// Waits for the host's word that the app's containers are made (a standby's launch: the host
+/// makes them once it has configured the app process). Returns 0, or -1 with why in `failure`.
+static int await_containers(char *failure, size_t size) {
+    char word = 0;
+    ssize_t got;
+    do {
+        got = read(channel_fd, &word, 1);
+    } while (got < 0 && errno == EINTR);
+    if (got == 1 && word == 'C') return 0;
+    snprintf(failure, size, "the host did not make the app's containers");
+    return -1;
+}
+
+/// Isolates the file system, makes the app's Landlock ruleset (the standby's `prepared` one, if
+/// it made one, completed) and tells the runner how it went: '0' with the ruleset (none where
+/// the kernel has no Landlock), or '1' and why not. A standby adds what is outside the hidden
+/// directory, and checks what it added before its launch, while the host makes the app's
+/// containers; what is in it, once it has mounted them.
+static void isolate(struct isolation *isolation, struct namespace *namespace, struct landlock_rules *prepared, int report) {
+    char message[1024] = "0";
+    char *failure = message + 1;
+    size_t size = sizeof message - 1;
+    int ruleset = prepared->fd;
+    int failed;
+    if (namespace->hidden) {
+        const char *hidden = namespace->hidden;
+        failed = check_prepared(isolation, namespace, failure, size) != 0
+            || (ruleset >= 0 ? renew_landlock_rules(prepared, failure, size) : add_landlock_rules(&ruleset, prepared, all_rules, NULL, failure, size)) != 0
+            || add_landlock_rules(&ruleset, &isolation->landlock, outside_hidden, hidden, failure, size) != 0
+            || await_containers(failure, size) != 0
+            || apphost_isolate_show(isolation->hidden, namespace->hidden_fd, isolation->writable, isolation->writable_count,
+                                    isolation->readable, isolation->readable_count, failure, size) != 0
+            || add_landlock_rules(&ruleset, &isolation->landlock, inside_hidden, hidden, failure, size) != 0;
+        close(namespace->hidden_fd);
+    } else {
+        failed = apphost_isolate_file_system(isolation->hidden, isolation->writable, isolation->writable_count,
+                                             isolation->readable, isolation->readable_count, failure, size) != 0
+            || add_landlock_rules(&ruleset, &isolation->landlock, all_rules, NULL, failure, size) != 0;
+    }
+    if (failed) message[0] = '1';
+    int passed = failed ? -1 : ruleset;
+    ssize_t written = apphost_send_with_fds(report, message, strlen(message), &passed, passed >= 0 ? 1 : 0);
     (void)written;
+    if (ruleset >= 0) close(ruleset);
     close(report);
+}
+
+/// A standby's rules, before its launch: the ones every app's namespace shares (the host names
+/// them in its options), in a ruleset of its own. One that cannot be made now is made at the
+/// launch, with the app's.
+static void prepare_landlock(struct landlock_rules *shared) {
+    char failure[512];
+    if (add_landlock_rules(&shared->fd, shared, all_rules, NULL, failure, sizeof failure) != 0 && shared->fd >= 0) {
+        close(shared->fd);
+        shared->fd = -1;
+    }
 }
 
 /// Passes a standby's prepared mount namespace to its runner, which joins it before its launch
@@ -191,12 +310,18 @@ static void pass_namespace(struct namespace *namespace, int report) {
 int main(int argc, char **argv) {
     struct isolation isolation;
     memset(&isolation, 0, sizeof isolation);
+    isolation.landlock.fd = -1;
     static char storage[65536];
-    static char *options[2 * APPHOST_ISOLATION_MAXIMUM_PATHS + 4];
+    static char *options[2 * (APPHOST_ISOLATION_MAXIMUM_PATHS + APPHOST_LANDLOCK_MAXIMUM_RULES) + 4];
     static struct namespace namespace = {-1, NULL, -1};
+    // A standby's rules (its options), made before its launch.
+    static struct landlock_rules shared = { .fd = -1 };
     int standby = argc >= 2 && strcmp(argv[1], "--standby") == 0 && getpid() == 1;
     if (standby) {
-        if (argc != 4 || strcmp(argv[2], "--hide") != 0 || argv[3][0] != '/') return usage();
+        if (argc < 4 || argc % 2 != 0 || strcmp(argv[2], "--hide") != 0 || argv[3][0] != '/') return usage();
+        for (int index = 4; index + 1 < argc; index += 2) {
+            if (!parse_landlock(argv[index], argv[index + 1], &shared)) return usage();
+        }
         // The app process's descriptors are not kept while waiting: if it ends meanwhile, the
         // host sees its control socket close and does not use this standby.
         syscall(SYS_close_range, 0, channel_fd - 1, 0);
@@ -205,6 +330,7 @@ int main(int argc, char **argv) {
         char failure[512];
         if (prepare_namespace(&namespace, argv[3], failure, sizeof failure) != 0) return 1;
         pass_namespace(&namespace, report_fd);
+        prepare_landlock(&shared);
         argc = receive_options(storage, sizeof storage, options, (int)(sizeof options / sizeof options[0]));
         if (argc == 0) return 0;
         options[0] = argv[0];
@@ -214,7 +340,7 @@ int main(int argc, char **argv) {
         || fcntl(report_fd, F_GETFD) < 0) {
         return usage();
     }
-    isolate(&isolation, &namespace, report_fd);
+    isolate(&isolation, &namespace, &shared, report_fd);
     // Nothing of the app's stays open here: its control socket and output end with it.
     syscall(SYS_close_range, 0, channel_fd - 1, 0);
     syscall(SYS_close_range, channel_fd + 1, ~0U, 0);

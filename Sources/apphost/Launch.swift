@@ -65,6 +65,8 @@ struct Launch: AsyncParsableCommand {
 
     @Option(help: "How to start app processes: template (forked from a process that has loaded the Swift runtime and Foundation once; apps share its address-space layout) or exec (a fresh process and layout per app, about 10 ms slower). Default: $APPHOST_LAUNCHER, else template.")
     var launcher: LauncherChoice = LauncherChoice(rawValue: ProcessInfo.processInfo.environment["APPHOST_LAUNCHER"] ?? "") ?? .template
+    @Flag(help: "Run apps without PID and mount namespaces of their own, as on a machine that has none: Landlock, seccomp, capabilities, per-app users and cgroups still confine them, but an app sees the host's processes and file system through them.")
+    var noNamespaces = false
     @Option(help: "How to suspend apps: auto (cgroup v2 freezer where possible, else SIGSTOP), cgroup, or sigstop.")
     var suspension: SuspensionChoice = .auto
     @Option(help: "How to hold apps to their memory limits: auto (the cgroup v1 memory controller where possible, else sampling), cgroup, or sampling.")
@@ -102,6 +104,7 @@ struct Launch: AsyncParsableCommand {
         configuration.network = NetworkState(rawValue: network.rawValue) ?? .online
         configuration.transferRunner = TransferService()
         configuration.backgroundAppRefresh = !noBackgroundAppRefresh
+        configuration.namespaces = !noNamespaces
         configuration.storageMechanism = storage.mechanism
         configuration.appLogLevel = logLevel
 

@@ -25,15 +25,17 @@ struct ContainmentTests {
         return try #require(detail.split(separator: " ").last.flatMap { UInt32($0) })
     }
 
-    @Test(.enabled(if: hasLandlock, "needs Landlock (see apphost doctor)"))
-    func anAppWritesOnlyItsOwnContainer() throws {
+    /// In namespaces (where the machine has them) and without (`--no-namespaces`, where the app
+    /// process makes its Landlock ruleset itself, not its init).
+    @Test(.enabled(if: hasLandlock, "needs Landlock (see apphost doctor)"), arguments: [true, false])
+    func anAppWritesOnlyItsOwnContainer(namespaces: Bool) throws {
         let scratch = try Scratch()
         let other = try scratch.bundle("Keeper", behavior: ["sandboxProbes": ["write-documents"]])
         let secret = scratch.stateDirectory.appendingPathComponent("containers/test.keeper/Documents/probe-write").path
         let reader = try scratch.bundle("Snoop", behavior: [
             "sandboxProbes": ["write-outside", "read-shadow", "read-other", "write-documents"], "otherFile": secret,
         ])
-        let host = try HostSession([other, reader], scratch: scratch)
+        let host = try HostSession([other, reader], scratch: scratch, arguments: namespaces ? [] : ["--no-namespaces"])
         try host.waitFor("Keeper", "didBecomeActive")
         #expect(FileManager.default.fileExists(atPath: secret))
         host.send("open Snoop")

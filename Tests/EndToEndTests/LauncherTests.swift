@@ -234,8 +234,8 @@ struct LauncherTests {
         #expect(try host.waitForExit() == 0)
     }
 
-    /// A standby adds the system paths every app may read to its Landlock ruleset before its
-    /// launch. A rule names an inode, so a file among them replaced since (written anew and
+    /// A standby (in namespaces, its init) adds the system paths every app may read to its
+    /// Landlock ruleset before its launch. A rule names an inode, so a file among them replaced since (written anew and
     /// renamed over, as `useradd` does /etc/passwd and `ldconfig` /etc/ld.so.cache) would be out
     /// of the app's reach: the launch adds a rule for what the path names then. Puts an identical
     /// copy in place of a file of /etc for the while, then the file back.
@@ -251,14 +251,17 @@ struct LauncherTests {
         var standby: pid_t = 0
         try waitUntil("a standby is made") { standbys(of: host, namespaced: namespaced).first.map { standby = $0 } != nil }
         var process = standby
-        try waitUntil("its app process holds its ruleset") {
+        // In namespaces its init holds the app's ruleset (and passes it to the app process at
+        // the launch); without, the app process itself.
+        try waitUntil("its ruleset is made") {
             if namespaced {
                 guard let child = (try? String(contentsOfFile: "/proc/\(standby)/task/\(standby)/children", encoding: .utf8))?
                     .split(separator: " ").first.flatMap({ pid_t($0) }) else { return false }
                 process = child
             }
-            let descriptors = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(process)/fd")) ?? []
-            return descriptors.contains { (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/\(process)/fd/\($0)")) == "anon_inode:[landlock-ruleset]" }
+            let holder = namespaced ? standby : process
+            let descriptors = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(holder)/fd")) ?? []
+            return descriptors.contains { (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/\(holder)/fd/\($0)")) == "anon_inode:[landlock-ruleset]" }
         }
         let putBack = try replaceByACopy(path)
         defer { putBack() }

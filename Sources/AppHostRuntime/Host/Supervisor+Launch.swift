@@ -137,7 +137,7 @@ extension Supervisor {
         // starts up, hides the state directory but for what the app may see.
         let appExecutable = configuration.appExecutable
         let executable = namespaces != 0 ? configuration.initExecutable : appExecutable
-        let arguments = namespaces == 0 ? [appProcessArgument] : initOptions(bundle, sandbox)
+        let arguments = namespaces == 0 ? [appProcessArgument] : initOptions(bundle, sandbox, groupPaths: groups.paths, sharedRules: true)
         let runner = namespaces == 0 ? nil : [appExecutable, appProcessArgument]
         let processEnvironment = Containers.environment(container: container, parent: namespaces != 0 ? nil : getpid())
         let template = template?.current != nil ? template : nil
@@ -209,9 +209,14 @@ extension Supervisor {
     }
 
     /// What a namespace's init is told: the state directory hidden but for the app's containers
-    /// (writable) and its bundle (readable).
-    private func initOptions(_ bundle: AppBundle, _ sandbox: WireSandbox) -> [String] {
-        ["--hide", configuration.stateDirectory.path] + sandbox.writablePaths.flatMap { ["--writable", $0] } + ["--readable", bundle.url.path]
+    /// (writable) and its bundle (readable); the app's Landlock rules, which it adds to the ruleset
+    /// it passes to the app process (the system's too, unless a standby's init added them before).
+    private func initOptions(_ bundle: AppBundle, _ sandbox: WireSandbox, groupPaths: [String], sharedRules: Bool) -> [String] {
+        let rules = Landlock.appRules(
+            processes: "/proc", readable: Self.libraryDirectories + groupPaths, bundle: bundle.url.path, plugin: bundle.pluginURL.path,
+            writable: sandbox.writablePaths)
+        return ["--hide", configuration.stateDirectory.path] + sandbox.writablePaths.flatMap { ["--writable", $0] } + ["--readable", bundle.url.path]
+            + Landlock.initOptions((sharedRules ? Landlock.sharedRules : []) + rules)
     }
 
     /// Launches the app in the standby (Supervisor+Standby): its groups sized for the app, its
@@ -261,23 +266,25 @@ extension Supervisor {
             (pids.map { standby.processLimit == processes + 1 || (try? $0.write("pids.max", "\(processes + 1)")) != nil } ?? true)
                 && (standby.waiting?.groups.memory.map { $0.limit == memoryLimit || $0.setLimit(memoryLimit) } ?? true)
         }
-        // The app process is configured before its containers are made and its init is told the
-        // app's paths: it confines all but its files meanwhile (it waits for the init's report
-        // before Landlock), and its groups are sized before either. Without an init, nothing
-        // would make it wait: its containers are made first.
+        // The app process is configured first, then its init is told the app's paths and rules,
+        // then the containers are made, and the init told so: the app process confines all but
+        // its files meanwhile, and its init makes its Landlock ruleset of all but the containers
+        // (both wait for what needs the containers). Without an init, nothing would make the
+        // app process wait: its containers are made first. Its groups are sized before all.
         guard namespaces || makeContainers() else {
             spawner.run {}
             standby.discard()
             return true
         }
         let started = size() && deliver()
+            && (spawned.initChannel.map { (try? Self.sendInitOptions(initOptions(bundle, sandbox, groupPaths: groups.paths, sharedRules: false), on: $0)) != nil } ?? true)
         if started && !makeContainers() {
             // Configured, it is confining itself: it ends with its groups.
             spawner.run {}
             standby.discard()
             return true
         }
-        guard started, spawned.initChannel.map({ (try? Self.sendInitOptions(initOptions(bundle, sandbox), on: $0)) != nil }) ?? true else {
+        guard started, spawned.initChannel.map({ (try? Self.tellInitContainersMade(on: $0)) != nil }) ?? true else {
             // The template's queued move first: then nothing but the standby is in its groups.
             spawner.run {}
             standby.discard()

@@ -105,8 +105,10 @@ extension Supervisor {
         let freezer = try? environment.freezerGroup?.makeChild(named: "launch-\(groupCounter)")
         let appExecutable = configuration.appExecutable
         let executable = namespaces != 0 ? configuration.initExecutable : appExecutable
-        // Its init hides the state directory, as every launch's does, before the launch.
-        let arguments = namespaces != 0 ? [Standby.initArgument, "--hide", configuration.stateDirectory.path] : [appProcessArgument]
+        // Its init hides the state directory, as every launch's does, and adds the Landlock
+        // rules every app shares to the app's ruleset, before the launch.
+        let arguments = namespaces != 0
+            ? [Standby.initArgument, "--hide", configuration.stateDirectory.path] + Landlock.initOptions(Landlock.sharedRules) : [appProcessArgument]
         let mountChanges = namespaces != 0 ? storage.mountChanges : nil
         let runner = namespaces != 0 ? [appExecutable, appProcessArgument] : nil
         // No container yet: the runner sets its variables once its configuration names it.
@@ -238,5 +240,10 @@ extension Supervisor {
         let bytes = withUnsafeBytes(of: &length) { Array($0) } + body
         let written = bytes.withUnsafeBytes { write(channel, $0.baseAddress, $0.count) }
         guard written == bytes.count else { throw SystemError("write to the app's init", errno: written < 0 ? errno : EAGAIN) }
+    }
+
+    /// Tells a standby's init that the app's containers are made: it may mount them now.
+    static func tellInitContainersMade(on channel: Int32) throws(SystemError) {
+        guard write(channel, "C", 1) == 1 else { throw SystemError("write to the app's init", errno: errno) }
     }
 }

@@ -57,10 +57,11 @@ int apphost_template_take_environment(char *const variables[]);
 /// report follows on the same socket. Returns 0, or -1 and errno (EPIPE: the init ended first).
 int apphost_join_prepared_namespace(int fd);
 
-/// In the app process: waits for its init's report on `fd` (apphost-init): '0' isolated; '1' and
-/// why not. Returns 0 once isolated, 1 with the failure in `failure`, -1 if the init ended
-/// without a report.
-int apphost_await_isolation(int fd, char *failure, size_t size);
+/// In the app process: waits for its init's report on `fd` (apphost-init): '0' isolated, with
+/// the app's Landlock ruleset made (`*ruleset`, -1 where the kernel has no Landlock), for the
+/// runner to enforce; '1' and why not. Returns 0 once isolated, 1 with the failure in
+/// `failure`, -1 if the init ended without a report.
+int apphost_await_isolation(int fd, char *failure, size_t size, int *ruleset);
 
 /// In the launch template, once warmed up and before its first fork: gives each read-only
 /// private file mapping (the code and constants of the runtime, Foundation and every other
@@ -100,6 +101,8 @@ int apphost_probe_namespaces(int namespaces, const char **step);
 
 /// The most paths `apphost_isolate_file_system` takes, writable and readable together.
 #define APPHOST_ISOLATION_MAXIMUM_PATHS 64
+/// The most Landlock rules the host may ask an init for (--landlock-read, --landlock-write).
+#define APPHOST_LANDLOCK_MAXIMUM_RULES 192
 
 /// In the app's new mount namespace (its init calls this, while the runner starts up): no mount
 /// propagates to or from the namespace it was copied from; `hidden` (the host's state

@@ -59,6 +59,15 @@ int apphost_landlock_create_ruleset(const struct apphost_landlock_ruleset_attr *
 int apphost_landlock_allow_beneath(int ruleset, uint64_t allowed_access, int parent_fd);
 /// landlock_restrict_self(ruleset, 0)
 int apphost_landlock_restrict_self(int ruleset);
+/// A ruleset that handles every file access right this kernel's Landlock knows and, from ABI 6,
+/// scopes signals and abstract Unix sockets to its domain (landlock.c). Returns its descriptor,
+/// or -1 with errno (ENOSYS or EOPNOTSUPP: no Landlock here).
+int apphost_landlock_create(void);
+/// Allows `path` in `ruleset` (opened with O_PATH, so a link is followed: the rule names what
+/// it resolves to): reading, executing and listing beneath it, or every right if `writable`; a
+/// file gets the rights that apply to files. Returns 0 with the file's device and inode; 1 if it
+/// is missing or out of the caller's reach (ENOENT, EACCES: no rule is needed); -1 and errno.
+int apphost_landlock_add(int ruleset, const char *path, int writable, uint64_t *device, uint64_t *inode);
 
 /// setresuid, setresgid and setgroups, which Swift's Glibc module hides.
 int apphost_switch_user(uid_t uid, gid_t gid, size_t group_count, const gid_t *groups);

@@ -198,6 +198,8 @@ final class HostSession: @unchecked Sendable {
     private let exited = DispatchSemaphore(value: 0)
     /// Kept so that the scratch directory is removed only after the host has ended.
     private let scratch: Scratch
+    /// Started with `--no-namespaces`: its apps run without, whatever the machine allows.
+    private let withoutNamespaces: Bool
 
     /// `keepStandardErrorKiB`: keep only the last N KiB of the host's standard error, not all of it.
     /// `user`: run the host as this uid and gid (by setpriv, from a root test), not as root.
@@ -207,6 +209,7 @@ final class HostSession: @unchecked Sendable {
     ) throws {
         try Paths.requireBuilt(Paths.apphost)
         self.scratch = scratch
+        withoutNamespaces = arguments.contains("--no-namespaces")
         transcript = Transcript(standardErrorLimit: keepStandardErrorKiB.map { $0 * 1024 })
         if !environment.isEmpty {
             process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
@@ -479,11 +482,13 @@ extension HostSession {
     }()
 
     /// Whether the host gave the app its own PID and mount namespaces, as its `sandboxed` event
-    /// says; the test fails if that is not what this machine allows.
+    /// says; the test fails if that is not what this machine allows (and the host was asked).
     func isNamespaced(_ name: String, sourceLocation: SourceLocation = #_sourceLocation) throws -> Bool {
         let namespaced = try waitFor(name, "sandboxed").detail?.contains("own PID and mount namespaces") == true
-        #expect(namespaced == Self.machineGivesNamespaces, "the machine allows namespaces: \(Self.machineGivesNamespaces)", sourceLocation: sourceLocation)
-        return Self.machineGivesNamespaces
+        let expected = Self.machineGivesNamespaces && !withoutNamespaces
+        #expect(namespaced == expected, "the machine allows namespaces: \(Self.machineGivesNamespaces); --no-namespaces: \(withoutNamespaces)",
+                sourceLocation: sourceLocation)
+        return expected
     }
 }
 
