@@ -18,6 +18,10 @@ package let launchTemplatePlaceholders = ["HOME", "CFFIXED_USER_HOME", "TMPDIR",
 /// it waits.
 package let standbyCapabilitiesVariable = "APPHOST_STANDBY_CAPABILITIES"
 
+/// In a standby's environment when it runs in namespaces of its own: its init passes it the
+/// mount namespace it prepares, which it joins before its launch.
+package let standbyNamespaceVariable = "APPHOST_STANDBY_NAMESPACE"
+
 /// The variables that put an app process in its container at `path`: those of the
 /// placeholders. The host sets them when it starts the process; a process made ahead of its
 /// launch (a standby) sets them from its configuration's container.

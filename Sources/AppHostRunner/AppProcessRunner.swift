@@ -69,6 +69,8 @@ public enum AppProcessRunner {
         if configuration.sandbox?.namespaced == true {
             // Its init made the app's ruleset too, while the runner confined itself.
             let ruleset = awaitIsolatedFileSystem(socket: socket)
+            // None only where the kernel has no Landlock: the init does not decide for it.
+            if ruleset == nil && Landlock.abiVersion > 0 { fail(socket, "cannot confine the app process: its init made no Landlock ruleset") }
             landlockABI = restrictFiles(socket) { () throws(SystemError) in try Landlock.enforce(ruleset) }
         } else {
             plan.sharedRules = standbyRules
@@ -110,7 +112,8 @@ public enum AppProcessRunner {
         }
         _ = try? WireCoding.decode(HostMessage.self, from: WireCoding.encode(HostMessage.configure(.everyPart)))
         // In namespaces its init adds them to the app's ruleset, before the launch too.
-        let namespaced = Namespaces.hasIsolationReport
+        let namespaced = getenv(standbyNamespaceVariable) != nil
+        unsetenv(standbyNamespaceVariable)
         if !namespaced { standbyRules = try? Landlock.prepare(Landlock.sharedRules) }
         // Foundation's state of a process that every app's SDK makes first: the main thread's
         // run loop (its descriptors and the structures it runs with), the main thread's Thread
@@ -168,8 +171,8 @@ public enum AppProcessRunner {
     }
 
     /// Confines this process but for its files (`Confinement.confineProcess`): returns the
-    /// seccomp filter's user-notification listener, if it has one, for `restrictFiles` to hand
-    /// over.
+    /// seccomp filter's user-notification listener, if it has one, for `reportConfinement` to
+    /// hand over.
     static func confineProcess(_ plan: Confinement.Plan, socket: ControlChannel) -> Int32? {
         do {
             return try Confinement.confineProcess(plan)

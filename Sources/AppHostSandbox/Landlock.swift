@@ -156,7 +156,8 @@ package enum Landlock {
         for line in maps.split(separator: "\n") {
             guard let slash = line.firstIndex(of: "/"), let end = line[slash...].lastIndex(of: "/") else { continue }
             let directory = String(line[slash..<end])
-            if !["/usr", "/lib", "/lib64"].contains(where: { directory == $0 || directory.hasPrefix($0 + "/") }) {
+            // A mapping named with one slash (/memfd:…, /SYSV…) is no file's directory.
+            if !directory.isEmpty, !["/usr", "/lib", "/lib64"].contains(where: { directory == $0 || directory.hasPrefix($0 + "/") }) {
                 directories.insert(directory)
             }
         }

@@ -56,13 +56,12 @@ package enum Namespaces {
         apphost_join_prepared_namespace(isolationReportFD) == 0
     }
 
-    /// Whether this runner has an init's isolation report to wait for: it runs in namespaces.
-    package static var hasIsolationReport: Bool { fcntl(isolationReportFD, F_GETFD) >= 0 }
+
 
     /// In the runner, in the app's namespaces: waits until the init has isolated the file
     /// system (`apphost_isolate_file_system`, or `apphost_isolate_show` in a namespace prepared
     /// before the launch, which it does while the runner confines itself) and made the app's
-    /// Landlock ruleset. Returns the ruleset, for `Confinement.restrictFiles` to enforce (nil
+    /// Landlock ruleset. Returns the ruleset, for `Landlock.enforce` (nil
     /// where the kernel has no Landlock), or what failed.
     package static func awaitIsolatedFileSystem() -> Result<Int32?, IsolationFailure> {
         defer { closeIgnoringErrors(isolationReportFD) }

@@ -34,7 +34,11 @@ static uint64_t handled_rights(int abi) {
 
 int apphost_landlock_create(void) {
     int abi = landlock_abi();
-    if (abi <= 0) return -1;
+    if (abi <= 0) {
+        // Said again at every call: the version's errno is long overwritten.
+        errno = EOPNOTSUPP;
+        return -1;
+    }
     struct apphost_landlock_ruleset_attr attributes = { handled_rights(abi), 0, 0 };
     size_t size = 8;
     if (abi >= 6) {
@@ -47,7 +51,10 @@ int apphost_landlock_create(void) {
 
 int apphost_landlock_add(int ruleset, const char *path, int writable, uint64_t *device, uint64_t *inode) {
     int abi = landlock_abi();
-    if (abi <= 0) return -1;
+    if (abi <= 0) {
+        errno = EOPNOTSUPP;
+        return -1;
+    }
     uint64_t handled = handled_rights(abi);
     int fd = open(path, O_PATH | O_CLOEXEC);
     if (fd < 0) return errno == ENOENT || errno == EACCES ? 1 : -1;

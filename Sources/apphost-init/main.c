@@ -1,7 +1,7 @@
 // apphost-init: the init (pid 1) of an app's PID namespace (README, The sandbox).
 //
-//   apphost-init [--hide DIR] [--writable PATH]... [--readable PATH]...
-//   apphost-init --standby --hide DIR
+//   apphost-init [--hide DIR] [--writable PATH]... [--readable PATH]... [--landlock-read PATH]... [--landlock-write PATH]...
+//   apphost-init --standby --hide DIR [--landlock-read PATH]... [--landlock-write PATH]...
 //
 // The host starts it in the app's new PID and mount namespaces (apphost_spawn), which starts
 // the app process (the runner, pid 2) just before this program, with a socket to the host on
@@ -9,8 +9,9 @@
 // runner's 4 is its diagnostics socket, which this closes). While
 // the runner starts up, this isolates the namespace's file system (apphost_isolate_file_system:
 // DIR hidden but for the PATHs, everything read-only but the writable PATHs, a /proc of the
-// namespace) and tells the runner how that went ('0', or '1' and the failure), which the runner
-// waits for before it restricts its files (Landlock) and loads any app code. Then it keeps nothing of the
+// namespace), makes the app's Landlock ruleset of the --landlock rules (landlock.c) and tells
+// the runner how that went ('0' with the ruleset, or '1' and the failure), which the runner
+// waits for before it restricts its files with it and loads any app code. Then it keeps nothing of the
 // app's open, gives up every capability, reaps whatever is orphaned in the namespace, and when
 // the app process ends writes how it ended on descriptor 5 and exits: the kernel then ends every
 // process left in the namespace. It is a small C program, not a fork of the runner, so that
@@ -21,8 +22,10 @@
 // first ends it, and the app process with it. Before the options come it makes the mount
 // namespace and does there what names no app (DIR hidden, the other hosts' images detached,
 // everything read-only, the /proc) and passes it to the runner ('N' with the namespace), which
-// joins it before its launch, so that a launch waits only for the app's PATHs to be mounted
-// (apphost_isolate_prepare, then apphost_isolate_show).
+// joins it before its launch, and adds its --landlock rules (those every app shares) to a
+// ruleset, so that a launch waits only for the app's PATHs to be mounted and its rules added
+// (apphost_isolate_prepare, then apphost_isolate_show); the host says when the app's containers
+// are made ('C' on descriptor 5), after its options.
 
 #define _GNU_SOURCE
 #include "apphost_namespaces.h"
@@ -83,11 +86,13 @@ static int usage(void) {
     return 2;
 }
 
-/// Takes a --landlock-read or --landlock-write option into `rules`; returns whether it was one.
+/// Takes a --landlock-read or --landlock-write option into `rules`; returns whether it was one
+/// (and fitted). A path that is not absolute names nothing the app reaches: no rule.
 static int parse_landlock(const char *option, const char *value, struct landlock_rules *rules) {
     int writable = strcmp(option, "--landlock-write") == 0;
     if (!writable && strcmp(option, "--landlock-read") != 0) return 0;
-    if (rules->count >= APPHOST_LANDLOCK_MAXIMUM_RULES || value[0] != '/') return 0;
+    if (value[0] != '/') return 1;
+    if (rules->count >= APPHOST_LANDLOCK_MAXIMUM_RULES) return 0;
     rules->rules[rules->count++] = (struct landlock_rule){ value, writable, 0, 0, 0 };
     return 1;
 }
@@ -213,7 +218,6 @@ static int add_landlock_rules(int *fd, struct landlock_rules *rules, enum select
             return -1;
         }
     }
-    if (*fd < 0) return 0;
     for (int index = 0; index < rules->count; index++) {
         if (selection != all_rules && (apphost_path_is_below(rules->rules[index].path, hidden) != 0) != (selection == inside_hidden)) continue;
         if (add_landlock_rule(*fd, &rules->rules[index], failure, size) != 0) return -1;

@@ -112,7 +112,7 @@ extension Supervisor {
         let mountChanges = namespaces != 0 ? storage.mountChanges : nil
         let runner = namespaces != 0 ? [appExecutable, appProcessArgument] : nil
         // No container yet: the runner sets its variables once its configuration names it.
-        let processEnvironment = Containers.runtimeEnvironment + (namespaces != 0 ? [] : ["APPHOST_PARENT_PID=\(getpid())"])
+        let processEnvironment = Containers.runtimeEnvironment + (namespaces != 0 ? ["\(standbyNamespaceVariable)=1"] : ["APPHOST_PARENT_PID=\(getpid())"])
             + ["\(standbyCapabilitiesVariable)=\(configuration.policy.allowedCapabilities.joined(separator: ","))"]
         spawner.async { [weak self] in
             // The template's move into the waiting groups was queued on this thread before: it
