@@ -70,7 +70,9 @@ public enum AppProcessRunner {
             // Its init made the app's ruleset too, while the runner confined itself.
             let ruleset = awaitIsolatedFileSystem(socket: socket)
             // None only where the kernel has no Landlock: the init does not decide for it.
-            if ruleset == nil && Landlock.abiVersion > 0 { fail(socket, "cannot confine the app process: its init made no Landlock ruleset") }
+            if ruleset == nil && Landlock.abiVersion > 0 {
+                fail(socket, "cannot confine the app process: its init made no Landlock ruleset")
+            }
             landlockABI = restrictFiles(socket) { () throws(SystemError) in try Landlock.enforce(ruleset) }
         } else {
             plan.sharedRules = standbyRules

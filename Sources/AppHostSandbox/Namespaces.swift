@@ -56,8 +56,6 @@ package enum Namespaces {
         apphost_join_prepared_namespace(isolationReportFD) == 0
     }
 
-
-
     /// In the runner, in the app's namespaces: waits until the init has isolated the file
     /// system (`apphost_isolate_file_system`, or `apphost_isolate_show` in a namespace prepared
     /// before the launch, which it does while the runner confines itself) and made the app's
@@ -69,7 +67,9 @@ package enum Namespaces {
         var ruleset: Int32 = -1
         switch apphost_await_isolation(isolationReportFD, &failure, failure.count, &ruleset) {
         case 0: return .success(ruleset >= 0 ? ruleset : nil)
-        case 1: return .failure(IsolationFailure(description: String(decoding: failure.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)))
+        case 1:
+            let reason = String(decoding: failure.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+            return .failure(IsolationFailure(description: reason))
         default: return .failure(IsolationFailure(description: "the namespace's init ended without isolating it"))
         }
     }

@@ -276,8 +276,8 @@ extension Supervisor {
             standby.discard()
             return true
         }
-        let started = size() && deliver()
-            && (spawned.initChannel.map { (try? Self.sendInitOptions(initOptions(bundle, sandbox, groupPaths: groups.paths, sharedRules: false), on: $0)) != nil } ?? true)
+        let options = initOptions(bundle, sandbox, groupPaths: groups.paths, sharedRules: false)
+        let started = size() && deliver() && (spawned.initChannel.map { (try? Self.sendInitOptions(options, on: $0)) != nil } ?? true)
         if started && !makeContainers() {
             // Configured, it is confining itself: it ends with its groups.
             spawner.run {}
