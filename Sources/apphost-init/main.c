@@ -63,7 +63,8 @@ struct landlock_rule {
     uint64_t device, inode;
 };
 
-/// Landlock rules, and the ruleset they are added to (-1: none made yet).
+/// Landlock rules, and the ruleset they are added to (-1: none made yet; a standby's shared
+/// rules keep theirs from before the launch, the launch's rules go into that one).
 struct landlock_rules {
     struct landlock_rule rules[APPHOST_LANDLOCK_MAXIMUM_RULES];
     int count, fd;
@@ -225,10 +226,11 @@ static int add_landlock_rules(int *fd, struct landlock_rules *rules, enum select
     return 0;
 }
 
-/// A standby's rules, added before its launch, once the app's file system is whole: a rule names
-/// an inode, so a path that names another since (a file written anew and renamed over, as
-/// useradd does /etc/passwd; a directory mounted over) gets a rule for that one too, and one
-/// missing or out of reach then is tried again.
+/// A standby's rules, added before its launch, checked again at the launch (they name system
+/// paths, which the launch's mounts leave alone): a rule names an inode, so a path that names
+/// another since (a file written anew and renamed over, as useradd does /etc/passwd; a directory
+/// mounted over) gets a rule for that one too, and one missing or out of reach then is tried
+/// again.
 static int renew_landlock_rules(struct landlock_rules *rules, char *failure, size_t size) {
     for (int index = 0; index < rules->count; index++) {
         struct landlock_rule *rule = &rules->rules[index];
