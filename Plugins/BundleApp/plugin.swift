@@ -59,6 +59,13 @@ struct BundleApp: CommandPlugin {
                 throw BundleAppError("building \(app.product.name) produced no dynamic library")
             }
             let bundle = try assemble(plist: app.plist, library: library.url, productName: app.product.name, into: outputDirectory)
+            do {
+                try linkAgainstTheSharedSDK(app.product, built: library.url, bundle: bundle, context: context)
+            } catch {
+                // The plugin SwiftPM linked, with the SDK in it, stays in the bundle: it launches
+                // as well, only slower.
+                Diagnostics.warning("\(app.product.name) carries its own copy of AppHostKit: \(error)")
+            }
             print("bundled \(bundle.path)")
         }
     }
@@ -108,6 +115,116 @@ struct BundleApp: CommandPlugin {
         let written = try PropertyListSerialization.data(fromPropertyList: info, format: .xml, options: 0)
         try written.write(to: bundle.appendingPathComponent("Info.plist"))
         return bundle
+    }
+}
+
+/// The SDK as a library of its own (README.md, "How apps are launched"). SwiftPM links a
+/// library's targets into each product that depends on them, so each plugin it builds carries
+/// AppHostKit and what it depends on (swift-log included); loading one binds about 1,200 symbols,
+/// most of them the SDK's, in every app process. `bundle-app` links the SDK's objects once into
+/// `libAppHostKit-HASH.so` (the hash names the objects' build), and the plugin's own objects
+/// against it: the launch template loads the same library when it starts (it finds it beside its
+/// binary as `libAppHostKit.so`), so a plugin of that build finds it loaded and bound. The
+/// bundle carries a copy, which a plugin loads when it is launched by another build of apphost.
+extension BundleApp {
+    static let sdkTarget = "AppHostKit"
+
+    func linkAgainstTheSharedSDK(_ product: LibraryProduct, built library: URL, bundle: URL, context: PluginContext) throws {
+        guard let target = product.targets.first,
+              let sdk = target.recursiveTargetDependencies.first(where: { $0.name == Self.sdkTarget }) else {
+            throw BundleAppError("it does not depend on \(Self.sdkTarget)")
+        }
+        let sdkTargets = Set([sdk.name] + sdk.recursiveTargetDependencies.map(\.name))
+        let buildDirectory = library.deletingLastPathComponent().resolvingSymlinksInPath()
+        // The objects SwiftPM linked into the plugin (its build directory's record of them),
+        // each under TARGET.build/.
+        let list = buildDirectory.appendingPathComponent("\(product.name).product/Objects.LinkFileList")
+        guard let listed = try? String(contentsOf: list, encoding: .utf8) else {
+            throw BundleAppError("SwiftPM left no list of its objects at \(list.path)")
+        }
+        var sdkObjects: [String] = [], ownObjects: [String] = []
+        for line in listed.split(separator: "\n") {
+            let path = line.trimmingCharacters(in: CharacterSet(charactersIn: "\" \t"))
+            guard path.hasPrefix(buildDirectory.path + "/") else { throw BundleAppError("an object outside \(buildDirectory.path): \(path)") }
+            let directory = path.dropFirst(buildDirectory.path.count + 1).prefix { $0 != "/" }
+            guard directory.hasSuffix(".build") else { throw BundleAppError("an object outside a target's directory: \(path)") }
+            if sdkTargets.contains(String(directory.dropLast(".build".count))) { sdkObjects.append(path) } else { ownObjects.append(path) }
+        }
+        guard !sdkObjects.isEmpty else { throw BundleAppError("none of its objects is the SDK's") }
+
+        let swiftc = try swiftCompiler(context)
+        let name = "libAppHostKit-\(try Self.fingerprint(of: sdkObjects)).so"
+        let sdkDirectory = buildDirectory.appendingPathComponent("AppHostKit.sdk")
+        let shared = sdkDirectory.appendingPathComponent(name)
+        if !FileManager.default.fileExists(atPath: shared.path) {
+            try FileManager.default.createDirectory(at: sdkDirectory, withIntermediateDirectories: true)
+            let partial = sdkDirectory.appendingPathComponent(name + ".partial")
+            try link(swiftc, sdkObjects, module: "AppHostKitSDK", output: partial, arguments: ["-Xlinker", "-soname=\(name)"], scratch: sdkDirectory)
+            try Self.replace(shared, with: partial)
+        }
+        // What the launch templates of this build load (an app process already forked keeps the
+        // one it was forked with).
+        let forTemplate = buildDirectory.appendingPathComponent("libAppHostKit.so.partial")
+        try? FileManager.default.removeItem(at: forTemplate)
+        try FileManager.default.copyItem(at: shared, to: forTemplate)
+        try Self.replace(buildDirectory.appendingPathComponent("libAppHostKit.so"), with: forTemplate)
+
+        let plugin = bundle.appendingPathComponent(library.lastPathComponent)
+        let relinked = bundle.appendingPathComponent(library.lastPathComponent + ".partial")
+        try link(swiftc, ownObjects + [shared.path], module: product.name, output: relinked, arguments: ["-Xlinker", "-rpath=$ORIGIN"], scratch: bundle)
+        try FileManager.default.copyItem(at: shared, to: bundle.appendingPathComponent(name))
+        try Self.replace(plugin, with: relinked)
+    }
+
+    /// swiftc beside the swift that runs this plugin, or on the PATH.
+    private func swiftCompiler(_ context: PluginContext) throws -> URL {
+        if let tool = try? context.tool(named: "swiftc") { return tool.url }
+        for directory in (ProcessInfo.processInfo.environment["PATH"] ?? "").split(separator: ":") {
+            let candidate = URL(fileURLWithPath: String(directory)).appendingPathComponent("swiftc")
+            if FileManager.default.isExecutableFile(atPath: candidate.path) { return candidate }
+        }
+        throw BundleAppError("no swiftc found")
+    }
+
+    /// Links `objects` into the shared library `output`, as SwiftPM links a plugin.
+    private func link(_ swiftc: URL, _ objects: [String], module: String, output: URL, arguments: [String], scratch: URL) throws {
+        let listFile = scratch.appendingPathComponent(output.lastPathComponent + ".objects")
+        try objects.map { "\"\($0)\"" }.joined(separator: "\n").write(to: listFile, atomically: true, encoding: .utf8)
+        defer { try? FileManager.default.removeItem(at: listFile) }
+        let process = Process()
+        process.executableURL = swiftc
+        process.arguments = ["-emit-library", "-o", output.path, "-module-name", module, "@\(listFile.path)",
+                             "-Xlinker", "--gc-sections", "-Xlinker", "--no-undefined", "-g"] + arguments
+        let errors = Pipe()
+        process.standardError = errors
+        try process.run()
+        let said = errors.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        guard process.terminationStatus == 0 else {
+            try? FileManager.default.removeItem(at: output)
+            throw BundleAppError("linking \(output.lastPathComponent) failed: \(String(decoding: said, as: UTF8.self))")
+        }
+    }
+
+    /// Names one build of the SDK's objects (their paths, sizes and times): FNV-1a, 64 bits.
+    private static func fingerprint(of objects: [String]) throws -> String {
+        var hash: UInt64 = 0xcbf2_9ce4_8422_2325
+        for path in objects.sorted() {
+            let attributes = try FileManager.default.attributesOfItem(atPath: path)
+            let size = (attributes[.size] as? NSNumber)?.uint64Value ?? 0
+            let time = (attributes[.modificationDate] as? Date)?.timeIntervalSince1970 ?? 0
+            for byte in "\(path)\0\(size)\0\(time.bitPattern)\n".utf8 {
+                hash = (hash ^ UInt64(byte)) &* 0x0000_0100_0000_01b3
+            }
+        }
+        return String(hash, radix: 16)
+    }
+
+    /// Puts `new` at `destination` in one step (a `rename`).
+    private static func replace(_ destination: URL, with new: URL) throws {
+        guard rename(new.path, destination.path) == 0 else {
+            throw BundleAppError("cannot move \(new.path) to \(destination.path): \(String(cString: strerror(errno)))")
+        }
     }
 }
 

@@ -34,6 +34,8 @@ public func _apphostPluginMain(_ arguments: UnsafeRawPointer) -> Int32 {
     // The app's output goes to the host through a pipe: line-buffer it, so a line printed just
     // before a kill is not lost in a buffer.
     apphost_line_buffer_stdout()
+    // The delegate's look-ups search the plugin's own image (the SDK may be a library of its own).
+    apphost_set_plugin_image(strdup(configuration.pluginPath))
     // Before any app code: UserDefaults.standard is Library/Preferences/BUNDLE-ID.plist.
     takeTheAppsIdentity(bundleIdentifier: configuration.bundleIdentifier, pluginPath: configuration.pluginPath)
     let controlFD = arguments.control_fd

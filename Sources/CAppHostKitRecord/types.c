@@ -116,22 +116,30 @@ struct lookup {
     const void *found;
 };
 
-// Its address is in the image this file is linked into: the plugin, which links the SDK.
+// Its address is in the image this file is linked into: the SDK's, or a test's that links it.
 static const char marker;
 
-// Sets `lookup`'s range to this image's if it holds `marker`.
+// The plugin's path as the runner loaded it, once the SDK's entry has been called.
+static const char *plugin_path;
+
+void apphost_set_plugin_image(const char *path) {
+    plugin_path = path;
+}
+
+// Sets `lookup`'s range to the plugin's image (by its path), or without one to the image that
+// holds `marker`.
 static int find_image(struct dl_phdr_info *info, size_t size, void *context) {
     (void)size;
     struct lookup *lookup = context;
     uintptr_t address = (uintptr_t)&marker, start = UINTPTR_MAX, end = 0;
-    bool holds = false;
+    bool holds = plugin_path && info->dlpi_name && strcmp(info->dlpi_name, plugin_path) == 0;
     for (int index = 0; index < info->dlpi_phnum; index++) {
         const ElfW(Phdr) *segment = &info->dlpi_phdr[index];
         if (segment->p_type != PT_LOAD) continue;
         uintptr_t first = info->dlpi_addr + segment->p_vaddr, after = first + segment->p_memsz;
         if (first < start) start = first;
         if (after > end) end = after;
-        if (address >= first && address < after) holds = true;
+        if (!plugin_path && address >= first && address < after) holds = true;
     }
     if (!holds) return 0;
     lookup->start = start;
