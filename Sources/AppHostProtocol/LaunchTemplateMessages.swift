@@ -8,6 +8,11 @@ import Foundation
 /// The argument that makes apphost's binary run as the launch template (`apphost __template`).
 package let launchTemplateArgument = "__template"
 
+/// The SDK that `swift package bundle-app` links beside the binaries of its build, and that the
+/// template loads when it starts (README.md, "How apps are launched"); its `soname`, which
+/// the plugins linked against it name, is `libAppHostKit-HASH.so`.
+package let launchTemplateSDKFileName = "libAppHostKit.so"
+
 /// The variables CoreFoundation reads once, at start-up, that differ from app to app
 /// (Containers.environment): the template starts with a placeholder for each, which each fork
 /// fills with its app's value (apphost_template_prepare).

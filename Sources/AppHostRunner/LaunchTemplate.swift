@@ -114,10 +114,6 @@ public enum LaunchTemplate {
         AppProcessRunner.main()
     }
 
-    /// The file name of the SDK that `swift package bundle-app` links beside the binaries it
-    /// builds with (README.md, "How apps are launched").
-    public static let sdkFileName = "libAppHostKit.so"
-
     /// Loads the SDK beside the template's binary, if `bundle-app` has linked one there, so that
     /// each fork starts with it loaded and bound: a plugin that `bundle-app` linked against the
     /// same SDK names it by its `soname` (`libAppHostKit-HASH.so`), which the loader finds loaded
@@ -126,7 +122,7 @@ public enum LaunchTemplate {
     /// its own. The SDK is apphost's code, built with the template: no app code runs here.
     static func loadTheSDK() {
         guard let executable = try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe") else { return }
-        let path = URL(fileURLWithPath: executable).deletingLastPathComponent().appendingPathComponent(sdkFileName).path
+        let path = URL(fileURLWithPath: executable).deletingLastPathComponent().appendingPathComponent(launchTemplateSDKFileName).path
         guard access(path, F_OK) == 0 else { return }
         if dlopen(path, RTLD_NOW | RTLD_LOCAL) == nil {
             let line = "apphost: the launch template does not load \(path): \(dlerror().map { String(cString: $0) } ?? "unknown error")\n"

@@ -115,6 +115,77 @@ struct LauncherTests {
         #expect(templateHandle >= 0 && poll(&ended, 1, 5000) == 1)
     }
 
+    /// The SDK that bundle-app links plugins against (README.md, "How apps are launched"), as
+    /// the bundle holds it: `libAppHostKit-HASH.so`.
+    private func bundledSDK(in bundle: URL) throws -> URL {
+        let name = try #require(try FileManager.default.contentsOfDirectory(atPath: bundle.path).first { $0.hasPrefix("libAppHostKit-") })
+        return bundle.appendingPathComponent(name)
+    }
+
+    /// The template loads the build's SDK (`libAppHostKit.so` beside apphost-app) when it starts,
+    /// and a fork finds it there when its plugin names it: it loads no copy of its own. An exec'd
+    /// app process loads the bundle's.
+    @Test func aForkFindsTheSDKTheTemplateLoadedAndExecLoadsTheBundles() throws {
+        let templatesSDK = Paths.binaries.appendingPathComponent("libAppHostKit.so").resolvingSymlinksInPath().path
+        let bundledSDK = try bundledSDK(in: Paths.apps.appendingPathComponent("Probe.app")).resolvingSymlinksInPath().path
+        for launcher in ["template", "exec"] {
+            let scratch = try Scratch()
+            let host = try HostSession([try scratch.bundle("First")], scratch: scratch, arguments: ["--launcher", launcher])
+            let pid = try #require(try host.waitFor("First", "didBecomeActive").pid)
+            let sdks = libraries(of: pid).filter { $0.contains("libAppHostKit") }
+            if launcher == "template" {
+                let template = try #require(templates(of: host).first)
+                #expect(libraries(of: template).filter { $0.contains("libAppHostKit") } == [templatesSDK])
+                #expect(sdks == [templatesSDK])
+            } else {
+                #expect(sdks == [bundledSDK])
+            }
+            host.closeInput()
+            #expect(try host.waitForExit() == 0)
+        }
+    }
+
+    /// A plugin linked against another build of the SDK (here its name's hash changed in the
+    /// plugin and in the bundle's SDK, as a rebuild changes it) does not bind to the template's:
+    /// the fork loads the bundle's beside it, and the app runs.
+    @Test func aPluginOfAnotherSDKBuildLoadsItsOwnBesideTheTemplates() throws {
+        let scratch = try Scratch()
+        let source = Paths.apps.appendingPathComponent("Probe.app")
+        let sdk = try bundledSDK(in: source)
+        let name = sdk.lastPathComponent
+        let other = "libAppHostKit-" + String(repeating: "0", count: name.count - "libAppHostKit-.so".count) + ".so"
+        let bundle = try scratch.bundle("Other")
+        for (file, renamed) in [("libProbeFixture.so", "libProbeFixture.so"), (name, other)] {
+            let data = try Data(contentsOf: source.appendingPathComponent(file))
+            let patched = data.replacing(Data(name.utf8), with: Data(other.utf8))
+            #expect(patched != data, "\(file) names \(name)")
+            try FileManager.default.removeItem(at: bundle.appendingPathComponent(file))
+            try patched.write(to: bundle.appendingPathComponent(renamed))
+        }
+        _ = chmod(bundle.appendingPathComponent("libProbeFixture.so").path, 0o755)
+        _ = chmod(bundle.appendingPathComponent(other).path, 0o755)
+        let host = try HostSession([bundle], scratch: scratch)
+        #expect(try launcher(of: host) == "template")
+        let pid = try #require(try host.waitFor("Other", "didBecomeActive").pid)
+        let sdks = Set(libraries(of: pid).filter { $0.contains("libAppHostKit") }.map { URL(fileURLWithPath: $0).lastPathComponent })
+        #expect(sdks == ["libAppHostKit.so", other])
+        host.closeInput()
+        #expect(try host.waitForExit() == 0)
+    }
+
+    /// A plugin that SwiftPM linked with the SDK in it (not bundled by bundle-app) binds to its
+    /// own copy, not to the template's, and runs.
+    @Test func aPluginThatCarriesTheSDKRunsFromTheTemplate() throws {
+        let scratch = try Scratch()
+        let bundle = try scratch.bundle("Carrier", library: "libProbeFixture.so", delegate: "ProbeFixture.AppDelegate")
+        let host = try HostSession([bundle], scratch: scratch)
+        #expect(try launcher(of: host) == "template")
+        let pid = try #require(try host.waitFor("Carrier", "didBecomeActive").pid)
+        #expect(!libraries(of: pid).contains { $0.contains("libAppHostKit-") })
+        host.closeInput()
+        #expect(try host.waitForExit() == 0)
+    }
+
     /// The host's standby (README.md, "How apps are launched"): in namespaces, the init of the next
     /// launch's app process, waiting as `apphost-init --standby`; without, that app process itself,
     /// a child of the host named `apphost-standby`.

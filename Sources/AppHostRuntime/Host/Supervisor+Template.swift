@@ -3,6 +3,7 @@ import Glibc
 #endif
 import Foundation
 import Dispatch
+import AppHostProtocol
 import AppHostSystem
 import CAppHostShims
 
@@ -148,6 +149,8 @@ extension Supervisor {
             return apphost_clone3_available() != 0 ? "exec (the launch template is not running)" : "exec (this kernel has no clone3)"
         }
         let binary = configuration.appExecutable == configuration.executable ? "; app processes run apphost itself: apphost-app is not beside it" : ""
-        return "template (pid \(running.pid); each launch's app process made ahead)\(binary)"
+        let sdk = URL(fileURLWithPath: configuration.appExecutable).deletingLastPathComponent().appendingPathComponent(launchTemplateSDKFileName)
+        let loaded = FileManager.default.fileExists(atPath: sdk.path) ? "; AppHostKit loaded ahead" : ""
+        return "template (pid \(running.pid)\(loaded); each launch's app process made ahead)\(binary)"
     }
 }
