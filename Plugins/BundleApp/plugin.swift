@@ -169,9 +169,19 @@ extension BundleApp {
         try FileManager.default.copyItem(at: shared, to: forTemplate)
         try Self.replace(buildDirectory.appendingPathComponent("libAppHostKit.so"), with: forTemplate)
 
+        // The libraries the plugin's own targets link (the SDK's link nothing but Swift's).
+        var libraries: [String] = []
+        for own in [target] + target.recursiveTargetDependencies where !sdkTargets.contains(own.name) {
+            if let module = own as? SourceModuleTarget { libraries += module.linkedLibraries.map { "-l\($0)" } }
+            if let system = own as? SystemLibraryTarget {
+                libraries += system.linkerFlags.flatMap { $0.hasPrefix("-l") || $0.hasPrefix("-L") ? [$0] : ["-Xlinker", $0] }
+            }
+        }
         let plugin = bundle.appendingPathComponent(library.lastPathComponent)
         let relinked = bundle.appendingPathComponent(library.lastPathComponent + ".partial")
-        try link(swiftc, ownObjects + [shared.path], module: product.name, output: relinked, arguments: ["-Xlinker", "-rpath=$ORIGIN"], scratch: bundle)
+        try link(
+            swiftc, ownObjects + [shared.path], module: product.name, output: relinked,
+            arguments: ["-Xlinker", "-rpath=$ORIGIN"] + libraries, scratch: bundle)
         try FileManager.default.copyItem(at: shared, to: bundle.appendingPathComponent(name))
         try Self.replace(plugin, with: relinked)
     }

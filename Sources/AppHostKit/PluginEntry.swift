@@ -54,6 +54,25 @@ public func _apphostPluginMain(_ arguments: UnsafeRawPointer) -> Int32 {
     }
 }
 
+/// Called once by the launch template, single-threaded, when it has loaded the SDK as a library
+/// of its own (README.md, "How apps are launched"): what every app process's SDK does first that
+/// no app decides, done so that each fork finds it done — the decoding of a configuration with
+/// every part, the host messages' and the SDK's replies' coding, the launch options' types. It
+/// starts no thread, opens nothing, and makes nothing of an app's (no `Application`).
+@_cdecl("apphost_sdk_warm_up")
+public func _apphostSDKWarmUp() {
+    let configuration = WireConfiguration.everyPart
+    _ = try? WireConfiguration(compact: configuration.compactBytes[...])
+    for message in [HostMessage.configure(configuration), .withdraw(id: 1)] {
+        _ = try? WireCoding.decode(HostMessage.self, from: WireCoding.encode(message))
+    }
+    for message in [AppMessage.ready(protocolVersion: wireProtocolVersion), .ack(id: 1, returned: true, snapshot: nil), .ackThenNext(id: 1)] {
+        _ = WireCoding.encode(message)
+    }
+    let options: [Application.LaunchOptionsKey: Any] = [.launchReason: Application.LaunchReason(rawValue: "user"), .remoteNotification: [AnyHashable: Any]()]
+    _ = options.count
+}
+
 /// The type Info.plist names (`Module.Class`): looked up among the plugin's own classes first,
 /// where an app's delegates are (apphost_types.h), else by `_typeByName`, which scans the types
 /// of every loaded image (0.1 ms more of each launch, measured).

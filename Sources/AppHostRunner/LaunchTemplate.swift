@@ -124,9 +124,14 @@ public enum LaunchTemplate {
         guard let executable = try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe") else { return }
         let path = URL(fileURLWithPath: executable).deletingLastPathComponent().appendingPathComponent(launchTemplateSDKFileName).path
         guard access(path, F_OK) == 0 else { return }
-        if dlopen(path, RTLD_NOW | RTLD_LOCAL) == nil {
+        guard let handle = dlopen(path, RTLD_NOW | RTLD_LOCAL) else {
             let line = "apphost: the launch template does not load \(path): \(dlerror().map { String(cString: $0) } ?? "unknown error")\n"
             _ = line.withCString { write(2, $0, strlen($0)) }
+            return
+        }
+        // What each app process's SDK would otherwise do first (PluginEntry.swift).
+        if let warmUp = dlsym(handle, "apphost_sdk_warm_up") {
+            unsafeBitCast(warmUp, to: (@convention(c) () -> Void).self)()
         }
     }
 
