@@ -80,12 +80,22 @@ private final class Elapsed: @unchecked Sendable {
     var nanoseconds: UInt64 = 0
 }
 
+/// A bundle's file in another bundle: a hard link where one can be made, else a symbolic link.
+/// (Where a link points out of the bundle, an app launched by exec may not read what it points
+/// to; one forked from the template finds the SDK loaded and opens nothing.)
+func linkBundleFile(_ file: String, from source: URL, to bundle: URL) {
+    let original = source.appendingPathComponent(file), link = bundle.appendingPathComponent(file)
+    if (try? FileManager.default.linkItem(at: original, to: link)) == nil {
+        try! FileManager.default.createSymbolicLink(at: link, withDestinationURL: original)
+    }
+}
+
 /// A copy of the Probe bundle under `name`, with `behavior` as its ProbeBehavior.
 func probeBundle(_ name: String, behavior: [String: Any], from probe: URL, in scratch: URL) -> AppBundle {
     let url = scratch.appendingPathComponent("\(name).app")
     try! FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
     for file in try! FileManager.default.contentsOfDirectory(atPath: probe.path) where file != "Info.plist" {
-        try! FileManager.default.createSymbolicLink(at: url.appendingPathComponent(file), withDestinationURL: probe.appendingPathComponent(file))
+        linkBundleFile(file, from: probe, to: url)
     }
     let data = try! Data(contentsOf: probe.appendingPathComponent("Info.plist"))
     var info = try! PropertyListSerialization.propertyList(from: data, format: nil) as! [String: Any]

@@ -112,15 +112,15 @@ func benchmarkScale(executable: String, bundle: URL, apps count: Int, idleSecond
     defer { try? FileManager.default.removeItem(at: scratch) }
     let bundles = scratch.appendingPathComponent("bundles")
     try! FileManager.default.createDirectory(at: bundles, withIntermediateDirectories: true)
-    let plugin = try! FileManager.default.contentsOfDirectory(atPath: bundle.path).first { $0.hasSuffix(".so") }!
+    // The plugin and the SDK it was linked against: every file but Info.plist.
+    let files = try! FileManager.default.contentsOfDirectory(atPath: bundle.path).filter { $0 != "Info.plist" }
     var info = try! PropertyListSerialization.propertyList(
         from: Data(contentsOf: bundle.appendingPathComponent("Info.plist")), format: nil) as! [String: Any]
     let names = (0..<count).map { String(format: "Hello%05d", $0) }
     for name in names {
         let url = bundles.appendingPathComponent("\(name).app")
         try! FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
-        try! FileManager.default.createSymbolicLink(
-            at: url.appendingPathComponent(plugin), withDestinationURL: bundle.appendingPathComponent(plugin))
+        for file in files { linkBundleFile(file, from: bundle, to: url) }
         info["CFBundleName"] = name
         info["CFBundleIdentifier"] = "benchmark.scale.\(name.lowercased())"
         try! PropertyListSerialization.data(fromPropertyList: info, format: .xml, options: 0)

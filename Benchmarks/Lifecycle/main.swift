@@ -263,7 +263,7 @@ func benchmarkSharedResourceCheck(executable: String, probe: URL, runs: Int) -> 
         let url = scratch.appendingPathComponent("\(name).app")
         try! FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
         for file in try! FileManager.default.contentsOfDirectory(atPath: probe.path) where file != "Info.plist" {
-            try! FileManager.default.createSymbolicLink(at: url.appendingPathComponent(file), withDestinationURL: probe.appendingPathComponent(file))
+            linkBundleFile(file, from: probe, to: url)
         }
         var info = try! PropertyListSerialization.propertyList(from: Data(contentsOf: probe.appendingPathComponent("Info.plist")), format: nil) as! [String: Any]
         info["CFBundleName"] = name

@@ -134,7 +134,8 @@ extension BundleApp {
               let sdk = target.recursiveTargetDependencies.first(where: { $0.name == Self.sdkTarget }) else {
             throw BundleAppError("it does not depend on \(Self.sdkTarget)")
         }
-        let sdkTargets = Set([sdk.name] + sdk.recursiveTargetDependencies.map(\.name))
+        let sdkClosure = [sdk] + sdk.recursiveTargetDependencies
+        let sdkTargets = Set(sdkClosure.map(\.name))
         let buildDirectory = library.deletingLastPathComponent().resolvingSymlinksInPath()
         // The objects SwiftPM linked into the plugin (its build directory's record of them),
         // each under TARGET.build/.
@@ -143,8 +144,8 @@ extension BundleApp {
             throw BundleAppError("SwiftPM left no list of its objects at \(list.path)")
         }
         var sdkObjects: [String] = [], ownObjects: [String] = []
-        for line in listed.split(separator: "\n") {
-            let path = line.trimmingCharacters(in: CharacterSet(charactersIn: "\" \t"))
+        for line in listed.split(separator: "\n") where !line.isEmpty {
+            let path = URL(fileURLWithPath: Self.unquoted(line)).resolvingSymlinksInPath().path
             guard path.hasPrefix(buildDirectory.path + "/") else { throw BundleAppError("an object outside \(buildDirectory.path): \(path)") }
             let directory = path.dropFirst(buildDirectory.path.count + 1).prefix { $0 != "/" }
             guard directory.hasSuffix(".build") else { throw BundleAppError("an object outside a target's directory: \(path)") }
@@ -153,37 +154,65 @@ extension BundleApp {
         guard !sdkObjects.isEmpty else { throw BundleAppError("none of its objects is the SDK's") }
 
         let swiftc = try swiftCompiler(context)
-        let name = "libAppHostKit-\(try Self.fingerprint(of: sdkObjects)).so"
+        let name = "libAppHostKit-\(try Self.fingerprint(of: sdkObjects, linkedBy: swiftc)).so"
         let sdkDirectory = buildDirectory.appendingPathComponent("AppHostKit.sdk")
         let shared = sdkDirectory.appendingPathComponent(name)
         if !FileManager.default.fileExists(atPath: shared.path) {
             try FileManager.default.createDirectory(at: sdkDirectory, withIntermediateDirectories: true)
-            let partial = sdkDirectory.appendingPathComponent(name + ".partial")
-            try link(swiftc, sdkObjects, module: "AppHostKitSDK", output: partial, arguments: ["-Xlinker", "-soname=\(name)"], scratch: sdkDirectory)
-            try Self.replace(shared, with: partial)
+            // Its own calls bind within it (-Bsymbolic-functions), whichever way it was loaded.
+            try link(
+                swiftc, sdkObjects, output: shared,
+                arguments: ["-Xlinker", "-soname=\(name)", "-Xlinker", "-Bsymbolic-functions"] + Self.linkerArguments(of: sdkClosure))
+            // Older builds' SDKs: each bundle linked against one carries its own copy.
+            for old in (try? FileManager.default.contentsOfDirectory(atPath: sdkDirectory.path)) ?? [] where old != name {
+                try? FileManager.default.removeItem(at: sdkDirectory.appendingPathComponent(old))
+            }
         }
         // What the launch templates of this build load (an app process already forked keeps the
         // one it was forked with).
-        let forTemplate = buildDirectory.appendingPathComponent("libAppHostKit.so.partial")
-        try? FileManager.default.removeItem(at: forTemplate)
-        try FileManager.default.copyItem(at: shared, to: forTemplate)
-        try Self.replace(buildDirectory.appendingPathComponent("libAppHostKit.so"), with: forTemplate)
+        try Self.place(copyOf: shared, at: buildDirectory.appendingPathComponent("libAppHostKit.so"))
 
-        // The libraries the plugin's own targets link (the SDK's link nothing but Swift's).
-        var libraries: [String] = []
-        for own in [target] + target.recursiveTargetDependencies where !sdkTargets.contains(own.name) {
-            if let module = own as? SourceModuleTarget { libraries += module.linkedLibraries.map { "-l\($0)" } }
-            if let system = own as? SystemLibraryTarget {
-                libraries += system.linkerFlags.flatMap { $0.hasPrefix("-l") || $0.hasPrefix("-L") ? [$0] : ["-Xlinker", $0] }
+        let own = ([target] + target.recursiveTargetDependencies).filter { !sdkTargets.contains($0.name) }
+        let plugin = bundle.appendingPathComponent(library.lastPathComponent)
+        let relinked = bundle.appendingPathComponent(".\(library.lastPathComponent).\(getpid())")
+        defer { try? FileManager.default.removeItem(at: relinked) }
+        try link(swiftc, ownObjects + [shared.path], output: relinked, arguments: ["-Xlinker", "-rpath=$ORIGIN"] + Self.linkerArguments(of: own))
+        try Self.place(copyOf: shared, at: bundle.appendingPathComponent(name))
+        try Self.replace(plugin, with: relinked)
+    }
+
+    /// A path as SwiftPM's list of objects writes it (quoted when it holds a space).
+    private static func unquoted(_ line: Substring) -> String {
+        let trimmed = line.trimmingCharacters(in: .whitespaces)
+        guard let quote = trimmed.first, quote == "'" || quote == "\"", trimmed.count >= 2, trimmed.last == quote else { return trimmed }
+        var path = "", escaped = false
+        for character in trimmed.dropFirst().dropLast() {
+            if !escaped && character == "\\" { escaped = true; continue }
+            path.append(character)
+            escaped = false
+        }
+        return path
+    }
+
+    /// The libraries `targets` link, as swiftc takes them: their `linkerSettings`' libraries and
+    /// the flags pkg-config gives a system library. A flag swiftc has no spelling for is left out:
+    /// a link that needs it fails, and the plugin is bundled as SwiftPM linked it.
+    private static func linkerArguments(of targets: [any Target]) -> [String] {
+        var arguments: [String] = []
+        for target in targets {
+            if let module = target as? any SourceModuleTarget { arguments += module.linkedLibraries.map { "-l\($0)" } }
+            guard let system = target as? SystemLibraryTarget else { continue }
+            for flag in system.linkerFlags {
+                if flag.hasPrefix("-l") || flag.hasPrefix("-L") {
+                    arguments.append(flag)
+                } else if flag.hasPrefix("-Wl,") {
+                    arguments += flag.dropFirst(4).split(separator: ",").flatMap { ["-Xlinker", String($0)] }
+                } else if flag == "-pthread" {
+                    arguments.append("-lpthread")
+                }
             }
         }
-        let plugin = bundle.appendingPathComponent(library.lastPathComponent)
-        let relinked = bundle.appendingPathComponent(library.lastPathComponent + ".partial")
-        try link(
-            swiftc, ownObjects + [shared.path], module: product.name, output: relinked,
-            arguments: ["-Xlinker", "-rpath=$ORIGIN"] + libraries, scratch: bundle)
-        try FileManager.default.copyItem(at: shared, to: bundle.appendingPathComponent(name))
-        try Self.replace(plugin, with: relinked)
+        return arguments
     }
 
     /// swiftc beside the swift that runs this plugin, or on the PATH.
@@ -196,14 +225,22 @@ extension BundleApp {
         throw BundleAppError("no swiftc found")
     }
 
-    /// Links `objects` into the shared library `output`, as SwiftPM links a plugin.
-    private func link(_ swiftc: URL, _ objects: [String], module: String, output: URL, arguments: [String], scratch: URL) throws {
-        let listFile = scratch.appendingPathComponent(output.lastPathComponent + ".objects")
+    /// Links `objects` into the shared library `output` as SwiftPM links a plugin, through a file
+    /// of this process's own beside it.
+    private func link(_ swiftc: URL, _ objects: [String], output: URL, arguments: [String]) throws {
+        let directory = output.deletingLastPathComponent()
+        let partial = directory.appendingPathComponent(".\(output.lastPathComponent).\(getpid()).partial")
+        let listFile = directory.appendingPathComponent(".\(output.lastPathComponent).\(getpid()).objects")
+        defer {
+            try? FileManager.default.removeItem(at: listFile)
+            try? FileManager.default.removeItem(at: partial)
+        }
         try objects.map { "\"\($0)\"" }.joined(separator: "\n").write(to: listFile, atomically: true, encoding: .utf8)
-        defer { try? FileManager.default.removeItem(at: listFile) }
+        // The module's name is not the product's (which need not be an identifier): only
+        // objects are linked.
         let process = Process()
         process.executableURL = swiftc
-        process.arguments = ["-emit-library", "-o", output.path, "-module-name", module, "@\(listFile.path)",
+        process.arguments = ["-emit-library", "-o", partial.path, "-module-name", "AppHostLinked", "@\(listFile.path)",
                              "-Xlinker", "--gc-sections", "-Xlinker", "--no-undefined", "-g"] + arguments
         let errors = Pipe()
         process.standardError = errors
@@ -211,23 +248,41 @@ extension BundleApp {
         let said = errors.fileHandleForReading.readDataToEndOfFile()
         process.waitUntilExit()
         guard process.terminationStatus == 0 else {
-            try? FileManager.default.removeItem(at: output)
             throw BundleAppError("linking \(output.lastPathComponent) failed: \(String(decoding: said, as: UTF8.self))")
         }
+        try Self.replace(output, with: partial)
     }
 
-    /// Names one build of the SDK's objects (their paths, sizes and times): FNV-1a, 64 bits.
-    private static func fingerprint(of objects: [String]) throws -> String {
+    /// Names one build of the SDK: its objects' contents (sha256sum's) and the linker's swiftc.
+    /// FNV-1a, 64 bits, over those.
+    private static func fingerprint(of objects: [String], linkedBy swiftc: URL) throws -> String {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        process.arguments = ["sha256sum", "--"] + objects.sorted()
+        let output = Pipe()
+        process.standardOutput = output
+        try process.run()
+        let sums = output.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        guard process.terminationStatus == 0 else { throw BundleAppError("sha256sum of the SDK's objects failed") }
+        let compiler = swiftc.resolvingSymlinksInPath()
+        let attributes = try FileManager.default.attributesOfItem(atPath: compiler.path)
+        let toolchain = "\(compiler.path) \(attributes[.size] ?? 0) \(attributes[.modificationDate] ?? 0)"
         var hash: UInt64 = 0xcbf2_9ce4_8422_2325
-        for path in objects.sorted() {
-            let attributes = try FileManager.default.attributesOfItem(atPath: path)
-            let size = (attributes[.size] as? NSNumber)?.uint64Value ?? 0
-            let time = (attributes[.modificationDate] as? Date)?.timeIntervalSince1970 ?? 0
-            for byte in "\(path)\0\(size)\0\(time.bitPattern)\n".utf8 {
-                hash = (hash ^ UInt64(byte)) &* 0x0000_0100_0000_01b3
-            }
+        for byte in sums + Data(toolchain.utf8) {
+            hash = (hash ^ UInt64(byte)) &* 0x0000_0100_0000_01b3
         }
         return String(hash, radix: 16)
+    }
+
+    /// Copies `source` to `destination` through a file of this process's own, put in place in
+    /// one step.
+    private static func place(copyOf source: URL, at destination: URL) throws {
+        let partial = destination.deletingLastPathComponent().appendingPathComponent(".\(destination.lastPathComponent).\(getpid()).partial")
+        defer { try? FileManager.default.removeItem(at: partial) }
+        try? FileManager.default.removeItem(at: partial)
+        try FileManager.default.copyItem(at: source, to: partial)
+        try replace(destination, with: partial)
     }
 
     /// Puts `new` at `destination` in one step (a `rename`).

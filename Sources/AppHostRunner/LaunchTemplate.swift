@@ -121,9 +121,19 @@ public enum LaunchTemplate {
     /// another SDK loads the copy in its bundle, and one that carries the SDK in itself binds to
     /// its own. The SDK is apphost's code, built with the template: no app code runs here.
     static func loadTheSDK() {
+        // (After a rebuild the link reads "… (deleted)": the directory is still the binary's.)
         guard let executable = try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe") else { return }
         let path = URL(fileURLWithPath: executable).deletingLastPathComponent().appendingPathComponent(launchTemplateSDKFileName).path
-        guard access(path, F_OK) == 0 else { return }
+        var binary = stat(), sdk = stat()
+        guard stat(path, &sdk) == 0 else { return }
+        // The template runs unconfined: only a library as trusted as its own binary (its owner's,
+        // a regular file no one else may write).
+        guard stat("/proc/self/exe", &binary) == 0, sdk.st_mode & S_IFMT == S_IFREG, sdk.st_uid == binary.st_uid,
+              sdk.st_mode & (S_IWGRP | S_IWOTH) == 0 else {
+            let line = "apphost: the launch template does not load \(path): it is not a regular file of the binary's owner that only its owner may write\n"
+            _ = line.withCString { write(2, $0, strlen($0)) }
+            return
+        }
         guard let handle = dlopen(path, RTLD_NOW | RTLD_LOCAL) else {
             let line = "apphost: the launch template does not load \(path): \(dlerror().map { String(cString: $0) } ?? "unknown error")\n"
             _ = line.withCString { write(2, $0, strlen($0)) }

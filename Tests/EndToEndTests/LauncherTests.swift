@@ -127,10 +127,11 @@ struct LauncherTests {
     /// app process loads the bundle's.
     @Test func aForkFindsTheSDKTheTemplateLoadedAndExecLoadsTheBundles() throws {
         let templatesSDK = Paths.binaries.appendingPathComponent("libAppHostKit.so").resolvingSymlinksInPath().path
-        let bundledSDK = try bundledSDK(in: Paths.apps.appendingPathComponent("Probe.app")).resolvingSymlinksInPath().path
         for launcher in ["template", "exec"] {
             let scratch = try Scratch()
-            let host = try HostSession([try scratch.bundle("First")], scratch: scratch, arguments: ["--launcher", launcher])
+            let bundle = try scratch.bundle("First")
+            let bundledSDK = try bundledSDK(in: bundle).path
+            let host = try HostSession([bundle], scratch: scratch, arguments: ["--launcher", launcher])
             let pid = try #require(try host.waitFor("First", "didBecomeActive").pid)
             let sdks = libraries(of: pid).filter { $0.contains("libAppHostKit") }
             if launcher == "template" {
@@ -173,8 +174,28 @@ struct LauncherTests {
         #expect(try host.waitForExit() == 0)
     }
 
-    /// A plugin that SwiftPM linked with the SDK in it (not bundled by bundle-app) binds to its
-    /// own copy, not to the template's, and runs.
+    /// The SDK must be the bundle's own file: an app may read its bundle, not what a link in
+    /// it points to. Launched by exec, a plugin whose SDK is a link out of its bundle cannot load
+    /// it, and the launch fails saying so.
+    @Test func anSDKLinkedFromOutsideTheBundleIsNotReadByExec() throws {
+        let scratch = try Scratch()
+        let bundle = try scratch.bundle("Linked")
+        let sdk = try bundledSDK(in: bundle)
+        let outside = scratch.url.appendingPathComponent(sdk.lastPathComponent)
+        try FileManager.default.moveItem(at: sdk, to: outside)
+        try FileManager.default.createSymbolicLink(at: sdk, withDestinationURL: outside)
+        let host = try HostSession([bundle], scratch: scratch, arguments: ["--launcher", "exec"])
+        let ended = try host.waitFor("the failed launch") { $0.event == "terminated" }
+        #expect(ended.fields["kind"] as? String == "launch-failed")
+        #expect((ended.fields["reason"] as? String)?.contains("cannot be loaded: \(sdk.lastPathComponent): cannot open shared object file") == true,
+                "\(ended.fields["reason"] ?? "")")
+        host.closeInput()
+        _ = try host.waitForExit()
+    }
+
+    /// A plugin that SwiftPM linked with the SDK in it (not bundled by bundle-app) runs from a
+    /// template that has loaded the SDK: the template's copy is in no plugin's scope but those
+    /// that name it.
     @Test func aPluginThatCarriesTheSDKRunsFromTheTemplate() throws {
         let scratch = try Scratch()
         let bundle = try scratch.bundle("Carrier", library: "libProbeFixture.so", delegate: "ProbeFixture.AppDelegate")

@@ -208,6 +208,22 @@ struct TransferTests {
         #expect(sessionLines(scratch, "Resumer").last == "didComplete task=1 error=nil status=206 sent=0")
     }
 
+    /// A transfer that finishes while its app is still in `didFinishLaunching` reaches the app
+    /// once it runs, in the foreground: not by a wake-up for `handleEventsForBackgroundURLSession`,
+    /// which waits for the background.
+    @Test func aTransferThatFinishesWhileTheAppLaunchesReachesItInTheForeground() async throws {
+        let server = try await TransferServer()
+        let scratch = try Scratch()
+        let host = try HostSession(
+            [try app(scratch, "Early", [["url": server.url("/missing")]], behavior: ["blockAfterTransfersSeconds": 1.0])], scratch: scratch)
+        let delivered = try host.waitFor("the delivery", timeout: 20) { $0.name == "Early" && $0.event == "transfer" && $0.detail?.hasSuffix("delivered") == true }
+        #expect(delivered.state == "active")
+        #expect(transferEvents(host, "Early").contains { $0.contains("failed: the server answered HTTP 404") })
+        #expect(!transferEvents(host, "Early").contains { $0.contains("its transfers finished") })
+        #expect(sessionLines(scratch, "Early").filter { $0.hasPrefix("didComplete") } == ["didComplete task=1 error=-1011 status=404 sent=0"])
+        #expect(!sessionLines(scratch, "Early").contains { $0.hasPrefix("handleEvents") })
+    }
+
     @Test func aNotFoundAndARefusedConnectionReachTheDelegateAsErrors() async throws {
         let server = try await TransferServer()
         let scratch = try Scratch()

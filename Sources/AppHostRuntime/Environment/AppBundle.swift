@@ -12,10 +12,6 @@ public struct AppBundle: Sendable, Equatable {
     public var name: String
     /// The plugin, from `CFBundleExecutable`.
     public var pluginURL: URL
-    /// The bundle's other shared objects (`*.so`), which the plugin may load from beside it: the
-    /// SDK that `bundle-app` links it against (README.md, "How apps are launched"). The app may
-    /// read them wherever a link in the bundle points.
-    public var libraryURLs: [URL]
     /// `ApplicationDelegateClassName`, e.g. Notes.AppDelegate.
     public var delegateClassName: String
     /// `AppHostCapabilities`: capabilities the app asks to keep, e.g. CAP_NET_BIND_SERVICE.
@@ -112,9 +108,6 @@ public struct AppBundle: Sendable, Equatable {
         guard identifier.allSatisfy({ $0.isLetter || $0.isNumber || $0 == "." || $0 == "-" }) else {
             throw BundleError("\(label)/Info.plist: CFBundleIdentifier \(identifier) may hold only letters, digits, '.' and '-'")
         }
-        libraryURLs = ((try? FileManager.default.contentsOfDirectory(atPath: url.path)) ?? [])
-            .filter { $0 != executable && ($0.hasSuffix(".so") || $0.contains(".so.")) }.sorted()
-            .map { url.appendingPathComponent($0) }
         self.url = url
     }
 

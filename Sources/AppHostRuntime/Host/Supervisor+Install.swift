@@ -10,8 +10,7 @@ extension Supervisor {
                     "\(bundle.url.lastPathComponent) asks for \(name), which this host's policy does not allow; "
                         + "allow it with --allow-capability \(name) or the policy's allowedCapabilities", code: .invalidBundle)
             }
-            if users != nil, let reason = ([bundle.pluginURL] + bundle.libraryURLs).lazy
-                .compactMap({ AppUsers.unreachableReason($0.resolvingSymlinksInPath().path) }).first {
+            if users != nil, let reason = AppUsers.unreachableReason(bundle.pluginURL.resolvingSymlinksInPath().path) {
                 throw SupervisorError(
                     "\(bundle.url.lastPathComponent) cannot be loaded by its app user: \(reason); "
                         + "move the bundle where every user can read it", code: .invalidBundle)

@@ -213,7 +213,7 @@ extension Supervisor {
     /// it passes to the app process (the system's too, unless a standby's init added them before).
     private func initOptions(_ bundle: AppBundle, _ sandbox: WireSandbox, groupPaths: [String], sharedRules: Bool) -> [String] {
         let rules = Landlock.appRules(
-            processes: "/proc", readable: Self.libraryDirectories + groupPaths + bundle.libraryURLs.map(\.path), bundle: bundle.url.path, plugin: bundle.pluginURL.path,
+            processes: "/proc", readable: Self.libraryDirectories + groupPaths, bundle: bundle.url.path, plugin: bundle.pluginURL.path,
             writable: sandbox.writablePaths)
         return ["--hide", configuration.stateDirectory.path] + sandbox.writablePaths.flatMap { ["--writable", $0] } + ["--readable", bundle.url.path]
             + Landlock.initOptions((sharedRules ? Landlock.sharedRules : []) + rules)
@@ -349,7 +349,7 @@ extension Supervisor {
         if ownPID == Namespaces.appPID { filters[key] = program }
         sandbox.filter = Data(program.instructions)
         sandbox.filterNotifies = program.notifies
-        sandbox.readablePaths = Self.libraryDirectories + groupPaths + bundle.libraryURLs.map(\.path)
+        sandbox.readablePaths = Self.libraryDirectories + groupPaths
         var message = WireConfiguration(
             bundleIdentifier: bundle.identifier, bundleName: bundle.name, bundlePath: bundle.url.path,
             pluginPath: bundle.pluginURL.path, delegateClassName: bundle.delegateClassName,

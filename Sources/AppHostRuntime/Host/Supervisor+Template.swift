@@ -150,7 +150,7 @@ extension Supervisor {
         }
         let binary = configuration.appExecutable == configuration.executable ? "; app processes run apphost itself: apphost-app is not beside it" : ""
         let sdk = URL(fileURLWithPath: configuration.appExecutable).deletingLastPathComponent().appendingPathComponent(launchTemplateSDKFileName)
-        let loaded = FileManager.default.fileExists(atPath: sdk.path) ? "; AppHostKit loaded ahead" : ""
+        let loaded = FileManager.default.fileExists(atPath: sdk.path) ? "; \(launchTemplateSDKFileName) beside it" : ""
         return "template (pid \(running.pid)\(loaded); each launch's app process made ahead)\(binary)"
     }
 }

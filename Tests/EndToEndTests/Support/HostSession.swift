@@ -89,8 +89,14 @@ final class Scratch {
         for file in try FileManager.default.contentsOfDirectory(atPath: source.path) where file != "Info.plist" {
             // A bundle made again (new behaviour, same app) replaces the old one.
             try? FileManager.default.removeItem(at: bundle.appendingPathComponent(file))
-            try FileManager.default.createSymbolicLink(
-                at: bundle.appendingPathComponent(file), withDestinationURL: source.appendingPathComponent(file))
+            let original = source.appendingPathComponent(file), copy = bundle.appendingPathComponent(file)
+            // The plugin may be a link (the app may read the file it names); the SDK beside it
+            // must be the bundle's own, a hard link or a copy (README.md, "How apps are launched").
+            if file.hasPrefix("libAppHostKit-") {
+                if (try? FileManager.default.linkItem(at: original, to: copy)) == nil { try FileManager.default.copyItem(at: original, to: copy) }
+            } else {
+                try FileManager.default.createSymbolicLink(at: copy, withDestinationURL: original)
+            }
         }
         let data = try Data(contentsOf: source.appendingPathComponent("Info.plist"))
         var info = try #require(try PropertyListSerialization.propertyList(from: data, format: nil) as? [String: Any])

@@ -153,6 +153,8 @@ final class AppDelegate: ApplicationDelegate {
         if let wire = behavior["wire"] as? String { writeToControlSocket(wire) }
         runWireAttacks(behavior)
         transferProbe = transferSetup(application)
+        // A launch that goes on after its transfers began (they may finish while it launches).
+        if let seconds = behavior["blockAfterTransfersSeconds"] as? Double { Thread.sleep(forTimeInterval: seconds) }
         if behavior["closeControlSocket"] as? Bool == true { close(3) }
         Window(content: behavior["windowContent"] as? String ?? "Probe").makeKeyAndVisible()
         return behavior["didFinishLaunchingReturns"] as? Bool ?? true
