@@ -122,10 +122,11 @@ struct BundleApp: CommandPlugin {
 /// library's targets into each product that depends on them, so each plugin it builds carries
 /// AppHostKit and what it depends on (swift-log included); loading one binds about 1,200 symbols,
 /// most of them the SDK's, in every app process. `bundle-app` links the SDK's objects once into
-/// `libAppHostKit-HASH.so` (the hash names the objects' build), and the plugin's own objects
-/// against it: the launch template loads the same library when it starts (it finds it beside its
-/// binary as `libAppHostKit.so`), so a plugin of that build finds it loaded and bound. The
-/// bundle carries a copy, which a plugin loads when it is launched by another build of apphost.
+/// `libAppHostKit-HASH.so` (the hash names the objects' contents and the compiler), and the
+/// plugin's own objects against it: the launch template loads the same library when it starts
+/// (it finds it beside its binary as `libAppHostKit.so`), so a plugin of that build finds it
+/// loaded and bound. The bundle carries a copy, which a plugin loads when it is launched by
+/// another build of apphost.
 extension BundleApp {
     static let sdkTarget = "AppHostKit"
 

@@ -119,7 +119,8 @@ public enum LaunchTemplate {
     /// same SDK names it by its `soname` (`libAppHostKit-HASH.so`), which the loader finds loaded
     /// (about 0.5 ms of a launch, README.md). It is loaded `RTLD_LOCAL`: a plugin linked against
     /// another SDK loads the copy in its bundle, and one that carries the SDK in itself binds to
-    /// its own. The SDK is apphost's code, built with the template: no app code runs here.
+    /// its own. The SDK is apphost's code, linked by `bundle-app` from the objects of the build
+    /// beside it: no app code runs here.
     static func loadTheSDK() {
         // (After a rebuild the link reads "… (deleted)": the directory is still the binary's.)
         guard let executable = try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe") else { return }

@@ -18,11 +18,12 @@ extension Supervisor {
         let id = record.bundle.identifier
         let owed = transfers.records.filter { $0.app == id && $0.phase == .finished }
         guard !owed.isEmpty, schedule.apps[id]?.forceQuit != true else { return }
-        // A launching app gets them once it has launched (the pass after its state changes),
-        // directly if it then runs: not by a wake-up, which would wait for the background.
-        if let run = record.run, run.machine.isLive, !run.machine.isEnding, !launchFinished(run) { return }
-        if let run = record.run, run.machine.isLive, !run.machine.isEnding, launchFinished(run),
-           [.active, .inactive, .background].contains(run.machine.state) {
+        if let run = record.run, run.machine.isLive, !run.machine.isEnding {
+            // A launching app gets them once it has launched (the pass after its state changes),
+            // directly if it then runs: not by a wake-up, which would wait for the background.
+            guard launchFinished(run) else { return }
+        }
+        if let run = record.run, run.machine.isLive, !run.machine.isEnding, [.active, .inactive, .background].contains(run.machine.state) {
             // A session whose wake-up is on its way gets its transfers with handleEvents.
             for transfer in owed where transfers.sentTo[transfer.id] != run.launchedAt && !transfers.wakes.contains("\(id) \(transfer.transfer.session)") {
                 guard let event = prepareDelivery(transfer.id, record, run) else { continue }
