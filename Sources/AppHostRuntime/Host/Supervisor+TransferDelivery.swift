@@ -22,15 +22,15 @@ extension Supervisor {
             // A launching app gets them once it has launched (the pass after its state changes),
             // directly if it then runs: not by a wake-up, which would wait for the background.
             guard launchFinished(run) else { return }
-        }
-        if let run = record.run, run.machine.isLive, !run.machine.isEnding, [.active, .inactive, .background].contains(run.machine.state) {
-            // A session whose wake-up is on its way gets its transfers with handleEvents.
-            for transfer in owed where transfers.sentTo[transfer.id] != run.launchedAt && !transfers.wakes.contains("\(id) \(transfer.transfer.session)") {
-                guard let event = prepareDelivery(transfer.id, record, run) else { continue }
-                send(.transferFinished(event), record, run)
-                announceTransfer(transfer, "sent to the running app")
+            if [.active, .inactive, .background].contains(run.machine.state) {
+                // A session whose wake-up is on its way gets its transfers with handleEvents.
+                for transfer in owed where transfers.sentTo[transfer.id] != run.launchedAt && !transfers.wakes.contains("\(id) \(transfer.transfer.session)") {
+                    guard let event = prepareDelivery(transfer.id, record, run) else { continue }
+                    send(.transferFinished(event), record, run)
+                    announceTransfer(transfer, "sent to the running app")
+                }
+                return
             }
-            return
         }
         guard !isShuttingDown else { return }
         // A wake-up whose run ended before its callback was sent is owed again.
