@@ -14,7 +14,8 @@ struct AppUsers {
         var groups: [String: UInt32] = [:]
     }
 
-    let file: URL
+    /// STATE/app-users.json.
+    let store: StateStore<Table>
     let range: ClosedRange<UInt32>
     private(set) var table: Table
     /// Every id the table holds, and the lowest id not yet looked at for a new allocation (ids are
@@ -24,10 +25,18 @@ struct AppUsers {
     /// Whether ids were reserved since the table was last written.
     private(set) var hasUnsavedReservations = false
 
+    /// A table that cannot be read is kept aside, named in `loadWarning`: ids are then given
+    /// afresh, and the containers of earlier apps get their new owners at their launch.
+    private(set) var loadWarning: String?
+
     init(stateDirectory: URL, range: ClosedRange<UInt32>) {
-        file = stateDirectory.appendingPathComponent("app-users.json")
+        store = StateStore(
+            path: stateDirectory.appendingPathComponent("app-users.json").path, what: "the app users table",
+            encode: { Array(Self.json($0)) }, decode: { try JSONDecoder().decode(Table.self, from: Data($0)) })
         self.range = range
-        table = (try? JSONDecoder().decode(Table.self, from: Data(contentsOf: file))) ?? Table()
+        let (loaded, warning) = store.load()
+        table = loaded ?? Table()
+        loadWarning = warning
         used = Set(table.apps.values).union(table.groups.values)
         next = range.lowerBound
     }
@@ -105,9 +114,10 @@ struct AppUsers {
         throw SupervisorError("no free id left in the app user range \(range.lowerBound)-\(range.upperBound); widen it with --app-user-range", code: .unavailable)
     }
 
+    /// Written before any app runs under a new id: a host killed right after must not give the
+    /// id to another app. Rare (a batch of new apps writes it once), so on the caller's thread.
     private func save() throws {
-        // Atomic: a crash mid-write leaves the previous table, never a torn one.
-        try Self.json(table).write(to: file, options: .atomic)
+        try store.saveNow(table)
     }
 
     /// The table as JSON, written by hand: it is saved at each new app's first launch and grows

@@ -173,62 +173,27 @@ package struct BackgroundSchedule: Codable, Equatable, Sendable {
     }
 }
 
-/// The scheduler's file, STATE/background-tasks.json. Every write goes to a temporary file that
-/// is flushed to the disk and then renamed over the old one, so a crash at any point leaves
-/// either the old store or the new one, never a mix.
+/// The scheduler's file, STATE/background-tasks.json, a `StateStore`: written whole and
+/// durably, off the host's loop; an unreadable one is kept aside and named in a warning.
 package struct ScheduleStore: Sendable {
-    package let url: URL
+    package let store: StateStore<BackgroundSchedule>
 
-    /// Set in the environment, the host kills itself with SIGKILL halfway through writing the
-    /// store: how the tests prove an interrupted write loses nothing.
-    package static let crashMidWriteVariable = "APPHOST_TEST_CRASH_MID_STORE_WRITE"
-
-    package init(stateDirectory: URL) {
-        url = stateDirectory.appendingPathComponent("background-tasks.json")
+    package init(stateDirectory: URL, stepObserver: (@Sendable (String) -> Void)? = nil) {
+        store = StateStore(
+            json: stateDirectory.appendingPathComponent("background-tasks.json").path, what: "the scheduler's store",
+            readable: true, stepObserver: stepObserver)
     }
 
-    private var temporaryURL: URL { url.appendingPathExtension("partial") }
+    package var url: URL { URL(fileURLWithPath: store.file.path) }
 
-    /// Reads the store. A missing file is an empty schedule; an unreadable one is moved aside
-    /// (to `.corrupt`) and named in the returned warning, so nothing is silently lost.
+    /// Reads the store: a missing file is an empty schedule.
     package func load() -> (schedule: BackgroundSchedule, warning: String?) {
-        // What a crash mid-write left behind is not the store; the store is the renamed file.
-        try? FileManager.default.removeItem(at: temporaryURL)
-        guard let data = try? Data(contentsOf: url) else { return (BackgroundSchedule(), nil) }
-        do {
-            let schedule = try JSONDecoder().decode(BackgroundSchedule.self, from: data)
-            return (schedule, nil)
-        } catch {
-            let aside = url.appendingPathExtension("corrupt")
-            try? FileManager.default.removeItem(at: aside)
-            try? FileManager.default.moveItem(at: url, to: aside)
-            return (BackgroundSchedule(), "the scheduler's store \(url.path) is unreadable (\(error)); moved it to \(aside.lastPathComponent) and started with no pending requests")
-        }
+        let (value, warning) = store.load()
+        return (value ?? BackgroundSchedule(), warning.map { $0 + " (no pending requests)" })
     }
 
-    /// Replaces the store with `schedule`, crash-safely.
+    /// Replaces the store with `schedule` now, on the caller's thread.
     package func save(_ schedule: BackgroundSchedule) throws {
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
-        let data = try encoder.encode(schedule)
-        let path = temporaryURL.path
-        let fd = try valueOrErrno("open \(path)") { open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600) }
-        defer { closeIgnoringErrors(fd) }
-        let bytes = [UInt8](data)
-        if ProcessInfo.processInfo.environment[Self.crashMidWriteVariable] != nil {
-            // The crash-safety test: half the file written and durable, then the host dies.
-            try writeAll(fd, Array(bytes.prefix(bytes.count / 2)), call: "write \(path)")
-            fsync(fd)
-            kill(getpid(), SIGKILL)
-        }
-        try writeAll(fd, bytes, call: "write \(path)")
-        try valueOrErrno("fsync \(path)") { fsync(fd) }
-        try valueOrErrno("rename \(path)") { rename(path, url.path) }
-        // The rename itself is durable once the directory is.
-        let directory = open(url.deletingLastPathComponent().path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
-        if directory >= 0 {
-            fsync(directory)
-            close(directory)
-        }
+        try store.saveNow(schedule)
     }
 }

@@ -87,10 +87,12 @@ extension Supervisor {
     /// Sets APP's location authorization (`authorize APP location always|whenInUse|denied`),
     /// kept in the state directory; a running app is told at once.
     public func authorizeLocation(_ name: String, _ authorization: LocationAuthorization) throws -> String {
-        try queue.sync {
+        let saved = DispatchSemaphore(value: 0)
+        let line = try queue.sync {
             let record = try app(named: name)
             locationAuthorizations[record.bundle.identifier] = authorization
-            try saveLocationAuthorizations()
+            // Off the loop; the command answers once it is kept (below).
+            locationStore.save(locationAuthorizations) { saved.signal() }
             let line = "\(record.bundle.name): location authorization \(authorization.rawValue)"
             if let run = record.run, run.machine.isLive {
                 send(.locationAuthorization(authorization.wireName), record, run)
@@ -103,6 +105,9 @@ extension Supervisor {
             }
             return line
         }
+        // On the caller's thread, not the loop's: answered once the authorization is kept.
+        saved.wait()
+        return line
     }
 
     // MARK: The app's requests
@@ -224,33 +229,10 @@ extension Supervisor {
 
     // MARK: The store
 
-    static func locationAuthorizationURL(_ stateDirectory: URL) -> URL {
-        stateDirectory.appendingPathComponent("location-authorization.json")
-    }
-
-    /// The authorizations kept in the state directory; a file that cannot be read is reported.
-    static func loadLocationAuthorizations(_ stateDirectory: URL) -> ([String: LocationAuthorization], String?) {
-        loadStore(locationAuthorizationURL(stateDirectory), what: "location authorizations", otherwise: "every app starts notDetermined")
-    }
-
-    /// A JSON store of the state directory, by bundle identifier: empty if absent, and with a
-    /// warning ("the WHAT in PATH are unreadable (…); OTHERWISE") if it cannot be read.
-    static func loadStore<Value: Decodable>(_ url: URL, what: String, otherwise: String) -> ([String: Value], String?) {
-        guard let data = try? Data(contentsOf: url) else { return ([:], nil) }
-        do {
-            return (try JSONDecoder().decode([String: Value].self, from: data), nil)
-        } catch {
-            return ([:], "the \(what) in \(url.path) are unreadable (\(error)); \(otherwise)")
-        }
-    }
-
-    func saveLocationAuthorizations() throws {
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
-        do {
-            try encoder.encode(locationAuthorizations).write(to: Self.locationAuthorizationURL(configuration.stateDirectory), options: .atomic)
-        } catch {
-            throw SupervisorError("cannot save the location authorizations: \(error.localizedDescription)", code: .unavailable)
-        }
+    /// The store of location authorizations, STATE/location-authorization.json.
+    static func locationStore(_ stateDirectory: URL) -> StateStore<[String: LocationAuthorization]> {
+        StateStore(
+            json: stateDirectory.appendingPathComponent("location-authorization.json").path, what: "the location authorizations",
+            readable: true)
     }
 }

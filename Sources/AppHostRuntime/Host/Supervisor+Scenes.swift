@@ -133,31 +133,17 @@ extension Supervisor {
         return nil
     }
 
-    static func sceneSessionsURL(_ stateDirectory: URL) -> URL {
-        stateDirectory.appendingPathComponent("scene-sessions.json")
+    /// The store of scene sessions, STATE/scene-sessions.json, by bundle identifier.
+    static func sceneStore(_ stateDirectory: URL) -> StateStore<[String: SceneSessions]> {
+        StateStore(json: stateDirectory.appendingPathComponent("scene-sessions.json").path, what: "the scene sessions", readable: true)
     }
 
-    /// The sessions kept in the state directory, by bundle identifier; a file that cannot be
-    /// read is reported.
-    static func loadSceneSessions(_ stateDirectory: URL) -> ([String: SceneSessions], String?) {
-        var (stored, warning): ([String: SceneSessions], String?) = loadStore(
-            sceneSessionsURL(stateDirectory), what: "scene sessions", otherwise: "every app starts with none")
-        for key in stored.keys { stored[key]?.disconnectAll() }
-        return (stored, warning)
-    }
-
-    /// Writes every scene app's sessions to the state directory; a failure is a warning (the
-    /// sessions live on in this host).
+    /// Saves every scene app's sessions, off the loop (a failure is a warning: the sessions live
+    /// on in this host).
     func saveSceneSessions() {
         var stored = storedSceneSessions
         for record in apps where record.bundle.adoptsScenes { stored[record.bundle.identifier] = record.scenes }
         storedSceneSessions = stored
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
-        do {
-            try encoder.encode(stored).write(to: Self.sceneSessionsURL(configuration.stateDirectory), options: .atomic)
-        } catch {
-            publish(HostEvent(time: Date(), event: .warning, detail: "cannot save the scene sessions: \(error.localizedDescription)"), run: nil)
-        }
+        sceneStore.save(stored)
     }
 }

@@ -102,44 +102,12 @@ extension Supervisor {
         return !run.machine.isInForeground && !run.machine.isEnding
     }
 
-    /// Saves the store `scheduleSaveDelay` after the first change since the last save: however
-    /// many changes come meanwhile (a hostile app may send thousands of messages; a user may
-    /// open and close apps in quick succession), it is written and synced once. A host that
-    /// shuts down writes what is pending first (`flushSchedule`); one killed loses at most the
-    /// changes of that delay.
-    func saveSchedule() {
-        guard !isSchedulePending else { return }
-        isSchedulePending = true
-        // Weakly: a supervisor let go of goes at once (its deinit writes what is pending), not
-        // after the delay, in the middle of the next host's work on the same instance.
-        queue.asyncAfter(deadline: .now() + Self.scheduleSaveDelay) { [weak self] in self?.writeSchedule() }
-    }
-
-    static let scheduleSaveDelay: DispatchTimeInterval = .milliseconds(25)
-
-    /// Hands the schedule as it is now to the store's writer, if a save is pending. The write
-    /// (JSON, then fsync: 0.9 ms of CPU here) runs on the writer's queue, not the loop's: a
-    /// launch's messages are not left waiting behind it. Writes run one at a time, in order.
-    func writeSchedule() {
-        guard isSchedulePending else { return }
-        isSchedulePending = false
-        let (schedule, store, queue) = (schedule, scheduleStore, queue)
-        storeWriter.async { [weak self] in
-            do {
-                try store.save(schedule)
-            } catch {
-                queue.async { [weak self] in
-                    self?.publish(HostEvent(time: Date(), event: .warning, detail: "cannot save the scheduler's store: \(error)"), run: nil)
-                }
-            }
-        }
-    }
-
-    /// Writes what is pending and waits for the writer: before another host may take the
-    /// instance (at shutdown).
-    func flushSchedule() {
-        writeSchedule()
-        storeWriter.sync {}
+    /// Saves the scheduler's store off the loop (StateStore: a burst of changes is written
+    /// once). `then` runs on the loop once the change is on the disk: what tells anyone that it
+    /// is kept (the taskSubmitted event) waits for it, so a host killed at any moment never said
+    /// it kept a request it lost.
+    func saveSchedule(then: (@Sendable () -> Void)? = nil) {
+        scheduleStore.store.save(schedule, then: onTheLoop(then))
     }
 
     /// The user opened the app: it may be woken in the background again.
@@ -213,8 +181,16 @@ extension Supervisor {
                 handle(record, run, .warning("the host refused the task request \(request.identifier): \(refusal)"))
                 return
             }
-            if schedule != before { saveSchedule() }
-            handle(record, run, .info(.taskSubmitted, describe(request)))
+            let submitted = describe(request)
+            guard schedule != before else {
+                handle(record, run, .info(.taskSubmitted, submitted))
+                queueSchedulerPass()
+                return
+            }
+            saveSchedule { [weak self] in
+                guard let self, record.run === run, run.machine.isAlive else { return }
+                handle(record, run, .info(.taskSubmitted, submitted))
+            }
             queueSchedulerPass()
 
         case .cancelTask(let identifier):

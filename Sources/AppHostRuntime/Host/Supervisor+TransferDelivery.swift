@@ -19,9 +19,10 @@ extension Supervisor {
         let owed = transfers.records.filter { $0.app == id && $0.phase == .finished }
         guard !owed.isEmpty, schedule.apps[id]?.forceQuit != true else { return }
         if let run = record.run, run.machine.isLive, !run.machine.isEnding {
-            // A launching app gets them once it has launched (the pass after its state changes),
-            // directly if it then runs: not by a wake-up, which would wait for the background.
-            guard launchFinished(run) else { return }
+            // A launching app gets them once its launch is over (the pass after its state
+            // changes: active, or the background), directly: not by a wake-up, which would wait
+            // for the background. Not between didFinishLaunching and the activation that follows.
+            guard launchFinished(run), run.machine.phase != .launched else { return }
             if [.active, .inactive, .background].contains(run.machine.state) {
                 // A session whose wake-up is on its way gets its transfers with handleEvents.
                 for transfer in owed where transfers.sentTo[transfer.id] != run.launchedAt && !transfers.wakes.contains("\(id) \(transfer.transfer.session)") {

@@ -10,9 +10,11 @@ import AppHostSystem
 struct Transfers {
     let store: TransferStore
     var records: [TransferRecord]
+    /// The records as last handed to the store: a save writes only what differs from them.
+    var saved: [String: TransferRecord]
     /// nil: this host has none (a Supervisor made without one); transfers wait for it.
     let service: (any TransferRunner)?
-    var loadWarning: String?
+    var loadWarnings: [String]
     /// Finished transfers sent to an app's run (by its launch date): never sent to it again.
     var sentTo: [String: Date] = [:]
     /// Sessions ("APP SESSION") whose backgroundURLSession event is on its way to the app.
@@ -27,9 +29,24 @@ struct Transfers {
     init(stateDirectory: URL, service: (any TransferRunner)?) {
         self.service = service
         store = TransferStore(stateDirectory: stateDirectory)
-        (records, loadWarning) = store.load()
+        (records, loadWarnings) = store.load()
+        saved = Dictionary(records.map { ($0.id, $0) }) { $1 }
         // A transfer that ran when the host ended resumes from its part file.
         for index in records.indices where records[index].phase == .running { records[index].phase = .waiting }
+    }
+
+    /// The changes since the last save, by id (nil: removed), and the records as saved now.
+    mutating func changes() -> [String: TransferRecord?] {
+        var changes: [String: TransferRecord?] = [:]
+        var current: [String: TransferRecord] = [:]
+        current.reserveCapacity(records.count)
+        for record in records {
+            current[record.id] = record
+            if saved[record.id] != record { changes[record.id] = .some(record) }
+        }
+        for id in saved.keys where current[id] == nil { changes[id] = .some(nil) }
+        saved = current
+        return changes
     }
 }
 
@@ -107,10 +124,13 @@ extension Supervisor {
             return nil
         }
         transfers.records.append(TransferRecord(id: id, app: record.bundle.identifier, transfer: transfer, created: Date()))
-        saveTransfers()
-        let index = transfers.records.count - 1
-        announce(record, command: .transfer, "\(label(transfers.records[index])) created\(transfer.isDiscretionary ? " (discretionary)" : "")", nil)
-        reconsiderTransfers()
+        // Said to be created, and started, once it is on the disk: a host killed at any moment
+        // never announced a transfer it then lost.
+        saveTransfers { [weak self] in
+            guard let self, let kept = transfers.records.first(where: { $0.id == id }) else { return }
+            announce(record, command: .transfer, "\(label(kept)) created\(transfer.isDiscretionary ? " (discretionary)" : "")", nil)
+            reconsiderTransfers()
+        }
         return nil
     }
 
@@ -278,12 +298,10 @@ extension Supervisor {
 
     // MARK: Helpers
 
-    func saveTransfers() {
-        do {
-            try transfers.store.save(transfers.records)
-        } catch {
-            publish(HostEvent(time: Date(), event: .warning, detail: "cannot save the background transfers: \(error)"), run: nil)
-        }
+    /// Hands what changed in the records to the store, which writes it off the loop; `then`
+    /// runs on the loop once it is on the disk.
+    func saveTransfers(then: (@Sendable () -> Void)? = nil) {
+        transfers.store.write(transfers.changes(), then: onTheLoop(then))
     }
 
     func transferIndex(_ record: AppRecord, _ session: String, _ task: Int) -> Int? {

@@ -38,8 +38,6 @@ public final class Supervisor: @unchecked Sendable {
     static let libraryDirectories = Landlock.libraryDirectories()
     let clock: any HostClock
     let spawner = SpawnThread()
-    /// Writes the scheduler's store, off the loop's queue (`writeSchedule`).
-    let storeWriter = DispatchQueue(label: "apphost.store", qos: .utility)
     /// The launch template, with `configuration.launcher` `.template` (Supervisor+Template).
     let template: TemplateLauncher?
     var templateSource: (any DispatchSourceRead)?
@@ -78,10 +76,10 @@ public final class Supervisor: @unchecked Sendable {
     let locationTimer: any DispatchSourceTimer
     /// Each app's location authorization, by bundle identifier (kept in the state directory).
     var locationAuthorizations: [String: LocationAuthorization]
+    let locationStore: StateStore<[String: LocationAuthorization]>
     /// The scene sessions kept in the state directory, by bundle identifier (README.md, "Scenes").
     var storedSceneSessions: [String: SceneSessions]
-    /// A save of the scheduler's store is queued.
-    var isSchedulePending = false
+    let sceneStore: StateStore<[String: SceneSessions]>
     /// Per-app uids and gids; nil on a non-root host (apps run as the host's user).
     var users: AppUsers?
     let reports: ReportStore
@@ -175,16 +173,23 @@ public final class Supervisor: @unchecked Sendable {
         schedulerTimer = DispatchSource.makeTimerSource(queue: queue)
         pressureTimer = DispatchSource.makeTimerSource(queue: queue)
         locationTimer = DispatchSource.makeTimerSource(queue: queue)
-        let (authorizations, authorizationWarning) = Self.loadLocationAuthorizations(configuration.stateDirectory)
-        locationAuthorizations = authorizations
-        let (sceneSessions, sceneWarning) = Self.loadSceneSessions(configuration.stateDirectory)
-        storedSceneSessions = sceneSessions
+        locationStore = Self.locationStore(configuration.stateDirectory)
+        let (authorizations, authorizationWarning) = locationStore.load()
+        locationAuthorizations = authorizations ?? [:]
+        sceneStore = Self.sceneStore(configuration.stateDirectory)
+        let (sceneSessions, sceneWarning) = sceneStore.load()
+        // A host that ended left its scenes as they were: none is connected to a process now.
+        storedSceneSessions = (sceneSessions ?? [:]).mapValues { sessions in
+            var disconnected = sessions
+            disconnected.disconnectAll()
+            return disconnected
+        }
         for warning in [authorizationWarning, sceneWarning].compactMap({ $0 }) {
             let event = HostEvent(time: Date(), event: .warning, detail: warning)
             queue.async { observer(event) }
         }
         transfers = Transfers(stateDirectory: configuration.stateDirectory, service: configuration.transferRunner)
-        if let warning = transfers.loadWarning {
+        for warning in transfers.loadWarnings {
             let event = HostEvent(time: Date(), event: .warning, detail: warning)
             queue.async { observer(event) }
         }
@@ -199,6 +204,10 @@ public final class Supervisor: @unchecked Sendable {
         }
         if geteuid() == 0 {
             users = AppUsers(stateDirectory: configuration.stateDirectory, range: policy.appUserRange)
+            if let warning = users?.loadWarning {
+                let event = HostEvent(time: Date(), event: .warning, detail: warning)
+                queue.async { observer(event) }
+            }
         }
         sandboxNote = environment.sandboxNote(
             users: users != nil ? "\(policy.appUserRange.lowerBound)-\(policy.appUserRange.upperBound)" : nil,
@@ -241,6 +250,14 @@ public final class Supervisor: @unchecked Sendable {
             queue.async { observer(warning) }
         }
         queue.setSpecific(key: Self.queueKey, value: ())
+        // A store that cannot be written says so; what it holds lives on in this host.
+        let storeFailed: @Sendable (String) -> Void = { [weak self, queue] line in
+            queue.async { [weak self] in self?.publish(HostEvent(time: Date(), event: .warning, detail: line), run: nil) }
+        }
+        scheduleStore.store.onFailure(storeFailed)
+        sceneStore.onFailure(storeFailed)
+        locationStore.onFailure(storeFailed)
+        transfers.store.onFailure(storeFailed)
         sampler.setEventHandler { [weak self] in self?.sample() }
         sampler.schedule(deadline: .distantFuture)
         sampler.activate()
@@ -255,10 +272,25 @@ public final class Supervisor: @unchecked Sendable {
         locationTimer.activate()
     }
 
+    /// `work`, to run on the loop's queue from another thread (a store's writer), if any.
+    func onTheLoop(_ work: (@Sendable () -> Void)?) -> (@Sendable () -> Void)? {
+        guard let work else { return nil }
+        let queue = queue
+        return { queue.async(execute: work) }
+    }
+
+    /// Waits until every store's queued saves are written: before another host may take the
+    /// instance (at shutdown, and when a supervisor is let go of).
+    func flushStores() {
+        scheduleStore.store.flush()
+        sceneStore.flush()
+        locationStore.flush()
+        transfers.store.flush()
+    }
+
     deinit {
-        // What is pending is written before the instance is given up.
-        if isSchedulePending { try? scheduleStore.save(schedule) }
-        storeWriter.sync {}
+        // What is queued is written before the instance is given up.
+        flushStores()
         template?.stop()
         standby?.discard()
         templateSource?.cancel()

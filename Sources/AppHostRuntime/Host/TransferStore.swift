@@ -1,5 +1,10 @@
+#if canImport(Glibc)
+import Glibc
+#endif
 import Foundation
+import Synchronization
 import AppHostProtocol
+import AppHostSystem
 
 /// One background transfer the host carries out for an app, as kept in the state directory:
 /// it survives the app and the host (README.md, "Background transfers").
@@ -29,12 +34,24 @@ struct TransferRecord: Codable, Sendable, Equatable {
     var created: Date
 }
 
-/// The transfers file (`transfers/transfers.json`), the part files of downloads and the bodies
-/// of uploads beside it. Written whole, to a temporary file renamed over the old one and
-/// synced, so a host killed at any moment leaves the old list or the new one.
-struct TransferStore {
+/// The background transfers kept in the state directory (`STATE/transfers/`): each record in a
+/// file of its own (`ID.json`), beside the part file of a download (`ID.part`) and the body of an
+/// upload (`ID.body`). A change writes the records that changed, each through `DurableFile`, on
+/// a writer queue of the store's own: never on the host's loop, and at a cost that does not grow
+/// with the number of transfers kept. Changes made while a write is under way are coalesced.
+final class TransferStore: Sendable {
     let directory: URL
-    private var file: URL { directory.appendingPathComponent("transfers.json") }
+    private let writer = DispatchQueue(label: "apphost.store.transfers")
+    private let pending = Mutex<Pending>(Pending())
+    /// Told of a write that failed (from the writer's thread).
+    private let failed = Mutex<(@Sendable (String) -> Void)?>(nil)
+
+    private struct Pending {
+        /// By id: the record to write, or nil to remove it.
+        var changes: [String: TransferRecord?] = [:]
+        var queued = false
+        var completions: [@Sendable () -> Void] = []
+    }
 
     init(stateDirectory: URL) {
         directory = stateDirectory.appendingPathComponent("transfers")
@@ -42,37 +59,89 @@ struct TransferStore {
 
     func partFile(_ id: String) -> URL { directory.appendingPathComponent("\(id).part") }
     func bodyFile(_ id: String) -> URL { directory.appendingPathComponent("\(id).body") }
+    private func recordFile(_ id: String) -> DurableFile { DurableFile(path: directory.appendingPathComponent("\(id).json").path) }
 
-    /// The records kept, or none and a warning if the file cannot be read.
-    func load() -> ([TransferRecord], String?) {
-        guard let data = try? Data(contentsOf: file) else { return ([], nil) }
-        do {
-            let decoder = JSONDecoder()
-            decoder.dateDecodingStrategy = .iso8601
-            return (try decoder.decode([TransferRecord].self, from: data), nil)
-        } catch {
-            return ([], "cannot read \(file.path) (\(error)); starting with no background transfers")
-        }
+    /// Where a write that fails is reported (the host publishes a warning).
+    func onFailure(_ report: @escaping @Sendable (String) -> Void) {
+        failed.withLock { $0 = report }
     }
 
-    func save(_ records: [TransferRecord]) throws {
-        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+    /// The records kept, oldest first, and a warning for each file that could not be read
+    /// (kept aside as `ID.json.unreadable-N`). A list written by an earlier host
+    /// (`transfers.json`) is taken in and split into records.
+    func load() -> (records: [TransferRecord], warnings: [String]) {
+        var records: [TransferRecord] = []
+        var warnings: [String] = []
+        let legacy = StateStore<[TransferRecord]>(
+            json: directory.appendingPathComponent("transfers.json").path, what: "the background transfers", isoDates: true)
+        let (old, oldWarning) = legacy.load()
+        warnings += oldWarning.map { [$0] } ?? []
+        if let old {
+            for record in old { try? recordFile(record.id).replace(with: Self.encode(record)) }
+            try? legacy.file.remove()
+        }
+        let names = ((try? FileManager.default.contentsOfDirectory(atPath: directory.path)) ?? []).filter { $0.hasSuffix(".json") }
+        for name in names.sorted() {
+            let file = DurableFile(path: directory.appendingPathComponent(name).path)
+            do {
+                guard let bytes = try file.read() else { continue }
+                let decoder = JSONDecoder()
+                decoder.dateDecodingStrategy = .iso8601
+                records.append(try decoder.decode(TransferRecord.self, from: Data(bytes)))
+            } catch {
+                let aside = file.keepAside().map { URL(fileURLWithPath: $0).lastPathComponent } ?? "where it was"
+                warnings.append("the background transfer \(file.path) is unreadable (\(error)); kept it as \(aside) and started without it")
+            }
+        }
+        return (records.sorted { ($0.created, $0.id) < ($1.created, $1.id) }, warnings)
+    }
+
+    /// Writes `changes` (a record by id, or nil to remove one) off the caller's thread, in order
+    /// with earlier changes; `then` runs on the writer's thread once they are on the disk.
+    func write(_ changes: [String: TransferRecord?], then: (@Sendable () -> Void)? = nil) {
+        guard !changes.isEmpty || then != nil else { return }
+        let enqueue = pending.withLock { pending -> Bool in
+            pending.changes.merge(changes) { $1 }
+            if let then { pending.completions.append(then) }
+            guard !pending.queued else { return false }
+            pending.queued = true
+            return true
+        }
+        if enqueue { writer.async { [self] in writePending() } }
+    }
+
+    /// Returns once every change made before the call is written.
+    func flush() {
+        writer.sync {}
+    }
+
+    private func writePending() {
+        let (changes, completions) = pending.withLock { pending in
+            defer { pending = Pending() }
+            return (pending.changes, pending.completions)
+        }
+        if !changes.isEmpty, access(directory.path, F_OK) != 0 {
+            try? FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+        }
+        for (id, record) in changes {
+            do {
+                if let record {
+                    try recordFile(id).replace(with: Self.encode(record))
+                } else {
+                    try recordFile(id).remove()
+                }
+            } catch {
+                failed.withLock { $0 }?("cannot save the background transfer \(id): \(error)")
+            }
+        }
+        for completion in completions { completion() }
+    }
+
+    private static func encode(_ record: TransferRecord) -> [UInt8] {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys]
         encoder.dateEncodingStrategy = .iso8601
-        let data = try encoder.encode(records)
-        let temporary = directory.appendingPathComponent(".transfers.json.new")
-        let handle = try FileHandle(forWritingTo: {
-            _ = FileManager.default.createFile(atPath: temporary.path, contents: nil, attributes: [.posixPermissions: 0o600])
-            return temporary
-        }())
-        try handle.truncate(atOffset: 0)
-        try handle.write(contentsOf: data)
-        try handle.synchronize()
-        try handle.close()
-        if rename(temporary.path, file.path) != 0 {
-            throw CocoaError(.fileWriteUnknown, userInfo: [NSFilePathErrorKey: file.path])
-        }
+        return Array((try? encoder.encode(record)) ?? Data())
     }
 
     /// Removes a transfer's files.

@@ -306,6 +306,26 @@ final class HostSession: @unchecked Sendable {
         throw WaitFailed()
     }
 
+    /// Waits until a file of `directory` whose name ends with `suffix` holds at least `size`
+    /// bytes, and returns its path; fails the test with the host's events if none does within
+    /// `timeout` (a condition on the disk, checked every 10 ms, for what no event says).
+    func waitForFile(
+        in directory: String, suffix: String, size: Int, timeout: Double = 10, sourceLocation: SourceLocation = #_sourceLocation
+    ) throws -> String {
+        let deadline = Date().addingTimeInterval(timeout)
+        repeat {
+            let names = (try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? []
+            for name in names where name.hasSuffix(suffix) {
+                let path = directory + "/" + name
+                if ((try? FileManager.default.attributesOfItem(atPath: path)[.size] as? Int) ?? 0) >= size { return path }
+            }
+            usleep(10_000)
+        } while Date() < deadline
+        let seen = allEvents.map(\.description).joined(separator: "\n")
+        Issue.record("no *\(suffix) file of \(size) bytes or more in \(directory) within \(timeout) s; events:\n\(seen)", sourceLocation: sourceLocation)
+        throw WaitFailed()
+    }
+
     /// Waits for the host to exit and returns its status.
     func waitForExit(timeout: Double = 20, sourceLocation: SourceLocation = #_sourceLocation) throws -> Int32 {
         guard exited.wait(timeout: .now() + timeout) == .success else {

@@ -7,6 +7,9 @@ import Synchronization
 ///   GET /files/SIZE        SIZE bytes (byte i is i % 251), with an ETag; honours Range
 ///   GET /drop/SIZE         the same, but a request without Range gets half and a closed connection
 ///   GET /slow/SIZE         the same, sent in 64 KiB pieces 50 ms apart (honours Range)
+///   GET /held/SIZE         the first half, then nothing more on that connection until it closes
+///                          (a request with a Range gets the rest at once): a transfer that is
+///                          surely under way, whatever the machine's load
 ///   GET /missing           404
 ///   PUT /upload            answers "received N bytes"
 /// Every request is recorded with its Range header.
@@ -28,6 +31,9 @@ final class TransferServer: Sendable {
         }
         router.get("/slow/:size") { request, context in
             Self.serve(request, context, log: log, path: "slow", drop: false, slow: true)
+        }
+        router.get("/held/:size") { request, context in
+            Self.serve(request, context, log: log, path: "held", drop: false, slow: false, hold: true)
         }
         router.get("/missing") { _, _ -> Response in
             log.entries.withLock { $0.append("GET /missing") }
@@ -62,7 +68,7 @@ final class TransferServer: Sendable {
 
     static func content(_ size: Int) -> Data { Data((0..<size).map(byte)) }
 
-    private static func serve(_ request: Request, _ context: some RequestContext, log: RequestLog, path: String, drop: Bool, slow: Bool) -> Response {
+    private static func serve(_ request: Request, _ context: some RequestContext, log: RequestLog, path: String, drop: Bool, slow: Bool, hold: Bool = false) -> Response {
         let size = Int(context.parameters.get("size") ?? "") ?? 0
         let range = request.headers[.range]
         log.entries.withLock { $0.append("GET /\(path)/\(size)\(range.map { " range=\($0)" } ?? "")") }
@@ -72,12 +78,18 @@ final class TransferServer: Sendable {
         let partial = start > 0
         if partial { headers[.contentRange] = "bytes \(start)-\(size - 1)/\(size)" }
         let dropAt = drop && !partial ? size / 2 : nil
+        let holdAt = hold && !partial ? size / 2 : nil
         let body = ResponseBody(contentLength: size - start) { writer in
             var offset = start
             let piece = slow ? 64 * 1024 : 256 * 1024
             while offset < size {
                 if let dropAt, offset >= dropAt { throw DroppedOnPurpose() }
-                let end = min(size, offset + piece, dropAt ?? size)
+                if let holdAt, offset >= holdAt {
+                    // Until the client goes (its writes fail) or a minute has passed.
+                    for _ in 0..<600 { try await Task.sleep(for: .milliseconds(100)) }
+                    throw DroppedOnPurpose()
+                }
+                let end = min(size, offset + piece, dropAt ?? size, holdAt ?? size)
                 var buffer = ByteBuffer()
                 buffer.writeBytes((offset..<end).map(byte))
                 try await writer.write(buffer)
