@@ -219,6 +219,13 @@ let package = Package(
             path: "Benchmarks/Lifecycle",
             swiftSettings: strictSettings
         ),
+        // The fault-injection run (scripts/chaos): hosts killed at the moments that matter.
+        .executableTarget(
+            name: "apphost-chaos",
+            dependencies: ["AppHostRuntime", .product(name: "ArgumentParser", package: "swift-argument-parser")],
+            path: "Benchmarks/Chaos",
+            swiftSettings: strictSettings
+        ),
 
         .target(name: "NotAPluginFixture", path: "Tests/Fixtures/NotAPlugin"),
         // C: the raw system calls the Probe fixture tries against its sandbox.

@@ -1,6 +1,7 @@
 import Foundation
 import Synchronization
 import AppHostProtocol
+import AppHostSystem
 
 /// The app process's background sessions, their tasks, and the finished transfers the host sent
 /// that wait for their session's delegate: a relaunched app gets them once it makes the session
@@ -126,6 +127,11 @@ final class URLSessionRegistry: Sendable {
         }
         guard let (session, tasks, finishing) = taken else { return }
         for (task, event) in tasks {
+            // Delivered before the host that sent it was killed: acknowledged, not shown again.
+            if let transferID = event.id, deliveredTransfers.contains(transferID) {
+                if report { link.send(.transferDelivered(session: id, task: task.taskIdentifier)) }
+                continue
+            }
             let error = event.errorCode.map {
                 URLError(URLError.Code(rawValue: $0) ?? .unknown, userInfo: [NSLocalizedDescriptionKey: event.errorMessage ?? "the transfer failed"])
             }
@@ -140,6 +146,7 @@ final class URLSessionRegistry: Sendable {
                 (session.delegate as? any URLSessionDataDelegate)?.urlSession(session, dataTask: upload, didReceive: body)
             }
             (session.delegate as? any URLSessionTaskDelegate)?.urlSession(session, task: task, didCompleteWithError: error)
+            if let transferID = event.id { deliveredTransfers.insert(transferID) }
             if report { link.send(.transferDelivered(session: id, task: task.taskIdentifier)) }
         }
         if finishing { session.delegate?.urlSessionDidFinishEvents(forBackgroundURLSession: session) }
@@ -148,3 +155,44 @@ final class URLSessionRegistry: Sendable {
 
 /// The app process's sessions and the transfer events waiting for them.
 let urlSessionRegistry = URLSessionRegistry(link: hostLink)
+
+/// The transfers whose delegate calls the app has made, by the host's id, kept in the container
+/// (`Library/.apphost-delivered-transfers`, the latest 512): a host killed after the app's
+/// delegate ran and before it heard so delivers the transfer again, and the app acknowledges it
+/// without calling its delegate a second time (exactly once, across a host's death).
+final class DeliveredTransfers: Sendable {
+    private static let kept = 512
+    private let ids = Mutex<[String]?>(nil)
+
+    private var file: DurableFile {
+        DurableFile(path: Application.shared.containerURL.appendingPathComponent("Library/.apphost-delivered-transfers").path)
+    }
+
+    func contains(_ id: String) -> Bool {
+        ids.withLock { ids in
+            if ids == nil { ids = load() }
+            return ids?.contains(id) ?? false
+        }
+    }
+
+    /// Records `id`, durably, before the host is told.
+    func insert(_ id: String) {
+        let snapshot = ids.withLock { ids -> [String] in
+            var list = ids ?? load()
+            list.append(id)
+            if list.count > Self.kept { list.removeFirst(list.count - Self.kept) }
+            ids = list
+            return list
+        }
+        let file = file
+        if access(file.directory, F_OK) != 0 { mkdir(file.directory, 0o700) }
+        try? file.replace(with: Array((snapshot.joined(separator: "\n") + "\n").utf8))
+    }
+
+    private func load() -> [String] {
+        guard let bytes = try? file.read() else { return [] }
+        return String(decoding: bytes, as: UTF8.self).split(separator: "\n").map(String.init)
+    }
+}
+
+let deliveredTransfers = DeliveredTransfers()

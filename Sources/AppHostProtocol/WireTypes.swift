@@ -308,6 +308,9 @@ package struct WireTransfer: Codable, Sendable, Equatable {
 /// A transfer that ended: what the session delegate is told.
 package struct WireTransferEvent: Codable, Sendable, Equatable {
     package var transfer: WireTransfer
+    /// The host's name for the transfer, the same at every delivery of it: an app that had it
+    /// delivered before a host was killed (and delivers it again) acknowledges it unseen.
+    package var id: String?
     /// The HTTP status of the response; nil if there was none.
     package var statusCode: Int?
     /// Bytes received (a download's body, an upload's response) and sent.

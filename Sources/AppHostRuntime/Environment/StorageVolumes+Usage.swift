@@ -51,6 +51,29 @@ extension StorageVolumes {
 
     /// Unmounts every mounted image (their loop devices detach themselves). One line for each
     /// that had to be detached lazily because something still used it.
+    /// What a host killed before it could end left mounted below the state directory (its
+    /// containers' file systems, an image mounted aside), unmounted at this host's start, deepest
+    /// first: this host holds the instance, so nothing else uses them, and no mount of a dead
+    /// host outlives the next one's start (README.md, "What survives the host"). Returns a line
+    /// for each, and the project table's load warning, if any.
+    func releaseLeftovers() -> [String] {
+        let root = stateDirectory.resolvingSymlinksInPath().path + "/"
+        let points = MountTable.entries().map(\.mountPoint).filter { $0.hasPrefix(root) }
+        var lines: [String] = projects?.loadWarning.map { [$0] } ?? []
+        guard !points.isEmpty else { return lines }
+        var detached: [String] = []
+        for point in points.sorted(by: { $0.count > $1.count }) {
+            _ = apphost_flush_file_system(point)
+            if apphost_unmount(point, 0) != 0 {
+                _ = apphost_unmount(point, 1)
+                detached.append(point)
+            }
+        }
+        lines.append("unmounted \(points.count) file system\(points.count == 1 ? "" : "s") a killed host left mounted"
+            + (detached.isEmpty ? "" : " (\(detached.joined(separator: ", ")) still in use: detached)"))
+        return lines
+    }
+
     func unmountAll() -> [String] {
         var lines: [String] = []
         for (owner, volume) in volumes {
@@ -74,20 +97,28 @@ extension StorageVolumes {
 /// The project ids given to containers under project quotas, kept in `STATE/storage/projects.json`
 /// so that a container keeps its project across hosts. Ids already carrying files on the file
 /// system (another host's) are skipped.
-struct ProjectTable: Codable, Equatable {
+struct ProjectTable {
     static let range: ClosedRange<UInt32> = 2_000_000_000...2_099_999_999
 
-    var containers: [String: UInt32] = [:]
-    var groups: [String: UInt32] = [:]
-    private(set) var file: URL?
+    struct Ids: Codable, Equatable, Sendable {
+        var containers: [String: UInt32] = [:]
+        var groups: [String: UInt32] = [:]
+    }
 
-    private enum CodingKeys: String, CodingKey { case containers, groups }
+    private var ids = Ids()
+    var containers: [String: UInt32] { ids.containers }
+    var groups: [String: UInt32] { ids.groups }
+    /// The table's store (nil: kept in memory only).
+    private let store: StateStore<Ids>?
+    /// Why the table on the disk could not be read (it is kept aside).
+    private(set) var loadWarning: String?
 
     init(file: URL?) {
-        self.file = file
-        if let file, let data = try? Data(contentsOf: file), let table = try? JSONDecoder().decode(ProjectTable.self, from: data) {
-            containers = table.containers
-            groups = table.groups
+        store = file.map { StateStore(json: $0.path, what: "the project table", readable: true) }
+        if let store {
+            let (loaded, warning) = store.load()
+            ids = loaded ?? Ids()
+            loadWarning = warning
         }
     }
 
@@ -103,14 +134,11 @@ struct ProjectTable: Codable, Equatable {
             throw StorageError("no free project id left in \(Self.range)")
         }
         switch owner {
-        case .app: containers[key] = id
-        case .group: groups[key] = id
+        case .app: ids.containers[key] = id
+        case .group: ids.groups[key] = id
         }
-        if let file {
-            let encoder = JSONEncoder()
-            encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
-            try encoder.encode(self).write(to: file, options: .atomic)
-        }
+        // Kept before the id is used: a host killed right after must not give it to another.
+        try store?.saveNow(ids)
         return id
     }
 }

@@ -77,7 +77,7 @@ final class StorageVolumes {
     /// How many times preparing a container has mounted or unmounted a file system on it: a
     /// mount namespace copied before (a standby's) does not have the change.
     private(set) var mountChanges = 0
-    private var projects: ProjectTable?
+    private(set) var projects: ProjectTable?
 
     init(mechanism: StorageMechanism, stateDirectory: URL, device: String?) {
         self.mechanism = mechanism

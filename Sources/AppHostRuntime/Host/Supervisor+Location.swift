@@ -85,29 +85,29 @@ extension Supervisor {
     }
 
     /// Sets APP's location authorization (`authorize APP location always|whenInUse|denied`),
-    /// kept in the state directory; a running app is told at once.
+    /// kept in the state directory; a running app is told once it is kept.
     public func authorizeLocation(_ name: String, _ authorization: LocationAuthorization) throws -> String {
         let saved = DispatchSemaphore(value: 0)
-        let line = try queue.sync {
+        let record = try queue.sync {
             let record = try app(named: name)
             locationAuthorizations[record.bundle.identifier] = authorization
-            // Off the loop; the command answers once it is kept (below).
             locationStore.save(locationAuthorizations) { saved.signal() }
-            let line = "\(record.bundle.name): location authorization \(authorization.rawValue)"
-            if let run = record.run, run.machine.isLive {
-                send(.locationAuthorization(authorization.wireName), record, run)
-                publish(HostEvent(
-                    time: Date(), app: record.bundle.identifier, name: record.bundle.name, pid: run.process?.pid, event: .location,
-                    state: currentState(of: record), detail: "authorization \(authorization.rawValue)"), run: run)
-                if authorization == .denied && run.location.updating { send(.locationFailed(code: 1), record, run) }
-                updateLocationHold(record, run)
-                if let position = location.position { deliver(position, to: record, run) }
-            }
-            return line
+            return record
         }
-        // On the caller's thread, not the loop's: answered once the authorization is kept.
+        // On the caller's thread, not the loop's: the app is told, and the command answered,
+        // once the authorization is on the disk (a host killed after saying so keeps it).
         saved.wait()
-        return line
+        queue.sync {
+            guard let run = record.run, run.machine.isLive, locationAuthorizations[record.bundle.identifier] == authorization else { return }
+            send(.locationAuthorization(authorization.wireName), record, run)
+            publish(HostEvent(
+                time: Date(), app: record.bundle.identifier, name: record.bundle.name, pid: run.process?.pid, event: .location,
+                state: currentState(of: record), detail: "authorization \(authorization.rawValue)"), run: run)
+            if authorization == .denied && run.location.updating { send(.locationFailed(code: 1), record, run) }
+            updateLocationHold(record, run)
+            if let position = location.position { deliver(position, to: record, run) }
+        }
+        return "\(record.bundle.name): location authorization \(authorization.rawValue)"
     }
 
     // MARK: The app's requests

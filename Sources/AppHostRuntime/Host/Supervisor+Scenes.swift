@@ -58,7 +58,11 @@ extension Supervisor {
 
     /// The scene sessions of every app that adopts scenes, with their states (`scenes`).
     public func sceneListing() -> [SceneListing] {
-        queue.sync {
+        defer {
+            // Answered once what it lists is on the disk (the store's writer, not the loop, waits).
+            sceneStore.flush()
+        }
+        return queue.sync {
             apps.filter(\.bundle.adoptsScenes).flatMap { record -> [SceneListing] in
                 let machine = record.run.map(\.machine)
                 let appState = machine.map { $0.isAlive ? $0.state : .notRunning } ?? .notRunning

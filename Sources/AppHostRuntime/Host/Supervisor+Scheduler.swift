@@ -35,6 +35,7 @@ extension Supervisor {
         let conditions = BackgroundSchedule.Conditions(power: power, network: network)
         let floor = configuration.policy.minimumBackgroundFetchInterval.seconds
         var started: [String] = []
+        var due: [(AppRecord, BackgroundEvent)] = []
         var changed = false
         // Only apps with something scheduled, in installation order: a pass runs after every
         // state change, and a host may hold thousands of suspended apps that asked for nothing.
@@ -62,12 +63,20 @@ extension Supervisor {
                     requiresExternalPower: request.requiresExternalPower, requiresNetworkConnectivity: request.requiresNetworkConnectivity))
             }
             for event in events {
-                let how = deliver(event, reason: event.kind == .fetch ? "backgroundFetch" : "backgroundTask", to: record)
-                announce(record, command: .scheduler, "due: \(event.label)", how)
+                due.append((record, event))
                 started.append("\(record.bundle.name) \(event.label)")
             }
         }
-        if changed { saveSchedule() }
+        let deliverDue: @Sendable () -> Void = { [weak self, due] in
+            guard let self else { return }
+            for (record, event) in due {
+                let how = deliver(event, reason: event.kind == .fetch ? "backgroundFetch" : "backgroundTask", to: record)
+                announce(record, command: .scheduler, "due: \(event.label)", how)
+            }
+        }
+        // A request taken is run once its removal is on the disk: a host killed in between
+        // neither ran it nor lost it.
+        if changed { saveSchedule(then: due.isEmpty ? nil : deliverDue) } else { deliverDue() }
         armSchedulerTimer(now: now, conditions: conditions)
         return started
     }
@@ -205,11 +214,13 @@ extension Supervisor {
                 return
             }
             schedule.setFetchInterval(interval, for: bundle.identifier, now: schedulerNow, floor: configuration.policy.minimumBackgroundFetchInterval.seconds)
-            saveSchedule()
             let floor = configuration.policy.minimumBackgroundFetchInterval
-            handle(record, run, .info(.fetchInterval, interval.map {
-                "at least \(Duration.seconds(double: max($0, floor.seconds)).formatted) between fetches"
-            } ?? "never"))
+            let detail = interval.map { "at least \(Duration.seconds(double: max($0, floor.seconds)).formatted) between fetches" } ?? "never"
+            // Said once it is kept, as a submission is.
+            saveSchedule { [weak self] in
+                guard let self, record.run === run, run.machine.isAlive else { return }
+                handle(record, run, .info(.fetchInterval, detail))
+            }
             queueSchedulerPass()
 
         default:

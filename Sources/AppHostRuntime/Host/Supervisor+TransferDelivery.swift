@@ -62,6 +62,7 @@ extension Supervisor {
     /// `tmp` first. Marks it sent to this run.
     private func prepareDelivery(_ id: String, _ record: AppRecord, _ run: AppRun) -> WireTransferEvent? {
         guard let index = transfers.records.firstIndex(where: { $0.id == id }), var event = transfers.records[index].result else { return nil }
+        event.id = id
         if event.errorCode == nil, event.transfer.kind == .download {
             do {
                 event.location = try placeDownload(id, container: storage.containerPath(.app(record.bundle.identifier)))

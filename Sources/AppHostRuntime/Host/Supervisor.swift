@@ -151,6 +151,10 @@ public final class Supervisor: @unchecked Sendable {
         storageMechanism = storageProbe.mechanism
         storageNote = storageProbe.note
         storage = StorageVolumes(mechanism: storageProbe.mechanism, stateDirectory: configuration.stateDirectory, device: storageProbe.device)
+        for line in storage.releaseLeftovers() {
+            let event = HostEvent(time: Date(), event: .warning, detail: "storage: \(line)")
+            queue.async { observer(event) }
+        }
         environment = try HostEnvironment(
             instance: configuration.instance, suspension: configuration.suspension, memory: configuration.memoryEnforcement,
             namespacesInit: configuration.namespaces ? configuration.initExecutable : nil, queue: queue)
