@@ -1,4 +1,5 @@
 import Foundation
+import AppHostRuntime
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -31,7 +32,7 @@ struct ScaleResult {
 /// The JSON event lines of an `apphost launch --json` host, as they arrive.
 final class HostLines: @unchecked Sendable {
     private let condition = NSCondition()
-    private var lines: [(event: String, name: String, pid: Int32?, at: UInt64)] = []
+    private var lines: [(event: String, name: String, pid: Int32?, at: UInt64, reason: String?)] = []
     private var ended = false
 
     /// Reads `fd` to its end on a thread of its own.
@@ -50,7 +51,7 @@ final class HostLines: @unchecked Sendable {
                           let event = object["event"] as? String else { continue }
                     let at = now()
                     condition.lock()
-                    lines.append((event, object["name"] as? String ?? "", (object["pid"] as? NSNumber).map { $0.int32Value }, at))
+                    lines.append((event, object["name"] as? String ?? "", (object["pid"] as? NSNumber).map { $0.int32Value }, at, object["reason"] as? String))
                     condition.broadcast()
                     condition.unlock()
                 }
@@ -76,11 +77,12 @@ final class HostLines: @unchecked Sendable {
         }
     }
 
-    /// The first event named `event` for any app after `index` (a termination while waiting).
+    /// The first event named `event` for any app after `index` (a termination while waiting):
+    /// "NAME EVENT: REASON".
     func any(_ event: String, after index: Int) -> String? {
         condition.lock()
         defer { condition.unlock() }
-        return lines[index...].first { $0.event == event }.map(\.name)
+        return lines[index...].first { $0.event == event }.map { "\($0.name) \(event)\($0.reason.map { ": \($0)" } ?? "")" }
     }
 }
 
@@ -108,6 +110,7 @@ func cpuTicks(_ pid: pid_t) -> Int? {
 /// own, so that its resident memory and CPU time are the host's alone). Then, with every app
 /// suspended: the host's RSS, its CPU ticks over `idleSeconds`, and each app process's PSS.
 func benchmarkScale(executable: String, bundle: URL, apps count: Int, idleSeconds: Double = 10) -> ScaleResult {
+    raiseTaskLimit(forApps: count)
     let scratch = FileManager.default.temporaryDirectory.appendingPathComponent("apphost-benchmark-scale-\(getpid())")
     defer { try? FileManager.default.removeItem(at: scratch) }
     let bundles = scratch.appendingPathComponent("bundles")
@@ -171,7 +174,7 @@ func benchmarkScale(executable: String, bundle: URL, apps count: Int, idleSecond
         let sent = now()
         if index > 0 { command("open \(name)") }
         guard let active = lines.next("didBecomeActive", of: name, after: &cursor) else {
-            stopped = "\(name) did not become active (\(lines.any("terminated", after: 0).map { "\($0) terminated" } ?? "no event"))"
+            stopped = "\(name) did not become active (\(lines.any("terminated", after: 0) ?? "no event"))"
             break
         }
         launches.append(Double(active.at - (index > 0 ? sent : start)) / 1e6)
@@ -208,4 +211,28 @@ func benchmarkScale(executable: String, bundle: URL, apps count: Int, idleSecond
         lastTenth: Sample(label: "launch, last tenth of \(count) apps", values: Array(measured.suffix(tenth))),
         hostCpuFirstTenthMs: cpuPerLaunch(0, 1), hostCpuLastTenthMs: cpuPerLaunch(2, 3),
         pssPerAppMiB: pss.isEmpty ? 0 : pss.reduce(0, +) / Double(pss.count) / 1024, seconds: seconds, stopped: stopped)
+}
+
+/// Each app holds HostCapacity.descriptorsPerApp of the host's descriptors and about
+/// HostCapacity.tasksPerApp tasks (its process's threads and its namespace's init): a run of
+/// thousands needs more than a usual RLIMIT_NOFILE (the host raises its soft limit to the hard
+/// one, no further) and the kernel's default pid_max (32768). As root, the benchmark raises the
+/// hard open-file limit it hands the host (to fs.nr_open) and pid_max (to 4194304, the kernel's
+/// most), and says so; otherwise the host refuses the launches past them, naming the limit.
+func raiseTaskLimit(forApps count: Int) {
+    let needed = count * HostCapacity.descriptorsPerApp + HostCapacity.descriptorReserve + 1024
+    var files = rlimit()
+    if getrlimit(__rlimit_resource_t(RLIMIT_NOFILE.rawValue), &files) == 0, files.rlim_max < rlim_t(needed),
+       let ceiling = (try? String(contentsOfFile: "/proc/sys/fs/nr_open", encoding: .utf8)).flatMap({ rlim_t($0.trimmingCharacters(in: .whitespacesAndNewlines)) }) {
+        var raised = rlimit(rlim_cur: ceiling, rlim_max: ceiling)
+        if setrlimit(__rlimit_resource_t(RLIMIT_NOFILE.rawValue), &raised) == 0 {
+            FileHandle.standardError.write(Data("benchmark: raised RLIMIT_NOFILE from \(files.rlim_max) to \(ceiling) for \(count) apps\n".utf8))
+        }
+    }
+    let path = "/proc/sys/kernel/pid_max"
+    guard let current = (try? String(contentsOfFile: path, encoding: .utf8)).flatMap({ Int($0.trimmingCharacters(in: .whitespacesAndNewlines)) }),
+          current < count * (HostCapacity.tasksPerApp + 1) + 4096, geteuid() == 0 else { return }
+    if (try? "4194304".write(toFile: path, atomically: false, encoding: .utf8)) != nil {
+        FileHandle.standardError.write(Data("benchmark: raised kernel.pid_max from \(current) to 4194304 for \(count) apps\n".utf8))
+    }
 }

@@ -128,9 +128,15 @@ final class URLSessionRegistry: Sendable {
         guard let (session, tasks, finishing) = taken else { return }
         for (task, event) in tasks {
             // Delivered before the host that sent it was killed: acknowledged, not shown again.
-            if let transferID = event.id, deliveredTransfers.contains(transferID) {
-                if report { link.send(.transferDelivered(session: id, task: task.taskIdentifier)) }
-                continue
+            // Recorded before the delegate runs: a host killed from here on (which ends this
+            // process) never has the app see the transfer twice (exactly once, README.md,
+            // "What survives the host").
+            if let transferID = event.id {
+                guard !deliveredTransfers.contains(transferID) else {
+                    if report { link.send(.transferDelivered(session: id, task: task.taskIdentifier)) }
+                    continue
+                }
+                deliveredTransfers.insert(transferID)
             }
             let error = event.errorCode.map {
                 URLError(URLError.Code(rawValue: $0) ?? .unknown, userInfo: [NSLocalizedDescriptionKey: event.errorMessage ?? "the transfer failed"])
@@ -146,7 +152,6 @@ final class URLSessionRegistry: Sendable {
                 (session.delegate as? any URLSessionDataDelegate)?.urlSession(session, dataTask: upload, didReceive: body)
             }
             (session.delegate as? any URLSessionTaskDelegate)?.urlSession(session, task: task, didCompleteWithError: error)
-            if let transferID = event.id { deliveredTransfers.insert(transferID) }
             if report { link.send(.transferDelivered(session: id, task: task.taskIdentifier)) }
         }
         if finishing { session.delegate?.urlSessionDidFinishEvents(forBackgroundURLSession: session) }
@@ -156,10 +161,10 @@ final class URLSessionRegistry: Sendable {
 /// The app process's sessions and the transfer events waiting for them.
 let urlSessionRegistry = URLSessionRegistry(link: hostLink)
 
-/// The transfers whose delegate calls the app has made, by the host's id, kept in the container
-/// (`Library/.apphost-delivered-transfers`, the latest 512): a host killed after the app's
-/// delegate ran and before it heard so delivers the transfer again, and the app acknowledges it
-/// without calling its delegate a second time (exactly once, across a host's death).
+/// The transfers handed to the app's delegate, by the host's id, kept in the container
+/// (`Library/.apphost-delivered-transfers`, the latest 512): a host killed after the app got a
+/// transfer and before it heard so delivers it again, and the app acknowledges it without
+/// calling its delegate a second time (exactly once, across a host's death).
 final class DeliveredTransfers: Sendable {
     private static let kept = 512
     private let ids = Mutex<[String]?>(nil)
@@ -175,7 +180,8 @@ final class DeliveredTransfers: Sendable {
         }
     }
 
-    /// Records `id`, durably, before the host is told.
+    /// Records `id`: whole or absent for a process killed at any moment (not synced to the disk:
+    /// quick, as it comes before the delegate's calls).
     func insert(_ id: String) {
         let snapshot = ids.withLock { ids -> [String] in
             var list = ids ?? load()
@@ -186,7 +192,7 @@ final class DeliveredTransfers: Sendable {
         }
         let file = file
         if access(file.directory, F_OK) != 0 { mkdir(file.directory, 0o700) }
-        try? file.replace(with: Array((snapshot.joined(separator: "\n") + "\n").utf8))
+        try? file.replace(with: Array((snapshot.joined(separator: "\n") + "\n").utf8), synced: false)
     }
 
     private func load() -> [String] {

@@ -117,7 +117,12 @@ package enum Confinement {
         try valueOrErrno("prctl(PR_SET_NO_NEW_PRIVS)") { apphost_set_no_new_privileges() }
     }
 
+    /// Sets soft and hard limit to `value`, or to the hard limit the process has if that is
+    /// lower (a host started under a lower one, `ulimit -Hn`: an app may not raise it).
     private static func setLimit(_ resource: __rlimit_resource, _ value: UInt64, name: String) throws(SystemError) {
+        var current = rlimit()
+        let ceiling = getrlimit(__rlimit_resource_t(resource.rawValue), &current) == 0 ? UInt64(current.rlim_max) : UInt64.max
+        let value = min(value, ceiling)
         var limit = rlimit(rlim_cur: rlim_t(value), rlim_max: rlim_t(value))
         try valueOrErrno("setrlimit(\(name), \(value))") { setrlimit(__rlimit_resource_t(resource.rawValue), &limit) }
     }

@@ -39,7 +39,10 @@ package struct DurableFile: Sendable {
 
     /// Replaces the file's contents with `bytes` (temporary file, fsync, rename, fsync of the
     /// directory). The directory must exist. Throws the failed call; the file is then unchanged.
-    package func replace(with bytes: [UInt8], permissions: UInt32 = 0o600) throws(SystemError) {
+    /// `synced: false` leaves out both fsyncs: the replacement is still whole or absent for a
+    /// process killed at any moment (the page cache outlives it), not for a machine that loses
+    /// power; for a record whose write must be quick (the SDK's delivered transfers).
+    package func replace(with bytes: [UInt8], permissions: UInt32 = 0o600, synced: Bool = true) throws(SystemError) {
         let temporary = temporaryPath
         let fd = try valueOrErrno("open \(temporary)") { open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, mode_t(permissions)) }
         do {
@@ -50,7 +53,7 @@ package struct DurableFile: Sendable {
             } else {
                 try writeAll(fd, bytes, call: "write \(temporary)")
             }
-            try valueOrErrno("fsync \(temporary)") { fsync(fd) }
+            if synced { try valueOrErrno("fsync \(temporary)") { fsync(fd) } }
         } catch {
             closeIgnoringErrors(fd)
             _ = unlink(temporary)
@@ -61,7 +64,7 @@ package struct DurableFile: Sendable {
         try valueOrErrno("rename \(temporary) to \(path)") { rename(temporary, path) }
         stepObserver?("renamed")
         // The rename is in the directory: durable once the directory is synced.
-        if let directoryFD = try? valueOrErrno("open \(directory)", { open(directory, O_RDONLY | O_DIRECTORY | O_CLOEXEC) }) {
+        if synced, let directoryFD = try? valueOrErrno("open \(directory)", { open(directory, O_RDONLY | O_DIRECTORY | O_CLOEXEC) }) {
             _ = fsync(directoryFD)
             closeIgnoringErrors(directoryFD)
         }

@@ -153,3 +153,17 @@ import Testing
         #expect(episode.step(now: t0, usage: 100 << 20, candidates: []) == .over("relieved; the apps use 100.0 MiB, still over 50.0 MiB: no app is left to end"))
     }
 }
+
+/// HostCapacity: the bound is the tighter of the descriptor and the task limits, named.
+@Suite struct HostCapacityTests {
+    @Test func theTighterLimitBoundsAndIsNamed() {
+        let byFiles = HostCapacity(descriptors: 20_000, openAtStart: 40, pidMax: 4_194_304, tasksAtStart: 300)
+        #expect(byFiles.apps == (20_000 - 40 - HostCapacity.descriptorReserve) / HostCapacity.descriptorsPerApp)
+        #expect(byFiles.boundBy == "RLIMIT_NOFILE 20000 (\(HostCapacity.descriptorsPerApp) descriptors an app)")
+        let byTasks = HostCapacity(descriptors: 1_048_576, openAtStart: 40, pidMax: 32_768, tasksAtStart: 300)
+        #expect(byTasks.apps == (32_768 - 300 - HostCapacity.descriptorReserve) / HostCapacity.tasksPerApp)
+        #expect(byTasks.boundBy == "kernel.pid_max 32768 (\(HostCapacity.tasksPerApp) tasks an app)")
+        #expect(byTasks.refusal(launching: "Notes", running: byTasks.apps).hasPrefix("cannot launch Notes: \(byTasks.apps) apps run, the most this host can hold under kernel.pid_max 32768"))
+        #expect(HostCapacity(descriptors: 100, openAtStart: 40, pidMax: 32_768, tasksAtStart: 300).apps == 0, "never negative")
+    }
+}

@@ -107,6 +107,13 @@ public struct DoctorReport: Sendable {
                 + "process's during its launch) may wait for an RCU grace period, milliseconds, and forks and exits on the machine "
                 + "wait with it; as root: mount -o remount,favordynmods \(remount) (Linux 6.0 or later), or where the kernel takes it, boot with cgroup_favordynmods=1")
 
+        // What a host started from here inherits: its soft open-file limit raised to the hard one.
+        var files = rlimit()
+        let hard = getrlimit(__rlimit_resource_t(RLIMIT_NOFILE.rawValue), &files) == 0 ? Int(min(files.rlim_max, rlim_t(Int.max))) : 1024
+        let capacity = Supervisor.measureCapacity(descriptorLimit: hard)
+        report.add("app capacity", capacity.apps >= 1000, "a host started from here \(capacity.description)"
+            + (capacity.apps >= 1000 ? "" : "; to hold more, \(capacity.remedy)"))
+
         let effective = statusField("CapEff") ?? "?"
         report.add("host capabilities", true, "effective \(effective), uid \(getuid())\(getuid() == 0 ? " (root: per-app users possible)" : "")")
         return report

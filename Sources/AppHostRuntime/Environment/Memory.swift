@@ -58,15 +58,13 @@ final class MemoryGroup: @unchecked Sendable {
     let group: Cgroup
     /// An eventfd the kernel signals when the group is out of memory.
     let oomEvents: Int32
-    private let oomControl: Int32
     private let hasSwapLimit: Bool
     /// The limit in force; a new group has none (the kernel's "unlimited").
     private(set) var limit: UInt64 = .max
 
-    private init(group: Cgroup, oomEvents: Int32, oomControl: Int32) {
+    private init(group: Cgroup, oomEvents: Int32) {
         self.group = group
         self.oomEvents = oomEvents
-        self.oomControl = oomControl
         hasSwapLimit = access(group.path + "/memory.memsw.limit_in_bytes", W_OK) == 0
     }
 
@@ -83,7 +81,11 @@ final class MemoryGroup: @unchecked Sendable {
             group.remove()
             return nil
         }
-        let memory = MemoryGroup(group: group, oomEvents: events, oomControl: control)
+        // Registered, the event holds the group and the eventfd, not the control file (the
+        // kernel puts it once the event is made): one descriptor an app fewer (README.md, "How
+        // many apps fit").
+        close(control)
+        let memory = MemoryGroup(group: group, oomEvents: events)
         guard memory.setLimit(limit) else {
             memory.remove()
             return nil
@@ -110,15 +112,11 @@ final class MemoryGroup: @unchecked Sendable {
         group.read("memory.oom_control").split(separator: "\n").contains("under_oom 1")
     }
 
-    /// Closes its control file and removes the group (killing anything left in it). The OOM
-    /// eventfd belongs to the source that watches it.
+    /// Removes the group (killing anything left in it). The OOM eventfd belongs to the source
+    /// that watches it.
     func remove(sparing: pid_t? = nil) {
-        closeControl()
         group.remove(sparing: sparing)
     }
-
-    /// Closes the control file the OOM events are registered on.
-    func closeControl() { close(oomControl) }
 
     /// Removes a group nothing watches yet, closing its eventfd too.
     func discard(sparing: pid_t? = nil) {

@@ -348,7 +348,6 @@ final class AppProcess: @unchecked Sendable {
         if let appPidfd { closeIgnoringErrors(appPidfd) }
         appPidfd = nil
         if let initChannel { closeIgnoringErrors(initChannel) }
-        groups.memory?.closeControl()
         // Children of the app (with the spawn entitlement) do not outlive it; a group whose
         // killed members have not finished exiting is removed a little later, off this turn.
         for group in [groups.memory?.group, groups.pids, groups.freezer].compactMap({ $0 }) where !group.remove(sparing: spared) {

@@ -62,7 +62,7 @@ public struct HostEvent: Sendable, Equatable, Codable {
     private enum CodingKeys: String, CodingKey {
         case time, app, name, pid, event, state, detail, elapsedMs, kind, namespace, code, reason, report, level, label
         case fatalError, backtrace, appFrame
-        case launcher, suspension, sandbox, memory, storage, instance, stateDirectory, schedulerClock
+        case launcher, suspension, sandbox, memory, storage, instance, stateDirectory, schedulerClock, capacity, capacityBoundBy
     }
 
     public init(from decoder: any Decoder) throws {
@@ -100,7 +100,9 @@ public struct HostEvent: Sendable, Equatable, Codable {
                 memory: try container.decode(String.self, forKey: .memory),
                 storage: try container.decode(String.self, forKey: .storage),
                 instance: instance, stateDirectory: try container.decode(String.self, forKey: .stateDirectory),
-                schedulerClock: try container.decodeIfPresent(String.self, forKey: .schedulerClock))
+                schedulerClock: try container.decodeIfPresent(String.self, forKey: .schedulerClock),
+                capacity: try container.decodeIfPresent(Int.self, forKey: .capacity),
+                capacityBoundBy: try container.decodeIfPresent(String.self, forKey: .capacityBoundBy))
         }
     }
 
@@ -135,6 +137,8 @@ public struct HostEvent: Sendable, Equatable, Codable {
             try container.encode(host.instance, forKey: .instance)
             try container.encode(host.stateDirectory, forKey: .stateDirectory)
             try container.encodeIfPresent(host.schedulerClock, forKey: .schedulerClock)
+            try container.encodeIfPresent(host.capacity, forKey: .capacity)
+            try container.encodeIfPresent(host.capacityBoundBy, forKey: .capacityBoundBy)
         }
     }
 
@@ -172,6 +176,9 @@ public struct HostSummary: Sendable, Equatable {
     public var stateDirectory: String
     /// The scheduler's clock (ISO 8601) when `advance` has moved it from the wall clock.
     public var schedulerClock: String?
+    /// How many apps may run at once, and the limit that says so (HostCapacity).
+    public var capacity: Int?
+    public var capacityBoundBy: String?
 }
 
 extension Termination {

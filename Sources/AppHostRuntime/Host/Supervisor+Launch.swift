@@ -51,6 +51,13 @@ extension Supervisor {
 
     func spawn(_ record: AppRecord, _ run: AppRun, reason: String) {
         let bundle = record.bundle
+        // Past what the machine's limits allow, a clear refusal (HostCapacity), not a launch
+        // that fails for want of a descriptor.
+        let live = apps.reduce(0) { $0 + ($1.run?.process?.isClosed == false ? 1 : 0) }
+        if live >= capacity.apps {
+            failToSpawn(record, run, capacity.refusal(launching: bundle.name, running: live))
+            return
+        }
         let policy = configuration.policy
         var sandbox = WireSandbox(entitlements: bundle.entitlements.sorted(), writablePaths: [])
         let container = Containers.url(for: bundle, in: configuration.stateDirectory)

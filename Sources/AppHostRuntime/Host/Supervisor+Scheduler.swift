@@ -67,16 +67,24 @@ extension Supervisor {
                 started.append("\(record.bundle.name) \(event.label)")
             }
         }
-        let deliverDue: @Sendable () -> Void = { [weak self, due] in
-            guard let self else { return }
-            for (record, event) in due {
-                let how = deliver(event, reason: event.kind == .fetch ? "backgroundFetch" : "backgroundTask", to: record)
-                announce(record, command: .scheduler, "due: \(event.label)", how)
+        if changed {
+            if due.isEmpty {
+                saveSchedule()
+            } else {
+                // A request taken runs once its removal is on the disk: a host killed in between
+                // neither ran it nor lost it, and a command that comes next sees it under way.
+                // On the loop, as a rare exception (once per due request or fetch, a small file).
+                do {
+                    try scheduleStore.store.saveNow(schedule)
+                } catch {
+                    publish(HostEvent(time: Date(), event: .warning, detail: "cannot save the scheduler's store: \(error)"), run: nil)
+                }
             }
         }
-        // A request taken is run once its removal is on the disk: a host killed in between
-        // neither ran it nor lost it.
-        if changed { saveSchedule(then: due.isEmpty ? nil : deliverDue) } else { deliverDue() }
+        for (record, event) in due {
+            let how = deliver(event, reason: event.kind == .fetch ? "backgroundFetch" : "backgroundTask", to: record)
+            announce(record, command: .scheduler, "due: \(event.label)", how)
+        }
         armSchedulerTimer(now: now, conditions: conditions)
         return started
     }

@@ -127,7 +127,7 @@ extension Supervisor {
         guard !cancelled.isEmpty else { return }
         for transfer in cancelled {
             transfers.service?.stop(transfer.id)
-            transfers.store.removeFiles(transfer.id)
+            transfers.fileRemovals.append(transfer.id)
             if let location = transfer.result?.location { unlink(location) }
             transfers.sentTo[transfer.id] = nil
         }

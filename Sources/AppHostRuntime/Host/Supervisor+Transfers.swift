@@ -15,6 +15,8 @@ struct Transfers {
     /// nil: this host has none (a Supervisor made without one); transfers wait for it.
     let service: (any TransferRunner)?
     var loadWarnings: [String]
+    /// Transfers whose files go once the next save is on the disk.
+    var fileRemovals: [String] = []
     /// Finished transfers sent to an app's run (by its launch date): never sent to it again.
     var sentTo: [String: Date] = [:]
     /// Sessions ("APP SESSION") whose backgroundURLSession event is on its way to the app.
@@ -68,7 +70,7 @@ extension Supervisor {
             guard let index = transferIndex(record, session, task), transfers.records[index].phase != .finished else { return nil }
             let id = transfers.records[index].id
             transfers.service?.stop(id)
-            transfers.store.removeFiles(id)
+            transfers.fileRemovals.append(id)
             transfers.records[index].phase = .finished
             transfers.records[index].result = WireTransferEvent(
                 transfer: transfers.records[index].transfer, bytesReceived: transfers.records[index].bytesReceived,
@@ -84,7 +86,7 @@ extension Supervisor {
                 return "it said task \(task) of background session \(session.cut(to: 64).debugDescription) was delivered, but the host delivered no such transfer to it"
             }
             let done = transfers.records.remove(at: index)
-            transfers.store.removeFiles(done.id)
+            transfers.fileRemovals.append(done.id)
             transfers.sentTo[done.id] = nil
             transfers.wakesWithoutDelivery[done.id] = nil
             saveTransfers()
@@ -246,12 +248,12 @@ extension Supervisor {
                 record.bytesSent = sent
                 record.result = WireTransferEvent(
                     transfer: record.transfer, statusCode: status, bytesReceived: received, bytesSent: sent, responseBody: body)
-                if record.transfer.kind == .upload { transfers.store.removeFiles(record.id) }
+                if record.transfer.kind == .upload { transfers.fileRemovals.append(record.id) }
             case .failed(let code, let message, let status):
                 record.result = WireTransferEvent(
                     transfer: record.transfer, statusCode: status, bytesReceived: record.bytesReceived, bytesSent: record.bytesSent,
                     errorCode: code, errorMessage: message)
-                transfers.store.removeFiles(record.id)
+                transfers.fileRemovals.append(record.id)
             }
             transfers.records[index] = record
             saveTransfers()
@@ -301,7 +303,8 @@ extension Supervisor {
     /// Hands what changed in the records to the store, which writes it off the loop; `then`
     /// runs on the loop once it is on the disk.
     func saveTransfers(then: (@Sendable () -> Void)? = nil) {
-        transfers.store.write(transfers.changes(), then: onTheLoop(then))
+        transfers.store.write(transfers.changes(), removingFilesOf: transfers.fileRemovals, then: onTheLoop(then))
+        transfers.fileRemovals = []
     }
 
     func transferIndex(_ record: AppRecord, _ session: String, _ task: Int) -> Int? {

@@ -30,6 +30,8 @@ public final class Supervisor: @unchecked Sendable {
     /// How this host holds containers to their storage limits, and one line saying so.
     public let storageMechanism: StorageMechanism
     public let storageNote: String
+    /// How many apps may run at once here, and which limit says so.
+    public let capacity: HostCapacity
 
     let queue = DispatchQueue(label: "apphost.supervisor", qos: .userInitiated)
     /// Reads the apps' control sockets and runs their handlers on `queue` (ControlReader.swift).
@@ -171,7 +173,7 @@ public final class Supervisor: @unchecked Sendable {
                 environment: Containers.runtimeEnvironment + ["APPHOST_PARENT_PID=\(getpid())"]
                     + launchTemplatePlaceholders.map { "\($0)=" + String(repeating: "/", count: Int(APPHOST_TEMPLATE_PLACEHOLDER_LENGTH)) })
             : nil
-        Self.raiseDescriptorLimit()
+        capacity = Self.measureCapacity(descriptorLimit: Self.raiseDescriptorLimit())
         controlReader = try ControlReader(queue: queue)
         sampler = DispatchSource.makeTimerSource(queue: queue)
         schedulerTimer = DispatchSource.makeTimerSource(queue: queue)
@@ -233,13 +235,14 @@ public final class Supervisor: @unchecked Sendable {
             detail: "suspension: \(suspensionNote); sandbox: \(sandboxNote); memory: \(memoryNote); background: \(backgroundNote); "
                 + "storage: \(storageMechanism.rawValue), \(storageNote); limits \(policy.storageLimit.mebibytes) per app, "
                 + "\(policy.appGroupStorageLimit.mebibytes) per app group\(storageMechanism == .accounting ? ", not enforced" : ""); "
-                + "launcher: \(launcherNote)",
+                + "launcher: \(launcherNote); capacity: \(capacity.description)",
             host: HostSummary(
                 launcher: template?.current != nil ? Launcher.template.rawValue : Launcher.exec.rawValue,
                 suspension: suspensionMechanism.rawValue, sandbox: sandboxNote, memory: memoryEnforcement.rawValue,
                 storage: storageMechanism.rawValue, instance: configuration.instance, stateDirectory: configuration.stateDirectory.path,
                 schedulerClock: loaded.clockOffset == 0
-                    ? nil : HostEvent.isoFormatter.string(from: Date().addingTimeInterval(loaded.clockOffset))))
+                    ? nil : HostEvent.isoFormatter.string(from: Date().addingTimeInterval(loaded.clockOffset)),
+                capacity: capacity.apps, capacityBoundBy: capacity.boundBy))
         queue.async { observer(started) }
         if let launcherFailure {
             let warning = HostEvent(time: Date(), event: .warning, detail: launcherFailure)

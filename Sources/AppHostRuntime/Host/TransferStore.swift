@@ -49,6 +49,8 @@ final class TransferStore: Sendable {
     private struct Pending {
         /// By id: the record to write, or nil to remove it.
         var changes: [String: TransferRecord?] = [:]
+        /// Transfers whose part file and body are removed once the changes are written.
+        var fileRemovals: [String] = []
         var queued = false
         var completions: [@Sendable () -> Void] = []
     }
@@ -97,11 +99,14 @@ final class TransferStore: Sendable {
     }
 
     /// Writes `changes` (a record by id, or nil to remove one) off the caller's thread, in order
-    /// with earlier changes; `then` runs on the writer's thread once they are on the disk.
-    func write(_ changes: [String: TransferRecord?], then: (@Sendable () -> Void)? = nil) {
-        guard !changes.isEmpty || then != nil else { return }
+    /// with earlier changes, then removes the files of `fileRemovals`: a transfer's files go only
+    /// once the record that no longer needs them is on the disk (a host killed in between finds
+    /// the files its records name). `then` runs on the writer's thread once all that is done.
+    func write(_ changes: [String: TransferRecord?], removingFilesOf fileRemovals: [String] = [], then: (@Sendable () -> Void)? = nil) {
+        guard !changes.isEmpty || !fileRemovals.isEmpty || then != nil else { return }
         let enqueue = pending.withLock { pending -> Bool in
             pending.changes.merge(changes) { $1 }
+            pending.fileRemovals += fileRemovals
             if let then { pending.completions.append(then) }
             guard !pending.queued else { return false }
             pending.queued = true
@@ -116,9 +121,9 @@ final class TransferStore: Sendable {
     }
 
     private func writePending() {
-        let (changes, completions) = pending.withLock { pending in
+        let (changes, fileRemovals, completions) = pending.withLock { pending in
             defer { pending = Pending() }
-            return (pending.changes, pending.completions)
+            return (pending.changes, pending.fileRemovals, pending.completions)
         }
         if !changes.isEmpty, access(directory.path, F_OK) != 0 {
             try? FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
@@ -134,6 +139,7 @@ final class TransferStore: Sendable {
                 failed.withLock { $0 }?("cannot save the background transfer \(id): \(error)")
             }
         }
+        for id in fileRemovals { removeFiles(id) }
         for completion in completions { completion() }
     }
 
@@ -144,7 +150,7 @@ final class TransferStore: Sendable {
         return Array((try? encoder.encode(record)) ?? Data())
     }
 
-    /// Removes a transfer's files.
+    /// Removes a transfer's files now (one never kept); a kept one's go with `write`.
     func removeFiles(_ id: String) {
         try? FileManager.default.removeItem(at: partFile(id))
         try? FileManager.default.removeItem(at: bodyFile(id))

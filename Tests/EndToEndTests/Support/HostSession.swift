@@ -209,9 +209,10 @@ final class HostSession: @unchecked Sendable {
 
     /// `keepStandardErrorKiB`: keep only the last N KiB of the host's standard error, not all of it.
     /// `user`: run the host as this uid and gid (by setpriv, from a root test), not as root.
+    /// `openFileLimit`: start the host with this RLIMIT_NOFILE, soft and hard (by prlimit).
     init(
         _ bundles: [URL], scratch: Scratch, arguments: [String] = [], environment: [String: String] = [:],
-        keepStandardErrorKiB: Int? = nil, user: uid_t? = nil
+        keepStandardErrorKiB: Int? = nil, user: uid_t? = nil, openFileLimit: Int? = nil
     ) throws {
         try Paths.requireBuilt(Paths.apphost)
         self.scratch = scratch
@@ -224,6 +225,9 @@ final class HostSession: @unchecked Sendable {
         if let user {
             process.executableURL = URL(fileURLWithPath: "/usr/bin/setpriv")
             process.arguments = ["--reuid=\(user)", "--regid=\(user)", "--clear-groups", Paths.apphost.path] + launch
+        } else if let openFileLimit {
+            process.executableURL = URL(fileURLWithPath: "/usr/bin/prlimit")
+            process.arguments = ["--nofile=\(openFileLimit):\(openFileLimit)", "--", Paths.apphost.path] + launch
         } else {
             process.executableURL = Paths.apphost
             process.arguments = launch
