@@ -35,7 +35,10 @@ struct URLSessionTests {
         #expect(relative.state == .suspended)
         for task in [relative, ftp, upload] { task.resume() }
         #expect(relative.state == .running)
-        for _ in 0..<100 where delegate.completions.count < 3 { try await Task.sleep(for: .milliseconds(10)) }
+        // The completions come on the session's queue: wait for them (a condition, not a time).
+        let clock = ContinuousClock()
+        let deadline = clock.now + .seconds(30)
+        while delegate.completions.count < 3, clock.now < deadline { try await Task.sleep(for: .milliseconds(10)) }
         let completed: [Int] = delegate.completions.map(\.0)
         #expect(completed == [1, 2, 3])
         #expect(delegate.completions.map(\.1) == [URLError.unsupportedURL.rawValue, URLError.unsupportedURL.rawValue, URLError.fileDoesNotExist.rawValue])

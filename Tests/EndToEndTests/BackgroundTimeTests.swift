@@ -87,7 +87,11 @@ struct BackgroundTimeTests {
         let end = try host.waitFor("Greedy", "terminated")
         #expect(end.code == "0x2182bad2")
         let elapsed = end.time!.timeIntervalSince(entered.time!)
-        #expect(elapsed >= 1.95 && elapsed < 3.0, "one 1.5 s budget + 0.5 s grace, from entering the background: \(elapsed) s")
+        // At least the whole budget and grace (the half second in the foreground did not count),
+        // and short of what a budget for each task would give (1.5 + 1.5 + 0.5 s): a loaded
+        // machine may fire the host's timers late, never early.
+        #expect(elapsed >= 1.95, "one 1.5 s budget + 0.5 s grace, from entering the background: \(elapsed) s")
+        #expect(elapsed < 3.45, "not a budget for each task: \(elapsed) s")
         #expect(scratch.recorded("Greedy").filter { $0.hasPrefix("expiration") }.count == 2, "each task's handler runs")
         #expect(scratch.recorded("Greedy").contains("remaining 1.5"), "backgroundTimeRemaining in didEnterBackground is the app's one budget")
         host.closeInput()

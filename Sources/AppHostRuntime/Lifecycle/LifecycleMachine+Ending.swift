@@ -5,8 +5,10 @@ extension LifecycleMachine {
 
     mutating func fireDeadlines(now: HostInstant) -> [Action] {
         var actions: [Action] = []
-        for (timer, deadline) in deadlines.sorted(by: { $0.value < $1.value }) where deadline <= now {
-            guard deadlines[timer] != nil else { continue }
+        // Earliest first, and again while any is due: a deadline set while another fires (a
+        // launch callback sent with the launch's own deadline, say) may be due already, and is
+        // not left behind for a timer that would fire at once.
+        while let (timer, _) = deadlines.filter({ $0.value <= now }).min(by: { $0.value < $1.value }) {
             deadlines[timer] = nil
             switch timer {
             case .mainThreadSample:
