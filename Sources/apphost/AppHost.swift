@@ -52,6 +52,7 @@ struct StateOptions: ParsableArguments {
 
 /// Prints one line on standard error and exits with status 1: how every user error ends.
 func fail(_ message: String) -> Never {
+    OutputQueue.standardOutput.drain()
     writeStandardError("apphost: \(message)\n")
     exit(1)
 }

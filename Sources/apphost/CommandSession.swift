@@ -12,10 +12,12 @@ struct EventPrinter: Sendable {
 
     /// On standard output and standard error. `outputGone` runs once when standard output can
     /// no longer be written (its reader went away: `apphost launch | head`).
+    /// Standard output goes through `OutputQueue`: a reader that does not keep up loses lines
+    /// (counted), never the host's time.
     init(json: Bool, outputGone: @escaping @Sendable () -> Void = {}) {
-        let gone = Atomic(false)
+        OutputQueue.standardOutput.whenGone(outputGone)
         self.init(json: json, output: { line in
-            if !writeStandardOutput(line + "\n"), !gone.exchange(true, ordering: .relaxed) { outputGone() }
+            OutputQueue.standardOutput.write(line)
         }) {
             writeStandardError($0 + "\n")
         }

@@ -174,6 +174,7 @@ struct Launch: AsyncParsableCommand {
             await supervisor.shutdown()
             control.close()
             recording.finish()
+            OutputQueue.standardOutput.drain()
             Foundation.exit(outcome.exitStatus(requested: status))
         }
     }
@@ -211,7 +212,9 @@ struct Launch: AsyncParsableCommand {
                     Task {
                         await supervisor.shutdown()
                         control.close()
-                        Foundation.exit(ended())
+                        let status = ended()
+                        OutputQueue.standardOutput.drain()
+                        Foundation.exit(status)
                     }
                 } else {
                     supervisor.killAll()

@@ -76,6 +76,7 @@ final class FirstLaunch: Sendable {
             if !isDecided {
                 writeStandardError("apphost: \(label) cannot launch: \(termination.reason)\n")
                 beforeExit?()
+                OutputQueue.standardOutput.drain()
                 Foundation.exit(1)
             }
         default:

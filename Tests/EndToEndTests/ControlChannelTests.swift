@@ -212,3 +212,50 @@ struct TerminalEscapeTests {
         #expect(result.output.contains(#"title \e]0;pwned\x07 done"#), "stdout: \(result.output)")
     }
 }
+
+/// Nothing blocks the loop (README.md, "Running apps"): standard output leaves through a bounded
+/// queue, so a reader that stops reading (a paused terminal, a pipe nobody drains) costs it lines,
+/// never the watchdogs' time.
+@Suite(.timeLimit(.minutes(1)))
+struct StalledOutputTests {
+    /// Regression: the host wrote each event to standard output on its loop; with the pipe full,
+    /// the loop waited in write(2) and no watchdog, command or launch went on.
+    @Test func aReaderThatStopsReadingStallsNoWatchdog() throws {
+        let scratch = try Scratch()
+        let flooder = try scratch.bundle("Flooder", behavior: ["logFlood": 4000])
+        let stuck = try scratch.bundle("Stuck", behavior: ["blockIn": "didFinishLaunching", "blockSeconds": 3600.0])
+        let process = Process()
+        process.executableURL = Paths.apphost
+        process.arguments = ["launch", "--json", "--state-dir", scratch.stateDirectory.path, "--launch-timeout", "1", flooder.path, stuck.path]
+        let input = Pipe(), output = Pipe()
+        process.standardInput = input
+        process.standardOutput = output
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        defer { if process.isRunning { kill(process.processIdentifier, SIGKILL) } }
+        // The pipe fills (64 KiB) and nobody reads it.
+        let reader = output.fileHandleForReading.fileDescriptor
+        var pending: Int32 = 0
+        let filled = Date().addingTimeInterval(20)
+        while ioctl(reader, UInt(FIONREAD), &pending) == 0, pending < 60_000, Date() < filled { usleep(10_000) }
+        try #require(pending >= 60_000, "the host's events filled the pipe (\(pending) bytes waiting)")
+        input.fileHandleForWriting.write(Data("open Stuck\n".utf8))
+        // The launch watchdog ends Stuck and writes its report, whatever the pipe.
+        let reports = scratch.stateDirectory.appendingPathComponent("reports").path
+        let deadline = Date().addingTimeInterval(20)
+        var report: String?
+        while report == nil, Date() < deadline {
+            report = ((try? FileManager.default.contentsOfDirectory(atPath: reports)) ?? []).first { $0.hasPrefix("Stuck-") }
+            if report == nil { usleep(20_000) }
+        }
+        let name = try #require(report, "no report for Stuck while standard output was not read")
+        let text = try String(contentsOfFile: reports + "/" + name, encoding: .utf8)
+        #expect(text.contains("0x8badf00d"))
+        // Read at last, the output holds every event, Stuck's end among them.
+        try input.fileHandleForWriting.close()
+        let all = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        process.waitUntilExit()
+        #expect(all.contains("\"event\":\"terminated\"") && all.contains("\"name\":\"Stuck\""))
+        #expect(!all.contains("of output dropped"), "no line lost below the queue's limit")
+    }
+}
