@@ -21,9 +21,9 @@ final class ChaosHost: @unchecked Sendable {
     private var lines: [Event] = []
     private var closed = false
 
-    init(apphost: String, stateDirectory: String, bundles: [String]) throws {
+    init(apphost: String, stateDirectory: String, bundles: [String], arguments: [String] = []) throws {
         process.executableURL = URL(fileURLWithPath: apphost)
-        process.arguments = ["launch", "--json", "--state-dir", stateDirectory] + bundles
+        process.arguments = ["launch", "--json", "--state-dir", stateDirectory] + arguments + bundles
         let output = Pipe()
         process.standardInput = input
         process.standardOutput = output

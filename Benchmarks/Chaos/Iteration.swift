@@ -48,6 +48,7 @@ struct Iteration {
 
     static let downloads = [(task: 1, size: 900_000, pace: 25), (task: 2, size: 200_000, pace: 10)]
     static let uploadBytes = 150_000
+    static let keptMiB = 3
 
     func perform(_ random: inout SplitMix) -> [String] {
         let scratch = "/tmp/apphost-chaos-\(getpid())-\(number)"
@@ -63,10 +64,29 @@ struct Iteration {
             return ["cannot make the bundles: \(error)"]
         }
         let plan = KillPlan.random(&random)
-        if verbose { print("chaos: iteration \(number): \(plan)") }
+        // Half the iterations first fill Keeper's container on a host that does not limit
+        // storage; the killed host then moves it into a disk image, of a size chosen here.
+        let migrate = Bool.random(using: &random)
+        let limit = ["64", "256", "2048"].randomElement(using: &random)!
+        if verbose { print("chaos: iteration \(number): \(plan)\(migrate ? ", Keeper's container moved into a \(limit) MiB image" : "")") }
+        var keptLog: String?
+        if migrate {
+            guard let filling = try? ChaosHost(apphost: apphost, stateDirectory: state, bundles: [bundles["Keeper0"]!], arguments: ["--storage", "accounting"]) else {
+                return ["cannot start the host that fills Keeper's container"]
+            }
+            let log = state + "/containers/test.keeper/Documents/lifecycle.log"
+            let filled = Self.waitUntil(seconds: 20) { ((try? String(contentsOfFile: log, encoding: .utf8)) ?? "").contains("storage document: ok") }
+            filling.closeInput()
+            filling.waitForExit()
+            guard filled else { return ["Keeper did not fill its container (\(Self.containerFiles(state, "test.keeper")))"] }
+            keptLog = try? String(contentsOfFile: log, encoding: .utf8)
+        }
 
         // The first host, driven by a script of commands, and killed by the plan.
-        guard let first = try? ChaosHost(apphost: apphost, stateDirectory: state, bundles: ["Mover", "Planner", "Stager"].map { bundles[$0]! }) else {
+        let firstApps = ["Mover", "Planner", "Stager"] + (migrate ? ["Keeper"] : [])
+        guard let first = try? ChaosHost(
+            apphost: apphost, stateDirectory: state, bundles: firstApps.map { bundles[$0]! }, arguments: migrate ? ["--storage-limit", limit] : [])
+        else {
             return ["cannot start the first host"]
         }
         let start = Date()
@@ -74,7 +94,7 @@ struct Iteration {
         if case .midStoreWrite(let nth) = plan {
             watch = StoreWriteWatch(directories: [state, state + "/transfers"], nth: nth) { [first] in first.kill() }
         }
-        let script = ["home", "open Planner", "authorize Planner location whenInUse", "open Stager", "authorize Stager location always",
+        let script = (migrate ? ["open Keeper"] : []) + ["home", "open Planner", "authorize Planner location whenInUse", "open Stager", "authorize Stager location always",
                       "scenes --json", "home", "advance 700", "open Mover", "advance 400", "home"]
         var deadline = 4000
         switch plan {
@@ -121,7 +141,7 @@ struct Iteration {
         violations += checkKept(firstEvents, stores)
 
         // The next host: nothing of the dead one may outlive its start.
-        guard let second = try? ChaosHost(apphost: apphost, stateDirectory: state, bundles: ["Front", "Mover", "Planner", "Stager"].map { bundles[$0]! }) else {
+        guard let second = try? ChaosHost(apphost: apphost, stateDirectory: state, bundles: ["Front", "Mover", "Planner", "Stager", "Keeper"].map { bundles[$0]! }) else {
             return violations + ["cannot start the second host"]
         }
         defer {
@@ -148,6 +168,15 @@ struct Iteration {
         if !transfersDone {
             violations.append("transfers still kept 45 s into the next host: \(Self.recordFiles(state).joined(separator: ", ")); its transfer events: "
                 + second.events.filter { $0.event == "transfer" }.map(\.detail).joined(separator: " | "))
+        }
+        if let keptLog {
+            // Keeper launched: its container mounted, whole, whatever the killed host was doing.
+            second.send("open Keeper")
+            if second.waitFor(20, { $0.name == "Keeper" && $0.event == "didBecomeActive" }) == nil {
+                violations.append("Keeper did not launch in the next host: " + second.events.filter { $0.name == "Keeper" }.map(\.detail).joined(separator: " | "))
+            } else {
+                violations += checkContainer(state, keptLog: keptLog)
+            }
         }
         second.closeInput()
         second.waitForExit(timeout: 30)
@@ -197,6 +226,31 @@ struct Iteration {
             }
         }
         return violations
+    }
+
+    /// Keeper's files, made before the killed host moved its container into an image, are all
+    /// there and whole: none lost, none half-moved.
+    func checkContainer(_ state: String, keptLog: String) -> [String] {
+        let container = state + "/containers/test.keeper"
+        var violations: [String] = []
+        if let data = FileManager.default.contents(atPath: container + "/Documents/keep.bin") {
+            if data.count != Self.keptMiB << 20 || data.contains(where: { $0 != 0xA5 }) {
+                violations.append("Keeper's Documents/keep.bin is not whole: \(data.count) bytes")
+            }
+        } else {
+            violations.append("Keeper's Documents/keep.bin is lost; the container holds \(Self.containerFiles(state, "test.keeper"))")
+        }
+        let log = (try? String(contentsOfFile: container + "/Documents/lifecycle.log", encoding: .utf8)) ?? ""
+        if !log.hasPrefix(keptLog) {
+            violations.append("Keeper's Documents/lifecycle.log lost what it held (\(keptLog.count) bytes before, now \(log.count), starting \(log.prefix(80).debugDescription))")
+        }
+        return violations
+    }
+
+    static func containerFiles(_ state: String, _ identifier: String) -> String {
+        let root = state + "/containers/" + identifier
+        let files = FileManager.default.enumerator(atPath: root)?.compactMap { $0 as? String } ?? []
+        return files.isEmpty ? "nothing" : files.sorted().joined(separator: ", ")
     }
 
     /// Every transfer a host said it created reached the app exactly once, whole.
@@ -249,18 +303,22 @@ struct Iteration {
             ], ["UIBackgroundModes": ["fetch", "processing"], "BGTaskSchedulerPermittedIdentifiers": ["chaos.refresh", "chaos.clean"]]),
             "Stager": ([:], ["UIApplicationSceneManifest": manifest]),
             "Front": ([:], [:]),
+            // Keeper's container is filled by a host without storage limits (Keeper0), then
+            // moved into a disk image (and resized) by the host that is killed.
+            "Keeper0": (["storage": ["documentMiB": Self.keptMiB]], ["CFBundleName": "Keeper", "CFBundleIdentifier": "test.keeper"]),
+            "Keeper": ([:], [:]),
         ]
         var paths: [String: String] = [:]
         for (name, (behavior, changes)) in apps {
-            let bundle = directory + "/\(name).app"
-            try FileManager.default.createDirectory(atPath: bundle, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o755])
+            try FileManager.default.createDirectory(atPath: directory + "/\(name).app", withIntermediateDirectories: true, attributes: [.posixPermissions: 0o755])
             for file in try FileManager.default.contentsOfDirectory(atPath: probe) where file != "Info.plist" {
-                try FileManager.default.copyItem(atPath: probe + "/" + file, toPath: bundle + "/" + file)
+                try FileManager.default.copyItem(atPath: probe + "/" + file, toPath: directory + "/\(name).app/" + file)
             }
             let data = try Data(contentsOf: URL(fileURLWithPath: probe + "/Info.plist"))
             guard var info = try PropertyListSerialization.propertyList(from: data, format: nil) as? [String: Any] else { throw ChaosError("Probe.app's Info.plist") }
             info["CFBundleName"] = name
             info["CFBundleIdentifier"] = "test.\(name.lowercased())"
+            let bundle = directory + "/\(name).app"
             info["ProbeBehavior"] = behavior
             for (key, value) in changes { info[key] = value }
             try PropertyListSerialization.data(fromPropertyList: info, format: .xml, options: 0).write(to: URL(fileURLWithPath: bundle + "/Info.plist"))
