@@ -60,7 +60,9 @@ struct Chaos: ParsableCommand {
         var violations: [(Int, String)] = []
         let started = Date()
         for iteration in selected {
-            var random = SplitMix(seed: seed &+ UInt64(iteration) &* 0x9E37_79B9_7F4A_7C15)
+            // Each iteration's stream starts from a mix of the seed and its number: streams of
+            // neighbouring iterations are not shifted copies of each other.
+            var random = SplitMix(seed: SplitMix.mix(seed ^ SplitMix.mix(UInt64(iteration) &+ 1)))
             let run = Iteration(
                 number: iteration, apphost: URL(fileURLWithPath: apphost).standardizedFileURL.path, probe: probe, server: server,
                 verbose: verbose, keep: keep)
@@ -87,7 +89,12 @@ struct SplitMix: RandomNumberGenerator {
     init(seed: UInt64) { state = seed }
     mutating func next() -> UInt64 {
         state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
+        return Self.mix(state)
+    }
+
+    /// SplitMix64's finalizer: every bit of the input moves every bit of the output.
+    static func mix(_ value: UInt64) -> UInt64 {
+        var z = value
         z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
         z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
         return z ^ (z >> 31)
