@@ -69,15 +69,15 @@ struct Chaos: ParsableCommand {
             let found = run.perform(&random)
             for violation in found {
                 violations.append((iteration, violation))
-                print("chaos: violation (--seed \(seed) --only \(iteration)): \(violation)")
+                say("chaos: violation (--seed \(seed) --only \(iteration)): \(violation)")
             }
             if verbose || (iteration + 1) % 10 == 0 {
-                print("chaos: \(iteration + 1) iterations done, \(violations.count) violations, \(Int(Date().timeIntervalSince(started))) s")
+                say("chaos: \(iteration + 1) iterations done, \(violations.count) violations, \(Int(Date().timeIntervalSince(started))) s")
             }
         }
-        print("chaos: \(selected.count) iterations, \(violations.count) invariant violations (seed \(seed), \(Int(Date().timeIntervalSince(started))) s)")
+        say("chaos: \(selected.count) iterations, \(violations.count) invariant violations (seed \(seed), \(Int(Date().timeIntervalSince(started))) s)")
         for (iteration, violation) in violations {
-            print("  scripts/chaos --seed \(seed) --only \(iteration): \(violation)")
+            say("  scripts/chaos --seed \(seed) --only \(iteration): \(violation)")
         }
         if !violations.isEmpty { throw ExitCode(1) }
     }
@@ -99,4 +99,9 @@ struct SplitMix: RandomNumberGenerator {
         z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
         return z ^ (z >> 31)
     }
+}
+
+/// Prints a line at once, also into a file or a pipe: a long run shows where it is.
+func say(_ line: String) {
+    FileHandle.standardOutput.write(Data((line + "\n").utf8))
 }

@@ -68,7 +68,7 @@ struct Iteration {
         // storage; the killed host then moves it into a disk image, of a size chosen here.
         let migrate = Bool.random(using: &random)
         let limit = ["64", "256", "2048"].randomElement(using: &random)!
-        if verbose { print("chaos: iteration \(number): \(plan)\(migrate ? ", Keeper's container moved into a \(limit) MiB image" : "")") }
+        if verbose { say("chaos: iteration \(number): \(plan)\(migrate ? ", Keeper's container moved into a \(limit) MiB image" : "")") }
         var keptLog: String?
         if migrate {
             guard let filling = try? ChaosHost(apphost: apphost, stateDirectory: state, bundles: [bundles["Keeper0"]!], arguments: ["--storage", "accounting"]) else {
@@ -182,10 +182,10 @@ struct Iteration {
         second.waitForExit(timeout: 30)
         violations += checkTransfers(firstEvents + second.events, log: Self.containerFile(state, "test.mover", "Documents/lifecycle.log"))
         kept = keep && !violations.isEmpty
-        if kept { print("chaos: iteration \(number) kept in \(scratch)") }
+        if kept { say("chaos: iteration \(number) kept in \(scratch)") }
         if verbose {
             let created = (firstEvents + second.events).filter { $0.event == "transfer" && $0.detail.contains(" created") }.count
-            print("chaos: iteration \(number): \(firstEvents.count) events before the kill, \(created) transfers created, \(stores.pending.count) requests pending")
+            say("chaos: iteration \(number): \(firstEvents.count) events before the kill, \(created) transfers created, \(stores.pending.count) requests pending")
         }
         return violations
     }
