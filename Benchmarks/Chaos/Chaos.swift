@@ -50,6 +50,9 @@ struct Chaos: ParsableCommand {
     var keep = false
 
     func run() throws {
+        // A command written to a host just killed finds its standard input closed: an error to
+        // ignore, not a signal that ends the run.
+        signal(SIGPIPE, SIG_IGN)
         let seed = seed ?? UInt64.random(in: 1...UInt64(UInt32.max))
         let server = try ChaosServer()
         let probe = URL(fileURLWithPath: apps).appendingPathComponent("Probe.app").standardizedFileURL.path
