@@ -168,9 +168,15 @@ let urlSessionRegistry = URLSessionRegistry(link: hostLink)
 final class DeliveredTransfers: Sendable {
     private static let kept = 512
     private let ids = Mutex<[String]?>(nil)
+    /// The container it is kept in (the app's, once it runs in a host).
+    private let container: @Sendable () -> URL
+
+    init(container: @escaping @Sendable () -> URL = { Application.shared.containerURL }) {
+        self.container = container
+    }
 
     private var file: DurableFile {
-        DurableFile(path: Application.shared.containerURL.appendingPathComponent("Library/.apphost-delivered-transfers").path)
+        DurableFile(path: container().appendingPathComponent("Library/.apphost-delivered-transfers").path)
     }
 
     func contains(_ id: String) -> Bool {

@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 import UIKit
+@testable import AppHostKit
 
 /// A session delegate written as on iOS, through `import UIKit` (which brings Foundation's
 /// background-session names, from AppHostKit).
@@ -45,5 +46,29 @@ struct URLSessionTests {
         #expect(relative.state == .completed)
         #expect((relative.error as? URLError)?.code == .unsupportedURL)
         #expect(await session.allTasks.isEmpty, "ended tasks are not listed")
+    }
+}
+
+/// Exactly once across a host's death (README.md, "What survives the host"): the transfers an app
+/// was handed are kept in its container, so the next process of the app, handed one again by the
+/// next host, knows it. Regression (found by scripts/chaos): a download delivered, the host
+/// killed before it heard so, reached the app's delegate a second time, with an error.
+@Suite struct DeliveredTransfersTests {
+    @Test func aTransferHandedToTheAppIsKnownToItsNextProcess() throws {
+        let container = FileManager.default.temporaryDirectory.appendingPathComponent("apphost-delivered-\(UUID().uuidString.prefix(8))")
+        try FileManager.default.createDirectory(at: container.appendingPathComponent("Library"), withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: container) }
+        let first = DeliveredTransfers(container: { container })
+        #expect(!first.contains("a"))
+        first.insert("a")
+        first.insert("b")
+        #expect(first.contains("a") && first.contains("b"))
+        // The app's next process, after the host and the app were killed.
+        let next = DeliveredTransfers(container: { container })
+        #expect(next.contains("a") && next.contains("b") && !next.contains("c"))
+        // Bounded: the oldest go first.
+        for index in 0..<600 { next.insert("id\(index)") }
+        let later = DeliveredTransfers(container: { container })
+        #expect(!later.contains("a") && later.contains("id599") && later.contains("id88") && !later.contains("id87"))
     }
 }

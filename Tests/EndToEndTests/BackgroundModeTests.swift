@@ -335,6 +335,34 @@ struct BackgroundModeTests {
 
     // MARK: Persistence
 
+    /// A request the scheduler ran is gone from the disk before the app runs it. Regression
+    /// (found by scripts/chaos): the removal was written 25 ms after the task launched, and a
+    /// host killed in between left the request pending as well as run.
+    @Test func aRequestThatRanIsNotPendingAfterAKill() throws {
+        let scratch = try Scratch()
+        let keeper = {
+            try self.app(scratch, "Keeper", behavior: ["registerTasks": ["test.refresh", "test.clean"], "submit": $0])
+        }
+        let first = try HostSession([try keeper([["identifier": "test.refresh", "earliestIn": 60.0]])], scratch: scratch)
+        try first.waitFor("Keeper", "taskSubmitted")
+        first.send("home")
+        try first.waitFor("Keeper", "suspended")
+        first.send("advance 60")
+        try first.waitFor("Keeper", "launchTask")
+        kill(first.process.processIdentifier, SIGKILL)
+        #expect(try first.waitForExit() == SIGKILL)
+
+        let restarted = try HostSession([try scratch.bundle("Front"), try keeper([])], scratch: scratch)
+        try restarted.waitFor("Front", "didBecomeActive")
+        restarted.send("tasks")
+        try restarted.waitFor("the scheduler's clock") { $0.event == "clock" }
+        restarted.send("ps")
+        try restarted.waitFor("a ps line after the tasks") { $0.event == "ps" }
+        #expect(!restarted.allEvents.contains { $0.event == "task" }, "nothing pending: the request ran")
+        restarted.closeInput()
+        #expect(try restarted.waitForExit() == 0)
+    }
+
     /// A request the host said it took (`taskSubmitted`) is on the disk: the host kept it
     /// before it said so, and one killed (SIGKILL) right after has it at its next start. (A
     /// writer killed in the middle of a write: StateStoreTests.)
