@@ -145,10 +145,13 @@ import AppHostProtocol
         encoder.dateEncodingStrategy = .iso8601
         try encoder.encode([Self.record("old1", 1), Self.record("old2", 2)]).write(to: folder.appendingPathComponent("transfers.json"))
         try Data("{\"id\":".utf8).write(to: folder.appendingPathComponent("torn.json"))
+        // A body copied for an upload whose record never reached the disk, and a kept one's part.
+        try Data("x".utf8).write(to: folder.appendingPathComponent("orphan.body"))
+        try Data("y".utf8).write(to: folder.appendingPathComponent("old1.part"))
         let loaded = Transfers(stateDirectory: directory, service: nil)
         #expect(loaded.records.map(\.id) == ["old1", "old2"])
         #expect(loaded.loadWarnings.count == 1)
         #expect(loaded.loadWarnings.first?.contains("kept it as torn.json.unreadable-1") == true)
-        #expect(try FileManager.default.contentsOfDirectory(atPath: folder.path).sorted() == ["old1.json", "old2.json", "torn.json.unreadable-1"])
+        #expect(try FileManager.default.contentsOfDirectory(atPath: folder.path).sorted() == ["old1.json", "old1.part", "old2.json", "torn.json.unreadable-1"])
     }
 }

@@ -130,7 +130,10 @@ extension Supervisor {
         // never announced a transfer it then lost.
         saveTransfers { [weak self] in
             guard let self, let kept = transfers.records.first(where: { $0.id == id }) else { return }
-            announce(record, command: .transfer, "\(label(kept)) created\(transfer.isDiscretionary ? " (discretionary)" : "")", nil)
+            // One the app cancelled meanwhile was said cancelled: not created after that.
+            if kept.phase != .finished {
+                announce(record, command: .transfer, "\(label(kept)) created\(transfer.isDiscretionary ? " (discretionary)" : "")", nil)
+            }
             reconsiderTransfers()
         }
         return nil

@@ -95,6 +95,14 @@ final class TransferStore: Sendable {
                 warnings.append("the background transfer \(file.path) is unreadable (\(error)); kept it as \(aside) and started without it")
             }
         }
+        // A part file or body whose record never reached the disk (a host killed between copying
+        // an upload's body and keeping its record) belongs to nothing: it goes.
+        let kept = Set(records.map(\.id))
+        let files = (try? FileManager.default.contentsOfDirectory(atPath: directory.path)) ?? []
+        for name in files where name.hasSuffix(".part") || name.hasSuffix(".body") {
+            let id = String(name.dropLast(5))
+            if !kept.contains(id) { try? FileManager.default.removeItem(at: directory.appendingPathComponent(name)) }
+        }
         return (records.sorted { ($0.created, $0.id) < ($1.created, $1.id) }, warnings)
     }
 
