@@ -5,6 +5,7 @@ import Foundation
 import Dispatch
 import AppHostProtocol
 import AppHostSystem
+import CAppHostShims
 
 /// Measuring for the resource rules (Rules/ResourceRules.swift decides): what an app holds at
 /// suspension (0xdead10cc), its memory against its limits and the host's budget (jetsam), and

@@ -17,6 +17,8 @@ struct Transfers {
     var loadWarnings: [String]
     /// Transfers whose files go once the next save is on the disk.
     var fileRemovals: [String] = []
+    /// Transfers created whose record is not on the disk yet: not started before it is.
+    var unkept: Set<String> = []
     /// Finished transfers sent to an app's run (by its launch date): never sent to it again.
     var sentTo: [String: Date] = [:]
     /// Sessions ("APP SESSION") whose backgroundURLSession event is on its way to the app.
@@ -127,9 +129,12 @@ extension Supervisor {
         }
         transfers.records.append(TransferRecord(id: id, app: record.bundle.identifier, transfer: transfer, created: Date()))
         // Said to be created, and started, once it is on the disk: a host killed at any moment
-        // never announced a transfer it then lost.
+        // never announced a transfer it then lost, nor ran one it did not keep.
+        transfers.unkept.insert(id)
         saveTransfers { [weak self] in
-            guard let self, let kept = transfers.records.first(where: { $0.id == id }) else { return }
+            guard let self else { return }
+            transfers.unkept.remove(id)
+            guard let kept = transfers.records.first(where: { $0.id == id }) else { return }
             // One the app cancelled meanwhile was said cancelled: not created after that.
             if kept.phase != .finished {
                 announce(record, command: .transfer, "\(label(kept)) created\(transfer.isDiscretionary ? " (discretionary)" : "")", nil)
@@ -198,6 +203,7 @@ extension Supervisor {
         var started: [String] = []
         for index in transfers.records.indices where transfers.records[index].phase != .finished {
             let record = transfers.records[index]
+            guard !transfers.unkept.contains(record.id) else { continue }
             let waits = transferWaitsFor(record)
             switch (record.phase, waits) {
             case (.running, let reason?):
@@ -272,7 +278,11 @@ extension Supervisor {
 
     /// Every transfer the host keeps, for `transfers`.
     public func transferListing() -> [TransferListing] {
-        queue.sync { transfers.records.map(listing) }
+        let (listed, store) = queue.sync { (transfers.records.map(listing), transfers.store) }
+        // Answered once what it lists is on the disk, and the files of what it no longer lists
+        // are gone (the store's writer, not the loop, waits).
+        store.flush()
+        return listed
     }
 
     func listing(_ record: TransferRecord) -> TransferListing {

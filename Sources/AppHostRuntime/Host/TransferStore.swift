@@ -55,8 +55,10 @@ final class TransferStore: Sendable {
         var completions: [@Sendable () -> Void] = []
     }
 
+    /// Makes the directory now: a download's part file is opened in it before any record is.
     init(stateDirectory: URL) {
         directory = stateDirectory.appendingPathComponent("transfers")
+        try? FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
     }
 
     func partFile(_ id: String) -> URL { directory.appendingPathComponent("\(id).part") }
