@@ -227,6 +227,11 @@ func raiseTaskLimit(forApps count: Int) {
         var raised = rlimit(rlim_cur: ceiling, rlim_max: ceiling)
         if setrlimit(__rlimit_resource_t(RLIMIT_NOFILE.rawValue), &raised) == 0 {
             FileHandle.standardError.write(Data("benchmark: raised RLIMIT_NOFILE from \(files.rlim_max) to \(ceiling) for \(count) apps\n".utf8))
+        } else {
+            // A container may forbid it even to root (no CAP_SYS_RESOURCE): the host then
+            // stops the run at its capacity, with a line naming the limit.
+            let reason = String(cString: strerror(errno))
+            FileHandle.standardError.write(Data("benchmark: cannot raise RLIMIT_NOFILE above \(files.rlim_max) for \(count) apps (\(reason)); the host will refuse the launches past its capacity\n".utf8))
         }
     }
     let path = "/proc/sys/kernel/pid_max"
