@@ -52,9 +52,11 @@ extension Supervisor {
     func spawn(_ record: AppRecord, _ run: AppRun, reason: String) {
         let bundle = record.bundle
         // Past what the machine's limits allow, a clear refusal (HostCapacity), not a launch
-        // that fails for want of a descriptor.
-        let live = apps.reduce(0) { $0 + ($1.run?.process?.isClosed == false ? 1 : 0) }
-        if live >= capacity.apps {
+        // that fails for want of a descriptor. The apps are counted only when enough are
+        // installed to reach the bound: no walk over thousands on every launch below it.
+        // (The app being launched is among them, not yet live.)
+        let live = apps.count <= capacity.apps ? 0 : apps.reduce(0) { $0 + ($1.run?.process?.isClosed == false ? 1 : 0) }
+        if apps.count > capacity.apps && live >= capacity.apps {
             failToSpawn(record, run, capacity.refusal(launching: bundle.name, running: live))
             return
         }

@@ -91,7 +91,7 @@ extension Supervisor {
         let record = try queue.sync {
             let record = try app(named: name)
             locationAuthorizations[record.bundle.identifier] = authorization
-            locationStore.save(locationAuthorizations) { saved.signal() }
+            stores.location.save(locationAuthorizations) { saved.signal() }
             return record
         }
         // On the caller's thread, not the loop's: the app is told, and the command answered,
@@ -229,10 +229,4 @@ extension Supervisor {
 
     // MARK: The store
 
-    /// The store of location authorizations, STATE/location-authorization.json.
-    static func locationStore(_ stateDirectory: URL) -> StateStore<[String: LocationAuthorization]> {
-        StateStore(
-            json: stateDirectory.appendingPathComponent("location-authorization.json").path, what: "the location authorizations",
-            readable: true)
-    }
 }

@@ -298,7 +298,7 @@ extension Supervisor {
         discardWaitingGroups()
         environment.remove()
         for line in storage.unmountAll() { publish(HostEvent(time: Date(), event: .warning, detail: line), run: nil) }
-        flushStores()
+        stores.flush()
         // Another host may start on the instance from here.
         instanceLock.release()
         continuations.forEach { $0.resume() }

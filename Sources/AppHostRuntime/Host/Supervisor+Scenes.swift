@@ -60,7 +60,7 @@ extension Supervisor {
     public func sceneListing() -> [SceneListing] {
         defer {
             // Answered once what it lists is on the disk (the store's writer, not the loop, waits).
-            sceneStore.flush()
+            stores.scenes.flush()
         }
         return queue.sync {
             apps.filter(\.bundle.adoptsScenes).flatMap { record -> [SceneListing] in
@@ -137,17 +137,12 @@ extension Supervisor {
         return nil
     }
 
-    /// The store of scene sessions, STATE/scene-sessions.json, by bundle identifier.
-    static func sceneStore(_ stateDirectory: URL) -> StateStore<[String: SceneSessions]> {
-        StateStore(json: stateDirectory.appendingPathComponent("scene-sessions.json").path, what: "the scene sessions", readable: true)
-    }
-
     /// Saves every scene app's sessions, off the loop (a failure is a warning: the sessions live
     /// on in this host).
     func saveSceneSessions() {
         var stored = storedSceneSessions
         for record in apps where record.bundle.adoptsScenes { stored[record.bundle.identifier] = record.scenes }
         storedSceneSessions = stored
-        sceneStore.save(stored)
+        stores.scenes.save(stored)
     }
 }

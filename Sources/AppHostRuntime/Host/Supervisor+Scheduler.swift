@@ -75,7 +75,7 @@ extension Supervisor {
                 // neither ran it nor lost it, and a command that comes next sees it under way.
                 // On the loop, as a rare exception (once per due request or fetch, a small file).
                 do {
-                    try scheduleStore.store.saveNow(schedule)
+                    try stores.schedule.store.saveNow(schedule)
                 } catch {
                     publish(HostEvent(time: Date(), event: .warning, detail: "cannot save the scheduler's store: \(error)"), run: nil)
                 }
@@ -124,7 +124,7 @@ extension Supervisor {
     /// is kept (the taskSubmitted event) waits for it, so a host killed at any moment never said
     /// it kept a request it lost.
     func saveSchedule(then: (@Sendable () -> Void)? = nil) {
-        scheduleStore.store.save(schedule, then: onTheLoop(then))
+        stores.schedule.store.save(schedule, then: onTheLoop(then))
     }
 
     /// The user opened the app: it may be woken in the background again.

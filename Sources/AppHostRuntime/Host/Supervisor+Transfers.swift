@@ -31,8 +31,12 @@ struct Transfers {
     static let maximumWakes = 3
 
     init(stateDirectory: URL, service: (any TransferRunner)?) {
+        self.init(store: TransferStore(stateDirectory: stateDirectory), service: service)
+    }
+
+    init(store: TransferStore, service: (any TransferRunner)?) {
         self.service = service
-        store = TransferStore(stateDirectory: stateDirectory)
+        self.store = store
         (records, loadWarnings) = store.load()
         saved = Dictionary(records.map { ($0.id, $0) }) { $1 }
         // A transfer that ran when the host ended resumes from its part file.

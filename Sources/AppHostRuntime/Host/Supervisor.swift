@@ -66,7 +66,8 @@ public final class Supervisor: @unchecked Sendable {
     let pressureTimer: any DispatchSourceTimer
     /// Pending BGTaskScheduler requests, fetch intervals and force quits; persisted in the store.
     var schedule: BackgroundSchedule
-    let scheduleStore: ScheduleStore
+    /// Every store of the state directory (HostStores).
+    let stores: HostStores
     /// Fires when the next request or fetch becomes due; nothing runs in between (no polling).
     let schedulerTimer: any DispatchSourceTimer
     var power: PowerState
@@ -78,10 +79,8 @@ public final class Supervisor: @unchecked Sendable {
     let locationTimer: any DispatchSourceTimer
     /// Each app's location authorization, by bundle identifier (kept in the state directory).
     var locationAuthorizations: [String: LocationAuthorization]
-    let locationStore: StateStore<[String: LocationAuthorization]>
     /// The scene sessions kept in the state directory, by bundle identifier (README.md, "Scenes").
     var storedSceneSessions: [String: SceneSessions]
-    let sceneStore: StateStore<[String: SceneSessions]>
     /// Per-app uids and gids; nil on a non-root host (apps run as the host's user).
     var users: AppUsers?
     let reports: ReportStore
@@ -153,10 +152,8 @@ public final class Supervisor: @unchecked Sendable {
         storageMechanism = storageProbe.mechanism
         storageNote = storageProbe.note
         storage = StorageVolumes(mechanism: storageProbe.mechanism, stateDirectory: configuration.stateDirectory, device: storageProbe.device)
-        for line in storage.releaseLeftovers() {
-            let event = HostEvent(time: Date(), event: .warning, detail: "storage: \(line)")
-            queue.async { observer(event) }
-        }
+        // What the host finds wrong at its start, said before its `started` event.
+        var warnings = storage.releaseLeftovers().map { "storage: \($0)" }
         environment = try HostEnvironment(
             instance: configuration.instance, suspension: configuration.suspension, memory: configuration.memoryEnforcement,
             namespacesInit: configuration.namespaces ? configuration.initExecutable : nil, queue: queue)
@@ -179,42 +176,24 @@ public final class Supervisor: @unchecked Sendable {
         schedulerTimer = DispatchSource.makeTimerSource(queue: queue)
         pressureTimer = DispatchSource.makeTimerSource(queue: queue)
         locationTimer = DispatchSource.makeTimerSource(queue: queue)
-        locationStore = Self.locationStore(configuration.stateDirectory)
-        let (authorizations, authorizationWarning) = locationStore.load()
+        stores = HostStores(stateDirectory: configuration.stateDirectory)
+        let (authorizations, authorizationWarning) = stores.location.load()
         locationAuthorizations = authorizations ?? [:]
-        sceneStore = Self.sceneStore(configuration.stateDirectory)
-        let (sceneSessions, sceneWarning) = sceneStore.load()
+        let (sceneSessions, sceneWarning) = stores.scenes.load()
         // A host that ended left its scenes as they were: none is connected to a process now.
         storedSceneSessions = (sceneSessions ?? [:]).mapValues { sessions in
             var disconnected = sessions
             disconnected.disconnectAll()
             return disconnected
         }
-        for warning in [authorizationWarning, sceneWarning].compactMap({ $0 }) {
-            let event = HostEvent(time: Date(), event: .warning, detail: warning)
-            queue.async { observer(event) }
-        }
-        transfers = Transfers(stateDirectory: configuration.stateDirectory, service: configuration.transferRunner)
-        for warning in transfers.loadWarnings {
-            let event = HostEvent(time: Date(), event: .warning, detail: warning)
-            queue.async { observer(event) }
-        }
+        transfers = Transfers(store: stores.transfers, service: configuration.transferRunner)
         power = configuration.power
         network = configuration.network
-        scheduleStore = ScheduleStore(stateDirectory: configuration.stateDirectory)
-        let (loaded, storeWarning) = scheduleStore.load()
+        let (loaded, storeWarning) = stores.schedule.load()
         schedule = loaded
-        if let storeWarning {
-            let warning = HostEvent(time: Date(), event: .warning, detail: storeWarning)
-            queue.async { observer(warning) }
-        }
-        if geteuid() == 0 {
-            users = AppUsers(stateDirectory: configuration.stateDirectory, range: policy.appUserRange)
-            if let warning = users?.loadWarning {
-                let event = HostEvent(time: Date(), event: .warning, detail: warning)
-                queue.async { observer(event) }
-            }
-        }
+        if geteuid() == 0 { users = AppUsers(stateDirectory: configuration.stateDirectory, range: policy.appUserRange) }
+        warnings += [authorizationWarning, sceneWarning].compactMap { $0 } + transfers.loadWarnings
+            + [storeWarning, users?.loadWarning].compactMap { $0 }
         sandboxNote = environment.sandboxNote(
             users: users != nil ? "\(policy.appUserRange.lowerBound)-\(policy.appUserRange.upperBound)" : nil,
             perAppUsers: policy.perAppUsers, processLimit: policy.processLimit)
@@ -243,28 +222,19 @@ public final class Supervisor: @unchecked Sendable {
                 schedulerClock: loaded.clockOffset == 0
                     ? nil : HostEvent.isoFormatter.string(from: Date().addingTimeInterval(loaded.clockOffset)),
                 capacity: capacity.apps, capacityBoundBy: capacity.boundBy))
-        queue.async { observer(started) }
-        if let launcherFailure {
-            let warning = HostEvent(time: Date(), event: .warning, detail: launcherFailure)
-            queue.async { observer(warning) }
-        }
-        if storageProbe.mechanism == .accounting && configuration.storageMechanism == nil {
-            let warning = HostEvent(time: Date(), event: .warning, detail: "storage: accounting only, \(storageNote)")
-            queue.async { observer(warning) }
-        }
-        for path in policy.sharedResources where access(path, F_OK) != 0 {
-            let warning = HostEvent(time: Date(), event: .warning, detail: "the shared resource \(path) does not exist (yet); it is checked at each suspension")
-            queue.async { observer(warning) }
-        }
+        // Then the event, then what it means for the apps to come.
+        let later = [launcherFailure].compactMap { $0 }
+            + (storageProbe.mechanism == .accounting && configuration.storageMechanism == nil ? ["storage: accounting only, \(storageNote)"] : [])
+            + policy.sharedResources.filter { access($0, F_OK) != 0 }
+                .map { "the shared resource \($0) does not exist (yet); it is checked at each suspension" }
+        let events = warnings.map { HostEvent(time: Date(), event: .warning, detail: $0) } + [started]
+            + later.map { HostEvent(time: Date(), event: .warning, detail: $0) }
+        queue.async { events.forEach(observer) }
         queue.setSpecific(key: Self.queueKey, value: ())
         // A store that cannot be written says so; what it holds lives on in this host.
-        let storeFailed: @Sendable (String) -> Void = { [weak self, queue] line in
+        stores.onFailure { [weak self, queue] line in
             queue.async { [weak self] in self?.publish(HostEvent(time: Date(), event: .warning, detail: line), run: nil) }
         }
-        scheduleStore.store.onFailure(storeFailed)
-        sceneStore.onFailure(storeFailed)
-        locationStore.onFailure(storeFailed)
-        transfers.store.onFailure(storeFailed)
         sampler.setEventHandler { [weak self] in self?.sample() }
         sampler.schedule(deadline: .distantFuture)
         sampler.activate()
@@ -286,18 +256,9 @@ public final class Supervisor: @unchecked Sendable {
         return { queue.async(execute: work) }
     }
 
-    /// Waits until every store's queued saves are written: before another host may take the
-    /// instance (at shutdown, and when a supervisor is let go of).
-    func flushStores() {
-        scheduleStore.store.flush()
-        sceneStore.flush()
-        locationStore.flush()
-        transfers.store.flush()
-    }
-
     deinit {
         // What is queued is written before the instance is given up.
-        flushStores()
+        stores.flush()
         template?.stop()
         standby?.discard()
         templateSource?.cancel()

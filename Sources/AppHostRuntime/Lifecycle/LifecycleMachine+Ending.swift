@@ -3,6 +3,18 @@ import AppHostProtocol
 extension LifecycleMachine {
     // MARK: Time
 
+    /// What follows every input: the next steps (`reconcile`), then any deadline already due,
+    /// including one set in this turn (a launch's callback sent after the launch's own deadline,
+    /// say), fired now rather than left for a timer armed in the past. Bounded: a deadline that
+    /// fires sets none in the past.
+    mutating func settle(now: HostInstant) -> [Action] {
+        var actions = reconcile(now: now) + withdrawActivationIfUnwanted()
+        for _ in 0..<8 where deadlines.values.contains(where: { $0 <= now }) {
+            actions += fireDeadlines(now: now) + reconcile(now: now) + withdrawActivationIfUnwanted()
+        }
+        return actions
+    }
+
     mutating func fireDeadlines(now: HostInstant) -> [Action] {
         var actions: [Action] = []
         // Earliest first, and again while any is due: a deadline set while another fires (a

@@ -389,16 +389,6 @@ package struct LifecycleMachine: Sendable {
                 actions += [.thaw, event(.resumed, detail: "in the background for \(operation.callback.delegateMethodName)")]
             }
         }
-        actions += reconcile(now: now)
-        actions += withdrawActivationIfUnwanted()
-        // A deadline set in this turn may be due already (a launch's callback sent after the
-        // launch's own deadline, say): it fires now, not on a timer armed in the past. Bounded:
-        // a deadline that fires sets none in the past.
-        for _ in 0..<8 where deadlines.values.contains(where: { $0 <= now }) {
-            actions += fireDeadlines(now: now)
-            actions += reconcile(now: now)
-            actions += withdrawActivationIfUnwanted()
-        }
-        return actions
+        return actions + settle(now: now)
     }
 }
