@@ -301,6 +301,8 @@ extension Supervisor {
         stores.flush()
         // Another host may start on the instance from here.
         instanceLock.release()
-        continuations.forEach { $0.resume() }
+        // What the writes just finished tell the loop (a request kept, say) is queued behind
+        // this turn: it is said before the host's caller hears that it is over.
+        queue.async { continuations.forEach { $0.resume() } }
     }
 }

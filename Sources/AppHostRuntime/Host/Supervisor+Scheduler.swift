@@ -127,6 +127,19 @@ extension Supervisor {
         stores.schedule.store.save(schedule, then: onTheLoop(then))
     }
 
+    /// Says, once it is on the disk, that a change the app asked for is kept: through its machine
+    /// while the run that asked lives, else as the app's event all the same (an app that ended,
+    /// or a host that quit, before the write: what is kept is said).
+    func sayKept(_ name: EventName, _ detail: String, _ record: AppRecord, _ run: AppRun) {
+        guard record.run !== run || !run.machine.isAlive else {
+            handle(record, run, .info(name, detail))
+            return
+        }
+        publish(HostEvent(
+            time: Date(), app: record.bundle.identifier, name: record.bundle.name, pid: nil,
+            event: name, state: currentState(of: record), detail: detail), run: nil)
+    }
+
     /// The user opened the app: it may be woken in the background again.
     func userOpened(_ record: AppRecord) {
         guard schedule.apps[record.bundle.identifier]?.forceQuit == true else { return }
@@ -204,10 +217,7 @@ extension Supervisor {
                 queueSchedulerPass()
                 return
             }
-            saveSchedule { [weak self] in
-                guard let self, record.run === run, run.machine.isAlive else { return }
-                handle(record, run, .info(.taskSubmitted, submitted))
-            }
+            saveSchedule { [weak self] in self?.sayKept(.taskSubmitted, submitted, record, run) }
             queueSchedulerPass()
 
         case .cancelTask(let identifier):
@@ -225,10 +235,7 @@ extension Supervisor {
             let floor = configuration.policy.minimumBackgroundFetchInterval
             let detail = interval.map { "at least \(Duration.seconds(double: max($0, floor.seconds)).formatted) between fetches" } ?? "never"
             // Said once it is kept, as a submission is.
-            saveSchedule { [weak self] in
-                guard let self, record.run === run, run.machine.isAlive else { return }
-                handle(record, run, .info(.fetchInterval, detail))
-            }
+            saveSchedule { [weak self] in self?.sayKept(.fetchInterval, detail, record, run) }
             queueSchedulerPass()
 
         default:
