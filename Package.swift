@@ -98,6 +98,8 @@ let package = Package(
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
         .package(url: "https://github.com/apple/swift-log", from: "1.6.0"),
+        // The host's one timer keeps every deadline in a heap (HostTimers).
+        .package(url: "https://github.com/apple/swift-collections", from: "1.1.0"),
         // The host's transfer service (background URL sessions); never linked into an app.
         .package(url: "https://github.com/swift-server/async-http-client", from: "1.37.0"),
         // The loopback HTTP server of the transfer end-to-end tests only.
@@ -169,6 +171,7 @@ let package = Package(
                 "CAppHostShims",
                 "CAppHostEpoll",
                 .product(name: "Logging", package: "swift-log"),
+                .product(name: "HeapModule", package: "swift-collections"),
                 "CAppHostCrash",
             ],
             swiftSettings: strictSettings

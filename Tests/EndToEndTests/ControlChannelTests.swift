@@ -228,17 +228,20 @@ struct StalledOutputTests {
         process.executableURL = Paths.apphost
         process.arguments = ["launch", "--json", "--state-dir", scratch.stateDirectory.path, "--launch-timeout", "1", flooder.path, stuck.path]
         let input = Pipe(), output = Pipe()
+        // One page: the flood (4,000 lines, some 600 KB) fills it many times over. (A full pipe
+        // of the default 64 KiB holds less than 64 KiB of lines: each write takes its own room.)
+        let reader = output.fileHandleForReading.fileDescriptor
+        try #require(fcntl(reader, 1031 /* F_SETPIPE_SZ */, 4096) >= 4096, "cannot size the pipe: \(String(cString: strerror(errno)))")
         process.standardInput = input
         process.standardOutput = output
         process.standardError = FileHandle.nullDevice
         try process.run()
         defer { if process.isRunning { kill(process.processIdentifier, SIGKILL) } }
-        // The pipe fills (64 KiB) and nobody reads it.
-        let reader = output.fileHandleForReading.fileDescriptor
+        // The pipe fills and nobody reads it.
         var pending: Int32 = 0
         let filled = Date().addingTimeInterval(20)
-        while ioctl(reader, UInt(FIONREAD), &pending) == 0, pending < 60_000, Date() < filled { usleep(10_000) }
-        try #require(pending >= 60_000, "the host's events filled the pipe (\(pending) bytes waiting)")
+        while ioctl(reader, UInt(FIONREAD), &pending) == 0, pending < 2048, Date() < filled { usleep(10_000) }
+        try #require(pending >= 2048, "the host's events began filling the pipe (\(pending) bytes waiting)")
         input.fileHandleForWriting.write(Data("open Stuck\n".utf8))
         // The launch watchdog ends Stuck and writes its report, whatever the pipe.
         let reports = scratch.stateDirectory.appendingPathComponent("reports").path

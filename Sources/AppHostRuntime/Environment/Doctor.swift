@@ -53,7 +53,8 @@ public struct DoctorReport: Sendable {
         let besideMe = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath().deletingLastPathComponent()
         let environment = try? HostEnvironment(
             instance: instance, suspension: nil, memory: nil,
-            namespacesInit: initExecutable ?? besideMe.appendingPathComponent("apphost-init").path, queue: queue)
+            namespacesInit: initExecutable ?? besideMe.appendingPathComponent("apphost-init").path, queue: queue,
+            timers: HostTimers(queue: queue, clock: MonotonicClock()))
         let v2 = Cgroup.hostDirectory(in: .unified)
         if let environment, let group = environment.freezerGroup {
             report.add("cgroup v2 freezer", true, "\(group.path) (cgroup.freeze)")

@@ -28,7 +28,7 @@ final class HostEnvironment {
     /// the machine does not give (`--suspension cgroup`, `--memory-enforcement cgroup`).
     init(
         instance: String, suspension: SuspensionMechanism?, memory: MemoryEnforcement?, namespacesInit initExecutable: String?,
-        queue: DispatchQueue
+        queue: DispatchQueue, timers: HostTimers
     ) throws(SupervisorError) {
         if let initExecutable {
             namespaces = access(initExecutable, X_OK) == 0
@@ -50,7 +50,7 @@ final class HostEnvironment {
                     throw CgroupUnavailable(reason: "\(group.path) has no writable cgroup.freeze (kernel older than 5.2?)")
                 }
                 freezerGroup = group
-                freezer = CgroupFreezer(queue: queue)
+                freezer = CgroupFreezer(queue: queue, timers: timers)
                 note = "cgroup v2 freezer (\(group.path))"
                 if freezer == nil { note = "SIGSTOP, degraded: inotify is unavailable, so a freeze cannot be verified" }
             } catch {
@@ -70,7 +70,7 @@ final class HostEnvironment {
         }
         self.freezerGroup = freezer == nil ? nil : freezerGroup
         if freezer == nil { freezerGroup?.remove() }
-        suspender = freezer ?? SignalStopper(queue: queue)
+        suspender = freezer ?? SignalStopper(timers: timers)
         suspensionMechanism = freezer != nil ? .cgroupFreezer : .sigstop
         suspensionNote = note
         memoryEnforcement = memoryGroup != nil ? .cgroup : .sampling

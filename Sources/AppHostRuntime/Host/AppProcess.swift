@@ -74,8 +74,8 @@ final class AppProcess: @unchecked Sendable {
     private var memorySource: (any DispatchSourceRead)?
     private var diagnosticsSource: (any DispatchSourceRead)?
     private(set) var isClosed = false
-    /// The host's queue, once watching started: removals that must wait are retried there.
-    private var queue: DispatchQueue?
+    /// The host's timers, once watching started: removals that must wait are retried by them.
+    private var timers: HostTimers?
 
     /// Takes the spawned process and puts it in `groups` (a group it cannot join is dropped).
     /// It must be in them before the configuration is sent: the runner waits for it, so no app
@@ -186,10 +186,10 @@ final class AppProcess: @unchecked Sendable {
     /// `reader`), `exit` when it has ended, `memory` when its memory group runs out,
     /// `diagnostics` when a backtrace record has come. Its output is forwarded by itself.
     func start(
-        on queue: DispatchQueue, reader: ControlReader, control: @escaping @Sendable () -> Void, exit: @escaping @Sendable () -> Void,
+        on queue: DispatchQueue, timers: HostTimers, reader: ControlReader, control: @escaping @Sendable () -> Void, exit: @escaping @Sendable () -> Void,
         memory: @escaping @Sendable () -> Void, diagnostics: @escaping @Sendable () -> Void
     ) {
-        self.queue = queue
+        self.timers = timers
         controlReader = reader
         controlKey = reader.watch(channel.fd, handler: control)
         if controlKey == nil { closeIgnoringErrors(channel.fd) }
@@ -351,18 +351,18 @@ final class AppProcess: @unchecked Sendable {
         // Children of the app (with the spawn entitlement) do not outlive it; a group whose
         // killed members have not finished exiting is removed a little later, off this turn.
         for group in [groups.memory?.group, groups.pids, groups.freezer].compactMap({ $0 }) where !group.remove(sparing: spared) {
-            queue.map { [spared] in group.remove(retryingOn: $0, sparing: spared) }
+            timers.map { [spared] in group.remove(retryingWith: $0, sparing: spared) }
         }
     }
 }
 
 extension Cgroup {
-    /// Removes the group, trying again on `queue` every 10 ms, for up to a second, while the
-    /// kernel still holds it.
-    func remove(retryingOn queue: DispatchQueue, attempts: Int = 100, sparing: pid_t? = nil) {
+    /// Removes the group, trying again every 10 ms, for up to a second, while the kernel still
+    /// holds it.
+    func remove(retryingWith timers: HostTimers, attempts: Int = 100, sparing: pid_t? = nil) {
         guard attempts > 0 else { return }
-        queue.asyncAfter(deadline: .now() + .milliseconds(10)) {
-            if !remove(sparing: sparing) { remove(retryingOn: queue, attempts: attempts - 1, sparing: sparing) }
+        timers.after(.milliseconds(10)) {
+            if !remove(sparing: sparing) { remove(retryingWith: timers, attempts: attempts - 1, sparing: sparing) }
         }
     }
 }

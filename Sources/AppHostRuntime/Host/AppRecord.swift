@@ -11,8 +11,11 @@ import CAppHostShims
 
 /// An installed app: its bundle and, once launched, its current run.
 final class AppRecord: @unchecked Sendable {
+    let id: AppID
     let bundle: AppBundle
     var run: AppRun?
+    /// How many times it was launched since the host started (the next run's `RunID`).
+    var launches = 0
     /// Launches into the background and resumptions there, since the host started.
     var backgroundWakeups = 0
     /// Whether the app monitors significant location changes: kept past its process, so that a
@@ -25,7 +28,8 @@ final class AppRecord: @unchecked Sendable {
     /// What a command may call it by, lowercased once: its name, identifier and directory name.
     let names: [String]
 
-    init(bundle: AppBundle) {
+    init(bundle: AppBundle, id: AppID) {
+        self.id = id
         self.bundle = bundle
         names = [bundle.name, bundle.identifier, bundle.url.lastPathComponent].map { $0.lowercased() }
     }
@@ -53,9 +57,7 @@ final class AppRun: @unchecked Sendable {
     var location = LocationRequest()
     /// The latest violations (at most 32).
     private(set) var violations: [SandboxViolation] = []
-    let timer: any DispatchSourceTimer
-    /// The deadline `timer` is set for (Supervisor.armTimer); nil when it is not set.
-    var armedDeadline: HostInstant?
+    let id: RunID
     let launchedAt = Date()
     var lastState: AppState = .notRunning
     var stateSince: HostInstant
@@ -77,9 +79,9 @@ final class AppRun: @unchecked Sendable {
     /// How many of the latest events and violations a run keeps.
     static let historyLength = 32
 
-    init(machine: LifecycleMachine, now: HostInstant, queue: DispatchQueue) {
+    init(machine: LifecycleMachine, id: RunID, now: HostInstant) {
         self.machine = machine
-        timer = DispatchSource.makeTimerSource(queue: queue)
+        self.id = id
         stateSince = now
         lastRunning = now
     }

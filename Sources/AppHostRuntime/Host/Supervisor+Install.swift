@@ -18,7 +18,7 @@ extension Supervisor {
             if let other = appIndex[bundle.identifier].map({ apps[$0] }) {
                 throw SupervisorError("\(bundle.url.lastPathComponent) and \(other.bundle.url.lastPathComponent) have the same CFBundleIdentifier \(bundle.identifier)", code: .invalidBundle)
             }
-            let record = AppRecord(bundle: bundle)
+            let record = AppRecord(bundle: bundle, id: AppID(index: apps.count))
             if bundle.adoptsScenes, let kept = storedSceneSessions[bundle.identifier] { record.scenes = kept }
             appIndex[bundle.identifier] = apps.count
             for name in record.names where appNameIndex[name] == nil { appNameIndex[name] = apps.count }

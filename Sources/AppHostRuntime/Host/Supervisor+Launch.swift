@@ -37,15 +37,11 @@ extension Supervisor {
         // A new process: no scene is connected yet (the sessions stay).
         record.scenes.disconnectAll()
         let modes = Set(ContinuousMode.allCases.filter { record.bundle.backgroundModes.contains($0.backgroundMode) })
-        let run = AppRun(machine: LifecycleMachine(policy: configuration.policy, continuousModes: modes), now: clock.now, queue: queue)
+        let run = AppRun(
+            machine: LifecycleMachine(policy: configuration.policy, continuousModes: modes),
+            id: RunID(app: record.id, launch: record.launches), now: clock.now)
+        record.launches += 1
         record.run = run
-        run.timer.setEventHandler { [weak self, weak record, weak run] in
-            guard let self, let record, let run else { return }
-            // It fired: set it again for whatever is next, sooner or later.
-            run.armedDeadline = nil
-            handle(record, run, .tick)
-        }
-        run.timer.activate()
         handle(record, run, event.map { .deliver($0, reason: reason) } ?? .launch(kind, reason: reason))
     }
 
@@ -326,7 +322,7 @@ extension Supervisor {
     /// Watches a started app process: its control socket, its end, its memory group and its
     /// diagnostics, each handled on the queue.
     private func watch(_ process: AppProcess, _ record: AppRecord, _ run: AppRun) {
-        process.start(on: queue, reader: controlReader, control: { [weak self, weak record, weak run] in
+        process.start(on: queue, timers: timers, reader: controlReader, control: { [weak self, weak record, weak run] in
             guard let self, let record, let run else { return }
             readControl(record, run)
         }, exit: { [weak self, weak record, weak run] in

@@ -67,8 +67,7 @@ extension Supervisor {
             publish(HostEvent(time: Date(), event: .location, detail: line), run: nil)
             // At its start now, then every interval until its end.
             move(to: route.points[0])
-            let interval = DispatchTimeInterval.nanoseconds(Int(configuration.policy.locationUpdateInterval.nanoseconds))
-            locationTimer.schedule(deadline: .now() + interval, repeating: interval)
+            timers.set(.route, at: clock.now + configuration.policy.locationUpdateInterval)
             return line
         }
     }
@@ -216,6 +215,7 @@ extension Supervisor {
         guard let active = location.route else { return }
         let elapsed = active.startedAt.duration(to: clock.now).seconds
         move(to: active.route.position(after: elapsed))
+        timers.set(.route, at: clock.now + configuration.policy.locationUpdateInterval)
         if elapsed >= active.route.duration {
             stopRoute()
             publish(HostEvent(time: Date(), event: .location, detail: "\(active.name) finished at \(active.route.points.last!)"), run: nil)
@@ -224,7 +224,7 @@ extension Supervisor {
 
     func stopRoute() {
         location.route = nil
-        locationTimer.schedule(deadline: .distantFuture)
+        timers.set(.route, at: nil)
     }
 
     // MARK: The store

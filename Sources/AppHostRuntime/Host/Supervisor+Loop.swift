@@ -45,23 +45,28 @@ extension Supervisor {
         if let run, run.machine.isAlive, run.machine.isInForeground { foregroundApps.insert(index) } else { foregroundApps.remove(index) }
     }
 
-    /// Sets the app's timer for the machine's next deadline, but only when it must fire sooner
-    /// than it is set for, or the app has gone quiet. Each reprogramming wakes Dispatch's manager
-    /// thread, and a callback would otherwise reprogram twice (its watchdog set, then cleared):
-    /// a timer left set for a deadline that has gone fires once, `.tick` finds nothing due, and
-    /// it is set again for what remains. A suspended or ended app's timer is cleared at once, so
-    /// that a host whose apps are all suspended does not wake.
+    /// Keeps the machine's next deadline among the host's (HostTimers: one timer for all).
     func armTimer(_ run: AppRun) {
-        let deadline = run.machine.nextDeadline
-        if let deadline {
-            guard run.armedDeadline.map({ deadline < $0 }) ?? true else { return }
-            let delay = max(0, clock.now.duration(to: deadline).nanoseconds)
-            run.timer.schedule(deadline: .now() + .nanoseconds(Int(delay)), leeway: .microseconds(100))
-        } else {
-            guard run.armedDeadline != nil, !run.machine.isAlive || run.machine.state == .suspended else { return }
-            run.timer.schedule(deadline: .distantFuture)
+        timers.set(.machine(run.id), at: run.machine.isAlive ? run.machine.nextDeadline : nil)
+    }
+
+    /// The host's timer went off: each deadline due goes where it belongs.
+    func fireDeadlines() {
+        for deadline in timers.take(now: clock.now) {
+            switch deadline {
+            case .machine(let id):
+                let record = apps[id.app.index]
+                guard let run = record.run, run.id == id else { continue }
+                handle(record, run, .tick)
+            case .sample:
+                sample()
+                if !runningApps.isEmpty { timers.set(.sample, at: clock.now + configuration.policy.resourceSampleInterval) }
+            case .pressure: stepPressure()
+            case .scheduler: runDueWork()
+            case .route: stepRoute()
+            case .work(let number): timers.run(number)
+            }
         }
-        run.armedDeadline = deadline
     }
 
     func perform(_ action: LifecycleMachine.Action, _ record: AppRecord, _ run: AppRun) {
@@ -229,7 +234,7 @@ extension Supervisor {
             environment.suspender.forget(process)
             process.close()
         }
-        run.timer.cancel()
+        timers.set(.machine(run.id), at: nil)
 
         let pid = run.process?.pid ?? 0
         let diagnostics = diagnostics(of: record, run, termination: termination, exit: exit)

@@ -99,15 +99,8 @@ extension Supervisor {
     /// suspended or gone.
     func updateSampler() {
         let needed = !runningApps.isEmpty
-        guard needed != samplerRunning else { return }
-        samplerRunning = needed
-        let interval = configuration.policy.resourceSampleInterval
-        if needed {
-            let nanoseconds = Int(interval.nanoseconds)
-            sampler.schedule(deadline: .now() + .nanoseconds(nanoseconds), repeating: .nanoseconds(nanoseconds), leeway: .nanoseconds(nanoseconds / 10))
-        } else {
-            sampler.schedule(deadline: .distantFuture)
-        }
+        guard needed != (timers.instant(of: .sample) != nil) else { return }
+        timers.set(.sample, at: needed ? clock.now + configuration.policy.resourceSampleInterval : nil)
     }
 
     /// One measurement of every running app: memory against its limit (where no cgroup holds
@@ -224,9 +217,7 @@ extension Supervisor {
     }
 
     private func armPressureTimer() {
-        guard let deadline = pressure?.deadline else { return }
-        let delay = max(0, clock.now.duration(to: deadline).nanoseconds)
-        pressureTimer.schedule(deadline: .now() + .nanoseconds(Int(delay)))
+        timers.set(.pressure, at: pressure?.deadline)
     }
 }
 

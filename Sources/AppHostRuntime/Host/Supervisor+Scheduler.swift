@@ -94,11 +94,12 @@ extension Supervisor {
             after: now, apps: scheduledApps.map(\.bundle.identifier), conditions: conditions, refreshAvailable: configuration.backgroundAppRefresh,
             minimumInterval: minimumTaskInterval)
         else {
-            schedulerTimer.schedule(deadline: .distantFuture)
+            timers.set(.scheduler, at: nil)
             return
         }
-        let delay = max(0, next - now)
-        schedulerTimer.schedule(wallDeadline: .now() + delay, leeway: .milliseconds(10))
+        // The scheduler's dates are the wall clock's (shifted by `advance`); the host's timer
+        // runs on the monotonic clock: each pass sets it again from the wall clock's now.
+        timers.set(.scheduler, at: clock.now + .seconds(double: max(0, next - now)))
     }
 
     /// The installed apps the scheduler holds something for, in installation order.

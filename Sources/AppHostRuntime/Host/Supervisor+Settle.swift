@@ -24,7 +24,7 @@ extension Supervisor {
                     return
                 }
                 settleWaiters.append(waiter)
-                queue.asyncAfter(deadline: .now() + .nanoseconds(Int(limit.nanoseconds))) { [self] in
+                timers.after(limit) { [self] in
                     guard let index = settleWaiters.firstIndex(where: { $0 === waiter }) else { return }
                     settleWaiters.remove(at: index)
                     if waiter.recount(unsettledApps) {

@@ -39,6 +39,9 @@ public final class Supervisor: @unchecked Sendable {
     /// Where the apps' libraries live: the host runs the same binary, so its own.
     static let libraryDirectories = Landlock.libraryDirectories()
     let clock: any HostClock
+    /// The host's one timer: every app's machine's deadline and every subsystem's (the sampler,
+    /// the scheduler, a pressure episode's grace, a route's next step, a command's timeout).
+    let timers: HostTimers
     let spawner = SpawnThread()
     /// The launch template, with `configuration.launcher` `.template` (Supervisor+Template).
     let template: TemplateLauncher?
@@ -57,26 +60,17 @@ public final class Supervisor: @unchecked Sendable {
     /// The instance's cgroups and how apps are suspended and limited here.
     let environment: HostEnvironment
     let sharedResources: SharedResourceCheck
-    /// Measures running apps' memory and background CPU; stopped while every app is suspended.
-    let sampler: any DispatchSourceTimer
-    var samplerRunning = false
     /// A memory-pressure episode under way: warnings sent, kills to follow if they do not help.
     var pressure: MemoryPressure<ObjectIdentifier>?
-    /// Fires when the pressure episode's grace ends.
-    let pressureTimer: any DispatchSourceTimer
     /// Pending BGTaskScheduler requests, fetch intervals and force quits; persisted in the store.
     var schedule: BackgroundSchedule
     /// Every store of the state directory (HostStores).
     let stores: HostStores
-    /// Fires when the next request or fetch becomes due; nothing runs in between (no polling).
-    let schedulerTimer: any DispatchSourceTimer
     var power: PowerState
     var network: NetworkState
     var schedulerPassQueued = false
     /// The simulated device's position, and the route that moves it.
     var location = DeviceLocation()
-    /// Fires every `locationUpdateInterval` while a route is replayed.
-    let locationTimer: any DispatchSourceTimer
     /// Each app's location authorization, by bundle identifier (kept in the state directory).
     var locationAuthorizations: [String: LocationAuthorization]
     /// The scene sessions kept in the state directory, by bundle identifier (README.md, "Scenes").
@@ -132,6 +126,7 @@ public final class Supervisor: @unchecked Sendable {
         self.configuration = configuration
         self.clock = clock
         self.observer = observer
+        timers = HostTimers(queue: queue, clock: clock)
         reports = ReportStore(stateDirectory: configuration.stateDirectory)
         // Created 0711: app users may pass through to their containers, not list or read.
         try FileManager.default.createDirectory(
@@ -156,7 +151,7 @@ public final class Supervisor: @unchecked Sendable {
         var warnings = storage.releaseLeftovers().map { "storage: \($0)" }
         environment = try HostEnvironment(
             instance: configuration.instance, suspension: configuration.suspension, memory: configuration.memoryEnforcement,
-            namespacesInit: configuration.namespaces ? configuration.initExecutable : nil, queue: queue)
+            namespacesInit: configuration.namespaces ? configuration.initExecutable : nil, queue: queue, timers: timers)
         suspensionMechanism = environment.suspensionMechanism
         suspensionNote = environment.suspensionNote
         memoryEnforcement = environment.memoryEnforcement
@@ -172,10 +167,6 @@ public final class Supervisor: @unchecked Sendable {
             : nil
         capacity = Self.measureCapacity(descriptorLimit: Self.raiseDescriptorLimit())
         controlReader = try ControlReader(queue: queue)
-        sampler = DispatchSource.makeTimerSource(queue: queue)
-        schedulerTimer = DispatchSource.makeTimerSource(queue: queue)
-        pressureTimer = DispatchSource.makeTimerSource(queue: queue)
-        locationTimer = DispatchSource.makeTimerSource(queue: queue)
         stores = HostStores(stateDirectory: configuration.stateDirectory)
         let (authorizations, authorizationWarning) = stores.location.load()
         locationAuthorizations = authorizations ?? [:]
@@ -235,18 +226,7 @@ public final class Supervisor: @unchecked Sendable {
         stores.onFailure { [weak self, queue] line in
             queue.async { [weak self] in self?.publish(HostEvent(time: Date(), event: .warning, detail: line), run: nil) }
         }
-        sampler.setEventHandler { [weak self] in self?.sample() }
-        sampler.schedule(deadline: .distantFuture)
-        sampler.activate()
-        pressureTimer.setEventHandler { [weak self] in self?.stepPressure() }
-        pressureTimer.schedule(deadline: .distantFuture)
-        pressureTimer.activate()
-        schedulerTimer.setEventHandler { [weak self] in self?.runDueWork() }
-        schedulerTimer.schedule(deadline: .distantFuture)
-        schedulerTimer.activate()
-        locationTimer.setEventHandler { [weak self] in self?.stepRoute() }
-        locationTimer.schedule(deadline: .distantFuture)
-        locationTimer.activate()
+        timers.onFire { [weak self] in self?.fireDeadlines() }
     }
 
     /// `work`, to run on the loop's queue from another thread (a store's writer), if any.
@@ -264,10 +244,6 @@ public final class Supervisor: @unchecked Sendable {
         templateSource?.cancel()
         discardWaitingGroups()
         controlReader.stop()
-        sampler.cancel()
-        schedulerTimer.cancel()
-        pressureTimer.cancel()
-        locationTimer.cancel()
         environment.remove()
         _ = storage.unmountAll()
     }
@@ -332,7 +308,7 @@ public final class Supervisor: @unchecked Sendable {
                 }
                 let waiter = Waiter(record: record, state: state, continuation: continuation)
                 waiters.append(waiter)
-                queue.asyncAfter(deadline: .now() + .nanoseconds(Int(timeout.nanoseconds))) { [self] in
+                timers.after(timeout) { [self] in
                     guard let index = waiters.firstIndex(where: { $0 === waiter }) else { return }
                     waiters.remove(at: index)
                     continuation.resume(returning: false)

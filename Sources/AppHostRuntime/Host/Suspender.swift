@@ -31,15 +31,17 @@ protocol Suspender: AnyObject, Sendable {
 final class CgroupFreezer: Suspender, @unchecked Sendable {
     private let watcher: CgroupEventWatcher
     private let queue: DispatchQueue
+    private let timers: HostTimers
     private let fallback: SignalStopper
     /// The inotify watch of each group being frozen, by path.
     private var watches: [String: Int32] = [:]
 
-    init?(queue: DispatchQueue) {
+    init?(queue: DispatchQueue, timers: HostTimers) {
         guard let watcher = CgroupEventWatcher(queue: queue) else { return nil }
         self.watcher = watcher
         self.queue = queue
-        fallback = SignalStopper(queue: queue)
+        self.timers = timers
+        fallback = SignalStopper(timers: timers)
     }
 
     func freeze(_ process: AppProcess, isWanted: @escaping @Sendable () -> Bool, verified: @escaping @Sendable () -> Void) {
@@ -73,7 +75,7 @@ final class CgroupFreezer: Suspender, @unchecked Sendable {
 
     /// Checks `frozen 1` every millisecond, where inotify cannot watch the group.
     private func poll(_ group: Cgroup, isWanted: @escaping @Sendable () -> Bool, verified: @escaping @Sendable () -> Void) {
-        queue.asyncAfter(deadline: .now() + .milliseconds(1)) { [weak self] in
+        timers.after(.milliseconds(1)) { [weak self] in
             guard isWanted() else { return }
             if group.isFrozen { verified() } else { self?.poll(group, isWanted: isWanted, verified: verified) }
         }
@@ -100,9 +102,9 @@ final class CgroupFreezer: Suspender, @unchecked Sendable {
 /// SIGSTOP, for hosts without the freezer (and apps whose group could not be made). The signal
 /// takes effect thread by thread, so every thread's state is checked until all are stopped.
 final class SignalStopper: Suspender, @unchecked Sendable {
-    private let queue: DispatchQueue
+    private let timers: HostTimers
 
-    init(queue: DispatchQueue) { self.queue = queue }
+    init(timers: HostTimers) { self.timers = timers }
 
     func freeze(_ process: AppProcess, isWanted: @escaping @Sendable () -> Bool, verified: @escaping @Sendable () -> Void) {
         process.signal(SIGSTOP)
@@ -119,7 +121,7 @@ final class SignalStopper: Suspender, @unchecked Sendable {
             verified()
             return
         }
-        queue.asyncAfter(deadline: .now() + .microseconds(attempt < 100 ? 20 : 500)) { [self] in
+        timers.after(.microseconds(attempt < 100 ? 20 : 500)) { [self] in
             check(process, attempt: attempt + 1, isWanted: isWanted, verified: verified)
         }
     }
