@@ -121,7 +121,7 @@ struct CommandSession {
             case .locationClear:
                 answer(supervisor.clearLocation(), as: .location)
             case .authorize(let app, let authorization):
-                answer(try supervisor.authorizeLocation(app, authorization), as: .location)
+                answer(try await supervisor.authorizeLocation(app, authorization), as: .location)
             case .audioInterrupt(let app):
                 try supervisor.audioInterruption(app, began: true)
             case .audioResume(let app):

@@ -129,15 +129,3 @@ enum MainThreadSample {
     /// The kill came first; why the app did not answer.
     case unanswered(String)
 }
-
-final class Waiter: @unchecked Sendable {
-    let record: AppRecord
-    let state: AppState
-    let continuation: CheckedContinuation<Bool, Never>
-
-    init(record: AppRecord, state: AppState, continuation: CheckedContinuation<Bool, Never>) {
-        self.record = record
-        self.state = state
-        self.continuation = continuation
-    }
-}

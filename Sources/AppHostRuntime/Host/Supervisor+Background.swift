@@ -256,7 +256,7 @@ extension Supervisor {
                 "\(name) was force quit by the user: iOS wakes it in the background only after the user opens it again (open \(name))", code: .refused)
         }
         guard let run = record.run, run.machine.isAlive else {
-            if isShuttingDown { throw SupervisorError("the host is shutting down", code: .shuttingDown) }
+            if waiters.isShuttingDown { throw SupervisorError("the host is shutting down", code: .shuttingDown) }
             return
         }
         if run.machine.isEnding || run.machine.phase == .terminated {

@@ -28,7 +28,7 @@ extension Supervisor {
     @discardableResult
     public func openSwitcher() throws -> String {
         try queue.sync {
-            guard let record = foregroundApps.min().map({ apps[$0] }),
+            guard let record = apps.foreground.min().map({ apps[$0] }),
                   let run = record.run
             else { throw SupervisorError("no app is in the foreground", code: .wrongState) }
             handle(record, run, .openSwitcher)
@@ -62,7 +62,7 @@ extension Supervisor {
     /// Sends `applicationDidReceiveMemoryWarning` to the named app, or to every running app.
     public func memoryWarning(_ name: String?) throws {
         try queue.sync {
-            let targets = try name.map { name in [try app(named: name)] } ?? apps
+            let targets = try name.map { name in [try app(named: name)] } ?? Array(apps)
             for record in targets {
                 if let run = record.run, run.machine.isAlive { handle(record, run, .memoryWarning) }
             }

@@ -15,14 +15,8 @@ extension Supervisor {
                     "\(bundle.url.lastPathComponent) cannot be loaded by its app user: \(reason); "
                         + "move the bundle where every user can read it", code: .invalidBundle)
             }
-            if let other = appIndex[bundle.identifier].map({ apps[$0] }) {
-                throw SupervisorError("\(bundle.url.lastPathComponent) and \(other.bundle.url.lastPathComponent) have the same CFBundleIdentifier \(bundle.identifier)", code: .invalidBundle)
-            }
-            let record = AppRecord(bundle: bundle, id: AppID(index: apps.count))
+            let record = try apps.install(bundle)
             if bundle.adoptsScenes, let kept = storedSceneSessions[bundle.identifier] { record.scenes = kept }
-            appIndex[bundle.identifier] = apps.count
-            for name in record.names where appNameIndex[name] == nil { appNameIndex[name] = apps.count }
-            apps.append(record)
             reserveAppUser(for: bundle)
             queueSchedulerPass()
             queueTransferPass()

@@ -12,10 +12,7 @@ extension Supervisor {
     // MARK: Running an app
 
     func app(named name: String) throws -> AppRecord {
-        if let index = appNameIndex[name.lowercased()] { return apps[index] }
-        let known = apps.map(\.bundle.name).joined(separator: ", ")
-        let nearest = NearestName.suggestion(for: name, among: apps.map(\.bundle.name)).map { "did you mean \($0)? " } ?? ""
-        throw SupervisorError("no app named \(name); \(nearest)installed: \(known.isEmpty ? "none" : known)", code: .noSuchApp)
+        try apps.record(named: name)
     }
 
     func currentState(of record: AppRecord) -> AppState {
@@ -23,7 +20,7 @@ extension Supervisor {
     }
 
     func sendForegroundAppAway(except keep: AppRecord?) {
-        for record in foregroundApps.sorted().map({ apps[$0] }) where record !== keep {
+        for record in apps.foreground.sorted().map({ apps[$0] }) where record !== keep {
             if let run = record.run, run.machine.isAlive, run.machine.isInForeground {
                 handle(record, run, .moveToBackground)
             }
@@ -32,7 +29,7 @@ extension Supervisor {
 
     /// Launches the app; with `event`, into the background for it.
     func start(_ record: AppRecord, kind: LaunchKind, reason: String, event: BackgroundEvent? = nil) {
-        guard !isShuttingDown else { return }
+        guard !waiters.isShuttingDown else { return }
         if kind == .background { record.backgroundWakeups += 1 }
         // A new process: no scene is connected yet (the sessions stay).
         record.scenes.disconnectAll()
@@ -257,7 +254,7 @@ extension Supervisor {
                 ownPID: namespaces ? Namespaces.appPID : spawned.pid, reason: reason)
         } catch {
             spawner.run {}
-            standby.discard()
+            standby.discard(retryingWith: timers)
             failToSpawn(record, run, "cannot compile the app's seccomp filter: \(error)")
             return true
         }
@@ -278,7 +275,7 @@ extension Supervisor {
         // app process wait: its containers are made first. Its groups are sized before all.
         guard namespaces || makeContainers() else {
             spawner.run {}
-            standby.discard()
+            standby.discard(retryingWith: timers)
             return true
         }
         let options = initOptions(bundle, sandbox, groupPaths: groups.paths, sharedRules: false)
@@ -286,13 +283,13 @@ extension Supervisor {
         if started && !makeContainers() {
             // Configured, it is confining itself: it ends with its groups.
             spawner.run {}
-            standby.discard()
+            standby.discard(retryingWith: timers)
             return true
         }
         guard started, spawned.initChannel.map({ (try? Self.tellInitContainersMade(on: $0)) != nil }) ?? true else {
             // The template's queued move first: then nothing but the standby is in its groups.
             spawner.run {}
-            standby.discard()
+            standby.discard(retryingWith: timers)
             return false
         }
         let process = AppProcess(

@@ -85,17 +85,16 @@ extension Supervisor {
 
     /// Sets APP's location authorization (`authorize APP location always|whenInUse|denied`),
     /// kept in the state directory; a running app is told once it is kept.
-    public func authorizeLocation(_ name: String, _ authorization: LocationAuthorization) throws -> String {
-        let saved = DispatchSemaphore(value: 0)
-        let record = try queue.sync {
-            let record = try app(named: name)
-            locationAuthorizations[record.bundle.identifier] = authorization
-            stores.location.save(locationAuthorizations) { saved.signal() }
-            return record
+    public func authorizeLocation(_ name: String, _ authorization: LocationAuthorization) async throws -> String {
+        let record = try queue.sync { try app(named: name) }
+        // The app is told, and the command answered, once the authorization is on the disk (a
+        // host killed after saying so keeps it); nothing waits for the write meanwhile.
+        await withCheckedContinuation { (saved: CheckedContinuation<Void, Never>) in
+            queue.async { [self] in
+                locationAuthorizations[record.bundle.identifier] = authorization
+                stores.location.save(locationAuthorizations) { saved.resume() }
+            }
         }
-        // On the caller's thread, not the loop's: the app is told, and the command answered,
-        // once the authorization is on the disk (a host killed after saying so keeps it).
-        saved.wait()
         queue.sync {
             guard let run = record.run, run.machine.isLive, locationAuthorizations[record.bundle.identifier] == authorization else { return }
             send(.locationAuthorization(authorization.wireName), record, run)
@@ -204,7 +203,7 @@ extension Supervisor {
                 return
             }
         }
-        guard schedule.apps[record.bundle.identifier]?.forceQuit != true, !isShuttingDown else { return }
+        guard schedule.apps[record.bundle.identifier]?.forceQuit != true, !waiters.isShuttingDown else { return }
         let payload = String(decoding: WireCoding.encode(wire(position)), as: UTF8.self)
         let how = deliver(BackgroundEvent(kind: .significantLocationChange, payload: payload), reason: "location", to: record)
         announce(record, command: .location, "significant location change to \(position)", how)

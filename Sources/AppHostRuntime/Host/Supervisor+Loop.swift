@@ -24,7 +24,7 @@ extension Supervisor {
         while !inputs.isEmpty {
             let (record, run, input) = inputs.removeFirst()
             let actions = run.machine.handle(input, now: clock.now)
-            follow(record)
+            apps.follow(record)
             for action in actions { perform(action, record, run) }
             armTimer(run)
         }
@@ -32,18 +32,6 @@ extension Supervisor {
         if standby == nil, !isMakingStandby, template != nil, run.machine.isSettled { prepareStandby() }
     }
 
-    /// Takes in that `record`'s machine may have changed: `unsettledApps`, `runningApps` and
-    /// `foregroundApps` (Supervisor.swift). Called after each of its inputs, before their actions
-    /// (the only place a machine changes but for `launchCallbacks(activating:)`, taken when the
-    /// app process's configuration is made, which changes nothing `follow` looks at).
-    func follow(_ record: AppRecord) {
-        let id = ObjectIdentifier(record)
-        let run = record.run
-        if run?.machine.isSettled ?? true { unsettledApps.remove(id) } else { unsettledApps.insert(id) }
-        guard let index = appIndex[record.bundle.identifier] else { return }
-        if let run, run.machine.isLive, run.machine.state != .suspended { runningApps.insert(index) } else { runningApps.remove(index) }
-        if let run, run.machine.isAlive, run.machine.isInForeground { foregroundApps.insert(index) } else { foregroundApps.remove(index) }
-    }
 
     /// Keeps the machine's next deadline among the host's (HostTimers: one timer for all).
     func armTimer(_ run: AppRun) {
@@ -55,12 +43,12 @@ extension Supervisor {
         for deadline in timers.take(now: clock.now) {
             switch deadline {
             case .machine(let id):
-                let record = apps[id.app.index]
+                let record = apps[id.app]
                 guard let run = record.run, run.id == id else { continue }
                 handle(record, run, .tick)
             case .sample:
                 sample()
-                if !runningApps.isEmpty { timers.set(.sample, at: clock.now + configuration.policy.resourceSampleInterval) }
+                if !apps.running.isEmpty { timers.set(.sample, at: clock.now + configuration.policy.resourceSampleInterval) }
             case .pressure: stepPressure()
             case .scheduler: runDueWork()
             case .route: stepRoute()
@@ -282,19 +270,12 @@ extension Supervisor {
     }
 
     func resolveWaiters(for record: AppRecord) {
-        let state = currentState(of: record)
-        waiters.removeAll { waiter in
-            guard waiter.record === record, waiter.state == state else { return false }
-            waiter.continuation.resume(returning: true)
-            return true
-        }
-        resolveSettleWaiters(changed: record)
+        waiters.changed(record, state: currentState(of: record), unsettled: apps.unsettled)
     }
 
     func resumeShutdownIfDone() {
-        guard !shutdownContinuations.isEmpty, !apps.contains(where: { $0.run?.machine.isAlive == true }) else { return }
-        let continuations = shutdownContinuations
-        shutdownContinuations = []
+        guard waiters.awaitsShutdown, !apps.contains(where: { $0.run?.machine.isAlive == true }) else { return }
+        let continuations = waiters.takeShutdowns()
         // The template waits in groups of its own (or still in its standby's): it goes first,
         // once the spawn thread is done with it, then they do, and the standby.
         finishMakingStandby()

@@ -98,7 +98,7 @@ extension Supervisor {
     /// Runs the sampler while some app runs (`runningApps`); stops it when every app is
     /// suspended or gone.
     func updateSampler() {
-        let needed = !runningApps.isEmpty
+        let needed = !apps.running.isEmpty
         guard needed != (timers.instant(of: .sample) != nil) else { return }
         timers.set(.sample, at: needed ? clock.now + configuration.policy.resourceSampleInterval : nil)
     }

@@ -104,7 +104,7 @@ extension Supervisor {
 
     /// The installed apps the scheduler holds something for, in installation order.
     var scheduledApps: [AppRecord] {
-        schedule.apps.keys.compactMap { appIndex[$0] }.sorted().map { apps[$0] }
+        apps.records(identifiers: schedule.apps.keys)
     }
 
     /// The policy's least time between two runs of one task identifier of this kind, in seconds.
@@ -116,7 +116,7 @@ extension Supervisor {
     /// launching to it nor being terminated.
     func mayWakeForSchedule(_ record: AppRecord) -> Bool {
         guard schedule.apps[record.bundle.identifier]?.forceQuit != true else { return false }
-        guard let run = record.run, run.machine.isAlive else { return !isShuttingDown }
+        guard let run = record.run, run.machine.isAlive else { return !waiters.isShuttingDown }
         return !run.machine.isInForeground && !run.machine.isEnding
     }
 

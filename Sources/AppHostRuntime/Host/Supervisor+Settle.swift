@@ -14,37 +14,26 @@ extension Supervisor {
     /// timeout, the longest any transition is allowed before a watchdog ends it).
     public func settle(_ names: [String]? = nil, timeout: Duration? = nil) async throws {
         let limit = timeout ?? configuration.policy.launchTimeout
-        let records = try queue.sync { try names.map { try $0.map { try app(named: $0) } } ?? apps }
+        let records = try queue.sync { try names.map { try $0.map { try app(named: $0) } } ?? Array(apps) }
         try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
             queue.async { [self] in
                 let waiter = SettleWaiter(
-                    records: records, coversEveryApp: names == nil, unsettledApps: unsettledApps, continuation: continuation)
+                    records: records, coversEveryApp: names == nil, unsettledApps: apps.unsettled, continuation: continuation)
                 guard !waiter.isSettled else {
                     continuation.resume()
                     return
                 }
-                settleWaiters.append(waiter)
+                let number = waiters.settle(waiter)
                 timers.after(limit) { [self] in
-                    guard let index = settleWaiters.firstIndex(where: { $0 === waiter }) else { return }
-                    settleWaiters.remove(at: index)
-                    if waiter.recount(unsettledApps) {
-                        continuation.resume()
-                    } else {
-                        continuation.resume(throwing: notSettled(records, within: limit))
+                    waiters.timedOut(settle: number) { waiter in
+                        if waiter.recount(apps.unsettled) {
+                            waiter.continuation.resume()
+                        } else {
+                            waiter.continuation.resume(throwing: notSettled(records, within: limit))
+                        }
                     }
                 }
             }
-        }
-    }
-
-    /// Resumes the settle waiters whose apps have all settled; called whenever an app's machine
-    /// has taken an input (its events, its end), with that app. Each waiter follows the apps it
-    /// still waits for, so that an input costs a look at one app, not at each of thousands.
-    func resolveSettleWaiters(changed record: AppRecord) {
-        settleWaiters.removeAll { waiter in
-            guard waiter.follow(record), waiter.recount(unsettledApps) else { return false }
-            waiter.continuation.resume()
-            return true
         }
     }
 
@@ -64,17 +53,17 @@ final class SettleWaiter: @unchecked Sendable {
     let continuation: CheckedContinuation<Void, any Error>
     /// The records waited for (nil: every app, with no set of thousands to build for each
     /// command), and those of them not settled when last looked at.
-    private let covered: Set<ObjectIdentifier>?
-    private var unsettled: Set<ObjectIdentifier> = []
+    private let covered: Set<AppID>?
+    private var unsettled: Set<AppID> = []
 
     /// `unsettledApps`: the supervisor's (which apps are between steps).
     init(
-        records: [AppRecord], coversEveryApp: Bool = false, unsettledApps: Set<ObjectIdentifier>,
+        records: [AppRecord], coversEveryApp: Bool = false, unsettledApps: Set<AppID>,
         continuation: CheckedContinuation<Void, any Error>
     ) {
         self.records = records
         self.continuation = continuation
-        covered = coversEveryApp ? nil : Set(records.map(ObjectIdentifier.init))
+        covered = coversEveryApp ? nil : Set(records.map(\.id))
         _ = recount(unsettledApps)
     }
 
@@ -85,7 +74,7 @@ final class SettleWaiter: @unchecked Sendable {
 
     /// Takes in that `record`'s machine has changed; returns whether every app now seems settled.
     func follow(_ record: AppRecord) -> Bool {
-        let id = ObjectIdentifier(record)
+        let id = record.id
         if let covered, !covered.contains(id) { return isSettled }
         if record.run?.machine.isSettled ?? true { unsettled.remove(id) } else { unsettled.insert(id) }
         return isSettled
@@ -94,13 +83,13 @@ final class SettleWaiter: @unchecked Sendable {
     /// Looks again at the apps it waits for (once they all seem settled, and at the deadline):
     /// at each named app, or for every app at the supervisor's `unsettledApps`. Returns whether
     /// they have all settled.
-    func recount(_ unsettledApps: Set<ObjectIdentifier>) -> Bool {
+    func recount(_ unsettledApps: Set<AppID>) -> Bool {
         guard covered != nil else {
             unsettled = unsettledApps
             return isSettled
         }
         unsettled = []
-        for record in records where !(record.run?.machine.isSettled ?? true) { unsettled.insert(ObjectIdentifier(record)) }
+        for record in records where !(record.run?.machine.isSettled ?? true) { unsettled.insert(record.id) }
         return isSettled
     }
 }

@@ -54,16 +54,16 @@ struct Standby {
         }
     }
 
-    /// Ends it and removes its groups (the template has left them).
-    func discard() {
+    /// Ends it and removes its groups (the template has left them). Its processes may take a
+    /// moment to leave their groups once reaped: a group the kernel still holds is removed again
+    /// by `timers` (on the host's loop; nil off it, when the host is gone).
+    func discard(retryingWith timers: HostTimers?) {
         end()
-        // Its processes may take a moment to leave their groups once reaped.
         let template = waiting?.template
         waiting?.groups.memory?.discard(sparing: template)
-        let groups = [freezer, waiting?.groups.pids, waiting?.groups.memory?.group].compactMap { $0 }
-        let clock = ContinuousClock()
-        let deadline = clock.now + .milliseconds(100)
-        while !groups.map({ $0.remove(sparing: template) }).allSatisfy({ $0 }) && clock.now < deadline { usleep(1000) }
+        for group in [freezer, waiting?.groups.pids, waiting?.groups.memory?.group].compactMap({ $0 }) where !group.remove(sparing: template) {
+            if let timers { group.remove(retryingWith: timers, sparing: template) }
+        }
     }
 }
 
@@ -90,7 +90,7 @@ extension Supervisor {
     /// Makes the next launch's standby, unless there is one, one is being made, or there is no
     /// template. On the queue; the template forks it on the spawn thread.
     func prepareStandby() {
-        guard standby == nil, !isMakingStandby, !isShuttingDown, standbyFailures < Self.standbyFailureLimit, let template,
+        guard standby == nil, !isMakingStandby, !waiters.isShuttingDown, standbyFailures < Self.standbyFailureLimit, let template,
               template.current != nil else { return }
         let namespaces = environment.namespaces.flags
         // Born in its cgroup v1 groups or not made: a move into one waits out an RCU grace period.
@@ -148,7 +148,7 @@ extension Supervisor {
                 .mapError { [waiting] error in StandbyFailure(error: error, freezer: freezer, waiting: waiting?.groups, holdsTemplate: true) }
             guard let self else {
                 switch made {
-                case .success(let standby): standby.discard()
+                case .success(let standby): standby.discard(retryingWith: nil)
                 case .failure(let failure): failure.discard()
                 }
                 return
@@ -177,7 +177,7 @@ extension Supervisor {
             standbyFailures = 0
             standby = made
             // At shutdown the template stays where it is: it is stopped, then the standby goes.
-            if !isShuttingDown { prepareWaitingGroups() }
+            if !waiters.isShuttingDown { prepareWaitingGroups() }
         case .success(let made):
             standbyFailures += 1
             made.end()
@@ -209,7 +209,7 @@ extension Supervisor {
         // One whose namespace misses a container mounted since (this launch's, mounted for it)
         // would show the app the directory beneath.
         guard made.isUsable, made.mountChanges.map({ $0 == storage.mountChanges }) ?? true else {
-            made.discard()
+            made.discard(retryingWith: timers)
             return nil
         }
         return made
@@ -228,7 +228,7 @@ extension Supervisor {
     /// gone: it may still be in the standby's cgroup v1 groups.
     func discardStandby() {
         finishMakingStandby()
-        standby?.discard()
+        standby?.discard(retryingWith: timers)
         standby = nil
     }
 

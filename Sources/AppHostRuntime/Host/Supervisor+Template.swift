@@ -47,7 +47,7 @@ extension Supervisor {
         let pid = template.current?.pid ?? 0
         let how = spawner.run { template.reap() }
         discardStandby()
-        guard !isShuttingDown else { return }
+        guard !waiters.isShuttingDown else { return }
         let now = clock.now
         templateEnds = templateEnds.filter { $0.duration(to: now) < Self.templateRestartWindow } + [now]
         var detail = "exec: the launch template (pid \(pid)) \(how)"

@@ -33,7 +33,7 @@ extension Supervisor {
                 return
             }
         }
-        guard !isShuttingDown else { return }
+        guard !waiters.isShuttingDown else { return }
         // A wake-up whose run ended before its callback was sent is owed again.
         if record.run?.machine.isAlive != true { transfers.wakes = transfers.wakes.filter { !$0.hasPrefix(id + " ") } }
         let sessions = Set(owed.filter { transfer in

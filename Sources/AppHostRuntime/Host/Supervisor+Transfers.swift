@@ -187,7 +187,7 @@ extension Supervisor {
             reconsiderTransfers()
             // Only the apps that finished transfers are owed to.
             let owed = Set(transfers.records.filter { $0.phase == .finished }.map(\.app))
-            for index in owed.compactMap({ appIndex[$0] }).sorted() { deliverTransfers(apps[index]) }
+            for record in apps.records(identifiers: owed) { deliverTransfers(record) }
         }
     }
 
@@ -196,7 +196,7 @@ extension Supervisor {
         if transfers.service == nil { return "a transfer service (this host was made without one)" }
         if network != .online { return "the network" }
         if record.transfer.isDiscretionary && power != .plugged { return "external power (discretionary)" }
-        if appIndex[record.app] == nil { return "its app to be installed" }
+        if apps.record(identifier: record.app) == nil { return "its app to be installed" }
         return nil
     }
 

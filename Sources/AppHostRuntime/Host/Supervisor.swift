@@ -81,27 +81,10 @@ public final class Supervisor: @unchecked Sendable {
     /// Held for the host's life: one host per instance.
     let instanceLock: InstanceLock
     let observer: @Sendable (HostEvent) -> Void
-    var apps: [AppRecord] = []
-    /// Each installed app's place in `apps`, by bundle identifier: the passes that run after
-    /// every state change look up the few apps they concern rather than walk thousands.
-    var appIndex: [String: Int] = [:]
-    /// Each installed app's place in `apps` by each of its names, lowercased (`AppRecord.names`;
-    /// a name two apps share is the first's): every command names its app.
-    var appNameIndex: [String: Int] = [:]
-    var waiters: [Waiter] = []
-    /// `settle` calls waiting for their apps' transitions to end (Supervisor+Settle).
-    var settleWaiters: [SettleWaiter] = []
-    /// What each app's machine is, followed at each of its inputs (`follow`), so that what is
-    /// asked after every state change or command looks at these, not at each of thousands of
-    /// apps: the apps between steps (a settle of every app waits for them), the apps that run
-    /// (live, not suspended: the sampler runs while there is one), and the apps in the foreground
-    /// (by their place in `apps`).
-    var unsettledApps: Set<ObjectIdentifier> = []
-    var runningApps: Set<Int> = []
-    var foregroundApps: Set<Int> = []
-    var shutdownContinuations: [CheckedContinuation<Void, Never>] = []
-    /// Set by `shutdown()`: no app launches after it.
-    var isShuttingDown = false
+    /// The installed apps, by AppID, identifier and name (AppTable).
+    let apps = AppTable()
+    /// `wait` commands, settles and the shutdown, waiting (Waiters).
+    let waiters = Waiters()
     var groupCounter = 0
     /// Compiled seccomp filters by entitlements and the pid the app sees as its own: in a PID
     /// namespace that is always 2, so each app's filter is compiled once per host.
@@ -240,7 +223,7 @@ public final class Supervisor: @unchecked Sendable {
         // What is queued is written before the instance is given up.
         stores.flush()
         template?.stop()
-        standby?.discard()
+        standby?.discard(retryingWith: nil)
         templateSource?.cancel()
         discardWaitingGroups()
         controlReader.stop()
@@ -306,13 +289,8 @@ public final class Supervisor: @unchecked Sendable {
                     continuation.resume(returning: true)
                     return
                 }
-                let waiter = Waiter(record: record, state: state, continuation: continuation)
-                waiters.append(waiter)
-                timers.after(timeout) { [self] in
-                    guard let index = waiters.firstIndex(where: { $0 === waiter }) else { return }
-                    waiters.remove(at: index)
-                    continuation.resume(returning: false)
-                }
+                let number = waiters.wait(for: record.id, state: state, continuation)
+                timers.after(timeout) { [self] in waiters.timedOut(state: number) }
             }
         }
     }
@@ -351,8 +329,7 @@ public final class Supervisor: @unchecked Sendable {
     public func shutdown() async {
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
             queue.async { [self] in
-                isShuttingDown = true
-                shutdownContinuations.append(continuation)
+                waiters.shutdown(continuation)
                 for record in apps {
                     if let run = record.run, run.machine.isAlive { handle(record, run, .terminate(byUser: false)) }
                 }
