@@ -1,0 +1,210 @@
+import AppHostProtocol
+import Dispatch
+import Foundation
+import Testing
+@testable import AppHostRuntime
+
+/// A clock the test sets.
+private final class TestClock: HostClock, @unchecked Sendable {
+    var now = HostInstant(nanoseconds: 1_000_000_000)
+}
+
+/// The host's one timer (HostTimers), on a virtual clock: `take` is called with the time.
+@Suite struct HostTimersTests {
+    private let clock = TestClock()
+    private let queue = DispatchQueue(label: "test.timers")
+    private func at(_ seconds: Double) -> HostInstant { HostInstant(nanoseconds: 1_000_000_000) + .seconds(double: seconds) }
+
+    @Test func deadlinesComeDueEarliestFirstAndOnce() {
+        let timers = HostTimers(queue: queue, clock: clock)
+        timers.set(.scheduler, at: at(3))
+        timers.set(.sample, at: at(1))
+        timers.set(.route, at: at(2))
+        #expect(timers.take(now: at(0.5)) == [])
+        #expect(timers.take(now: at(2)) == [.sample, .route])
+        #expect(timers.take(now: at(2)) == [], "each comes due once")
+        #expect(timers.take(now: at(10)) == [.scheduler])
+        #expect(timers.count == 0)
+    }
+
+    @Test func aMovedDeadlineComesDueAtItsNewTimeAndAClearedOneNever() {
+        let timers = HostTimers(queue: queue, clock: clock)
+        let run = RunID(app: AppID(index: 0), launch: 0)
+        timers.set(.machine(run), at: at(1))
+        timers.set(.machine(run), at: at(5))
+        timers.set(.pressure, at: at(2))
+        timers.set(.pressure, at: nil)
+        #expect(timers.take(now: at(3)) == [], "moved later, and cleared")
+        #expect(timers.take(now: at(5)) == [.machine(run)])
+        timers.set(.machine(run), at: at(9))
+        timers.set(.machine(run), at: at(6))
+        #expect(timers.take(now: at(6)) == [.machine(run)], "moved sooner")
+        #expect(timers.take(now: at(9)) == [])
+    }
+
+    /// A watchdog set and cleared at every callback leaves entries behind; the heap is rebuilt
+    /// from what is set, and nothing set is lost.
+    @Test func manyMovesKeepOnlyWhatIsSet() {
+        let timers = HostTimers(queue: queue, clock: clock)
+        for app in 0..<50 {
+            let run = RunID(app: AppID(index: app), launch: 0)
+            for step in 0..<200 { timers.set(.machine(run), at: at(Double(1000 + step))) }
+            timers.set(.machine(run), at: app % 2 == 0 ? at(Double(app)) : nil)
+        }
+        #expect(timers.count == 25)
+        let due = timers.take(now: at(100))
+        #expect(due == (0..<50).filter { $0 % 2 == 0 }.map { .machine(RunID(app: AppID(index: $0), launch: 0)) })
+        #expect(timers.take(now: at(5000)) == [])
+    }
+
+    @Test func workRunsWhenItsTimeComes() {
+        let timers = HostTimers(queue: queue, clock: clock)
+        var ran: [String] = []
+        timers.after(.seconds(2)) { ran.append("second") }
+        timers.after(.seconds(1)) { ran.append("first") }
+        for deadline in timers.take(now: clock.now + .seconds(1)) {
+            if case .work(let number) = deadline { timers.run(number) }
+        }
+        #expect(ran == ["first"])
+        for deadline in timers.take(now: clock.now + .seconds(2)) {
+            if case .work(let number) = deadline { timers.run(number) }
+        }
+        #expect(ran == ["first", "second"])
+    }
+
+    /// The Dispatch timer itself: armed for the earliest deadline, it fires on the queue.
+    @Test func theTimerFiresForTheEarliestDeadline() async {
+        // Touched only on the queue, where the timer fires.
+        nonisolated(unsafe) let timers = HostTimers(queue: queue, clock: MonotonicClock())
+        let fired: [HostDeadline] = await withCheckedContinuation { continuation in
+            queue.async {
+                timers.onFire {
+                    let due = timers.take(now: MonotonicClock().now)
+                    if !due.isEmpty { continuation.resume(returning: due) }
+                }
+                timers.set(.scheduler, at: MonotonicClock().now + .seconds(3600))
+                timers.set(.sample, at: MonotonicClock().now + .milliseconds(5))
+            }
+        }
+        #expect(fired == [.sample])
+    }
+}
+
+/// The installed apps and what their machines are (AppTable).
+@Suite struct AppTableTests {
+    private let files = TemporaryFiles()
+
+    private func bundle(_ name: String, identifier: String) throws -> AppBundle {
+        let url = try files.url("\(UUID().uuidString)/\(name).app")
+        try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
+        let info: [String: Any] = [
+            "CFBundleIdentifier": identifier, "CFBundleExecutable": "lib\(name).so", "ApplicationDelegateClassName": "\(name).AppDelegate",
+        ]
+        try PropertyListSerialization.data(fromPropertyList: info, format: .xml, options: 0).write(to: url.appendingPathComponent("Info.plist"))
+        try Data().write(to: url.appendingPathComponent("lib\(name).so"))
+        return try AppBundle(url: url)
+    }
+
+    @Test func appsAreFoundByNameIdentifierAndIDInAnyCase() throws {
+        let table = AppTable()
+        let notes = try table.install(try bundle("Notes", identifier: "com.example.notes"))
+        let weather = try table.install(try bundle("Weather", identifier: "com.example.weather"))
+        #expect(notes.id == AppID(index: 0) && weather.id == AppID(index: 1))
+        #expect(try table.record(named: "notes") === notes)
+        #expect(try table.record(named: "COM.EXAMPLE.WEATHER") === weather)
+        #expect(try table.record(named: "Weather.app") === weather)
+        #expect(table[weather.id] === weather)
+        #expect(table.records(identifiers: ["com.example.weather", "com.example.missing", "com.example.notes"]).map(\.id) == [notes.id, weather.id])
+        #expect(throws: SupervisorError.self) { try table.record(named: "Wether") }
+        do {
+            _ = try table.record(named: "Wether")
+        } catch {
+            #expect(error.description == "no app named Wether; did you mean Weather? installed: Notes, Weather")
+        }
+    }
+
+    @Test func twoAppsCannotShareAnIdentifier() throws {
+        let table = AppTable()
+        _ = try table.install(try bundle("Notes", identifier: "com.example.notes"))
+        #expect(throws: SupervisorError.self) { try table.install(try bundle("Copy", identifier: "com.example.notes")) }
+        #expect(table.count == 1)
+    }
+
+    /// The sets follow each machine: running while live and not suspended, in the foreground
+    /// while there, unsettled between steps.
+    @Test func theSetsFollowTheMachines() throws {
+        let table = AppTable()
+        let record = try table.install(try bundle("Notes", identifier: "com.example.notes"))
+        var host = SimulatedHost()
+        host.send(.launch(.foreground, reason: "user"))
+        record.run = AppRun(machine: host.machine, id: RunID(app: record.id, launch: 0), now: host.now)
+        table.follow(record)
+        #expect(table.running == [record.id] && table.foreground == [record.id] && table.unsettled.isEmpty)
+        host.hangIn = [.didEnterBackground]
+        host.send(.moveToBackground)
+        record.run?.machine = host.machine
+        table.follow(record)
+        #expect(table.running == [record.id] && table.foreground.isEmpty && table.unsettled == [record.id])
+        host.returnFromHang()
+        record.run?.machine = host.machine
+        table.follow(record)
+        #expect(host.state == .suspended)
+        #expect(table.running.isEmpty && table.foreground.isEmpty && table.unsettled.isEmpty)
+        record.run = nil
+        table.follow(record)
+        #expect(table.running.isEmpty && table.unsettled.isEmpty)
+    }
+}
+
+/// Who waits for what (Waiters): each resumed once, by what it waits for or by its time.
+@Suite struct WaitersTests {
+    private let files = TemporaryFiles()
+
+    private func app() throws -> AppRecord {
+        let url = try files.url("\(UUID().uuidString)/Notes.app")
+        try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
+        let info: [String: Any] = ["CFBundleIdentifier": "com.example.notes", "CFBundleExecutable": "libNotes.so", "ApplicationDelegateClassName": "N.A"]
+        try PropertyListSerialization.data(fromPropertyList: info, format: .xml, options: 0).write(to: url.appendingPathComponent("Info.plist"))
+        try Data().write(to: url.appendingPathComponent("libNotes.so"))
+        return try AppTable().install(try AppBundle(url: url))
+    }
+
+    @Test func aWaitEndsWhenItsStateComesAndItsTimeoutThenDoesNothing() async throws {
+        let waiters = Waiters()
+        let record = try app()
+        nonisolated(unsafe) var number = 0
+        let reached = await withCheckedContinuation { continuation in
+            number = waiters.wait(for: record.id, state: .suspended, continuation)
+            waiters.changed(record, state: .background, unsettled: [])
+            waiters.changed(record, state: .suspended, unsettled: [])
+        }
+        #expect(reached)
+        // Resumed once: a second resumption would trap.
+        waiters.timedOut(state: number)
+        waiters.changed(record, state: .suspended, unsettled: [])
+    }
+
+    @Test func aWaitWhoseStateNeverComesIsToldNo() async throws {
+        let waiters = Waiters()
+        let record = try app()
+        let reached = await withCheckedContinuation { continuation in
+            let number = waiters.wait(for: record.id, state: .active, continuation)
+            waiters.changed(record, state: .background, unsettled: [])
+            waiters.timedOut(state: number)
+        }
+        #expect(!reached)
+        waiters.changed(record, state: .active, unsettled: [])
+    }
+
+    @Test func theShutdownIsSaidOnceAndStays() async {
+        let waiters = Waiters()
+        #expect(!waiters.isShuttingDown && !waiters.awaitsShutdown)
+        await withCheckedContinuation { continuation in
+            waiters.shutdown(continuation)
+            #expect(waiters.isShuttingDown && waiters.awaitsShutdown)
+            waiters.takeShutdowns().forEach { $0.resume() }
+        }
+        #expect(waiters.isShuttingDown && !waiters.awaitsShutdown)
+        #expect(waiters.takeShutdowns().isEmpty)
+    }
+}
