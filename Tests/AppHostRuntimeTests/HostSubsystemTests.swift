@@ -208,3 +208,101 @@ private final class TestClock: HostClock, @unchecked Sendable {
         #expect(waiters.takeShutdowns().isEmpty)
     }
 }
+
+/// The simulated device's location (LocationSimulator), on a virtual clock.
+@Suite struct LocationSimulatorTests {
+    private let files = TemporaryFiles()
+    private let start = HostInstant(nanoseconds: 1_000_000_000)
+    private let app = AppID(index: 0)
+
+    private func simulator() throws -> LocationSimulator {
+        LocationSimulator(store: StateStore(json: try files.url("location-\(UUID().uuidString).json").path, what: "the location authorizations"))
+    }
+
+    /// Metres north of 48.85 N, 2.35 E.
+    private func north(_ metres: Double) -> Coordinate {
+        Coordinate(latitude: 48.85 + metres / 111_195, longitude: 2.35)
+    }
+
+    @Test func aSignificantChangeIs500MetresFromTheLastOne() throws {
+        let location = try simulator()
+        location.set(north(0))
+        location.authorize("com.example.run", .always) {}
+        location.monitorSignificantChanges(app, true)
+        #expect(!location.isSignificantChange(to: north(499), for: app, identifier: "com.example.run"))
+        #expect(location.isSignificantChange(to: north(501), for: app, identifier: "com.example.run"))
+        // Measured from where the last one was, not from the start.
+        #expect(!location.isSignificantChange(to: north(900), for: app, identifier: "com.example.run"))
+        #expect(location.isSignificantChange(to: north(1002), for: app, identifier: "com.example.run"))
+    }
+
+    @Test func onlyAnAppAuthorizedAlwaysThatMonitorsHearsOfOne() throws {
+        let location = try simulator()
+        location.set(north(0))
+        location.monitorSignificantChanges(app, true)
+        #expect(!location.isSignificantChange(to: north(1000), for: app, identifier: "com.example.run"), "not determined")
+        location.authorize("com.example.run", .whenInUse) {}
+        #expect(!location.isSignificantChange(to: north(2000), for: app, identifier: "com.example.run"), "when in use")
+        location.authorize("com.example.run", .always) {}
+        location.monitorSignificantChanges(app, false)
+        #expect(!location.isSignificantChange(to: north(3000), for: app, identifier: "com.example.run"), "not monitoring")
+        // With no position when it began, the first move is one.
+        location.set(nil)
+        location.monitorSignificantChanges(app, true)
+        #expect(location.isSignificantChange(to: north(3000), for: app, identifier: "com.example.run"))
+    }
+
+    @Test func authorizationsAreKeptAndDeniedIsNotAuthorized() async throws {
+        let path = try files.url("kept.json").path
+        let location = LocationSimulator(store: StateStore(json: path, what: "the location authorizations"))
+        await withCheckedContinuation { kept in location.authorize("com.example.run", .denied) { kept.resume() } }
+        #expect(!location.isAuthorized("com.example.run"))
+        let again = LocationSimulator(store: StateStore(json: path, what: "the location authorizations"))
+        #expect(again.authorization(of: "com.example.run") == .denied)
+        #expect(again.loadWarning == nil)
+    }
+
+    @Test func aRouteMovesTheDeviceOnTheClockAndEnds() throws {
+        let location = try simulator()
+        let gpx = """
+            <gpx><trk><trkseg><trkpt lat="48.85" lon="2.35"></trkpt><trkpt lat="48.86" lon="2.35"></trkpt></trkseg></trk></gpx>
+            """
+        let route = try LocationRoute(gpx: Data(gpx.utf8), speed: 100)
+        #expect(location.replay(route, name: "park.gpx", now: start) == route.points[0])
+        #expect(location.isReplaying)
+        let halfway = try #require(location.step(now: start + .seconds(double: route.duration / 2)))
+        #expect(halfway.finished == nil)
+        #expect(abs(halfway.position.latitude - 48.855) < 0.0001)
+        let end = try #require(location.step(now: start + .seconds(double: route.duration + 1)))
+        #expect(end.position == route.points[1] && end.finished == "park.gpx finished at \(route.points[1])")
+        #expect(!location.isReplaying && location.step(now: start + .seconds(100)) == nil)
+        location.set(north(0))
+        #expect(location.position == north(0))
+    }
+}
+
+/// The scene sessions kept across hosts (SceneStore).
+@Suite struct SceneStoreTests {
+    private let files = TemporaryFiles()
+
+    @Test func whatIsKeptIsSavedAndAConnectionIsNot() throws {
+        let path = try files.url("scene-sessions.json").path
+        let scenes = SceneStore(store: StateStore(json: path, what: "the scene sessions"))
+        let first = scenes.change("com.example.journal") { $0.add() }
+        scenes.flush()
+        #expect(FileManager.default.fileExists(atPath: path), "a new session is saved")
+        try FileManager.default.removeItem(atPath: path)
+        scenes.change("com.example.journal") { $0.disconnect(first) }
+        scenes.flush()
+        #expect(!FileManager.default.fileExists(atPath: path), "a disconnection is not")
+        let second = scenes.change("com.example.journal") { $0.add() }
+        scenes.change("com.example.journal") { $0.markConnected(first) }
+        scenes.flush()
+        // The next host finds both, the one last in front first, none connected.
+        let again = SceneStore(store: StateStore(json: path, what: "the scene sessions"))
+        #expect(again["com.example.journal"].sessions.map(\.identifier) == [first, second])
+        #expect(again["com.example.journal"].front == first)
+        #expect(again["com.example.journal"].sessions.allSatisfy { !$0.connected })
+        #expect(again["com.example.other"].sessions.isEmpty)
+    }
+}

@@ -18,12 +18,6 @@ final class AppRecord: @unchecked Sendable {
     var launches = 0
     /// Launches into the background and resumptions there, since the host started.
     var backgroundWakeups = 0
-    /// Whether the app monitors significant location changes: kept past its process, so that a
-    /// significant change relaunches it; and the position the last significant change was at.
-    var monitorsSignificantChanges = false
-    var lastSignificantPosition: Coordinate?
-    /// Its scene sessions, if it adopts scenes: kept past its process.
-    var scenes = SceneSessions()
 
     /// What a command may call it by, lowercased once: its name, identifier and directory name.
     let names: [String]

@@ -16,7 +16,6 @@ extension Supervisor {
                         + "move the bundle where every user can read it", code: .invalidBundle)
             }
             let record = try apps.install(bundle)
-            if bundle.adoptsScenes, let kept = storedSceneSessions[bundle.identifier] { record.scenes = kept }
             reserveAppUser(for: bundle)
             queueSchedulerPass()
             queueTransferPass()

@@ -32,7 +32,7 @@ extension Supervisor {
         guard !waiters.isShuttingDown else { return }
         if kind == .background { record.backgroundWakeups += 1 }
         // A new process: no scene is connected yet (the sessions stay).
-        record.scenes.disconnectAll()
+        if record.bundle.adoptsScenes { scenes.change(record.bundle.identifier) { $0.disconnectAll() } }
         let modes = Set(ContinuousMode.allCases.filter { record.bundle.backgroundModes.contains($0.backgroundMode) })
         let run = AppRun(
             machine: LifecycleMachine(policy: configuration.policy, continuousModes: modes),
@@ -359,10 +359,10 @@ extension Supervisor {
             openFileLimit: UInt64(policy.openFileLimit), sandbox: sandbox)
         message.launchPayload = run.machine.pendingEvents.first { $0.kind == .remoteNotification }?.payload
         message.backgroundTasks = backgroundTasksConfiguration(for: bundle)
-        message.locationAuthorization = locationAuthorizations[bundle.identifier]?.wireName
+        message.locationAuthorization = location.authorization(of: bundle.identifier)?.wireName
         message.logLevel = configuration.appLogLevel.rawValue
         message.scenes = bundle.sceneManifest
-        if bundle.adoptsScenes { message.sceneSessions = record.scenes.forLaunch }
+        if bundle.adoptsScenes { message.sceneSessions = scenes[bundle.identifier].forLaunch }
         message.transfers = transfers.records.filter { $0.app == bundle.identifier }.map(\.transfer)
         // The app runs them without the host's sending them (README.md, "How apps are launched").
         message.launchCallbacks = run.machine.launchCallbacks(activating: !bundle.adoptsScenes)

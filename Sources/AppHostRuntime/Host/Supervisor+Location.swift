@@ -26,13 +26,6 @@ public enum LocationAuthorization: String, Sendable, Codable, CaseIterable {
     }
 }
 
-/// The simulated device's position and what moves it.
-struct DeviceLocation {
-    var position: Coordinate?
-    /// The route being replayed, its file's name and when it began.
-    var route: (route: LocationRoute, name: String, startedAt: HostInstant)?
-}
-
 /// What an app's location managers ask for (AppMessage.locationManager), for one run.
 struct LocationRequest: Equatable {
     var updating = false
@@ -41,18 +34,16 @@ struct LocationRequest: Equatable {
 }
 
 extension Supervisor {
-    /// A move of this many metres or more from the last significant position is a significant change.
-    static let significantChangeDistance = 500.0
-
     // MARK: Commands
 
     /// Sets the device's position (`location set LAT,LON`); a route being replayed stops.
     public func setLocation(_ coordinate: Coordinate) -> String {
         queue.sync {
-            stopRoute()
+            location.set(coordinate)
+            timers.set(.route, at: nil)
             let line = "the device is at \(coordinate)"
             publish(HostEvent(time: Date(), event: .location, detail: line), run: nil)
-            move(to: coordinate)
+            deliverMove(to: coordinate)
             return line
         }
     }
@@ -61,12 +52,11 @@ extension Supervisor {
     /// the host's clock, and updates reach apps every `locationUpdateInterval`.
     public func replayRoute(_ route: LocationRoute, name: String) -> String {
         queue.sync {
-            stopRoute()
-            location.route = (route, name, clock.now)
+            let start = location.replay(route, name: name, now: clock.now)
             let line = "replaying \(name): \(route.points.count) points over \(String(format: "%.1f", route.duration)) s"
             publish(HostEvent(time: Date(), event: .location, detail: line), run: nil)
             // At its start now, then every interval until its end.
-            move(to: route.points[0])
+            deliverMove(to: start)
             timers.set(.route, at: clock.now + configuration.policy.locationUpdateInterval)
             return line
         }
@@ -75,8 +65,8 @@ extension Supervisor {
     /// Clears the simulated position (`location clear`): no updates until one is set again.
     public func clearLocation() -> String {
         queue.sync {
-            stopRoute()
-            location.position = nil
+            location.set(nil)
+            timers.set(.route, at: nil)
             let line = "the device's position is cleared"
             publish(HostEvent(time: Date(), event: .location, detail: line), run: nil)
             return line
@@ -90,13 +80,10 @@ extension Supervisor {
         // The app is told, and the command answered, once the authorization is on the disk (a
         // host killed after saying so keeps it); nothing waits for the write meanwhile.
         await withCheckedContinuation { (saved: CheckedContinuation<Void, Never>) in
-            queue.async { [self] in
-                locationAuthorizations[record.bundle.identifier] = authorization
-                stores.location.save(locationAuthorizations) { saved.resume() }
-            }
+            queue.async { [self] in location.authorize(record.bundle.identifier, authorization) { saved.resume() } }
         }
         queue.sync {
-            guard let run = record.run, run.machine.isLive, locationAuthorizations[record.bundle.identifier] == authorization else { return }
+            guard let run = record.run, run.machine.isLive, location.authorization(of: record.bundle.identifier) == authorization else { return }
             send(.locationAuthorization(authorization.wireName), record, run)
             publish(HostEvent(
                 time: Date(), app: record.bundle.identifier, name: record.bundle.name, pid: run.process?.pid, event: .location,
@@ -114,13 +101,8 @@ extension Supervisor {
     func receiveLocationManager(_ request: LocationRequest, _ record: AppRecord, _ run: AppRun) {
         let before = run.location
         run.location = request
-        let authorization = locationAuthorizations[record.bundle.identifier]
-        if request.significant && !before.significant {
-            record.monitorsSignificantChanges = true
-            record.lastSignificantPosition = location.position
-        } else if !request.significant && before.significant {
-            record.monitorsSignificantChanges = false
-        }
+        let authorization = location.authorization(of: record.bundle.identifier)
+        if request.significant != before.significant { location.monitorSignificantChanges(record.id, request.significant) }
         var parts = [request.updating ? "updating" : "not updating"]
         if request.background { parts.append("in the background too") }
         if request.significant { parts.append("monitoring significant changes") }
@@ -136,7 +118,7 @@ extension Supervisor {
     }
 
     func receiveAuthorizationRequest(always: Bool, _ record: AppRecord, _ run: AppRun) {
-        let current = locationAuthorizations[record.bundle.identifier]
+        let current = location.authorization(of: record.bundle.identifier)
         let detail = "asked for \(always ? "always" : "whenInUse") authorization; it is \(current?.rawValue ?? "notDetermined")"
             + (current == nil ? " (answer with authorize \(record.bundle.name) location always|whenInUse|denied)" : "")
         publish(HostEvent(
@@ -149,8 +131,7 @@ extension Supervisor {
     /// Whether the app's updates continue in the background: it updates, allows background
     /// updates and is authorized. The machine holds it only with the location mode declared.
     func updateLocationHold(_ record: AppRecord, _ run: AppRun) {
-        let authorized = locationAuthorizations[record.bundle.identifier].map { $0 != .denied } ?? false
-        let background = run.location.updating && run.location.background && authorized
+        let background = run.location.updating && run.location.background && location.isAuthorized(record.bundle.identifier)
         guard background != run.machine.updatesLocationInBackground else { return }
         handle(record, run, .backgroundLocation(background, why: background ? "updates continue in the background" : "updates stop in the background"))
     }
@@ -158,8 +139,7 @@ extension Supervisor {
     /// Whether the app receives standard updates now: it updates, is authorized, runs, and is in
     /// the foreground or held in the background by its location updates.
     func receivesUpdates(_ record: AppRecord, _ run: AppRun) -> Bool {
-        guard run.location.updating, let authorization = locationAuthorizations[record.bundle.identifier], authorization != .denied,
-              run.machine.isLive, launchFinished(run)
+        guard run.location.updating, location.isAuthorized(record.bundle.identifier), run.machine.isLive, launchFinished(run)
         else { return false }
         switch run.machine.phase {
         case .suspending, .suspended: return false
@@ -180,8 +160,7 @@ extension Supervisor {
     }
 
     /// The device moved: updates to the apps that receive them, then significant changes.
-    func move(to position: Coordinate) {
-        location.position = position
+    func deliverMove(to position: Coordinate) {
         for record in apps {
             if let run = record.run { deliver(position, to: record, run) }
             significantChange(position, record)
@@ -191,9 +170,7 @@ extension Supervisor {
     /// A move far enough from the app's last significant position wakes it (or relaunches it)
     /// for `locationManager(_:didUpdateLocations:)`, if it monitors and is authorized always.
     func significantChange(_ position: Coordinate, _ record: AppRecord) {
-        guard record.monitorsSignificantChanges, locationAuthorizations[record.bundle.identifier] == .always else { return }
-        if let last = record.lastSignificantPosition, last.distance(to: position) < Self.significantChangeDistance { return }
-        record.lastSignificantPosition = position
+        guard location.isSignificantChange(to: position, for: record.id, identifier: record.bundle.identifier) else { return }
         if let run = record.run, run.machine.isAlive {
             if receivesUpdates(record, run) { return }  // it has this position already
             switch run.machine.phase {
@@ -211,21 +188,9 @@ extension Supervisor {
 
     /// A route's step: the device moves to where the route has it now.
     func stepRoute() {
-        guard let active = location.route else { return }
-        let elapsed = active.startedAt.duration(to: clock.now).seconds
-        move(to: active.route.position(after: elapsed))
-        timers.set(.route, at: clock.now + configuration.policy.locationUpdateInterval)
-        if elapsed >= active.route.duration {
-            stopRoute()
-            publish(HostEvent(time: Date(), event: .location, detail: "\(active.name) finished at \(active.route.points.last!)"), run: nil)
-        }
+        guard let (position, finished) = location.step(now: clock.now) else { return }
+        deliverMove(to: position)
+        timers.set(.route, at: location.isReplaying ? clock.now + configuration.policy.locationUpdateInterval : nil)
+        if let finished { publish(HostEvent(time: Date(), event: .location, detail: finished), run: nil) }
     }
-
-    func stopRoute() {
-        location.route = nil
-        timers.set(.route, at: nil)
-    }
-
-    // MARK: The store
-
 }

@@ -67,9 +67,7 @@ extension Supervisor {
         case .send(var request):
             // A scene app comes to the foreground with its front session (README.md, "Scenes").
             if record.bundle.adoptsScenes, request.scene == nil, [.willEnterForeground, .didBecomeActive].contains(request.callback) {
-                let known = record.scenes.sessions.count
-                request.scene = record.scenes.connectFront()
-                if record.scenes.sessions.count != known { saveSceneSessions() }
+                request.scene = scenes.change(record.bundle.identifier) { $0.connectFront() }
             }
             if request.callback == .handleEventsForBackgroundURLSession, let event = request.event {
                 request.event?.transfers = transferEvents(for: event, record, run)

@@ -174,11 +174,12 @@ extension Supervisor {
     private func disconnectBackgroundScenes() -> [String] {
         apps.compactMap { record -> String? in
             guard record.bundle.adoptsScenes, let run = record.run, run.machine.isLive else { return nil }
-            let inForeground = run.machine.isInForeground ? record.scenes.front : nil
-            let sessions = record.scenes.sessions.filter { $0.connected && $0.identifier != inForeground }.map(\.identifier)
+            let kept = scenes[record.bundle.identifier]
+            let inForeground = run.machine.isInForeground ? kept.front : nil
+            let sessions = kept.sessions.filter { $0.connected && $0.identifier != inForeground }.map(\.identifier)
             guard !sessions.isEmpty else { return nil }
             for session in sessions {
-                record.scenes.disconnect(session)
+                scenes.change(record.bundle.identifier) { $0.disconnect(session) }
                 handle(record, run, .scene(.init(.disconnectScene, session: session)))
             }
             return "\(record.bundle.name) (\(sessions.joined(separator: ", ")))"

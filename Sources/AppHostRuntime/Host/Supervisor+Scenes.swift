@@ -21,10 +21,9 @@ extension Supervisor {
                     "\(record.bundle.name) does not support multiple scenes (UIApplicationSupportsMultipleScenes is false); open \(record.bundle.name) brings its scene forward",
                     code: .refused)
             }
-            let session = record.scenes.add()
-            saveSceneSessions()
+            let session = scenes.change(record.bundle.identifier) { $0.add() }
             if let run = record.run, run.machine.isLive, run.machine.isInForeground, run.machine.phase != .launching, run.machine.phase != .starting {
-                record.scenes.markConnected(session)
+                scenes.change(record.bundle.identifier) { $0.markConnected(session) }
                 handle(record, run, .scene(.init(.connectScene, session: session)))
             } else {
                 open(record)
@@ -37,10 +36,10 @@ extension Supervisor {
     public func closeScene(_ name: String, _ session: String) throws {
         try queue.sync {
             let (record, run) = try sceneTarget(name, session, verb: "close")
-            guard let run, record.scenes.session(session)?.connected == true else {
+            guard let run, scenes[record.bundle.identifier].session(session)?.connected == true else {
                 throw SupervisorError("scene \(session) of \(record.bundle.name) is not connected; scenes lists them", code: .wrongState)
             }
-            record.scenes.disconnect(session)
+            scenes.change(record.bundle.identifier) { $0.disconnect(session) }
             handle(record, run, .scene(.init(.disconnectScene, session: session)))
         }
     }
@@ -50,8 +49,7 @@ extension Supervisor {
     public func discardScene(_ name: String, _ session: String) throws {
         try queue.sync {
             let (record, run) = try sceneTarget(name, session, verb: "discard")
-            record.scenes.discard(session)
-            saveSceneSessions()
+            scenes.change(record.bundle.identifier) { $0.discard(session) }
             if let run { handle(record, run, .scene(.init(.discardScene, session: session))) }
         }
     }
@@ -60,17 +58,18 @@ extension Supervisor {
     public func sceneListing() -> [SceneListing] {
         defer {
             // Answered once what it lists is on the disk (the store's writer, not the loop, waits).
-            stores.scenes.flush()
+            scenes.flush()
         }
         return queue.sync {
             apps.filter(\.bundle.adoptsScenes).flatMap { record -> [SceneListing] in
                 let machine = record.run.map(\.machine)
                 let appState = machine.map { $0.isAlive ? $0.state : .notRunning } ?? .notRunning
-                return record.scenes.sessions.map { session in
+                let kept = scenes[record.bundle.identifier]
+                return kept.sessions.map { session in
                     let state: String
                     if !session.connected || !(machine?.isLive ?? false) {
                         state = "unattached"
-                    } else if session.identifier == record.scenes.front {
+                    } else if session.identifier == kept.front {
                         switch appState {
                         case .active: state = "foregroundActive"
                         case .inactive, .launching: state = "foregroundInactive"
@@ -81,7 +80,7 @@ extension Supervisor {
                     }
                     return SceneListing(
                         app: record.bundle.name, bundleIdentifier: record.bundle.identifier, session: session.identifier,
-                        state: state, front: session.identifier == record.scenes.front, appState: appState)
+                        state: state, front: session.identifier == kept.front, appState: appState)
                 }
             }
         }
@@ -94,14 +93,15 @@ extension Supervisor {
         guard record.bundle.adoptsScenes else {
             throw SupervisorError("\(record.bundle.name) does not adopt scenes (its Info.plist has no UIApplicationSceneManifest)", code: .refused)
         }
-        guard record.scenes.session(session) != nil else {
-            let known = record.scenes.sessions.map(\.identifier)
+        let kept = scenes[record.bundle.identifier]
+        guard kept.session(session) != nil else {
+            let known = kept.sessions.map(\.identifier)
             throw SupervisorError(
                 "\(record.bundle.name) has no scene session \(session); \(known.isEmpty ? "it has none" : "its sessions: \(known.joined(separator: ", "))")",
                 code: .wrongState)
         }
         let run = record.run.flatMap { $0.machine.isLive ? $0 : nil }
-        if let run, run.machine.isInForeground, record.scenes.front == session {
+        if let run, run.machine.isInForeground, kept.front == session {
             throw SupervisorError(
                 "scene \(session) is \(record.bundle.name)'s scene in the foreground; send the app home first (home) to \(verb) it",
                 code: .wrongState)
@@ -132,17 +132,7 @@ extension Supervisor {
                     + "\(Self.maximumRestorationBytes) bytes of userInfo or 256 bytes of a name that are kept"
             }
         }
-        if let violation = record.scenes.restore(sessions) { return violation }
-        saveSceneSessions()
-        return nil
+        return scenes.change(record.bundle.identifier) { $0.restore(sessions) }
     }
 
-    /// Saves every scene app's sessions, off the loop (a failure is a warning: the sessions live
-    /// on in this host).
-    func saveSceneSessions() {
-        var stored = storedSceneSessions
-        for record in apps where record.bundle.adoptsScenes { stored[record.bundle.identifier] = record.scenes }
-        storedSceneSessions = stored
-        stores.scenes.save(stored)
-    }
 }

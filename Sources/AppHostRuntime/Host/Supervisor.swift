@@ -69,12 +69,10 @@ public final class Supervisor: @unchecked Sendable {
     var power: PowerState
     var network: NetworkState
     var schedulerPassQueued = false
-    /// The simulated device's position, and the route that moves it.
-    var location = DeviceLocation()
-    /// Each app's location authorization, by bundle identifier (kept in the state directory).
-    var locationAuthorizations: [String: LocationAuthorization]
-    /// The scene sessions kept in the state directory, by bundle identifier (README.md, "Scenes").
-    var storedSceneSessions: [String: SceneSessions]
+    /// The simulated device's position, its route, the apps' authorizations (LocationSimulator).
+    let location: LocationSimulator
+    /// The scene sessions of the apps that adopt scenes (SceneStore).
+    let scenes: SceneStore
     /// Per-app uids and gids; nil on a non-root host (apps run as the host's user).
     var users: AppUsers?
     let reports: ReportStore
@@ -151,22 +149,15 @@ public final class Supervisor: @unchecked Sendable {
         capacity = Self.measureCapacity(descriptorLimit: Self.raiseDescriptorLimit())
         controlReader = try ControlReader(queue: queue)
         stores = HostStores(stateDirectory: configuration.stateDirectory)
-        let (authorizations, authorizationWarning) = stores.location.load()
-        locationAuthorizations = authorizations ?? [:]
-        let (sceneSessions, sceneWarning) = stores.scenes.load()
-        // A host that ended left its scenes as they were: none is connected to a process now.
-        storedSceneSessions = (sceneSessions ?? [:]).mapValues { sessions in
-            var disconnected = sessions
-            disconnected.disconnectAll()
-            return disconnected
-        }
+        location = LocationSimulator(store: stores.location)
+        scenes = SceneStore(store: stores.scenes)
         transfers = Transfers(store: stores.transfers, service: configuration.transferRunner)
         power = configuration.power
         network = configuration.network
         let (loaded, storeWarning) = stores.schedule.load()
         schedule = loaded
         if geteuid() == 0 { users = AppUsers(stateDirectory: configuration.stateDirectory, range: policy.appUserRange) }
-        warnings += [authorizationWarning, sceneWarning].compactMap { $0 } + transfers.loadWarnings
+        warnings += [location.loadWarning, scenes.loadWarning].compactMap { $0 } + transfers.loadWarnings
             + [storeWarning, users?.loadWarning].compactMap { $0 }
         sandboxNote = environment.sandboxNote(
             users: users != nil ? "\(policy.appUserRange.lowerBound)-\(policy.appUserRange.upperBound)" : nil,
