@@ -24,7 +24,7 @@ func benchmarkNamespaceCost(bundle: AppBundle, executable: String, runs: Int) ->
         return (supervisor, log)
     }
     let hosts = [host(namespaces: true), host(namespaces: false)]
-    guard hosts[0].0.sandboxNote.contains("own PID and mount namespaces") else { return nil }
+    guard hosts[0].0.facts.sandboxNote.contains("own PID and mount namespaces") else { return nil }
     var cursors = [0, 0]
     var launches: [[Double]] = [[], []]
     var phases: [[[Double]]] = [[[], [], []], [[], [], []]]

@@ -48,6 +48,7 @@ extension Supervisor {
         // that fails for want of a descriptor. The apps are counted only when enough are
         // installed to reach the bound: no walk over thousands on every launch below it.
         // (The app being launched is among them, not yet live.)
+        let capacity = facts.capacity
         let live = apps.count <= capacity.apps ? 0 : apps.reduce(0) { $0 + ($1.run?.process?.isClosed == false ? 1 : 0) }
         if apps.count > capacity.apps && live >= capacity.apps {
             failToSpawn(record, run, capacity.refusal(launching: bundle.name, running: live))

@@ -125,8 +125,8 @@ extension Supervisor {
                 handle(record, run, .enforce(termination))
             }
         }
-        if pressure == nil, total > memoryBudget {
-            beginPressure(target: memoryBudget, usage: total, cause: "over the memory budget")
+        if pressure == nil, total > facts.memoryBudget {
+            beginPressure(target: facts.memoryBudget, usage: total, cause: "over the memory budget")
         }
     }
 
@@ -159,7 +159,7 @@ extension Supervisor {
         let disconnected = disconnectBackgroundScenes()
         publish(HostEvent(
             time: Date(), event: .memoryPressure,
-            detail: "\(cause): the apps use \(usage.mebibytes) (budget \(memoryBudget.mebibytes)); \(warned); "
+            detail: "\(cause): the apps use \(usage.mebibytes) (budget \(facts.memoryBudget.mebibytes)); \(warned); "
                 + (disconnected.isEmpty ? "" : "background scenes disconnected: \(disconnected.joined(separator: ", ")); ")
                 + "apps are ended in \(grace.formatted) unless usage falls to \(target.mebibytes)"), run: nil)
         for record in running {

@@ -27,7 +27,7 @@ extension Supervisor {
     /// What the app's container and its app groups' use now, and their limits.
     func storageUsage(of bundle: AppBundle) -> StorageUsage {
         StorageUsage(
-            mechanism: storageMechanism,
+            mechanism: facts.storageMechanism,
             parts: [storage.usage(.app(bundle.identifier))] + bundle.appGroups.map { storage.usage(.group($0)) })
     }
 

@@ -18,20 +18,8 @@ import CAppHostShims
 public final class Supervisor: @unchecked Sendable {
 
     public let configuration: Configuration
-    /// How this host suspends apps, and (when it is not the best) why.
-    public let suspensionMechanism: SuspensionMechanism
-    public let suspensionNote: String
-    /// How this host confines apps, one line for the `started` event and `apphost doctor`.
-    public let sandboxNote: String
-    /// How this host holds apps to their memory limits.
-    public let memoryEnforcement: MemoryEnforcement
-    /// The memory all apps together may use (the policy's, or three quarters of the host's).
-    public let memoryBudget: UInt64
-    /// How this host holds containers to their storage limits, and one line saying so.
-    public let storageMechanism: StorageMechanism
-    public let storageNote: String
-    /// How many apps may run at once here, and which limit says so.
-    public let capacity: HostCapacity
+    /// What the host found at its start: how it suspends, confines and limits apps, how many fit.
+    public let facts: HostFacts
 
     let queue = DispatchQueue(label: "apphost.supervisor", qos: .userInitiated)
     /// Reads the apps' control sockets and runs their handlers on `queue` (ControlReader.swift).
@@ -125,18 +113,18 @@ public final class Supervisor: @unchecked Sendable {
                     + "choose another --state-dir (the default for root is /var/lib/apphost/INSTANCE)", code: .unavailable)
         }
         let storageProbe = try StorageProbe.probe(stateDirectory: configuration.stateDirectory, requested: configuration.storageMechanism)
-        storageMechanism = storageProbe.mechanism
-        storageNote = storageProbe.note
+        let storageMechanism = storageProbe.mechanism
+        let storageNote = storageProbe.note
         storage = StorageVolumes(mechanism: storageProbe.mechanism, stateDirectory: configuration.stateDirectory, device: storageProbe.device)
         // What the host finds wrong at its start, said before its `started` event.
         var warnings = storage.releaseLeftovers().map { "storage: \($0)" }
         environment = try HostEnvironment(
             instance: configuration.instance, suspension: configuration.suspension, memory: configuration.memoryEnforcement,
             namespacesInit: configuration.namespaces ? configuration.initExecutable : nil, queue: queue, timers: timers)
-        suspensionMechanism = environment.suspensionMechanism
-        suspensionNote = environment.suspensionNote
-        memoryEnforcement = environment.memoryEnforcement
-        memoryBudget = policy.memoryBudget ?? MemoryFootprint.hostCapacity() / 4 * 3
+        let suspensionMechanism = environment.suspensionMechanism
+        let suspensionNote = environment.suspensionNote
+        let memoryEnforcement = environment.memoryEnforcement
+        let memoryBudget = policy.memoryBudget ?? MemoryFootprint.hostCapacity() / 4 * 3
         sharedResources = SharedResourceCheck(
             groupsDirectory: configuration.stateDirectory.resolvingSymlinksInPath().appendingPathComponent("groups").path,
             declared: policy.sharedResources)
@@ -146,7 +134,7 @@ public final class Supervisor: @unchecked Sendable {
                 environment: Containers.runtimeEnvironment + ["APPHOST_PARENT_PID=\(getpid())"]
                     + launchTemplatePlaceholders.map { "\($0)=" + String(repeating: "/", count: Int(APPHOST_TEMPLATE_PLACEHOLDER_LENGTH)) })
             : nil
-        capacity = Self.measureCapacity(descriptorLimit: Self.raiseDescriptorLimit())
+        let capacity = Self.measureCapacity(descriptorLimit: Self.raiseDescriptorLimit())
         controlReader = try ControlReader(queue: queue)
         stores = HostStores(stateDirectory: configuration.stateDirectory)
         location = LocationSimulator(store: stores.location)
@@ -159,9 +147,13 @@ public final class Supervisor: @unchecked Sendable {
         if geteuid() == 0 { users = AppUsers(stateDirectory: configuration.stateDirectory, range: policy.appUserRange) }
         warnings += [location.loadWarning, scenes.loadWarning].compactMap { $0 } + transfers.loadWarnings
             + [storeWarning, users?.loadWarning].compactMap { $0 }
-        sandboxNote = environment.sandboxNote(
+        let sandboxNote = environment.sandboxNote(
             users: users != nil ? "\(policy.appUserRange.lowerBound)-\(policy.appUserRange.upperBound)" : nil,
             perAppUsers: policy.perAppUsers, processLimit: policy.processLimit)
+        facts = HostFacts(
+            suspensionMechanism: suspensionMechanism, suspensionNote: suspensionNote, sandboxNote: sandboxNote,
+            memoryEnforcement: memoryEnforcement, memoryBudget: memoryBudget, storageMechanism: storageMechanism, storageNote: storageNote,
+            capacity: capacity)
         let memoryNote = environment.memoryNote
             + "\(memoryEnforcement == .sampling ? " every \(policy.resourceSampleInterval.formatted)" : "")"
             + " (\(policy.foregroundMemoryLimit.mebibytes) foreground, \(policy.backgroundMemoryLimit.mebibytes) background), budget \(memoryBudget.mebibytes)"
