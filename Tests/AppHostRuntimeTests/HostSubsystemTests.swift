@@ -306,3 +306,107 @@ private final class TestClock: HostClock, @unchecked Sendable {
         #expect(again["com.example.other"].sessions.isEmpty)
     }
 }
+
+/// The host's BGTaskScheduler (Scheduler), on a wall clock the test sets.
+@Suite struct SchedulerTests {
+    private let files = TemporaryFiles()
+    private final class WallClock: @unchecked Sendable { var now = Date(timeIntervalSince1970: 2_000_000_000) }
+    private let wall = WallClock()
+
+    private func bundle(modes: [String] = ["fetch", "processing"]) throws -> AppBundle {
+        let url = try files.url("\(UUID().uuidString)/Weather.app")
+        try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
+        let info: [String: Any] = [
+            "CFBundleIdentifier": "com.example.weather", "CFBundleExecutable": "libWeather.so", "ApplicationDelegateClassName": "W.A",
+            "UIBackgroundModes": modes, "BGTaskSchedulerPermittedIdentifiers": ["refresh", "prune"],
+        ]
+        try PropertyListSerialization.data(fromPropertyList: info, format: .xml, options: 0).write(to: url.appendingPathComponent("Info.plist"))
+        try Data().write(to: url.appendingPathComponent("libWeather.so"))
+        return try AppBundle(url: url)
+    }
+
+    private func scheduler(directory: URL? = nil, refresh: Bool = true, policy: Policy = Policy()) throws -> Scheduler {
+        let wall = wall
+        return Scheduler(
+            store: ScheduleStore(stateDirectory: try directory ?? files.url("state-\(UUID().uuidString)")), policy: policy,
+            refreshAvailable: refresh, power: .plugged, network: .online, wallClock: { wall.now })
+    }
+
+    private func refresh(in seconds: Double? = nil) -> WireTaskRequest {
+        WireTaskRequest(identifier: "refresh", kind: .appRefresh, earliestBeginDate: seconds.map { 2_000_000_000 + $0 })
+    }
+
+    @Test func requestsTheHostWouldNotKeepAreRefusedWithTheirReason() throws {
+        let weather = try bundle(modes: ["fetch"])
+        let scheduler = try scheduler()
+        #expect(scheduler.submit(WireTaskRequest(identifier: "other", kind: .appRefresh), for: weather, kept: nil)
+            == .refused("other is not permitted (notPermitted)"))
+        #expect(scheduler.submit(WireTaskRequest(identifier: "prune", kind: .processing), for: weather, kept: nil)
+            == .refused("the request needs processing in UIBackgroundModes (notPermitted)"))
+        #expect(try self.scheduler(refresh: false).submit(refresh(), for: weather, kept: nil) == .refused("background app refresh is off (unavailable)"))
+        #expect(scheduler.submit(refresh(), for: weather, kept: nil) == .submitted)
+        #expect(scheduler.submit(refresh(), for: weather, kept: nil) == .unchanged)
+    }
+
+    @Test func aSubmissionIsSaidKeptOnceItIsOnTheDisk() async throws {
+        let directory = try files.url("kept")
+        let scheduler = try scheduler(directory: directory)
+        await withCheckedContinuation { kept in
+            #expect(scheduler.submit(refresh(in: 60), for: try! bundle(), kept: { kept.resume() }) == .submitted)
+        }
+        let next = try self.scheduler(directory: directory)
+        #expect(next.pending(for: "com.example.weather").map(\.identifier) == ["refresh"])
+    }
+
+    /// The force-quit gate: nothing of a force-quit app is due, and its requests wait for the user.
+    @Test func aForceQuitAppIsNotWokenUntilTheUserOpensIt() throws {
+        let scheduler = try scheduler()
+        #expect(scheduler.submit(refresh(), for: try bundle(), kept: nil) == .submitted)
+        scheduler.setForceQuit(true, for: "com.example.weather")
+        #expect(scheduler.isForceQuit("com.example.weather"))
+        #expect(scheduler.takeDue(for: "com.example.weather", running: []).tasks.isEmpty)
+        #expect(scheduler.waiting(for: "com.example.weather", inForeground: false).map(\.waiting) == ["the user force quit the app"])
+        scheduler.setForceQuit(false, for: "com.example.weather")
+        #expect(scheduler.takeDue(for: "com.example.weather", running: []).tasks.map(\.identifier) == ["refresh"])
+    }
+
+    @Test func aRequestComesDueAtItsDateOnTheSchedulersClock() throws {
+        let scheduler = try scheduler()
+        #expect(scheduler.submit(refresh(in: 900), for: try bundle(), kept: nil) == .submitted)
+        #expect(scheduler.takeDue(for: "com.example.weather", running: []).tasks.isEmpty)
+        #expect(scheduler.nextDate(apps: ["com.example.weather"]) == 2_000_000_900)
+        scheduler.advance(by: .seconds(900))
+        #expect(scheduler.clock.offset == .seconds(900))
+        #expect(scheduler.takeDue(for: "com.example.weather", running: ["refresh"]).tasks.isEmpty, "one task per identifier at a time")
+        #expect(scheduler.takeDue(for: "com.example.weather", running: []).tasks.map(\.identifier) == ["refresh"])
+        #expect(scheduler.pendingCount == 0)
+        #expect(scheduler.resetClock() == .seconds(900))
+    }
+
+    @Test func aRequestNeedingPowerWaitsForItAndSaysSo() throws {
+        let scheduler = try scheduler()
+        let prune = WireTaskRequest(identifier: "prune", kind: .processing, requiresExternalPower: true)
+        #expect(scheduler.submit(prune, for: try bundle(), kept: nil) == .submitted)
+        #expect(scheduler.setPower(.battery) == .plugged)
+        #expect(scheduler.takeDue(for: "com.example.weather", running: []).tasks.isEmpty)
+        #expect(scheduler.waiting(for: "com.example.weather", inForeground: false).map(\.waiting) == ["external power"])
+        _ = scheduler.setPower(.plugged)
+        #expect(scheduler.waiting(for: "com.example.weather", inForeground: true).map(\.waiting) == ["the app to leave the foreground"])
+        #expect(scheduler.takeDue(for: "com.example.weather", running: []).tasks.map(\.identifier) == ["prune"])
+    }
+
+    @Test func aTaskRunEarlyKeepsItsIntervalFromThen() throws {
+        var policy = Policy()
+        policy.minimumRefreshTaskInterval = .seconds(600)
+        let scheduler = try scheduler(policy: policy)
+        let weather = try bundle()
+        #expect(scheduler.submit(refresh(), for: weather, kept: nil) == .submitted)
+        #expect(scheduler.runEarly("refresh", for: weather).pending?.identifier == "refresh")
+        scheduler.ran("refresh", for: weather.identifier)
+        #expect(scheduler.submit(refresh(), for: weather, kept: nil) == .submitted)
+        #expect(scheduler.takeDue(for: weather.identifier, running: []).tasks.isEmpty)
+        #expect(scheduler.heldByTheirInterval == ["refresh"])
+        wall.now += 600
+        #expect(scheduler.takeDue(for: weather.identifier, running: []).tasks.map(\.identifier) == ["refresh"])
+    }
+}

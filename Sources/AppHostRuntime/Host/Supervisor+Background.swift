@@ -35,19 +35,15 @@ extension Supervisor {
                 throw SupervisorError(
                     "\(identifier) is not in \(bundle.name)'s BGTaskSchedulerPermittedIdentifiers (\(permitted.isEmpty ? "none" : permitted.joined(separator: ", "))): iOS would not run it", code: .refused)
             }
-            let entry = schedule.apps[bundle.identifier]
-            let pending = entry?.requests.first { $0.identifier == identifier }
-            let kind = pending?.kind ?? entry?.taskKinds[identifier] ?? (bundle.backgroundModes.contains(.fetch) ? .appRefresh : .processing)
+            let (kind, pending) = scheduler.runEarly(identifier, for: bundle)
             try require(kind == .appRefresh ? .fetch : .processing, of: record, for: kind == .appRefresh ? "a refresh task" : "a processing task")
             if let run = record.run, run.machine.isAlive, launchFinished(run), !run.registeredTasks.contains(identifier) {
                 throw SupervisorError(
                     "\(bundle.name) registered no launch handler for \(identifier) while it launched; register it before application(_:didFinishLaunchingWithOptions:) returns", code: .refused)
             }
             try refuseUnreachable(record, pushOnly: false)
-            if pending != nil { schedule.cancel(identifier, for: bundle.identifier) }
             // Run early, but run: the scheduler's next run of it keeps its interval from now.
-            schedule.ran(identifier, for: bundle.identifier, at: schedulerNow)
-            saveSchedule()
+            scheduler.ran(identifier, for: bundle.identifier)
             let event = BackgroundEvent(
                 kind: kind == .appRefresh ? .appRefresh : .processing, taskIdentifier: identifier,
                 requiresExternalPower: pending?.requiresExternalPower ?? false,
@@ -106,8 +102,7 @@ extension Supervisor {
     /// tasks that need external power; plugging in may make requests due.
     public func setPower(_ state: PowerState) -> String {
         queue.sync {
-            let previous = power
-            power = state
+            let previous = scheduler.setPower(state)
             return conditionsChanged("power: \(state.rawValue)\(previous == state ? " (unchanged)" : " (was \(previous.rawValue))")")
         }
     }
@@ -115,8 +110,7 @@ extension Supervisor {
     /// Sets the simulated network (`network online|offline`).
     public func setNetwork(_ state: NetworkState) -> String {
         queue.sync {
-            let previous = network
-            network = state
+            let previous = scheduler.setNetwork(state)
             return conditionsChanged("network: \(state.rawValue)\(previous == state ? " (unchanged)" : " (was \(previous.rawValue))")")
         }
     }
@@ -125,20 +119,15 @@ extension Supervisor {
     /// Only the scheduler's dates move; background budgets and watchdogs keep real time.
     public func advance(by duration: Duration) -> String {
         queue.sync {
-            schedule.clockOffset += duration.seconds
-            saveSchedule()
+            scheduler.advance(by: duration)
             let started = runDueWork()
-            let now = HostEvent.isoFormatter.string(from: Date(timeIntervalSince1970: schedulerNow))
+            let now = HostEvent.isoFormatter.string(from: Date(timeIntervalSince1970: scheduler.now))
             // Requests whose date has come but whose identifier ran too recently: say so, or
             // "nothing became due" would hide why they did not run.
-            let held = schedule.apps.values.flatMap { entry in
-                entry.requests.filter {
-                    ($0.earliestBeginDate ?? 0) <= schedulerNow && entry.notBefore($0, minimumInterval: minimumTaskInterval) > schedulerNow
-                }
-            }.map(\.identifier)
+            let held = scheduler.heldByTheirInterval
             let line = "scheduler clock moved \(duration.formatted) on, to \(now); "
                 + (started.isEmpty ? "nothing became due" : "started \(started.joined(separator: ", "))")
-                + (held.isEmpty ? "" : "; \(held.sorted().joined(separator: ", ")) \(held.count == 1 ? "waits" : "wait") for the minimum interval between runs (tasks says until when)")
+                + (held.isEmpty ? "" : "; \(held.joined(separator: ", ")) \(held.count == 1 ? "waits" : "wait") for the minimum interval between runs (tasks says until when)")
             publish(HostEvent(time: Date(), event: .advance, detail: line), run: nil)
             return line
         }
@@ -148,11 +137,9 @@ extension Supervisor {
     /// `advance` gave it, which the store keeps across hosts. Pending requests keep their dates.
     public func resetClock() -> String {
         queue.sync {
-            let offset = Duration.seconds(double: schedule.clockOffset)
-            schedule.clockOffset = 0
-            saveSchedule()
+            let offset = scheduler.resetClock()
             runDueWork()
-            let line = "scheduler clock reset to real time, \(HostEvent.isoFormatter.string(from: Date(timeIntervalSince1970: schedulerNow)))"
+            let line = "scheduler clock reset to real time, \(HostEvent.isoFormatter.string(from: Date(timeIntervalSince1970: scheduler.now)))"
                 + (offset == .zero ? " (it was on real time already)" : " (it was \(offset.formatted) ahead)")
             publish(HostEvent(time: Date(), event: .advance, detail: line), run: nil)
             return line
@@ -161,40 +148,16 @@ extension Supervisor {
 
     /// The scheduler's clock: its offset from real time and its time now.
     public var schedulerClock: SchedulerClock {
-        queue.sync { clockNow }
-    }
-
-    var clockNow: SchedulerClock {
-        SchedulerClock(offset: .seconds(double: schedule.clockOffset), now: Date(timeIntervalSince1970: schedulerNow))
+        queue.sync { scheduler.clock }
     }
 
     /// Every pending request of the installed apps, and why each waits.
     public func pendingTaskRequests() -> [PendingTaskRequest] {
         queue.sync {
-            let now = schedulerNow
-            let conditions = BackgroundSchedule.Conditions(power: power, network: network)
-            return apps.flatMap { record -> [PendingTaskRequest] in
-                guard let entry = schedule.apps[record.bundle.identifier] else { return [] }
-                return entry.requests.map { request in
-                    var waiting: String?
-                    let unmet = conditions.unmet(by: request)
-                    if entry.forceQuit {
-                        waiting = "the user force quit the app"
-                    } else if request.kind == .appRefresh && !configuration.backgroundAppRefresh {
-                        waiting = "background app refresh is off"
-                    } else if let date = request.earliestBeginDate, date > now,
-                              date >= entry.notBefore(request, minimumInterval: minimumTaskInterval) {
-                        waiting = "its earliest begin date, \(HostEvent.isoFormatter.string(from: Date(timeIntervalSince1970: date)))"
-                    } else if case let next = entry.notBefore(request, minimumInterval: minimumTaskInterval), next > now {
-                        let interval = Duration.seconds(minimumTaskInterval(request.kind)).formatted
-                        let last = HostEvent.isoFormatter.string(from: Date(timeIntervalSince1970: entry.lastRuns?[request.identifier] ?? 0))
-                        waiting = "its minimum interval between runs, \(HostEvent.isoFormatter.string(from: Date(timeIntervalSince1970: next))) (\(interval) after \(request.identifier) last began, at \(last))"
-                    } else if !unmet.isEmpty {
-                        waiting = unmet.joined(separator: " and ")
-                    } else if let run = record.run, run.machine.isAlive, run.machine.isInForeground {
-                        waiting = "the app to leave the foreground"
-                    }
-                    return PendingTaskRequest(
+            apps.flatMap { record -> [PendingTaskRequest] in
+                let inForeground = record.run.map { $0.machine.isAlive && $0.machine.isInForeground } ?? false
+                return scheduler.waiting(for: record.bundle.identifier, inForeground: inForeground).map { request, waiting in
+                    PendingTaskRequest(
                         app: record.bundle.name, bundleIdentifier: record.bundle.identifier, identifier: request.identifier,
                         kind: request.kind == .appRefresh ? "refresh" : "processing",
                         earliestBeginDate: request.earliestBeginDate.map(Date.init(timeIntervalSince1970:)),
@@ -251,7 +214,7 @@ extension Supervisor {
     /// terminated, or (except a notification) to the foreground app.
     func refuseUnreachable(_ record: AppRecord, pushOnly: Bool) throws {
         let name = record.bundle.name
-        if schedule.apps[record.bundle.identifier]?.forceQuit == true {
+        if scheduler.isForceQuit(record.bundle.identifier) {
             throw SupervisorError(
                 "\(name) was force quit by the user: iOS wakes it in the background only after the user opens it again (open \(name))", code: .refused)
         }
@@ -279,7 +242,8 @@ extension Supervisor {
     func conditionsChanged(_ line: String) -> String {
         for record in apps {
             if let run = record.run, run.machine.isAlive {
-                handle(record, run, .conditionsChanged(externalPower: power == .plugged, network: network == .online))
+                handle(record, run, .conditionsChanged(
+                    externalPower: scheduler.conditions.power == .plugged, network: scheduler.conditions.network == .online))
             }
         }
         let started = runDueWork() + reconsiderTransfers()

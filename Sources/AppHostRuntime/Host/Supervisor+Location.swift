@@ -180,7 +180,7 @@ extension Supervisor {
                 return
             }
         }
-        guard schedule.apps[record.bundle.identifier]?.forceQuit != true, !waiters.isShuttingDown else { return }
+        guard !scheduler.isForceQuit(record.bundle.identifier), !waiters.isShuttingDown else { return }
         let payload = String(decoding: WireCoding.encode(wire(position)), as: UTF8.self)
         let how = deliver(BackgroundEvent(kind: .significantLocationChange, payload: payload), reason: "location", to: record)
         announce(record, command: .location, "significant location change to \(position)", how)

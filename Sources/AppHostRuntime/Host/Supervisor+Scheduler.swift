@@ -12,28 +12,18 @@ import AppHostProtocol
 extension Supervisor {
     // MARK: The scheduler
 
-    /// The scheduler's clock: the wall clock, moved on by `advance`.
-    var schedulerNow: Double { Date().timeIntervalSince1970 + schedule.clockOffset }
-
     /// Runs the scheduler once the current work on the queue is done (after a state change, an
     /// installation): an app that leaves the foreground may have requests waiting for it.
     func queueSchedulerPass() {
-        guard !schedulerPassQueued else { return }
-        schedulerPassQueued = true
-        queue.async { [weak self] in
-            guard let self else { return }
-            schedulerPassQueued = false
-            runDueWork()
-        }
+        let now = clock.now
+        if let queued = timers.instant(of: .scheduler), queued <= now { return }
+        timers.set(.scheduler, at: now)
     }
 
     /// Starts every due fetch and request whose conditions hold, for apps that may be woken now,
     /// and sets the timer for the next date something becomes due. Returns what it started.
     @discardableResult
     func runDueWork() -> [String] {
-        let now = schedulerNow
-        let conditions = BackgroundSchedule.Conditions(power: power, network: network)
-        let floor = configuration.policy.minimumBackgroundFetchInterval.seconds
         var started: [String] = []
         var due: [(AppRecord, BackgroundEvent)] = []
         var changed = false
@@ -41,14 +31,11 @@ extension Supervisor {
         // state change, and a host may hold thousands of suspended apps that asked for nothing.
         for record in scheduledApps where mayWakeForSchedule(record) {
             let id = record.bundle.identifier
-            let before = schedule.apps[id]
             let running = record.run.map { run in
                 Set((run.machine.work.values.map(\.event) + run.machine.pendingEvents).compactMap(\.taskIdentifier))
             } ?? []
-            let (fetch, tasks) = schedule.takeDue(
-                for: id, now: now, conditions: conditions, refreshAvailable: configuration.backgroundAppRefresh, fetchFloor: floor,
-                running: running, minimumInterval: minimumTaskInterval)
-            changed = changed || schedule.apps[id] != before
+            let (fetch, tasks) = scheduler.takeDue(for: id, running: running)
+            changed = changed || fetch || !tasks.isEmpty
             var events: [BackgroundEvent] = []
             if fetch && record.bundle.backgroundModes.contains(.fetch) { events.append(BackgroundEvent(kind: .fetch)) }
             for request in tasks {
@@ -69,13 +56,13 @@ extension Supervisor {
         }
         if changed {
             if due.isEmpty {
-                saveSchedule()
+                scheduler.save()
             } else {
                 // A request taken runs once its removal is on the disk: a host killed in between
                 // neither ran it nor lost it, and a command that comes next sees it under way.
                 // On the loop, as a rare exception (once per due request or fetch, a small file).
                 do {
-                    try stores.schedule.store.saveNow(schedule)
+                    try scheduler.keepTaken()
                 } catch {
                     publish(HostEvent(time: Date(), event: .warning, detail: "cannot save the scheduler's store: \(error)"), run: nil)
                 }
@@ -85,47 +72,24 @@ extension Supervisor {
             let how = deliver(event, reason: event.kind == .fetch ? "backgroundFetch" : "backgroundTask", to: record)
             announce(record, command: .scheduler, "due: \(event.label)", how)
         }
-        armSchedulerTimer(now: now, conditions: conditions)
-        return started
-    }
-
-    func armSchedulerTimer(now: Double, conditions: BackgroundSchedule.Conditions) {
-        guard let next = schedule.nextDate(
-            after: now, apps: scheduledApps.map(\.bundle.identifier), conditions: conditions, refreshAvailable: configuration.backgroundAppRefresh,
-            minimumInterval: minimumTaskInterval)
-        else {
-            timers.set(.scheduler, at: nil)
-            return
-        }
         // The scheduler's dates are the wall clock's (shifted by `advance`); the host's timer
         // runs on the monotonic clock: each pass sets it again from the wall clock's now.
-        timers.set(.scheduler, at: clock.now + .seconds(double: max(0, next - now)))
+        let next = scheduler.nextDate(apps: scheduledApps.map(\.bundle.identifier))
+        timers.set(.scheduler, at: next.map { clock.now + .seconds(double: max(0, $0 - scheduler.now)) })
+        return started
     }
 
     /// The installed apps the scheduler holds something for, in installation order.
     var scheduledApps: [AppRecord] {
-        apps.records(identifiers: schedule.apps.keys)
-    }
-
-    /// The policy's least time between two runs of one task identifier of this kind, in seconds.
-    func minimumTaskInterval(_ kind: WireTaskRequest.Kind) -> Double {
-        (kind == .appRefresh ? configuration.policy.minimumRefreshTaskInterval : configuration.policy.minimumProcessingTaskInterval).seconds
+        apps.records(identifiers: scheduler.apps)
     }
 
     /// Whether the scheduler may wake the app now: not force quit, not in the foreground, not
     /// launching to it nor being terminated.
     func mayWakeForSchedule(_ record: AppRecord) -> Bool {
-        guard schedule.apps[record.bundle.identifier]?.forceQuit != true else { return false }
+        guard !scheduler.isForceQuit(record.bundle.identifier) else { return false }
         guard let run = record.run, run.machine.isAlive else { return !waiters.isShuttingDown }
         return !run.machine.isInForeground && !run.machine.isEnding
-    }
-
-    /// Saves the scheduler's store off the loop (StateStore: a burst of changes is written
-    /// once). `then` runs on the loop once the change is on the disk: what tells anyone that it
-    /// is kept (the taskSubmitted event) waits for it, so a host killed at any moment never said
-    /// it kept a request it lost.
-    func saveSchedule(then: (@Sendable () -> Void)? = nil) {
-        stores.schedule.store.save(schedule, then: onTheLoop(then))
     }
 
     /// Says, once it is on the disk, that a change the app asked for is kept: through its machine
@@ -143,26 +107,19 @@ extension Supervisor {
 
     /// The user opened the app: it may be woken in the background again.
     func userOpened(_ record: AppRecord) {
-        guard schedule.apps[record.bundle.identifier]?.forceQuit == true else { return }
-        schedule.setForceQuit(false, for: record.bundle.identifier)
-        saveSchedule()
+        scheduler.setForceQuit(false, for: record.bundle.identifier)
     }
 
     /// The user terminated the app: no background launch until they open it again (iOS's rule).
     func userForceQuit(_ record: AppRecord) {
-        schedule.setForceQuit(true, for: record.bundle.identifier)
-        saveSchedule()
+        scheduler.setForceQuit(true, for: record.bundle.identifier)
         cancelTransfers(of: record, because: "the user force quit the app")
     }
 
     func backgroundTasksConfiguration(for bundle: AppBundle) -> WireBackgroundTasks {
         WireBackgroundTasks(
             modes: bundle.backgroundModes.map(\.rawValue).sorted(), permittedIdentifiers: bundle.permittedTaskIdentifiers,
-            pending: (schedule.apps[bundle.identifier]?.requests ?? []).map { request in
-                var onAppClock = request
-                onAppClock.earliestBeginDate = request.earliestBeginDate.map { $0 - schedule.clockOffset }
-                return onAppClock
-            },
+            pending: scheduler.pending(for: bundle.identifier),
             maximumPendingRefresh: configuration.policy.maximumPendingRefreshRequests,
             maximumPendingProcessing: configuration.policy.maximumPendingProcessingRequests,
             available: configuration.backgroundAppRefresh)
@@ -184,46 +141,23 @@ extension Supervisor {
             case .terminated(let termination): handle(record, run, .enforce(termination))
             }
 
-        case .submitTask(var request):
-            // The app's dates are on its wall clock; keep their distance from now on the
-            // scheduler's clock, which `advance` may have moved on.
-            request.earliestBeginDate = request.earliestBeginDate.map { $0 + schedule.clockOffset }
-            let mode: BackgroundMode = request.kind == .appRefresh ? .fetch : .processing
-            let before = schedule
-            let refusal: String?
-            if !bundle.permittedTaskIdentifiers.contains(request.identifier) {
-                refusal = "\(request.identifier) is not permitted (notPermitted)"
-            } else if !bundle.backgroundModes.contains(mode) {
-                refusal = "the request needs \(mode.rawValue) in UIBackgroundModes (notPermitted)"
-            } else if !configuration.backgroundAppRefresh {
-                refusal = "background app refresh is off (unavailable)"
-            } else {
-                do {
-                    try schedule.submit(
-                        request, for: bundle.identifier,
-                        maximumRefresh: configuration.policy.maximumPendingRefreshRequests,
-                        maximumProcessing: configuration.policy.maximumPendingProcessingRequests)
-                    refusal = nil
-                } catch {
-                    refusal = "too many pending requests (tooManyPendingTaskRequests)"
-                }
-            }
-            if let refusal {
+        case .submitTask(let request):
+            // What tells anyone that it is kept (the taskSubmitted event) waits for it to be on
+            // the disk, so a host killed at any moment never said it kept a request it lost.
+            let submitted = describe(request)
+            switch scheduler.submit(request, for: bundle, kept: onTheLoop { [weak self] in self?.sayKept(.taskSubmitted, submitted, record, run) }) {
+            case .refused(let refusal):
                 handle(record, run, .warning("the host refused the task request \(request.identifier): \(refusal)"))
                 return
-            }
-            let submitted = describe(request)
-            guard schedule != before else {
+            case .unchanged:
                 handle(record, run, .info(.taskSubmitted, submitted))
-                queueSchedulerPass()
-                return
+            case .submitted:
+                break
             }
-            saveSchedule { [weak self] in self?.sayKept(.taskSubmitted, submitted, record, run) }
             queueSchedulerPass()
 
         case .cancelTask(let identifier):
-            let removed = schedule.cancel(identifier, for: bundle.identifier)
-            if !removed.isEmpty { saveSchedule() }
+            let removed = scheduler.cancel(identifier, for: bundle.identifier)
             handle(record, run, .info(.taskCancelled, removed.isEmpty ? "no pending request \(identifier ?? "")" : removed.joined(separator: ", ")))
 
         case .fetchInterval(let interval):
@@ -232,11 +166,10 @@ extension Supervisor {
                     "setMinimumBackgroundFetchInterval(_:) called, but Info.plist UIBackgroundModes has no fetch: the app gets no background fetch"))
                 return
             }
-            schedule.setFetchInterval(interval, for: bundle.identifier, now: schedulerNow, floor: configuration.policy.minimumBackgroundFetchInterval.seconds)
             let floor = configuration.policy.minimumBackgroundFetchInterval
             let detail = interval.map { "at least \(Duration.seconds(double: max($0, floor.seconds)).formatted) between fetches" } ?? "never"
             // Said once it is kept, as a submission is.
-            saveSchedule { [weak self] in self?.sayKept(.fetchInterval, detail, record, run) }
+            scheduler.setFetchInterval(interval, for: bundle.identifier, kept: onTheLoop { [weak self] in self?.sayKept(.fetchInterval, detail, record, run) })
             queueSchedulerPass()
 
         default:

@@ -17,7 +17,7 @@ extension Supervisor {
     func deliverTransfers(_ record: AppRecord) {
         let id = record.bundle.identifier
         let owed = transfers.records.filter { $0.app == id && $0.phase == .finished }
-        guard !owed.isEmpty, schedule.apps[id]?.forceQuit != true else { return }
+        guard !owed.isEmpty, !scheduler.isForceQuit(id) else { return }
         if let run = record.run, run.machine.isLive, !run.machine.isEnding {
             // A launching app gets them once its launch is over (the pass after its state
             // changes: active, or the background), directly: not by a wake-up, which would wait

@@ -194,8 +194,8 @@ extension Supervisor {
     /// What a transfer waits for under the host's conditions now; nil: nothing, it may run.
     func transferWaitsFor(_ record: TransferRecord) -> String? {
         if transfers.service == nil { return "a transfer service (this host was made without one)" }
-        if network != .online { return "the network" }
-        if record.transfer.isDiscretionary && power != .plugged { return "external power (discretionary)" }
+        if scheduler.conditions.network != .online { return "the network" }
+        if record.transfer.isDiscretionary && scheduler.conditions.power != .plugged { return "external power (discretionary)" }
         if apps.record(identifier: record.app) == nil { return "its app to be installed" }
         return nil
     }

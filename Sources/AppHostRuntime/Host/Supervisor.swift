@@ -50,13 +50,10 @@ public final class Supervisor: @unchecked Sendable {
     let sharedResources: SharedResourceCheck
     /// A memory-pressure episode under way: warnings sent, kills to follow if they do not help.
     var pressure: MemoryPressure<ObjectIdentifier>?
-    /// Pending BGTaskScheduler requests, fetch intervals and force quits; persisted in the store.
-    var schedule: BackgroundSchedule
+    /// BGTaskScheduler requests, fetch intervals, force quits and their conditions (Scheduler).
+    let scheduler: Scheduler
     /// Every store of the state directory (HostStores).
     let stores: HostStores
-    var power: PowerState
-    var network: NetworkState
-    var schedulerPassQueued = false
     /// The simulated device's position, its route, the apps' authorizations (LocationSimulator).
     let location: LocationSimulator
     /// The scene sessions of the apps that adopt scenes (SceneStore).
@@ -140,13 +137,12 @@ public final class Supervisor: @unchecked Sendable {
         location = LocationSimulator(store: stores.location)
         scenes = SceneStore(store: stores.scenes)
         transfers = Transfers(store: stores.transfers, service: configuration.transferRunner)
-        power = configuration.power
-        network = configuration.network
-        let (loaded, storeWarning) = stores.schedule.load()
-        schedule = loaded
+        scheduler = Scheduler(
+            store: stores.schedule, policy: policy, refreshAvailable: configuration.backgroundAppRefresh,
+            power: configuration.power, network: configuration.network)
         if geteuid() == 0 { users = AppUsers(stateDirectory: configuration.stateDirectory, range: policy.appUserRange) }
         warnings += [location.loadWarning, scenes.loadWarning].compactMap { $0 } + transfers.loadWarnings
-            + [storeWarning, users?.loadWarning].compactMap { $0 }
+            + [scheduler.loadWarning, users?.loadWarning].compactMap { $0 }
         let sandboxNote = environment.sandboxNote(
             users: users != nil ? "\(policy.appUserRange.lowerBound)-\(policy.appUserRange.upperBound)" : nil,
             perAppUsers: policy.perAppUsers, processLimit: policy.processLimit)
@@ -157,10 +153,11 @@ public final class Supervisor: @unchecked Sendable {
         let memoryNote = environment.memoryNote
             + "\(memoryEnforcement == .sampling ? " every \(policy.resourceSampleInterval.formatted)" : "")"
             + " (\(policy.foregroundMemoryLimit.mebibytes) foreground, \(policy.backgroundMemoryLimit.mebibytes) background), budget \(memoryBudget.mebibytes)"
-        let pending = loaded.apps.values.reduce(0) { $0 + $1.requests.count }
+        let pending = scheduler.pendingCount
+        let schedulerClock = scheduler.clock
         let backgroundNote = "power \(configuration.power.rawValue), network \(configuration.network.rawValue), "
             + "background app refresh \(configuration.backgroundAppRefresh ? "on" : "off"), \(pending) pending task request\(pending == 1 ? "" : "s"), "
-            + "scheduler clock \(SchedulerClock(offset: .seconds(double: loaded.clockOffset), now: Date() + loaded.clockOffset).description)"
+            + "scheduler clock \(schedulerClock.description)"
         var launcherFailure: String?
         // On the queue, as every later start is: the template's end is handled there.
         if template != nil, case .failure(let error) = queue.sync(execute: { startTemplate() }) {
@@ -176,8 +173,7 @@ public final class Supervisor: @unchecked Sendable {
                 launcher: template?.current != nil ? Launcher.template.rawValue : Launcher.exec.rawValue,
                 suspension: suspensionMechanism.rawValue, sandbox: sandboxNote, memory: memoryEnforcement.rawValue,
                 storage: storageMechanism.rawValue, instance: configuration.instance, stateDirectory: configuration.stateDirectory.path,
-                schedulerClock: loaded.clockOffset == 0
-                    ? nil : HostEvent.isoFormatter.string(from: Date().addingTimeInterval(loaded.clockOffset)),
+                schedulerClock: schedulerClock.offset == .zero ? nil : HostEvent.isoFormatter.string(from: schedulerClock.now),
                 capacity: capacity.apps, capacityBoundBy: capacity.boundBy))
         // Then the event, then what it means for the apps to come.
         let later = [launcherFailure].compactMap { $0 }

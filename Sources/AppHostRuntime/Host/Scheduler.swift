@@ -1,0 +1,230 @@
+import Foundation
+import AppHostProtocol
+
+/// The host's BGTaskScheduler (README.md, "Background modes"; DESIGN.md, "Subsystems"): each
+/// app's pending requests, fetch interval and force quit (BackgroundSchedule, kept in its store),
+/// the conditions requests wait for (power, network), and the scheduler's clock (the wall clock,
+/// moved on by `advance`). It decides what is due, what is refused and why a request waits; the
+/// host wakes the apps. Every change is saved off the loop; `kept` runs once it is on the disk.
+/// Touched only on the host's loop.
+final class Scheduler {
+    private var schedule: BackgroundSchedule
+    private(set) var conditions: BackgroundSchedule.Conditions
+    private let store: ScheduleStore
+    private let policy: Policy
+    /// Background app refresh: off, no refresh request is accepted or run, and no fetch.
+    let refreshAvailable: Bool
+    /// The wall clock (a test's own).
+    private let wallClock: () -> Date
+    /// What was wrong with the store at start, if anything.
+    let loadWarning: String?
+
+    init(
+        store: ScheduleStore, policy: Policy, refreshAvailable: Bool, power: PowerState, network: NetworkState,
+        wallClock: @escaping () -> Date = Date.init
+    ) {
+        self.store = store
+        self.policy = policy
+        self.refreshAvailable = refreshAvailable
+        self.wallClock = wallClock
+        conditions = BackgroundSchedule.Conditions(power: power, network: network)
+        (schedule, loadWarning) = store.load()
+    }
+
+    // MARK: The clock and the conditions
+
+    /// The scheduler's clock, in seconds since 1970: the wall clock, moved on by `advance`.
+    var now: Double { wallClock().timeIntervalSince1970 + schedule.clockOffset }
+
+    var clock: SchedulerClock { SchedulerClock(offset: .seconds(double: schedule.clockOffset), now: Date(timeIntervalSince1970: now)) }
+
+    /// Moves the clock on; returns the requests whose date has come but whose identifier ran too
+    /// recently (they wait for the minimum interval).
+    func advance(by duration: Duration) {
+        schedule.clockOffset += duration.seconds
+        save()
+    }
+
+    /// Puts the clock back on real time; returns how far ahead it was.
+    func resetClock() -> Duration {
+        let offset = Duration.seconds(double: schedule.clockOffset)
+        schedule.clockOffset = 0
+        save()
+        return offset
+    }
+
+    /// Sets the power source; returns the one before.
+    func setPower(_ power: PowerState) -> PowerState {
+        defer { conditions.power = power }
+        return conditions.power
+    }
+
+    /// Sets the network; returns the one before.
+    func setNetwork(_ network: NetworkState) -> NetworkState {
+        defer { conditions.network = network }
+        return conditions.network
+    }
+
+    // MARK: What the apps ask
+
+    /// Whether the user force quit the app (no background launch until they open it).
+    func isForceQuit(_ app: String) -> Bool { schedule.apps[app]?.forceQuit == true }
+
+    /// The user force quit the app, or opened it again.
+    func setForceQuit(_ forceQuit: Bool, for app: String) {
+        guard isForceQuit(app) != forceQuit else { return }
+        schedule.setForceQuit(forceQuit, for: app)
+        save()
+    }
+
+    /// Why the host refuses the app's request, if it does: an identifier it may not use, a mode
+    /// it lacks, refresh off, or too many pending.
+    enum Submission: Equatable {
+        case refused(String)
+        /// Already pending as it is: nothing to keep.
+        case unchanged
+        /// Kept: `kept` runs once it is on the disk.
+        case submitted
+    }
+
+    /// Submits `request` (its dates on the app's wall clock) for `bundle`.
+    func submit(_ request: WireTaskRequest, for bundle: AppBundle, kept: (@Sendable () -> Void)?) -> Submission {
+        var request = request
+        // The app's dates are on its wall clock; keep their distance from now on the
+        // scheduler's clock, which `advance` may have moved on.
+        request.earliestBeginDate = request.earliestBeginDate.map { $0 + schedule.clockOffset }
+        let mode: BackgroundMode = request.kind == .appRefresh ? .fetch : .processing
+        if !bundle.permittedTaskIdentifiers.contains(request.identifier) {
+            return .refused("\(request.identifier) is not permitted (notPermitted)")
+        }
+        if !bundle.backgroundModes.contains(mode) { return .refused("the request needs \(mode.rawValue) in UIBackgroundModes (notPermitted)") }
+        if !refreshAvailable { return .refused("background app refresh is off (unavailable)") }
+        let before = schedule
+        do {
+            try schedule.submit(
+                request, for: bundle.identifier, maximumRefresh: policy.maximumPendingRefreshRequests,
+                maximumProcessing: policy.maximumPendingProcessingRequests)
+        } catch {
+            return .refused("too many pending requests (tooManyPendingTaskRequests)")
+        }
+        guard schedule != before else { return .unchanged }
+        save(then: kept)
+        return .submitted
+    }
+
+    /// Cancels the app's request of `identifier` (nil: all); returns the identifiers cancelled.
+    func cancel(_ identifier: String?, for app: String) -> [String] {
+        let removed = schedule.cancel(identifier, for: app)
+        if !removed.isEmpty { save() }
+        return removed
+    }
+
+    /// Sets the app's fetch interval (nil: never); `kept` runs once it is on the disk.
+    func setFetchInterval(_ interval: Double?, for app: String, kept: (@Sendable () -> Void)?) {
+        schedule.setFetchInterval(interval, for: app, now: now, floor: policy.minimumBackgroundFetchInterval.seconds)
+        save(then: kept)
+    }
+
+    /// `run-task`: the kind of task `identifier` is for the app (its pending request's, else its
+    /// last request's, else refresh with the fetch mode), and its pending request, taken: it runs
+    /// early, and the next run keeps its interval from now.
+    func runEarly(_ identifier: String, for bundle: AppBundle) -> (kind: WireTaskRequest.Kind, pending: WireTaskRequest?) {
+        let entry = schedule.apps[bundle.identifier]
+        let pending = entry?.requests.first { $0.identifier == identifier }
+        let kind = pending?.kind ?? entry?.taskKinds[identifier] ?? (bundle.backgroundModes.contains(.fetch) ? .appRefresh : .processing)
+        return (kind, pending)
+    }
+
+    /// The task `identifier` runs now (run early by `run-task`): a pending request of it is taken.
+    func ran(_ identifier: String, for app: String) {
+        _ = schedule.cancel(identifier, for: app)
+        schedule.ran(identifier, for: app, at: now)
+        save()
+    }
+
+    // MARK: What is due
+
+    /// The installed apps' identifiers the scheduler holds something for.
+    var apps: Dictionary<String, BackgroundSchedule.AppEntry>.Keys { schedule.apps.keys }
+
+    /// Takes what is due for the app now (`running`: task identifiers under way, which wait for
+    /// their task to end). Nothing is saved: `keepTaken` does, before any of it runs.
+    func takeDue(for app: String, running: Set<String>) -> (fetch: Bool, tasks: [WireTaskRequest]) {
+        schedule.takeDue(
+            for: app, now: now, conditions: conditions, refreshAvailable: refreshAvailable,
+            fetchFloor: policy.minimumBackgroundFetchInterval.seconds, running: running, minimumInterval: minimumInterval)
+    }
+
+    /// Saves what `takeDue` took, now, on the caller's thread: a request taken runs once its
+    /// removal is on the disk (a host killed in between neither ran it nor lost it).
+    func keepTaken() throws {
+        try store.save(schedule)
+    }
+
+    /// Saves off the loop (coalesced); `then` runs on the writer's thread once it is written.
+    func save(then: (@Sendable () -> Void)? = nil) {
+        store.store.save(schedule, then: then)
+    }
+
+    /// When something of these apps next becomes due, on the scheduler's clock.
+    func nextDate(apps names: [String]) -> Double? {
+        schedule.nextDate(after: now, apps: names, conditions: conditions, refreshAvailable: refreshAvailable, minimumInterval: minimumInterval)
+    }
+
+    /// The requests whose date has come but whose identifier ran less than the minimum interval
+    /// ago.
+    var heldByTheirInterval: [String] {
+        let now = now
+        return schedule.apps.values.flatMap { entry in
+            entry.requests.filter { ($0.earliestBeginDate ?? 0) <= now && entry.notBefore($0, minimumInterval: minimumInterval) > now }
+        }.map(\.identifier).sorted()
+    }
+
+    /// The policy's least time between two runs of one task identifier of this kind, in seconds.
+    func minimumInterval(_ kind: WireTaskRequest.Kind) -> Double {
+        (kind == .appRefresh ? policy.minimumRefreshTaskInterval : policy.minimumProcessingTaskInterval).seconds
+    }
+
+    /// The app's pending requests, their dates on the app's wall clock (for its launch).
+    func pending(for app: String) -> [WireTaskRequest] {
+        (schedule.apps[app]?.requests ?? []).map { request in
+            var onAppClock = request
+            onAppClock.earliestBeginDate = request.earliestBeginDate.map { $0 - schedule.clockOffset }
+            return onAppClock
+        }
+    }
+
+    /// How many requests are pending, of every app.
+    var pendingCount: Int { schedule.apps.values.reduce(0) { $0 + $1.requests.count } }
+
+    /// Each pending request of the app, and what it waits for (nil: nothing the scheduler knows
+    /// of; `inForeground`: the app is in the foreground).
+    func waiting(for app: String, inForeground: Bool) -> [(request: WireTaskRequest, waiting: String?)] {
+        guard let entry = schedule.apps[app] else { return [] }
+        let now = now
+        return entry.requests.map { request in
+            let unmet = conditions.unmet(by: request)
+            let next = entry.notBefore(request, minimumInterval: minimumInterval)
+            let waiting: String?
+            if entry.forceQuit {
+                waiting = "the user force quit the app"
+            } else if request.kind == .appRefresh && !refreshAvailable {
+                waiting = "background app refresh is off"
+            } else if let date = request.earliestBeginDate, date > now, date >= next {
+                waiting = "its earliest begin date, \(HostEvent.isoFormatter.string(from: Date(timeIntervalSince1970: date)))"
+            } else if next > now {
+                let interval = Duration.seconds(minimumInterval(request.kind)).formatted
+                let last = HostEvent.isoFormatter.string(from: Date(timeIntervalSince1970: entry.lastRuns?[request.identifier] ?? 0))
+                waiting = "its minimum interval between runs, \(HostEvent.isoFormatter.string(from: Date(timeIntervalSince1970: next))) "
+                    + "(\(interval) after \(request.identifier) last began, at \(last))"
+            } else if !unmet.isEmpty {
+                waiting = unmet.joined(separator: " and ")
+            } else if inForeground {
+                waiting = "the app to leave the foreground"
+            } else {
+                waiting = nil
+            }
+            return (request, waiting)
+        }
+    }
+}
