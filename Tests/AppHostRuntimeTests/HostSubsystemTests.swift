@@ -410,3 +410,46 @@ private final class TestClock: HostClock, @unchecked Sendable {
         #expect(scheduler.takeDue(for: weather.identifier, running: []).tasks.map(\.identifier) == ["refresh"])
     }
 }
+
+/// When the launch template starts again and standbys are made (TemplateSupervision).
+@Suite struct TemplateSupervisionTests {
+    private let start = HostInstant(nanoseconds: 1_000_000_000)
+
+    @Test func theTemplateIsRestartedThreeTimesInAMinuteThenNotAgain() {
+        var rule = TemplateSupervision()
+        for (second, restart) in [(0.0, true), (10, true), (20, true), (30, false)] {
+            #expect(rule.templateEnded(at: start + .seconds(double: second)).restart == restart, "end at \(second) s")
+        }
+        // The window slides: a minute after the first two, two ends are in it.
+        #expect(rule.templateEnded(at: start + .seconds(75)) == (true, 3))
+    }
+
+    @Test func threeStandbysFailedInARowStopStandbysUntilTheTemplateStarts() {
+        var rule = TemplateSupervision()
+        rule.standbyMade(false)
+        rule.standbyMade(false)
+        rule.standbyMade(true)
+        #expect(rule.makesStandbys, "a whole one resets the count")
+        for _ in 0..<3 { rule.standbyMade(false) }
+        #expect(!rule.makesStandbys)
+        rule.templateStarted()
+        #expect(rule.makesStandbys)
+    }
+}
+
+/// What a refused system call means (ResourceRules.violationTermination).
+@Suite struct ViolationLimitTests {
+    @Test func aDangerousCallEndsTheAppAtOnce() {
+        let end = ResourceRules.violationTermination(call: "ptrace(…)", dangerous: true, state: .active, count: 1, limit: nil)
+        #expect(end?.kind == .forbiddenSyscall && end?.code == UInt64(SIGSYS))
+        #expect(end?.reason == "made the forbidden system call ptrace(…) while active; killed by SIGSYS")
+    }
+
+    @Test func refusedCallsEndTheAppAtThePolicysLimit() {
+        #expect(ResourceRules.violationTermination(call: "socket(…)", dangerous: false, state: .active, count: 5, limit: nil) == nil)
+        #expect(ResourceRules.violationTermination(call: "socket(…)", dangerous: false, state: .active, count: 2, limit: 3) == nil)
+        let end = ResourceRules.violationTermination(call: "socket(…)", dangerous: false, state: .background, count: 3, limit: 3)
+        #expect(end?.kind == .sandboxViolations)
+        #expect(end?.reason == "made 3 refused system calls (the policy allows 3); the last: socket(…)")
+    }
+}

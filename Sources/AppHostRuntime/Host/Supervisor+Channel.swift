@@ -196,17 +196,10 @@ extension Supervisor {
                 time: violation.time, app: record.bundle.identifier, name: record.bundle.name, pid: process.pid,
                 event: .violation, state: state,
                 detail: fatal ? "\(call.description) is forbidden: killed by SIGSYS" : "\(call.description) refused (EPERM)"), run: run)
-            if fatal {
-                handle(record, run, .enforce(Termination(
-                    kind: .forbiddenSyscall, namespace: .sandbox, code: UInt64(SIGSYS),
-                    reason: "made the forbidden system call \(call.description) while \(state.rawValue); killed by SIGSYS")))
-                return
-            }
-            if let limit = configuration.policy.maximumViolations, run.violationCount >= limit {
-                // Left unanswered: the call that reaches the limit never returns.
-                handle(record, run, .enforce(Termination(
-                    kind: .sandboxViolations, namespace: .sandbox, code: nil,
-                    reason: "made \(run.violationCount) refused system calls (the policy allows \(limit)); the last: \(call.description)")))
+            if let termination = ResourceRules.violationTermination(
+                call: call.description, dangerous: fatal, state: state, count: run.violationCount, limit: configuration.policy.maximumViolations) {
+                // Left unanswered: a call that ends the app never returns.
+                handle(record, run, .enforce(termination))
                 return
             }
             listener.refuse(call)

@@ -84,13 +84,10 @@ struct StandbyFailure: Error {
 }
 
 extension Supervisor {
-    /// Standbys that failed in a row before none are made (until the template starts again).
-    static let standbyFailureLimit = 3
-
     /// Makes the next launch's standby, unless there is one, one is being made, or there is no
     /// template. On the queue; the template forks it on the spawn thread.
     func prepareStandby() {
-        guard standby == nil, !isMakingStandby, !waiters.isShuttingDown, standbyFailures < Self.standbyFailureLimit, let template,
+        guard standby == nil, !isMakingStandby, !waiters.isShuttingDown, templateSupervision.makesStandbys, let template,
               template.current != nil else { return }
         let namespaces = environment.namespaces.flags
         // Born in its cgroup v1 groups or not made: a move into one waits out an RCU grace period.
@@ -168,25 +165,26 @@ extension Supervisor {
     /// Keeps the standby the template made, if it is whole, and the template moves on to the
     /// next launch's groups. If it made none, or one the freezer cannot reach (it would have to
     /// be moved: no better than a launch), the template is still in the groups taken for it:
-    /// they wait for the next launch again. Past `standbyFailureLimit` such ends in a row, no
-    /// more are made until the template starts again (a kernel without CLONE_INTO_CGROUP, say).
+    /// they wait for the next launch again. Past `TemplateSupervision.standbyFailureLimit` such
+    /// ends in a row, no more are made until the template starts again (a kernel without
+    /// CLONE_INTO_CGROUP, say).
     private func standbyMade(_ made: Result<Standby, StandbyFailure>) {
         isMakingStandby = false
         switch made {
         case .success(let made) where made.freezer == nil || made.spawned.startedInGroup:
-            standbyFailures = 0
+            templateSupervision.standbyMade(true)
             standby = made
             // At shutdown the template stays where it is: it is stopped, then the standby goes.
             if !waiters.isShuttingDown { prepareWaitingGroups() }
         case .success(let made):
-            standbyFailures += 1
+            templateSupervision.standbyMade(false)
             made.end()
             made.freezer?.remove()
             if let groups = made.waiting?.groups { returnWaitingGroups(groups) }
         case .failure(let failure):
             // The launch that comes finds none and asks the template itself, which says why.
             configuration.logger.debug("no standby app process: \(failure.error)")
-            standbyFailures += 1
+            templateSupervision.standbyMade(false)
             failure.freezer?.remove()
             guard let groups = failure.waiting else { return }
             if failure.holdsTemplate {

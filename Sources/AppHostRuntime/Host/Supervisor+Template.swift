@@ -10,11 +10,6 @@ import CAppHostShims
 /// The launch template's supervision (README.md, "How apps are launched"): started with the
 /// host, started again when it ends, and in the meantime apps launch by exec.
 extension Supervisor {
-    /// At most this many ends of the template in `templateRestartWindow`; past it, apps launch
-    /// by exec until the host is restarted.
-    static let templateRestartLimit = 3
-    static let templateRestartWindow: Duration = .seconds(60)
-
     /// Starts the template, on the spawn thread, and watches for its end. Returns its pid, or
     /// why it could not start.
     func startTemplate() -> Result<pid_t, SystemError> {
@@ -34,7 +29,7 @@ extension Supervisor {
         source.activate()
         discardWaitingGroups()
         prepareWaitingGroups()
-        standbyFailures = 0
+        templateSupervision.templateStarted()
         prepareStandby()
         return .success(running.pid)
     }
@@ -48,11 +43,10 @@ extension Supervisor {
         let how = spawner.run { template.reap() }
         discardStandby()
         guard !waiters.isShuttingDown else { return }
-        let now = clock.now
-        templateEnds = templateEnds.filter { $0.duration(to: now) < Self.templateRestartWindow } + [now]
+        let (restart, ends) = templateSupervision.templateEnded(at: clock.now)
         var detail = "exec: the launch template (pid \(pid)) \(how)"
-        if templateEnds.count > Self.templateRestartLimit {
-            detail += "; it ended \(templateEnds.count) times in \(Self.templateRestartWindow.formatted): apps launch by exec until the host restarts"
+        if !restart {
+            detail += "; it ended \(ends) times in \(TemplateSupervision.restartWindow.formatted): apps launch by exec until the host restarts"
             publish(HostEvent(time: Date(), event: .launcher, detail: detail), run: nil)
             return
         }

@@ -34,15 +34,13 @@ public final class Supervisor: @unchecked Sendable {
     /// The launch template, with `configuration.launcher` `.template` (Supervisor+Template).
     let template: TemplateLauncher?
     var templateSource: (any DispatchSourceRead)?
-    /// When the template ended lately: it is not restarted past `templateRestartLimit`.
-    var templateEnds: [HostInstant] = []
+    /// When the template is started again and standbys are made (TemplateSupervision).
+    var templateSupervision = TemplateSupervision()
     /// The cgroup v1 groups the template waits in, for the next launch (Supervisor+Template).
     var waitingGroups: WaitingGroups?
     /// The next launch's app process, made ahead (Supervisor+Standby), and whether one is being made.
     var standby: Standby?
     var isMakingStandby = false
-    /// Standbys the template refused or made unusable, in a row (Supervisor+Standby).
-    var standbyFailures = 0
     /// Where the spawn thread leaves the standby it made, for the queue to collect.
     let madeStandby = Mutex<Result<Standby, StandbyFailure>?>(nil)
     /// The instance's cgroups and how apps are suspended and limited here.

@@ -7,6 +7,21 @@ enum ResourceRules {
     // MARK: Shared resources (0xdead10cc)
 
     /// The end of an app that holds something shared when it would be suspended: a lock in an
+    /// What a refused system call means for the app: its end if the call is dangerous (SIGSYS),
+    /// or if it brings the app's refused calls to the policy's limit (`count` includes it; the
+    /// call is then left unanswered); nil: it is refused (EPERM) and the app goes on.
+    static func violationTermination(call: String, dangerous: Bool, state: AppState, count: Int, limit: Int?) -> Termination? {
+        if dangerous {
+            return Termination(
+                kind: .forbiddenSyscall, namespace: .sandbox, code: UInt64(SIGSYS),
+                reason: "made the forbidden system call \(call) while \(state.rawValue); killed by SIGSYS")
+        }
+        guard let limit, count >= limit else { return nil }
+        return Termination(
+            kind: .sandboxViolations, namespace: .sandbox, code: nil,
+            reason: "made \(count) refused system calls (the policy allows \(limit)); the last: \(call)")
+    }
+
     /// app-group container, or a declared shared resource open. Nil if it holds nothing.
     static func sharedResourceTermination(held: [HeldResource]) -> Termination? {
         guard let first = held.first else { return nil }
