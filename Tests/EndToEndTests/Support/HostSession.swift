@@ -131,6 +131,20 @@ final class Scratch {
         return (text ?? "").split(separator: "\n").map(String.init)
     }
 
+    /// Waits until the Probe app with this name has recorded `line` (what it records on a message
+    /// that no event follows, such as a location error); fails the test if it has not within
+    /// `timeout` (a condition on the disk, checked every 10 ms).
+    func waitForRecorded(_ name: String, _ line: String, timeout: Double = 10, sourceLocation: SourceLocation = #_sourceLocation) throws {
+        let deadline = Date().addingTimeInterval(timeout)
+        while !recorded(name).contains(line) {
+            guard Date() < deadline else {
+                Issue.record("\(name) never recorded \(line.debugDescription); it recorded:\n\(recorded(name).joined(separator: "\n"))", sourceLocation: sourceLocation)
+                throw WaitFailed()
+            }
+            usleep(10_000)
+        }
+    }
+
     /// A file of a container, while its host runs or after: once the host has unmounted the
     /// container's file system (a disk image, README.md "Storage limits"), it is read from
     /// the image with debugfs, without mounting it.
