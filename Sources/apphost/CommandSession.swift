@@ -66,7 +66,7 @@ struct CommandSession {
     func execute(_ line: String, origin: String) async -> Outcome {
         do {
             guard let command = try HostCommand.parse(line) else { return .next }
-            try await settle(before: command)
+            try await supervisor.settle(before: command)
             switch command {
             case .home:
                 supervisor.home()

@@ -37,6 +37,23 @@ extension Supervisor {
         }
     }
 
+    /// Waits, within `settle`'s bound, until the apps `command` concerns have settled
+    /// (`HostCommand.settling`). `ps` then shows the apps as they are, settled or not; any other
+    /// command fails.
+    package func settle(before command: HostCommand) async throws {
+        let names: [String]?
+        switch command.settling {
+        case .nothing: return
+        case .app(let name): names = [name]
+        case .everyApp: names = nil
+        }
+        do {
+            try await settle(names)
+        } catch let error as SupervisorError where error.code == .notSettled && command == .ps {
+            // The listing shows what each app is in the middle of.
+        }
+    }
+
     private func notSettled(_ records: [AppRecord], within limit: Duration) -> SupervisorError {
         let unsettled = records.compactMap { record -> String? in
             guard let run = record.run, let transition = run.machine.transition else { return nil }

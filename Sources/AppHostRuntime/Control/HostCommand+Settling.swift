@@ -1,10 +1,8 @@
-import AppHostRuntime
-
 extension HostCommand {
     /// Whose transitions in flight a command waits for before it runs (README.md, the command
     /// table): a launch, a move to the background, a suspension must be over, so that each
     /// command sees what the commands before it did.
-    enum Settling: Equatable {
+    package enum Settling: Equatable {
         /// The command waits for nothing (`sleep`, `wait`, `quit`).
         case nothing
         /// The app the command names.
@@ -14,7 +12,7 @@ extension HostCommand {
         case everyApp
     }
 
-    var settling: Settling {
+    package var settling: Settling {
         switch self {
         case .interrupt(let app, _), .wake(let app), .terminate(let app), .fetch(let app), .runTask(let app, _),
              .expire(let app, _), .push(let app, _), .voipPush(let app, _), .audioInterrupt(let app), .audioResume(let app),
@@ -26,24 +24,6 @@ extension HostCommand {
             .everyApp
         case .sleep, .wait, .help, .quit:
             .nothing
-        }
-    }
-}
-
-extension CommandSession {
-    /// Waits, within the supervisor's bound, until the apps the command concerns have settled.
-    /// `ps` then shows the apps as they are, settled or not; any other command fails.
-    func settle(before command: HostCommand) async throws {
-        let names: [String]?
-        switch command.settling {
-        case .nothing: return
-        case .app(let name): names = [name]
-        case .everyApp: names = nil
-        }
-        do {
-            try await supervisor.settle(names)
-        } catch let error as SupervisorError where error.code == .notSettled && command == .ps {
-            // The listing shows what each app is in the middle of.
         }
     }
 }

@@ -1,9 +1,9 @@
-import AppHostRuntime
 import Foundation
 
 /// One line of the command language that `apphost launch` reads from `--script FILE` and then
-/// from standard input. README.md lists the commands.
-enum HostCommand: Sendable, Equatable {
+/// from standard input, and `apphost ctl` sends. README.md lists the commands; `settling` says
+/// which apps each waits for.
+package enum HostCommand: Sendable, Equatable {
     /// Send the foreground app to the background.
     case home
     /// Bring an app to the foreground, launching it if needed.
@@ -76,7 +76,7 @@ enum HostCommand: Sendable, Equatable {
 
     /// Every command's usage and what it does, in one line each: what `help` prints, and the
     /// names an unknown command is matched against.
-    static let summaries: [(usage: String, does: String)] = [
+    package static let summaries: [(usage: String, does: String)] = [
         ("home", "send the foreground app to the background"),
         ("open APP [--new-scene]", "bring APP to the foreground (its last scene), launching it if needed; --new-scene: in a new scene"),
         ("close-scene APP SCENE", "disconnect APP's scene SCENE (sceneDidDisconnect; the session is kept)"),
@@ -111,13 +111,13 @@ enum HostCommand: Sendable, Equatable {
     ]
 
     /// `help`'s lines: each command's usage in a column, then what it does.
-    static var helpLines: [String] {
+    package static var helpLines: [String] {
         let width = summaries.map(\.usage.count).max() ?? 0
         return summaries.map { $0.usage.padding(toLength: width, withPad: " ", startingAt: 0) + "  " + $0.does }
     }
 
     /// "unknown command hom; did you mean home?", or the list of commands when none is near.
-    static func unknownCommandMessage(_ verb: String) -> String {
+    package static func unknownCommandMessage(_ verb: String) -> String {
         let names = summaries.map { String($0.usage.prefix { $0 != " " }) }
         if let nearest = NearestName.suggestion(for: verb, among: names) {
             return "unknown command \(verb); did you mean \(nearest)? (help lists the commands)"
@@ -126,10 +126,10 @@ enum HostCommand: Sendable, Equatable {
     }
 
     /// `wait` gives up after this long unless told otherwise.
-    static let defaultWaitTimeout: Duration = .seconds(30)
+    package static let defaultWaitTimeout: Duration = .seconds(30)
 
     /// Parses one line; nil for a blank line or a `#` comment.
-    static func parse(_ line: String) throws(CommandError) -> HostCommand? {
+    package static func parse(_ line: String) throws(CommandError) -> HostCommand? {
         let words = line.split(whereSeparator: \.isWhitespace).map(String.init)
         guard let verb = words.first, !verb.hasPrefix("#") else { return nil }
         let arguments = Array(words.dropFirst())
@@ -284,7 +284,7 @@ enum HostCommand: Sendable, Equatable {
 }
 
 /// A command line that cannot be parsed, or a command that cannot be carried out.
-struct CommandError: Error, CustomStringConvertible, Equatable {
-    var description: String
-    init(_ description: String) { self.description = description }
+package struct CommandError: Error, CustomStringConvertible, Equatable {
+    package var description: String
+    package init(_ description: String) { self.description = description }
 }
