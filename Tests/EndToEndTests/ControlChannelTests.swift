@@ -248,7 +248,7 @@ struct StalledOutputTests {
         let deadline = Date().addingTimeInterval(20)
         var report: String?
         while report == nil, Date() < deadline {
-            report = ((try? FileManager.default.contentsOfDirectory(atPath: reports)) ?? []).first { $0.hasPrefix("Stuck-") }
+            report = ((try? FileManager.default.contentsOfDirectory(atPath: reports)) ?? []).first { $0.hasPrefix("Stuck-") && $0.hasSuffix(".json") }
             if report == nil { usleep(20_000) }
         }
         let name = try #require(report, "no report for Stuck while standard output was not read")
