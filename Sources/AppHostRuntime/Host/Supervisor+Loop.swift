@@ -231,7 +231,10 @@ extension Supervisor {
                 finalState: run.machine.finalState, termination: termination, exit: exit,
                 timeInState: run.stateSince.duration(to: clock.now),
                 cpuForeground: run.cpuForeground, cpuBackground: run.cpuBackground,
-                memory: run.memory, peakMemory: run.peakMemory, backgroundWakeups: record.backgroundWakeups,
+                // The kernel's own peak (the process's and its waited-for children's largest
+                // resident set) too: an app that ends between the host's measurements was
+                // larger than the last one saw (a loaded run measured a crash at 84 KiB).
+                memory: run.memory, peakMemory: max(run.peakMemory, exit.maximumResidentBytes), backgroundWakeups: record.backgroundWakeups,
                 openBackgroundTasks: run.machine.openTasks.sorted { $0.key < $1.key }.map { "#\($0.key) \($0.value)" },
                 keptRunningBy: run.machine.holds.sorted(),
                 backgroundTimeRemaining: run.backgroundTimeRemainingAtEnd,
