@@ -453,3 +453,50 @@ private final class TestClock: HostClock, @unchecked Sendable {
         #expect(end?.reason == "made 3 refused system calls (the policy allows 3); the last: socket(…)")
     }
 }
+
+/// What is owed of finished transfers and the wakes for it (TransferDeliveries).
+@Suite struct TransferDeliveriesTests {
+    private func finished(_ id: String, session: String = "com.example.episodes", launchEvents: Bool = true) -> TransferRecord {
+        TransferRecord(
+            id: id, app: "com.example.podcasts",
+            transfer: WireTransfer(session: session, task: 1, kind: .download, url: "http://localhost/\(id)", sessionSendsLaunchEvents: launchEvents),
+            phase: .finished, created: Date())
+    }
+
+    private let app = "com.example.podcasts"
+    private func run(_ launch: Int) -> RunID { RunID(app: AppID(index: 0), launch: launch) }
+
+    /// The 3-wake cap: an app that never takes its transfers is woken three times for them, then
+    /// they wait for it to run for another reason.
+    @Test func aTransferWakesItsAppThreeTimesAtMost() {
+        var ledger = TransferDeliveries()
+        let owed = [finished("a")]
+        for launch in 0..<3 {
+            #expect(ledger.sessionsToWake(app: app, owed: owed, run: nil) == ["com.example.episodes"], "wake \(launch + 1)")
+            #expect(ledger.sessionsToWake(app: app, owed: owed, run: nil) == [], "one wake at a time")
+            ledger.appNotRunning(app)  // it crashed before its callback was sent
+        }
+        #expect(ledger.sessionsToWake(app: app, owed: owed, run: nil) == [])
+        // Delivered at last (the app ran for another reason): a new transfer may wake it again.
+        ledger.forget("a")
+        #expect(ledger.sessionsToWake(app: app, owed: [finished("b")], run: nil) == ["com.example.episodes"])
+    }
+
+    @Test func aTransferIsSentToARunOnceAndToTheNextRunAgain() {
+        var ledger = TransferDeliveries()
+        ledger.sent("a", to: run(0))
+        #expect(ledger.wasSent("a", to: run(0)))
+        #expect(!ledger.wasSent("a", to: run(1)), "a run that never said it was delivered: the next run gets it")
+        #expect(ledger.sessionsToWake(app: app, owed: [finished("a")], run: run(0)) == [], "sent to this run already")
+        #expect(ledger.sessionsToWake(app: app, owed: [finished("a")], run: run(1)) == ["com.example.episodes"])
+    }
+
+    @Test func onlySessionsThatSendLaunchEventsWakeTheApp() {
+        var ledger = TransferDeliveries()
+        let owed = [finished("a", session: "quiet", launchEvents: false), finished("b", session: "loud")]
+        #expect(ledger.sessionsToWake(app: app, owed: owed, run: nil) == ["loud"])
+        #expect(ledger.isWaking(.init(app: app, name: "loud")) && !ledger.isWaking(.init(app: app, name: "quiet")))
+        ledger.woke(.init(app: app, name: "loud"))
+        #expect(!ledger.isWaking(.init(app: app, name: "loud")))
+    }
+}

@@ -25,7 +25,8 @@ extension Supervisor {
             guard launchFinished(run), run.machine.phase != .launched else { return }
             if [.active, .inactive, .background].contains(run.machine.state) {
                 // A session whose wake-up is on its way gets its transfers with handleEvents.
-                for transfer in owed where transfers.sentTo[transfer.id] != run.launchedAt && !transfers.wakes.contains("\(id) \(transfer.transfer.session)") {
+                for transfer in owed where !transfers.deliveries.wasSent(transfer.id, to: run.id)
+                    && !transfers.deliveries.isWaking(.init(app: id, name: transfer.transfer.session)) {
                     guard let event = prepareDelivery(transfer.id, record, run) else { continue }
                     send(.transferFinished(event), record, run)
                     announceTransfer(transfer, "sent to the running app")
@@ -35,14 +36,8 @@ extension Supervisor {
         }
         guard !waiters.isShuttingDown else { return }
         // A wake-up whose run ended before its callback was sent is owed again.
-        if record.run?.machine.isAlive != true { transfers.wakes = transfers.wakes.filter { !$0.hasPrefix(id + " ") } }
-        let sessions = Set(owed.filter { transfer in
-            transfer.transfer.sessionSendsLaunchEvents && (record.run.map { transfers.sentTo[transfer.id] != $0.launchedAt } ?? true)
-                && transfers.wakesWithoutDelivery[transfer.id, default: 0] < Transfers.maximumWakes
-        }.map(\.transfer.session))
-        for session in sessions.sorted() where !transfers.wakes.contains("\(id) \(session)") {
-            transfers.wakes.insert("\(id) \(session)")
-            for transfer in owed where transfer.transfer.session == session { transfers.wakesWithoutDelivery[transfer.id, default: 0] += 1 }
+        if record.run?.machine.isAlive != true { transfers.deliveries.appNotRunning(id) }
+        for session in transfers.deliveries.sessionsToWake(app: id, owed: owed, run: record.run?.id) {
             let how = deliver(BackgroundEvent(kind: .backgroundURLSession, urlSession: session), reason: "backgroundURLSession", to: record)
             announce(record, command: .transfer, "background URLSession \(session): its transfers finished", how)
         }
@@ -53,9 +48,9 @@ extension Supervisor {
     func transferEvents(for event: WireBackgroundEvent?, _ record: AppRecord, _ run: AppRun) -> [WireTransferEvent] {
         guard let session = event?.urlSession else { return [] }
         let id = record.bundle.identifier
-        transfers.wakes.remove("\(id) \(session)")
+        transfers.deliveries.woke(.init(app: id, name: session))
         return transfers.records.filter { $0.app == id && $0.phase == .finished && $0.transfer.session == session }
-            .compactMap { transfers.sentTo[$0.id] == run.launchedAt ? nil : prepareDelivery($0.id, record, run) }
+            .compactMap { transfers.deliveries.wasSent($0.id, to: run.id) ? nil : prepareDelivery($0.id, record, run) }
     }
 
     /// The event to send for a finished transfer; a download's file is moved into the app's
@@ -73,7 +68,7 @@ extension Supervisor {
             transfers.records[index].result = event
             saveTransfers()
         }
-        transfers.sentTo[id] = run.launchedAt
+        transfers.deliveries.sent(id, to: run.id)
         return event
     }
 
@@ -129,10 +124,10 @@ extension Supervisor {
             transfers.service?.stop(transfer.id)
             transfers.fileRemovals.append(transfer.id)
             if let location = transfer.result?.location { unlink(location) }
-            transfers.sentTo[transfer.id] = nil
+            transfers.deliveries.forget(transfer.id)
         }
         transfers.records.removeAll { $0.app == id }
-        transfers.wakes = transfers.wakes.filter { !$0.hasPrefix(id + " ") }
+        transfers.deliveries.appNotRunning(id)
         saveTransfers()
         announce(record, command: .transfer, "cancelled \(cancelled.count) background transfer\(cancelled.count == 1 ? "" : "s"): \(reason)", nil)
     }

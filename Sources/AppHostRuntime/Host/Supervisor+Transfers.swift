@@ -19,16 +19,9 @@ struct Transfers {
     var fileRemovals: [String] = []
     /// Transfers created whose record is not on the disk yet: not started before it is.
     var unkept: Set<String> = []
-    /// Finished transfers sent to an app's run (by its launch date): never sent to it again.
-    var sentTo: [String: Date] = [:]
-    /// Sessions ("APP SESSION") whose backgroundURLSession event is on its way to the app.
-    var wakes: Set<String> = []
-    /// Launches or resumptions for a transfer's delivery that did not end in its delivery: after
-    /// `maximumWakes` the transfer waits for the app to run for another reason.
-    var wakesWithoutDelivery: [String: Int] = [:]
+    /// What is owed to which run, and the wakes for it (TransferDeliveries).
+    var deliveries = TransferDeliveries()
     var passQueued = false
-
-    static let maximumWakes = 3
 
     init(stateDirectory: URL, service: (any TransferRunner)?) {
         self.init(store: TransferStore(stateDirectory: stateDirectory), service: service)
@@ -87,14 +80,13 @@ extension Supervisor {
             return nil
         case .transferDelivered(let session, let task):
             guard let index = transferIndex(record, session, task), transfers.records[index].phase == .finished,
-                  transfers.sentTo[transfers.records[index].id] == run.launchedAt
+                  transfers.deliveries.wasSent(transfers.records[index].id, to: run.id)
             else {
                 return "it said task \(task) of background session \(session.cut(to: 64).debugDescription) was delivered, but the host delivered no such transfer to it"
             }
             let done = transfers.records.remove(at: index)
             transfers.fileRemovals.append(done.id)
-            transfers.sentTo[done.id] = nil
-            transfers.wakesWithoutDelivery[done.id] = nil
+            transfers.deliveries.forget(done.id)
             saveTransfers()
             announce(record, command: .transfer, "\(label(done)) delivered", nil)
             return nil
