@@ -26,8 +26,11 @@ struct CrashTests {
         #expect(report["crash"] as? Bool == true)
         #expect(report["state"] as? String == "active")
         if namespace == "EXIT" { #expect(report["exitStatus"] as? Int == 3) } else { #expect(report["signal"] != nil) }
+        // The figures the host measured (an app that dies in its first callback may die before
+        // the host measures it at full size: its footprint is sampled at state changes).
         let usage = try #require(report["usage"] as? [String: Any])
-        #expect((usage["peakMemoryBytes"] as? Int ?? 0) > 1_000_000)
+        let peak = try #require(usage["peakMemoryBytes"] as? Int)
+        #expect(peak >= (usage["memoryBytes"] as? Int ?? .max))
         // The other app is unaffected.
         host.send("open Steady")
         try host.waitFor("Steady", "didBecomeActive", occurrence: 2)

@@ -104,19 +104,18 @@ extension Supervisor {
             containersMade = true
             return true
         }
-        if let standby = takeStandby(container: container.path),
+        if let standby = launchpad.takeStandby(container: container.path),
            launch(record, run, from: standby, container: container, sandbox: sandbox, reason: reason, makeContainers: makeContainers) {
             return
         }
         guard makeContainers() else { return }
-        groupCounter += 1
-        let groupName = "\(bundle.name)-\(groupCounter)"
+        let groupName = launchpad.groupName(bundle.name)
         let namespaces = environment.namespaces.flags
         let memoryLimit = run.machine.isInForeground ? policy.foregroundMemoryLimit : policy.backgroundMemoryLimit
         // The init of a PID namespace is born in the waiting groups with the app process, and
         // counts as one of its tasks there; a process the host moves is moved alone.
         let processes = policy.processLimit + (namespaces != 0 ? 1 : 0)
-        let waiting = takeWaitingGroups(processes: processes, memory: memoryLimit)
+        let waiting = launchpad.takeWaitingGroups(processes: processes, memory: memoryLimit)
         let groups = AppProcess.Groups(
             freezer: try? environment.freezerGroup?.makeChild(named: groupName),
             pids: waiting?.groups.pids ?? environment.pidsGroup.flatMap { try? $0.makePidsGroup(named: groupName, limit: policy.processLimit) },
@@ -128,7 +127,7 @@ extension Supervisor {
         func discardGroups() {
             groups.freezer?.remove()
             if let waiting {
-                returnWaitingGroups(waiting.groups)
+                launchpad.returnWaitingGroups(waiting.groups)
                 if groups.pids != waiting.groups.pids { groups.pids?.remove() }
                 if groups.memory !== waiting.groups.memory { groups.memory?.discard() }
             } else {
@@ -143,7 +142,7 @@ extension Supervisor {
         let arguments = namespaces == 0 ? [appProcessArgument] : initOptions(bundle, sandbox, groupPaths: groups.paths, sharedRules: true)
         let runner = namespaces == 0 ? nil : [appExecutable, appProcessArgument]
         let processEnvironment = Containers.environment(container: container, parent: namespaces != 0 ? nil : getpid())
-        let template = template?.current != nil ? template : nil
+        let template = launchpad.runningTemplate
         // A fork of the template born in all its groups (README.md, "How apps are launched") finds
         // its configuration waiting on its control socket: it need not wait for the host to move
         // it, and the host's own work on the new process overlaps its start-up. Only where the
@@ -190,7 +189,7 @@ extension Supervisor {
         // The template moves on to the next launch's groups; once it has left these, the app's
         // process limit is its own again.
         let waitedIn = waiting?.groups.pids
-        prepareWaitingGroups { [weak process] in
+        launchpad.prepareWaitingGroups { [weak process] in
             guard let process, !process.isClosed, let pids = waitedIn, process.groupPaths.contains(pids.path) else { return }
             try? pids.write("pids.max", "\(processes)")
         }
@@ -280,14 +279,14 @@ extension Supervisor {
             return true
         }
         let options = initOptions(bundle, sandbox, groupPaths: groups.paths, sharedRules: false)
-        let started = size() && deliver() && (spawned.initChannel.map { (try? Self.sendInitOptions(options, on: $0)) != nil } ?? true)
+        let started = size() && deliver() && (spawned.initChannel.map { (try? Standby.sendInitOptions(options, on: $0)) != nil } ?? true)
         if started && !makeContainers() {
             // Configured, it is confining itself: it ends with its groups.
             spawner.run {}
             standby.discard(retryingWith: timers)
             return true
         }
-        guard started, spawned.initChannel.map({ (try? Self.tellInitContainersMade(on: $0)) != nil }) ?? true else {
+        guard started, spawned.initChannel.map({ (try? Standby.tellInitContainersMade(on: $0)) != nil }) ?? true else {
             // The template's queued move first: then nothing but the standby is in its groups.
             spawner.run {}
             standby.discard(retryingWith: timers)
@@ -347,9 +346,7 @@ extension Supervisor {
         // Compiled once per entitlements and own pid (about a millisecond, which a forked app
         // process would otherwise wait for); only a namespace's pid, always the same, is kept.
         let entitlements = Set(bundle.entitlements.compactMap(SyscallProfile.Entitlement.init(rawValue:)))
-        let key = entitlements.map(\.rawValue).sorted().joined(separator: ",") + "/\(ownPID)"
-        let program = try filters[key] ?? Seccomp.compile(SyscallProfile(entitlements: entitlements, ownPID: ownPID))
-        if ownPID == Namespaces.appPID { filters[key] = program }
+        let program = try launchpad.filter(entitlements: entitlements, ownPID: ownPID)
         sandbox.filter = Data(program.instructions)
         sandbox.filterNotifies = program.notifies
         sandbox.readablePaths = Self.libraryDirectories + groupPaths

@@ -29,7 +29,7 @@ extension Supervisor {
             armTimer(run)
         }
         // A launch that took the standby has ended its callbacks: the next is made meanwhile.
-        if standby == nil, !isMakingStandby, template != nil, run.machine.isSettled { prepareStandby() }
+        if run.machine.isSettled { launchpad.launchSettled() }
     }
 
 
@@ -231,10 +231,7 @@ extension Supervisor {
                 finalState: run.machine.finalState, termination: termination, exit: exit,
                 timeInState: run.stateSince.duration(to: clock.now),
                 cpuForeground: run.cpuForeground, cpuBackground: run.cpuBackground,
-                // The kernel's own peak (the process's and its waited-for children's largest
-                // resident set) too: an app that ends between the host's measurements was
-                // larger than the last one saw (a loaded run measured a crash at 84 KiB).
-                memory: run.memory, peakMemory: max(run.peakMemory, exit.maximumResidentBytes), backgroundWakeups: record.backgroundWakeups,
+                memory: run.memory, peakMemory: run.peakMemory, backgroundWakeups: record.backgroundWakeups,
                 openBackgroundTasks: run.machine.openTasks.sorted { $0.key < $1.key }.map { "#\($0.key) \($0.value)" },
                 keptRunningBy: run.machine.holds.sorted(),
                 backgroundTimeRemaining: run.backgroundTimeRemainingAtEnd,
@@ -277,12 +274,7 @@ extension Supervisor {
     func resumeShutdownIfDone() {
         guard waiters.awaitsShutdown, !apps.contains(where: { $0.run?.machine.isAlive == true }) else { return }
         let continuations = waiters.takeShutdowns()
-        // The template waits in groups of its own (or still in its standby's): it goes first,
-        // once the spawn thread is done with it, then they do, and the standby.
-        finishMakingStandby()
-        template?.stop()
-        discardStandby()
-        discardWaitingGroups()
+        launchpad.shutDown()
         environment.remove()
         for line in storage.unmountAll() { publish(HostEvent(time: Date(), event: .warning, detail: line), run: nil) }
         stores.flush()

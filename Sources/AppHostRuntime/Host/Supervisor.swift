@@ -31,18 +31,8 @@ public final class Supervisor: @unchecked Sendable {
     /// the scheduler, a pressure episode's grace, a route's next step, a command's timeout).
     let timers: HostTimers
     let spawner = SpawnThread()
-    /// The launch template, with `configuration.launcher` `.template` (Supervisor+Template).
-    let template: TemplateLauncher?
-    var templateSource: (any DispatchSourceRead)?
-    /// When the template is started again and standbys are made (TemplateSupervision).
-    var templateSupervision = TemplateSupervision()
-    /// The cgroup v1 groups the template waits in, for the next launch (Supervisor+Template).
-    var waitingGroups: WaitingGroups?
-    /// The next launch's app process, made ahead (Supervisor+Standby), and whether one is being made.
-    var standby: Standby?
-    var isMakingStandby = false
-    /// Where the spawn thread leaves the standby it made, for the queue to collect.
-    let madeStandby = Mutex<Result<Standby, StandbyFailure>?>(nil)
+    /// The launch template, the standby made ahead, the waiting groups, the filters (Launchpad).
+    let launchpad: Launchpad
     /// The instance's cgroups and how apps are suspended and limited here.
     let environment: HostEnvironment
     let sharedResources: SharedResourceCheck
@@ -66,10 +56,6 @@ public final class Supervisor: @unchecked Sendable {
     let apps = AppTable()
     /// `wait` commands, settles and the shutdown, waiting (Waiters).
     let waiters = Waiters()
-    var groupCounter = 0
-    /// Compiled seccomp filters by entitlements and the pid the app sees as its own: in a PID
-    /// namespace that is always 2, so each app's filter is compiled once per host.
-    var filters: [String: Seccomp.Program] = [:]
     /// Inputs waiting for the machine while another input's actions are performed.
     var inputs: [(AppRecord, AppRun, LifecycleMachine.Input)] = []
     var isDraining = false
@@ -123,12 +109,18 @@ public final class Supervisor: @unchecked Sendable {
         sharedResources = SharedResourceCheck(
             groupsDirectory: configuration.stateDirectory.resolvingSymlinksInPath().appendingPathComponent("groups").path,
             declared: policy.sharedResources)
-        template = configuration.launcher == .template && apphost_clone3_available() != 0
+        let template = configuration.launcher == .template && apphost_clone3_available() != 0
             ? TemplateLauncher(
                 executable: configuration.appExecutable,
                 environment: Containers.runtimeEnvironment + ["APPHOST_PARENT_PID=\(getpid())"]
                     + launchTemplatePlaceholders.map { "\($0)=" + String(repeating: "/", count: Int(APPHOST_TEMPLATE_PLACEHOLDER_LENGTH)) })
             : nil
+        launchpad = Launchpad(
+            Launchpad.Context(
+                configuration: configuration, environment: environment, spawner: spawner, queue: queue, timers: timers, clock: clock,
+                mountChanges: { [storage] in storage.mountChanges }, isShuttingDown: { [waiters] in waiters.isShuttingDown },
+                publish: observer),
+            template: template)
         let capacity = Self.measureCapacity(descriptorLimit: Self.raiseDescriptorLimit())
         controlReader = try ControlReader(queue: queue)
         stores = HostStores(stateDirectory: configuration.stateDirectory)
@@ -158,7 +150,7 @@ public final class Supervisor: @unchecked Sendable {
             + "scheduler clock \(schedulerClock.description)"
         var launcherFailure: String?
         // On the queue, as every later start is: the template's end is handled there.
-        if template != nil, case .failure(let error) = queue.sync(execute: { startTemplate() }) {
+        if template != nil, case .failure(let error) = queue.sync(execute: { launchpad.startTemplate() }) {
             launcherFailure = "the launch template cannot start (\(error)): apps launch by exec"
         }
         let started = HostEvent(
@@ -166,9 +158,9 @@ public final class Supervisor: @unchecked Sendable {
             detail: "suspension: \(suspensionNote); sandbox: \(sandboxNote); memory: \(memoryNote); background: \(backgroundNote); "
                 + "storage: \(storageMechanism.rawValue), \(storageNote); limits \(policy.storageLimit.mebibytes) per app, "
                 + "\(policy.appGroupStorageLimit.mebibytes) per app group\(storageMechanism == .accounting ? ", not enforced" : ""); "
-                + "launcher: \(launcherNote); capacity: \(capacity.description)",
+                + "launcher: \(launchpad.note); capacity: \(capacity.description)",
             host: HostSummary(
-                launcher: template?.current != nil ? Launcher.template.rawValue : Launcher.exec.rawValue,
+                launcher: launchpad.runningTemplate != nil ? Launcher.template.rawValue : Launcher.exec.rawValue,
                 suspension: suspensionMechanism.rawValue, sandbox: sandboxNote, memory: memoryEnforcement.rawValue,
                 storage: storageMechanism.rawValue, instance: configuration.instance, stateDirectory: configuration.stateDirectory.path,
                 schedulerClock: schedulerClock.offset == .zero ? nil : HostEvent.isoFormatter.string(from: schedulerClock.now),
@@ -199,10 +191,6 @@ public final class Supervisor: @unchecked Sendable {
     deinit {
         // What is queued is written before the instance is given up.
         stores.flush()
-        template?.stop()
-        standby?.discard(retryingWith: nil)
-        templateSource?.cancel()
-        discardWaitingGroups()
         controlReader.stop()
         environment.remove()
         _ = storage.unmountAll()

@@ -1,0 +1,338 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import Foundation
+import Dispatch
+import Synchronization
+import Logging
+import AppHostProtocol
+import AppHostSandbox
+import AppHostSystem
+import CAppHostShims
+
+/// What is made ahead of each launch (README.md, "How apps are launched"; DESIGN.md,
+/// "Subsystems"): the launch template process (started with the host, started again when it ends,
+/// as TemplateSupervision allows), the next launch's cgroup v1 groups the template waits in, the
+/// standby app process it forks ahead, and the compiled seccomp filters. Touched only on the
+/// host's loop (hence unchecked): the spawn thread hands back a standby through `madeStandby`, a
+/// mutex, and returns to the loop by `queue.async`.
+final class Launchpad: @unchecked Sendable {
+    /// What it needs of the host.
+    struct Context {
+        let configuration: Supervisor.Configuration
+        let environment: HostEnvironment
+        let spawner: SpawnThread
+        let queue: DispatchQueue
+        let timers: HostTimers
+        let clock: any HostClock
+        /// The host's count of container mounts (a standby made before a mount misses it).
+        let mountChanges: () -> Int
+        /// Whether the host is shutting down (nothing is made then).
+        let isShuttingDown: () -> Bool
+        /// Where the template's ends and restarts are said.
+        let publish: (HostEvent) -> Void
+    }
+
+    private let context: Context
+    private let template: TemplateLauncher?
+    private var templateSource: (any DispatchSourceRead)?
+    private var supervision = TemplateSupervision()
+    private var waitingGroups: WaitingGroups?
+    private var standby: Standby?
+    private var isMakingStandby = false
+    /// Where the spawn thread leaves the standby it made, for the loop to collect.
+    private let madeStandby = Mutex<Result<Standby, StandbyFailure>?>(nil)
+    private var groupCounter = 0
+    /// Compiled seccomp filters by entitlements and the pid the app sees as its own: in a PID
+    /// namespace that is always 2, so each app's filter is compiled once per host.
+    private var filters: [String: Seccomp.Program] = [:]
+
+    init(_ context: Context, template: TemplateLauncher?) {
+        self.context = context
+        self.template = template
+    }
+
+    private var configuration: Supervisor.Configuration { context.configuration }
+    private var environment: HostEnvironment { context.environment }
+
+    /// The template, if it runs: a launch forks it.
+    var runningTemplate: TemplateLauncher? { template?.current != nil ? template : nil }
+
+    /// A name for a launch's groups, never used before in this host.
+    func groupName(_ prefix: String) -> String {
+        groupCounter += 1
+        return "\(prefix)-\(groupCounter)"
+    }
+
+    /// The seccomp filter for these entitlements and own pid, compiled once for a namespace's pid.
+    func filter(entitlements: Set<SyscallProfile.Entitlement>, ownPID: pid_t) throws -> Seccomp.Program {
+        let key = entitlements.map(\.rawValue).sorted().joined(separator: ",") + "/\(ownPID)"
+        let program = try filters[key] ?? Seccomp.compile(SyscallProfile(entitlements: entitlements, ownPID: ownPID))
+        if ownPID == Namespaces.appPID { filters[key] = program }
+        return program
+    }
+
+    // MARK: The template
+
+    /// Starts the template, on the spawn thread, and watches for its end. Returns its pid, or
+    /// why it could not start.
+    func startTemplate() -> Result<pid_t, SystemError> {
+        guard let template else { return .failure(SystemError("no launch template", errno: ENOENT)) }
+        let started = context.spawner.run { () -> Result<TemplateLauncher.Running, SystemError> in
+            Result { () throws(SystemError) in try template.start() }
+        }
+        guard case .success(let running) = started else { return started.map(\.pid) }
+        let source = DispatchSource.makeReadSource(fileDescriptor: running.pidfd, queue: context.queue)
+        source.setEventHandler { [weak self] in self?.templateEnded() }
+        // Closed only once no longer watched: a number reused while watched confuses the watch.
+        source.setCancelHandler { closeIgnoringErrors(running.pidfd) }
+        templateSource?.cancel()
+        templateSource = source
+        source.activate()
+        discardWaitingGroups()
+        prepareWaitingGroups()
+        supervision.templateStarted()
+        prepareStandby()
+        return .success(running.pid)
+    }
+
+    /// The template ended: says so, and starts it again unless it keeps ending.
+    private func templateEnded() {
+        templateSource?.cancel()
+        templateSource = nil
+        guard let template else { return }
+        let pid = template.current?.pid ?? 0
+        let how = context.spawner.run { template.reap() }
+        discardStandby()
+        guard !context.isShuttingDown() else { return }
+        let (restart, ends) = supervision.templateEnded(at: context.clock.now)
+        let ended = "exec: the launch template (pid \(pid)) \(how)"
+        guard restart else {
+            say(ended + "; it ended \(ends) times in \(TemplateSupervision.restartWindow.formatted): apps launch by exec until the host restarts")
+            return
+        }
+        say(ended + "; apps launch by exec until it is back")
+        switch startTemplate() {
+        case .success(let pid): say("template: started again (pid \(pid))")
+        case .failure(let error): say("exec: the launch template cannot start again: \(error)")
+        }
+    }
+
+    private func say(_ detail: String) {
+        context.publish(HostEvent(time: Date(), event: .launcher, detail: detail))
+    }
+
+    /// Which launcher apps launch with now, for the `started` event.
+    var note: String {
+        guard let running = template?.current else {
+            if configuration.launcher == .exec { return "exec" }
+            return apphost_clone3_available() != 0 ? "exec (the launch template is not running)" : "exec (this kernel has no clone3)"
+        }
+        let binary = configuration.appExecutable == configuration.executable ? "; app processes run apphost itself: apphost-app is not beside it" : ""
+        let sdk = URL(fileURLWithPath: configuration.appExecutable).deletingLastPathComponent().appendingPathComponent(launchTemplateSDKFileName)
+        let loaded = FileManager.default.fileExists(atPath: sdk.path) ? "; \(launchTemplateSDKFileName) beside it" : ""
+        return "template (pid \(running.pid)\(loaded); each launch's app process made ahead)\(binary)"
+    }
+
+    /// The host is ending: the template goes first, once the spawn thread is done with it (it
+    /// waits in groups of its own, or still in its standby's), then they do, and the standby.
+    func shutDown() {
+        finishMakingStandby()
+        template?.stop()
+        discardStandby()
+        discardWaitingGroups()
+    }
+
+    deinit {
+        template?.stop()
+        standby?.discard(retryingWith: nil)
+        templateSource?.cancel()
+        discardWaitingGroups()
+    }
+
+    // MARK: Born in its groups
+
+    /// Makes the next launch's groups and queues the template's move into them; `then` runs on
+    /// the loop once the template has left the groups it was in (at once if there is none). The
+    /// move waits out an RCU grace period in about one launch in three (8–25 ms here): on the
+    /// spawn thread, after the launch before, so that no launch waits for it.
+    func prepareWaitingGroups(then: (@Sendable () -> Void)? = nil) {
+        guard let template, template.current != nil, environment.pidsGroup != nil || environment.memoryGroup != nil else {
+            then?()
+            return
+        }
+        let name = groupName("launch")
+        let groups = WaitingGroups(
+            pids: environment.pidsGroup.flatMap { try? $0.makePidsGroup(named: name, limit: configuration.policy.processLimit + 2) },
+            memory: environment.memoryGroup.flatMap { MemoryGroup.make(in: $0, named: name, limit: .max) })
+        waitingGroups = groups
+        let members = [groups.pids, groups.memory?.group].compactMap { $0 }
+        let fallback = [environment.pidsGroup, environment.memoryGroup].compactMap { $0 }
+        let queue = context.queue
+        context.spawner.async {
+            _ = template.enter(members, fallback: fallback)
+            guard let then else { return }
+            queue.async(execute: then)
+        }
+    }
+
+    /// The waiting groups for a launch, sized for it: at most `processes` tasks of the app's (the
+    /// template counts until it has left), `memory` bytes; nil if there are none, or the
+    /// template is not in them (its move failed), and with the template's pid, which the app's
+    /// process must never kill with its groups.
+    func takeWaitingGroups(processes: Int, memory: UInt64) -> (groups: WaitingGroups, template: pid_t)? {
+        guard var groups = waitingGroups, let pid = template?.current?.pid else { return nil }
+        // The move was queued before this launch's request on the spawn thread: wait for it.
+        context.spawner.run {}
+        let members = [groups.pids, groups.memory?.group].compactMap { $0 }
+        guard !members.isEmpty, members.allSatisfy({ $0.processes.contains(pid) }) else {
+            discardWaitingGroups()
+            return nil
+        }
+        waitingGroups = nil
+        if let pids = groups.pids, (try? pids.write("pids.max", "\(processes + 1)")) == nil {
+            pids.remove(sparing: pid)
+            groups.pids = nil
+        }
+        if let group = groups.memory, !group.setLimit(memory) {
+            group.discard(sparing: pid)
+            groups.memory = nil
+        }
+        return (groups, pid)
+    }
+
+    /// Gives back waiting groups a launch took and did not use (its spawn failed).
+    func returnWaitingGroups(_ groups: WaitingGroups) {
+        guard waitingGroups == nil else {
+            groups.pids?.remove(sparing: template?.current?.pid)
+            groups.memory?.discard(sparing: template?.current?.pid)
+            return
+        }
+        waitingGroups = groups
+    }
+
+    private func discardWaitingGroups() {
+        let pid = template?.current?.pid
+        waitingGroups?.pids?.remove(sparing: pid)
+        waitingGroups?.memory?.discard(sparing: pid)
+        waitingGroups = nil
+    }
+
+    // MARK: The standby
+
+    /// Makes the next launch's standby once a launch has settled (its making then does not
+    /// compete with the launch for the processor), unless there is one, one is being made, or
+    /// there is no template.
+    func launchSettled() {
+        if standby == nil, !isMakingStandby, template != nil { prepareStandby() }
+    }
+
+    /// The standby, for a launch whose container is at `container`, if there is one that can
+    /// take it (its container's variables fit the template's placeholders).
+    func takeStandby(container: String) -> Standby? {
+        finishMakingStandby()
+        guard let made = standby else { return nil }
+        guard containerEnvironment(container).allSatisfy({ $0.utf8.count <= Int(APPHOST_TEMPLATE_PLACEHOLDER_LENGTH) }) else { return nil }
+        standby = nil
+        // One whose namespace misses a container mounted since (this launch's, mounted for it)
+        // would show the app the directory beneath.
+        guard made.isUsable, made.mountChanges.map({ $0 == context.mountChanges() }) ?? true else {
+            made.discard(retryingWith: context.timers)
+            return nil
+        }
+        return made
+    }
+
+    /// Makes the standby, on the spawn thread (Standby.make); the loop collects it.
+    private func prepareStandby() {
+        guard standby == nil, !isMakingStandby, !context.isShuttingDown(), supervision.makesStandbys, let template,
+              let templatePID = template.current?.pid else { return }
+        // Born in its cgroup v1 groups or not made: a move into one waits out an RCU grace period.
+        let taken = waitingGroups
+        if taken == nil, environment.pidsGroup != nil || environment.memoryGroup != nil { return }
+        waitingGroups = nil
+        isMakingStandby = true
+        let freezer = try? environment.freezerGroup?.makeChild(named: groupName("launch"))
+        let recipe = Standby.Recipe(
+            configuration: configuration, namespaces: environment.namespaces.flags, template: template, templatePID: templatePID,
+            taken: taken, freezer: freezer, mountChanges: context.mountChanges())
+        let queue = context.queue
+        context.spawner.async { [weak self] in
+            let made = recipe.make()
+            guard let self else {
+                switch made {
+                case .success(let standby): standby.discard(retryingWith: nil)
+                case .failure(let failure): failure.discard()
+                }
+                return
+            }
+            madeStandby.withLock { $0 = made }
+            queue.async { self.collectStandby() }
+        }
+    }
+
+    /// Takes the standby the spawn thread made, if it has made one since it was asked. A launch
+    /// that comes while it is being made waits for it on the spawn thread and collects it.
+    private func collectStandby() {
+        guard let made = madeStandby.withLock({ value in defer { value = nil }; return value }) else { return }
+        standbyMade(made)
+    }
+
+    /// Keeps the standby the template made, if it is whole, and the template moves on to the
+    /// next launch's groups. If it made none, or one the freezer cannot reach (it would have to
+    /// be moved: no better than a launch), the template is still in the groups taken for it:
+    /// they wait for the next launch again. Past `TemplateSupervision.standbyFailureLimit` such
+    /// ends in a row, no more are made until the template starts again (a kernel without
+    /// CLONE_INTO_CGROUP, say).
+    private func standbyMade(_ made: Result<Standby, StandbyFailure>) {
+        isMakingStandby = false
+        switch made {
+        case .success(let made) where made.freezer == nil || made.spawned.startedInGroup:
+            supervision.standbyMade(true)
+            standby = made
+            // At shutdown the template stays where it is: it is stopped, then the standby goes.
+            if !context.isShuttingDown() { prepareWaitingGroups() }
+        case .success(let made):
+            supervision.standbyMade(false)
+            made.end()
+            made.freezer?.remove()
+            if let groups = made.waiting?.groups { returnWaitingGroups(groups) }
+        case .failure(let failure):
+            // The launch that comes finds none and asks the template itself, which says why.
+            configuration.logger.debug("no standby app process: \(failure.error)")
+            supervision.standbyMade(false)
+            failure.freezer?.remove()
+            guard let groups = failure.waiting else { return }
+            if failure.holdsTemplate {
+                returnWaitingGroups(groups)
+            } else {
+                groups.pids?.remove(sparing: template?.current?.pid)
+                groups.memory?.discard(sparing: template?.current?.pid)
+                prepareWaitingGroups()
+            }
+        }
+    }
+
+    /// Waits for the standby being made, if one is (the spawn thread is then done with the
+    /// template's socket).
+    private func finishMakingStandby() {
+        guard isMakingStandby else { return }
+        context.spawner.run {}
+        collectStandby()
+    }
+
+    /// Ends the standby, and one being made (the template that made it has ended: apps launch by
+    /// exec until it is back). It may still be in the standby's cgroup v1 groups.
+    private func discardStandby() {
+        finishMakingStandby()
+        standby?.discard(retryingWith: context.timers)
+        standby = nil
+    }
+}
+
+/// The next launch's cgroup v1 groups (pids, memory), which the template is moved into ahead of
+/// it: its fork is born in them (as in the freezer group, by CLONE_INTO_CGROUP).
+struct WaitingGroups {
+    var pids: Cgroup?
+    var memory: MemoryGroup?
+}
