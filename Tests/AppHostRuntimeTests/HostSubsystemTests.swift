@@ -500,3 +500,50 @@ private final class TestClock: HostClock, @unchecked Sendable {
         #expect(!ledger.isWaking(.init(app: app, name: "loud")))
     }
 }
+
+/// The memory budget and a pressure episode over time (ResourceMonitor), on a virtual clock.
+@Suite struct ResourceMonitorTests {
+    private let start = HostInstant(nanoseconds: 1_000_000_000)
+    private let mebibyte: UInt64 = 1 << 20
+
+    private func monitor() -> ResourceMonitor {
+        ResourceMonitor(budget: 100 * mebibyte, sharedResources: SharedResourceCheck(groupsDirectory: "/nonexistent", declared: []))
+    }
+
+    private func suspended(_ index: Int, _ mebibytes: UInt64, since seconds: Double) -> ResourceRules.Candidate<AppID> {
+        .init(id: AppID(index: index), name: "App\(index)", state: .suspended, inForeground: false,
+              since: start + .seconds(double: seconds), memory: mebibytes * mebibyte)
+    }
+
+    @Test func overTheBudgetBeginsOneEpisodeAtATime() {
+        let resources = monitor()
+        #expect(!resources.isOverBudget(100 * mebibyte))
+        #expect(resources.isOverBudget(101 * mebibyte))
+        #expect(resources.beginPressure(target: 100 * mebibyte, cause: "over the memory budget", now: start, grace: .seconds(2), sparingRunningApps: false))
+        #expect(!resources.isOverBudget(200 * mebibyte), "one under way")
+        #expect(!resources.beginPressure(target: 80 * mebibyte, cause: "memory-pressure", now: start, grace: .seconds(2), sparingRunningApps: false))
+        #expect(resources.pressureDeadline == start + .seconds(2))
+    }
+
+    /// After the grace, the app suspended longest is ended first; the episode waits for it to
+    /// go, then ends once usage fits.
+    @Test func theEpisodeEndsTheLongestSuspendedAppThenEnds() {
+        let resources = monitor()
+        _ = resources.beginPressure(target: 100 * mebibyte, cause: "over the memory budget", now: start, grace: .seconds(2), sparingRunningApps: false)
+        let apps = [suspended(0, 60, since: 5), suspended(1, 60, since: 1)]
+        #expect(resources.stepPressure(now: start + .seconds(1), usage: 120 * mebibyte, candidates: apps) == .wait, "in its grace")
+        guard case .end(let victim, _) = resources.stepPressure(now: start + .seconds(2), usage: 120 * mebibyte, candidates: apps) else {
+            Issue.record("no app ended after the grace")
+            return
+        }
+        #expect(victim == AppID(index: 1))
+        #expect(!resources.pressureVictimEnded(AppID(index: 0)), "not the one it waits for")
+        #expect(resources.pressureVictimEnded(AppID(index: 1)))
+        guard case .over = resources.stepPressure(now: start + .seconds(3), usage: 60 * mebibyte, candidates: [apps[0]]) else {
+            Issue.record("the episode did not end once usage fit")
+            return
+        }
+        #expect(resources.pressureDeadline == nil)
+        #expect(resources.stepPressure(now: start + .seconds(4), usage: 60 * mebibyte, candidates: []) == nil)
+    }
+}

@@ -17,19 +17,14 @@ extension Supervisor {
     /// observed something) waits in the queue, so the machine is never re-entered and never
     /// acts on decisions computed before its last change.
     func handle(_ record: AppRecord, _ run: AppRun, _ input: LifecycleMachine.Input) {
-        inputs.append((record, run, input))
-        guard !isDraining else { return }
-        isDraining = true
-        defer { isDraining = false }
-        while !inputs.isEmpty {
-            let (record, run, input) = inputs.removeFirst()
+        let drained = inputs.add((record, run, input)) { record, run, input in
             let actions = run.machine.handle(input, now: clock.now)
             apps.follow(record)
             for action in actions { perform(action, record, run) }
             armTimer(run)
         }
         // A launch that took the standby has ended its callbacks: the next is made meanwhile.
-        if run.machine.isSettled { launchpad.launchSettled() }
+        if drained, run.machine.isSettled { launchpad.launchSettled() }
     }
 
 

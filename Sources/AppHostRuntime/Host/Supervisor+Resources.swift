@@ -34,7 +34,7 @@ extension Supervisor {
     /// Ends the app if it holds a lock in an app-group container or has a declared shared
     /// resource open, now that it would be suspended. Returns whether it did.
     func endIfHoldingSharedResources(_ record: AppRecord, _ run: AppRun) -> Bool {
-        let held = sharedResources.held(by: processes(of: run))
+        let held = resources.held(by: processes(of: run))
         guard let termination = ResourceRules.sharedResourceTermination(held: held) else { return false }
         run.held = held
         handle(record, run, .enforce(termination))
@@ -125,8 +125,8 @@ extension Supervisor {
                 handle(record, run, .enforce(termination))
             }
         }
-        if pressure == nil, total > facts.memoryBudget {
-            beginPressure(target: facts.memoryBudget, usage: total, cause: "over the memory budget")
+        if resources.isOverBudget(total) {
+            beginPressure(target: resources.budget, usage: total, cause: "over the memory budget")
         }
     }
 
@@ -145,12 +145,8 @@ extension Supervisor {
 
     /// Warns the running apps, then (after the policy's grace) ends apps until usage fits `target`.
     func beginPressure(target: UInt64, usage: UInt64, cause: String, sparingRunningApps: Bool = false) {
-        if pressure != nil {
-            pressure?.tighten(to: target)
-            return
-        }
         let grace = configuration.policy.memoryWarningGrace
-        pressure = MemoryPressure(target: target, cause: cause, now: clock.now, grace: grace, sparesRunningApps: sparingRunningApps)
+        guard resources.beginPressure(target: target, cause: cause, now: clock.now, grace: grace, sparingRunningApps: sparingRunningApps) else { return }
         let running = apps.filter { record in
             guard let run = record.run, run.machine.isLive else { return false }
             return run.machine.state != .suspended && run.machine.phase != .starting
@@ -159,7 +155,7 @@ extension Supervisor {
         let disconnected = disconnectBackgroundScenes()
         publish(HostEvent(
             time: Date(), event: .memoryPressure,
-            detail: "\(cause): the apps use \(usage.mebibytes) (budget \(facts.memoryBudget.mebibytes)); \(warned); "
+            detail: "\(cause): the apps use \(usage.mebibytes) (budget \(resources.budget.mebibytes)); \(warned); "
                 + (disconnected.isEmpty ? "" : "background scenes disconnected: \(disconnected.joined(separator: ", ")); ")
                 + "apps are ended in \(grace.formatted) unless usage falls to \(target.mebibytes)"), run: nil)
         for record in running {
@@ -188,37 +184,34 @@ extension Supervisor {
 
     /// Takes the episode's next step: wait, end the next app, or finish.
     func stepPressure() {
-        guard var episode = pressure else { return }
         let usage = measureMemory()
-        let candidates = apps.compactMap { record -> ResourceRules.Candidate<ObjectIdentifier>? in
+        let candidates = apps.compactMap { record -> ResourceRules.Candidate<AppID>? in
             guard let run = record.run, run.machine.isLive else { return nil }
             return ResourceRules.Candidate(
-                id: ObjectIdentifier(record), name: record.bundle.name, state: run.machine.state, inForeground: run.machine.isInForeground,
+                id: record.id, name: record.bundle.name, state: run.machine.state, inForeground: run.machine.isInForeground,
                 since: run.machine.state == .suspended ? run.lastRunning : run.stateSince, memory: run.memory)
         }
-        let step = episode.step(now: clock.now, usage: usage, candidates: candidates)
-        pressure = episode
-        switch step {
+        switch resources.stepPressure(now: clock.now, usage: usage, candidates: candidates) {
+        case nil:
+            return
         case .wait:
             armPressureTimer()
         case .end(let id, let termination):
-            guard let record = apps.first(where: { ObjectIdentifier($0) == id }), let run = record.run else { return }
-            handle(record, run, .enforce(termination))
+            guard let run = apps[id].run else { return }
+            handle(apps[id], run, .enforce(termination))
         case .over(let line):
-            pressure = nil
             publish(HostEvent(time: Date(), event: .memoryPressure, detail: line), run: nil)
         }
     }
 
     /// The app ended to free memory is gone: measure again, and end the next if still over.
     func pressureVictimEnded(_ record: AppRecord) {
-        guard pressure?.awaiting == ObjectIdentifier(record) else { return }
-        pressure?.victimEnded(ObjectIdentifier(record))
+        guard resources.pressureVictimEnded(record.id) else { return }
         queue.async { [weak self] in self?.stepPressure() }
     }
 
     private func armPressureTimer() {
-        timers.set(.pressure, at: pressure?.deadline)
+        timers.set(.pressure, at: resources.pressureDeadline)
     }
 }
 

@@ -35,9 +35,6 @@ public final class Supervisor: @unchecked Sendable {
     let launchpad: Launchpad
     /// The instance's cgroups and how apps are suspended and limited here.
     let environment: HostEnvironment
-    let sharedResources: SharedResourceCheck
-    /// A memory-pressure episode under way: warnings sent, kills to follow if they do not help.
-    var pressure: MemoryPressure<ObjectIdentifier>?
     /// BGTaskScheduler requests, fetch intervals, force quits and their conditions (Scheduler).
     let scheduler: Scheduler
     /// Every store of the state directory (HostStores).
@@ -52,13 +49,14 @@ public final class Supervisor: @unchecked Sendable {
     /// Held for the host's life: one host per instance.
     let instanceLock: InstanceLock
     let observer: @Sendable (HostEvent) -> Void
+    /// The memory budget, a pressure episode, the shared-resource check (ResourceMonitor).
+    let resources: ResourceMonitor
     /// The installed apps, by AppID, identifier and name (AppTable).
     let apps = AppTable()
     /// `wait` commands, settles and the shutdown, waiting (Waiters).
     let waiters = Waiters()
-    /// Inputs waiting for the machine while another input's actions are performed.
-    var inputs: [(AppRecord, AppRun, LifecycleMachine.Input)] = []
-    var isDraining = false
+    /// The machines' inputs, one at a time (InputQueue).
+    let inputs = InputQueue()
     /// Every container's and app-group container's storage (Supervisor+Storage.swift).
     let storage: StorageVolumes
     /// Apps ended by storage pressure (or ending when it came) whose caches are purged once
@@ -106,9 +104,9 @@ public final class Supervisor: @unchecked Sendable {
         let suspensionNote = environment.suspensionNote
         let memoryEnforcement = environment.memoryEnforcement
         let memoryBudget = policy.memoryBudget ?? MemoryFootprint.hostCapacity() / 4 * 3
-        sharedResources = SharedResourceCheck(
+        resources = ResourceMonitor(budget: memoryBudget, sharedResources: SharedResourceCheck(
             groupsDirectory: configuration.stateDirectory.resolvingSymlinksInPath().appendingPathComponent("groups").path,
-            declared: policy.sharedResources)
+            declared: policy.sharedResources))
         let template = configuration.launcher == .template && apphost_clone3_available() != 0
             ? TemplateLauncher(
                 executable: configuration.appExecutable,
