@@ -63,11 +63,11 @@ extension Supervisor {
                     purge(record)
                 case .end(let termination):
                     guard let run else { continue }
-                    pendingPurges.insert(ObjectIdentifier(record))
+                    pendingPurges.insert(record.id)
                     announce(record, "suspended: ending it (\(TerminationCode.cachesReclaimed)) to reclaim its caches; they are purged once it is gone")
                     handle(record, run, .enforce(termination))
                 case .purgeWhenGone:
-                    pendingPurges.insert(ObjectIdentifier(record))
+                    pendingPurges.insert(record.id)
                     announce(record, "being ended: its caches are purged once it is gone")
                 case .leave(let reason):
                     announce(record, "left alone: \(reason)")
@@ -78,7 +78,7 @@ extension Supervisor {
 
     /// Purges the app's caches if storage pressure is waiting for its process to go.
     func purgeIfPending(_ record: AppRecord) {
-        guard pendingPurges.remove(ObjectIdentifier(record)) != nil else { return }
+        guard pendingPurges.remove(record.id) != nil else { return }
         purge(record)
     }
 

@@ -61,7 +61,7 @@ public final class Supervisor: @unchecked Sendable {
     let storage: StorageVolumes
     /// Apps ended by storage pressure (or ending when it came) whose caches are purged once
     /// their process is gone.
-    var pendingPurges: Set<ObjectIdentifier> = []
+    var pendingPurges: Set<AppID> = []
     /// Background URL session transfers, kept in the state directory (Supervisor+Transfers).
     var transfers: Transfers
 
