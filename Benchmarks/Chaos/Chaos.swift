@@ -61,6 +61,7 @@ struct Chaos: ParsableCommand {
         }
         let selected = only.map { [$0] } ?? Array(0..<iterations)
         var violations: [(Int, String)] = []
+        var interrupted: [(Int, String)] = []
         let started = Date()
         for iteration in selected {
             // Each iteration's stream starts from a mix of the seed and its number: streams of
@@ -70,7 +71,11 @@ struct Chaos: ParsableCommand {
                 number: iteration, apphost: URL(fileURLWithPath: apphost).standardizedFileURL.path, probe: probe, server: server,
                 verbose: verbose, keep: keep)
             let found = run.perform(&random)
-            for violation in found {
+            for finding in found where finding.hasPrefix(Iteration.interruptedDelivery) {
+                interrupted.append((iteration, finding))
+                say("chaos: \(finding) (--seed \(seed) --only \(iteration))")
+            }
+            for violation in found where !violation.hasPrefix(Iteration.interruptedDelivery) {
                 violations.append((iteration, violation))
                 say("chaos: violation (--seed \(seed) --only \(iteration)): \(violation)")
             }
@@ -78,7 +83,8 @@ struct Chaos: ParsableCommand {
                 say("chaos: \(iteration + 1) iterations done, \(violations.count) violations, \(Int(Date().timeIntervalSince(started))) s")
             }
         }
-        say("chaos: \(selected.count) iterations, \(violations.count) invariant violations (seed \(seed), \(Int(Date().timeIntervalSince(started))) s)")
+        say("chaos: \(selected.count) iterations, \(violations.count) invariant violations (seed \(seed), \(Int(Date().timeIntervalSince(started))) s)"
+            + (interrupted.isEmpty ? "" : "; \(interrupted.count) deliveries interrupted by the app's death inside its delegate (at most once)"))
         for (iteration, violation) in violations {
             say("  scripts/chaos --seed \(seed) --only \(iteration): \(violation)")
         }
