@@ -98,6 +98,8 @@ let package = Package(
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
         .package(url: "https://github.com/apple/swift-log", from: "1.6.0"),
+        // errno's values and their words (Errno), under AppHostSystem's SystemError.
+        .package(url: "https://github.com/apple/swift-system", from: "1.4.0"),
         // The host's one timer keeps every deadline in a heap (HostTimers).
         .package(url: "https://github.com/apple/swift-collections", from: "1.1.0"),
         // The host's transfer service (background URL sessions); never linked into an app.
@@ -128,6 +130,7 @@ let package = Package(
         // every plugin links it, through the SDK).
         .target(
             name: "AppHostSystem",
+            dependencies: [.product(name: "SystemPackage", package: "swift-system")],
             swiftSettings: strictSettings + sdkSettings
         ),
         .target(
@@ -180,7 +183,7 @@ let package = Package(
         // the apphost executable alone, never by an app, AppHostRuntime or an app's tests.
         .target(
             name: "AppHostTransfers",
-            dependencies: ["AppHostRuntime", "AppHostProtocol", .product(name: "AsyncHTTPClient", package: "async-http-client")],
+            dependencies: ["AppHostRuntime", "AppHostProtocol", "AppHostSystem", .product(name: "AsyncHTTPClient", package: "async-http-client")],
             swiftSettings: strictSettings
         ),
         // TestHost: runs the apphost binary for a test and reads its events and reports, which

@@ -157,7 +157,7 @@ public enum AppProcessRunner {
         guard apphost_template_take_environment(variables) == 0 else {
             fail(socket, errno == ENAMETOOLONG
                 ? "its container's path is longer than the launch template's \(APPHOST_TEMPLATE_PLACEHOLDER_LENGTH) bytes for it"
-                : "cannot set its environment: \(String(cString: strerror(errno)))")
+                : "cannot set its environment: \(errnoText(errno))")
         }
     }
 

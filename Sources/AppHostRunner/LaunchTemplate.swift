@@ -90,7 +90,7 @@ public enum LaunchTemplate {
             &pidfd, &inCgroup)
         guard pid > 0 else {
             // A pidfd comes with the failure if a process was started: the host reaps it.
-            return (LaunchTemplateReply(errno: errno, failure: "fork of the template: \(String(cString: strerror(errno)))"), pidfd)
+            return (LaunchTemplateReply(errno: errno, failure: "fork of the template: \(errnoText(errno))"), pidfd)
         }
         return (LaunchTemplateReply(pid: pid, startedInCgroup: inCgroup != 0), pidfd)
     }

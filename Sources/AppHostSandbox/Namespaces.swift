@@ -40,7 +40,7 @@ package enum Namespaces {
         guard apphost_probe_namespaces(flags, &step) == 0 else {
             let failed = step.map { String(cString: $0) } ?? "clone"
             let user = geteuid() == 0 ? "" : " (a host that is not root needs an unprivileged user namespace)"
-            return .unavailable("cannot make a PID and mount namespace\(user): \(failed): \(String(cString: strerror(errno)))")
+            return .unavailable("cannot make a PID and mount namespace\(user): \(failed): \(errnoText(errno))")
         }
         return .available(flags: flags)
     }

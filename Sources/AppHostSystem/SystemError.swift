@@ -3,11 +3,13 @@ import Glibc
 #elseif canImport(Musl)
 import Musl
 #endif
+import SystemPackage
 
 // The one errno path: every libc call that can fail goes through one of the helpers below, which
 // read errno at once (before anything else can change it) and retry EINTR. C libraries follow
 // their own conventions: libseccomp returns negative errno values and sets nothing
 // (`negativeErrno`); libcap returns -1 or NULL and sets errno (`valueOrErrno`, `pointerOrErrno`).
+// An errno becomes words only through swift-system's `Errno` (`errnoText`).
 
 /// A failed system call: the call's name, what it was applied to, and the errno it left.
 package struct SystemError: Error, CustomStringConvertible, Equatable {
@@ -20,8 +22,14 @@ package struct SystemError: Error, CustomStringConvertible, Equatable {
     }
 
     package var description: String {
-        "\(call): \(String(cString: strerror(errno))) (errno \(errno))"
+        "\(call): \(errnoText(errno)) (errno \(errno))"
     }
+}
+
+/// What an errno value means, in words ("No such file or directory"), by swift-system's `Errno`.
+/// Read `errno` into the argument at once: anything called before may change it.
+package func errnoText(_ value: Int32) -> String {
+    Errno(rawValue: value).description
 }
 
 /// Runs a libc call that returns -1 and sets errno on failure, reading errno at once and retrying

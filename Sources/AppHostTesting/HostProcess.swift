@@ -65,7 +65,7 @@ final class HostProcess: Sendable {
                 fileActions: &actions, ownProcessGroup: true)
         } catch {
             for fd in input + output + errors { closeIgnoringErrors(fd) }
-            throw TestHostError("cannot start \(executable): \(String(cString: strerror(error.errno)))", code: .setupFailed)
+            throw TestHostError("cannot start \(executable): \(errnoText(error.errno))", code: .setupFailed)
         }
         for fd in [input[0], output[1], errors[1]] { closeIgnoringErrors(fd) }
         // The pidfd says when the host has ended, without racing a reused pid.
@@ -76,7 +76,7 @@ final class HostProcess: Sendable {
             var status: Int32 = 0
             while waitpid(pid, &status, 0) == -1 && errno == EINTR {}
             for fd in [input[1], output[0], errors[0]] { closeIgnoringErrors(fd) }
-            throw TestHostError("pidfd_open: \(String(cString: strerror(error))) (apphost needs Linux 5.3 or later)", code: .setupFailed)
+            throw TestHostError("pidfd_open: \(errnoText(error)) (apphost needs Linux 5.3 or later)", code: .setupFailed)
         }
         self.pid = pid
         self.pidfd = pidfd

@@ -3,6 +3,7 @@ import Glibc
 #endif
 import Foundation
 import AppHostRuntime
+import AppHostSystem
 
 /// Where the apphost binary a test runs is.
 enum Executable {
@@ -58,7 +59,7 @@ enum PrivateDirectory {
         var template = Array((NSTemporaryDirectory() + "apphost-testhost-XXXXXX").utf8CString)
         guard let made = template.withUnsafeMutableBufferPointer({ mkdtemp($0.baseAddress!) }) else {
             throw TestHostError(
-                "cannot make a directory in \(NSTemporaryDirectory()): \(String(cString: strerror(errno)))", code: .setupFailed)
+                "cannot make a directory in \(NSTemporaryDirectory()): \(errnoText(errno))", code: .setupFailed)
         }
         let path = String(cString: made)
         chmod(path, 0o711)

@@ -8,6 +8,7 @@ package import AppHostRuntime
 import NIOCore
 import NIOHTTP1
 import AppHostProtocol
+import AppHostSystem
 
 /// The host's HTTP transfers (README.md, "Background transfers"): one request per transfer, on
 /// async-http-client, never in an app process (the apphost executable alone links it). It knows nothing of apps: it is given a transfer
@@ -116,7 +117,7 @@ package final class TransferService: TransferRunner {
 
     private func download(_ job: TransferJob, validator: inout String?, report: @escaping @Sendable (TransferUpdate) -> Void) async throws -> TransferOutcome {
         let fd = open(job.file.path, O_WRONLY | O_CREAT | O_CLOEXEC, 0o600)
-        guard fd >= 0 else { throw TransferFailure(code: WireTransfer.ErrorCode.cannotConnectToHost, message: "cannot open the part file: \(String(cString: strerror(errno)))") }
+        guard fd >= 0 else { throw TransferFailure(code: WireTransfer.ErrorCode.cannotConnectToHost, message: "cannot open the part file: \(errnoText(errno))") }
         defer { close(fd) }
         var info = stat()
         fstat(fd, &info)
@@ -159,7 +160,7 @@ package final class TransferService: TransferRunner {
                     let written = pwrite(fd, bytes.baseAddress! + done, bytes.count - done, off_t(received + Int64(done)))
                     if written < 0 {
                         if errno == EINTR { continue }
-                        throw TransferFailure(code: WireTransfer.ErrorCode.cannotConnectToHost, message: "cannot write the part file: \(String(cString: strerror(errno)))")
+                        throw TransferFailure(code: WireTransfer.ErrorCode.cannotConnectToHost, message: "cannot write the part file: \(errnoText(errno))")
                     }
                     done += written
                 }
@@ -178,7 +179,7 @@ package final class TransferService: TransferRunner {
 
     private func upload(_ job: TransferJob, report: @escaping @Sendable (TransferUpdate) -> Void) async throws -> TransferOutcome {
         let fd = open(job.file.path, O_RDONLY | O_CLOEXEC)
-        guard fd >= 0 else { throw TransferFailure(code: WireTransfer.ErrorCode.fileDoesNotExist, message: "cannot open the upload's body: \(String(cString: strerror(errno)))") }
+        guard fd >= 0 else { throw TransferFailure(code: WireTransfer.ErrorCode.fileDoesNotExist, message: "cannot open the upload's body: \(errnoText(errno))") }
         var info = stat()
         fstat(fd, &info)
         let size = Int64(info.st_size)

@@ -41,7 +41,7 @@ public final class InstanceLock: @unchecked Sendable {
         paths = ControlPaths(stateDirectory: stateDirectory)
         let directory = paths.directory.path
         if mkdir(directory, 0o700) != 0 && errno != EEXIST {
-            throw SupervisorError("cannot create \(directory): \(String(cString: strerror(errno)))", code: .unavailable, errno: errno)
+            throw SupervisorError("cannot create \(directory): \(errnoText(errno))", code: .unavailable, errno: errno)
         }
         // Made before this host's time by anyone (another user's host, an older version): only
         // this user enters it from now on.
@@ -53,7 +53,7 @@ public final class InstanceLock: @unchecked Sendable {
         _ = chmod(directory, 0o700)
         fd = open(paths.lock.path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0o600)
         guard fd >= 0 else {
-            throw SupervisorError("cannot open \(paths.lock.path): \(String(cString: strerror(errno)))", code: .unavailable, errno: errno)
+            throw SupervisorError("cannot open \(paths.lock.path): \(errnoText(errno))", code: .unavailable, errno: errno)
         }
         guard flock(fd, LOCK_EX | LOCK_NB) == 0 else {
             let holder = Self.pid(in: fd)

@@ -25,7 +25,7 @@ struct MemoryMap: Sendable, Equatable {
     static func read(pid: pid_t) -> Result<MemoryMap, MemoryMapError> {
         let path = "/proc/\(pid)/maps"
         let fd = open(path, O_RDONLY | O_CLOEXEC)
-        guard fd >= 0 else { return .failure(MemoryMapError(what: "cannot read \(path): \(String(cString: strerror(errno)))")) }
+        guard fd >= 0 else { return .failure(MemoryMapError(what: "cannot read \(path): \(errnoText(errno))")) }
         defer { closeIgnoringErrors(fd) }
         var bytes: [UInt8] = []
         var buffer = [UInt8](repeating: 0, count: 64 * 1024)

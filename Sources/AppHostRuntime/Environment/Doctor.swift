@@ -42,10 +42,10 @@ public struct DoctorReport: Sendable {
         let landlock = apphost_landlock_abi_version()
         report.add("Landlock", landlock > 0, landlock > 0
             ? "ABI version \(landlock)\(landlock >= 6 ? " (with signal and abstract-socket scoping)" : "")"
-            : "unavailable (\(String(cString: strerror(errno)))): apps are limited only by file permissions")
+            : "unavailable (\(errnoText(errno))): apps are limited only by file permissions")
 
         let pidfd = apphost_pidfd_open(getpid())
-        report.add("pidfd", pidfd >= 0, pidfd >= 0 ? "pidfd_open works" : "pidfd_open failed: \(String(cString: strerror(errno))); apphost needs Linux 5.3")
+        report.add("pidfd", pidfd >= 0, pidfd >= 0 ? "pidfd_open works" : "pidfd_open failed: \(errnoText(errno)); apphost needs Linux 5.3")
         if pidfd >= 0 { close(pidfd) }
 
         // The host's own set-up, made and removed: what doctor says is what a host would use.

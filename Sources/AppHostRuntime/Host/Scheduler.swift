@@ -18,6 +18,8 @@ final class Scheduler {
     private let wallClock: () -> Date
     /// What was wrong with the store at start, if anything.
     let loadWarning: String?
+    /// Whether a pass over what is due is queued on the loop.
+    private var passQueued = false
 
     init(
         store: ScheduleStore, policy: Policy, refreshAvailable: Bool, power: PowerState, network: NetworkState,
@@ -30,6 +32,16 @@ final class Scheduler {
         conditions = BackgroundSchedule.Conditions(power: power, network: network)
         (schedule, loadWarning) = store.load()
     }
+
+    /// A pass is wanted (after a state change, an installation): true if one must be queued,
+    /// false if one is queued already.
+    func queuePass() -> Bool {
+        defer { passQueued = true }
+        return !passQueued
+    }
+
+    /// The queued pass runs now.
+    func passRuns() { passQueued = false }
 
     // MARK: The clock and the conditions
 

@@ -15,9 +15,14 @@ extension Supervisor {
     /// Runs the scheduler once the current work on the queue is done (after a state change, an
     /// installation): an app that leaves the foreground may have requests waiting for it.
     func queueSchedulerPass() {
-        let now = clock.now
-        if let queued = timers.instant(of: .scheduler), queued <= now { return }
-        timers.set(.scheduler, at: now)
+        // On the queue, behind what is already there (the first command, say), not on the timer:
+        // the pass sees the host as that work leaves it, in order.
+        guard scheduler.queuePass() else { return }
+        queue.async { [weak self] in
+            guard let self else { return }
+            scheduler.passRuns()
+            runDueWork()
+        }
     }
 
     /// Starts every due fetch and request whose conditions hold, for apps that may be woken now,

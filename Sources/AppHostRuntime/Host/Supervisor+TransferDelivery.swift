@@ -95,7 +95,7 @@ extension Supervisor {
             throw TransferPlacementError(description: "its part file is gone")
         }
         if renameat(AT_FDCWD, part, tmpFD, name) != 0 {
-            guard errno == EXDEV else { throw TransferPlacementError(description: "rename: \(String(cString: strerror(errno)))") }
+            guard errno == EXDEV else { throw TransferPlacementError(description: "rename: \(errnoText(errno))") }
             // The container is a file system of its own: copy, then remove the part file.
             let output = try valueOrErrno("create \(location)") {
                 openat(tmpFD, name, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0o600)

@@ -145,7 +145,7 @@ extension Supervisor {
     private func copyUploadBody(_ path: String, container: String, to destination: URL) -> (code: Int, message: String)? {
         let resolved = URL(fileURLWithPath: path).resolvingSymlinksInPath().path
         let source = Glibc.open(resolved, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK)
-        guard source >= 0 else { return (WireTransfer.ErrorCode.fileDoesNotExist, "cannot open \(path): \(String(cString: strerror(errno)))") }
+        guard source >= 0 else { return (WireTransfer.ErrorCode.fileDoesNotExist, "cannot open \(path): \(errnoText(errno))") }
         defer { close(source) }
         var info = stat()
         guard fstat(source, &info) == 0, (info.st_mode & S_IFMT) == S_IFREG else {
