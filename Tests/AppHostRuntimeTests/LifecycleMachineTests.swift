@@ -46,7 +46,10 @@ struct SimulatedHost {
     /// from the machine when it spawns the process (an app-delegate app's: with the launch's
     /// didBecomeActive, unless `activating` is false, as for a scene app).
     var configuredCallbacks: [WireCallbackRequest] = []
-    var activating = true
+    var activating: Bool {
+        get { machine.activatesOnLaunch }
+        set { machine.activatesOnLaunch = newValue }
+    }
     /// The configured callbacks the host withdrew, by id.
     var withdrawals: [UInt64] = []
     /// The app has begun the configured didBecomeActive by the time a withdrawal reaches it.
@@ -69,8 +72,8 @@ struct SimulatedHost {
             if case .acknowledged = next, configuredCallbacks.first?.callback == .didBecomeActive { configuredCallbacks = [] }
             for action in machine.handle(next, now: now) {
                 switch action {
-                case .spawn:
-                    configuredCallbacks = machine.launchCallbacks(activating: activating)
+                case .spawn(_, let callbacks):
+                    configuredCallbacks = callbacks
                     if pluginLoads { queue.append(.ready) }
                 case .send(let request), .began(let request):
                     // The app runs the requests its configuration carried, in their order, and
@@ -665,10 +668,13 @@ struct SimulatedHost {
                     }
                 }
                 let input = queue.removeFirst()
+                // An app-delegate app or a scene app, at random, for each launch.
+                if case .launch = input { machine.activatesOnLaunch = generator.next() % 2 == 0 }
+                if case .deliver = input { machine.activatesOnLaunch = generator.next() % 2 == 0 }
                 for action in machine.handle(input, now: now) {
                     switch action {
-                    case .spawn:
-                        activation = machine.launchCallbacks(activating: generator.next() % 2 == 0).dropFirst(2).first
+                    case .spawn(_, let callbacks):
+                        activation = callbacks.dropFirst(2).first
                         withdrawn = false
                         queue.append(.ready)
                     case .send(let request), .began(let request):

@@ -52,6 +52,8 @@ final class AppRun: @unchecked Sendable {
     /// The latest violations (at most 32).
     private(set) var violations: [SandboxViolation] = []
     let id: RunID
+    /// The launch's callbacks, which its configuration carries (the machine's spawn says them).
+    var launchCallbacks: [WireCallbackRequest] = []
     let launchedAt = Date()
     var lastState: AppState = .notRunning
     var stateSince: HostInstant

@@ -55,8 +55,7 @@ final class AppTable: RandomAccessCollection {
     }
 
     /// Takes in that `record`'s machine may have changed. Called after each of its inputs,
-    /// before their actions (the only place a machine changes but for
-    /// `launchCallbacks(activating:)`, which changes nothing looked at here).
+    /// before their actions (the only place a machine changes).
     func follow(_ record: AppRecord) {
         let id = record.id
         let machine = record.run?.machine

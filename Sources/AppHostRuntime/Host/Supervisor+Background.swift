@@ -37,7 +37,7 @@ extension Supervisor {
             }
             let (kind, pending) = scheduler.runEarly(identifier, for: bundle)
             try require(kind == .appRefresh ? .fetch : .processing, of: record, for: kind == .appRefresh ? "a refresh task" : "a processing task")
-            if let run = record.run, run.machine.isAlive, launchFinished(run), !run.registeredTasks.contains(identifier) {
+            if let run = record.run, run.machine.isAlive, run.machine.launchFinished, !run.registeredTasks.contains(identifier) {
                 throw SupervisorError(
                     "\(bundle.name) registered no launch handler for \(identifier) while it launched; register it before application(_:didFinishLaunchingWithOptions:) returns", code: .refused)
             }
@@ -227,13 +227,6 @@ extension Supervisor {
         }
         if !pushOnly && run.machine.isInForeground {
             throw SupervisorError("\(name) is in the foreground (\(run.machine.state.rawValue)); background events reach it in the background (home first)", code: .wrongState)
-        }
-    }
-
-    func launchFinished(_ run: AppRun) -> Bool {
-        switch run.machine.phase {
-        case .notRunning, .starting, .launching: false
-        default: true
         }
     }
 

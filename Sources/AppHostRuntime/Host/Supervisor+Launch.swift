@@ -35,7 +35,7 @@ extension Supervisor {
         if record.bundle.adoptsScenes { scenes.change(record.bundle.identifier) { $0.disconnectAll() } }
         let modes = Set(ContinuousMode.allCases.filter { record.bundle.backgroundModes.contains($0.backgroundMode) })
         let run = AppRun(
-            machine: LifecycleMachine(policy: configuration.policy, continuousModes: modes),
+            machine: LifecycleMachine(policy: configuration.policy, continuousModes: modes, activatesOnLaunch: !record.bundle.adoptsScenes),
             id: RunID(app: record.id, launch: record.launches), now: clock.now)
         record.launches += 1
         record.run = run
@@ -363,7 +363,7 @@ extension Supervisor {
         if bundle.adoptsScenes { message.sceneSessions = scenes[bundle.identifier].forLaunch }
         message.transfers = transfers.records.filter { $0.app == bundle.identifier }.map(\.transfer)
         // The app runs them without the host's sending them (README.md, "How apps are launched").
-        message.launchCallbacks = run.machine.launchCallbacks(activating: !bundle.adoptsScenes)
+        message.launchCallbacks = run.launchCallbacks
         return message
     }
 

@@ -139,7 +139,7 @@ extension Supervisor {
     /// Whether the app receives standard updates now: it updates, is authorized, runs, and is in
     /// the foreground or held in the background by its location updates.
     func receivesUpdates(_ record: AppRecord, _ run: AppRun) -> Bool {
-        guard run.location.updating, location.isAuthorized(record.bundle.identifier), run.machine.isLive, launchFinished(run)
+        guard run.location.updating, location.isAuthorized(record.bundle.identifier), run.machine.isLive, run.machine.launchFinished
         else { return false }
         switch run.machine.phase {
         case .suspending, .suspended: return false
@@ -176,7 +176,7 @@ extension Supervisor {
             switch run.machine.phase {
             case .suspended, .suspending: break
             default:
-                if run.machine.isLive, launchFinished(run) { send(.location(wire(position)), record, run) }
+                if run.machine.isLive, run.machine.launchFinished { send(.location(wire(position)), record, run) }
                 return
             }
         }

@@ -56,7 +56,8 @@ extension Supervisor {
         let logger = configuration.logger
         let name = record.bundle.name
         switch action {
-        case .spawn(let reason):
+        case .spawn(let reason, let callbacks):
+            run.launchCallbacks = callbacks
             spawn(record, run, reason: reason)
             logger.debug("\(name): spawned for a \(reason) launch, pid \(run.process.map { String($0.pid) } ?? "none")")
         case .send(var request):

@@ -44,7 +44,7 @@ extension Supervisor {
             var events: [BackgroundEvent] = []
             if fetch && record.bundle.backgroundModes.contains(.fetch) { events.append(BackgroundEvent(kind: .fetch)) }
             for request in tasks {
-                if let run = record.run, run.machine.isAlive, launchFinished(run), !run.registeredTasks.contains(request.identifier) {
+                if let run = record.run, run.machine.isAlive, run.machine.launchFinished, !run.registeredTasks.contains(request.identifier) {
                     publish(HostEvent(
                         time: Date(), app: id, name: record.bundle.name, pid: run.process?.pid, event: .warning,
                         detail: "dropped the due request \(request.identifier): the app registered no launch handler for it"), run: run)
@@ -140,7 +140,7 @@ extension Supervisor {
 
         case .registerTask(let identifier):
             switch ResourceRules.register(
-                identifier, registered: run.registeredTasks, launchFinished: launchFinished(run), permitted: bundle.permittedTaskIdentifiers) {
+                identifier, registered: run.registeredTasks, launchFinished: run.machine.launchFinished, permitted: bundle.permittedTaskIdentifiers) {
             case .accepted: run.registeredTasks.insert(identifier)
             case .ignored(let warning): handle(record, run, .warning(warning))
             case .terminated(let termination): handle(record, run, .enforce(termination))

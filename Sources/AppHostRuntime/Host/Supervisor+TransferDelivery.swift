@@ -22,7 +22,7 @@ extension Supervisor {
             // A launching app gets them once its launch is over (the pass after its state
             // changes: active, or the background), directly: not by a wake-up, which would wait
             // for the background. Not between didFinishLaunching and the activation that follows.
-            guard launchFinished(run), run.machine.phase != .launched else { return }
+            guard run.machine.launchFinished, run.machine.phase != .launched else { return }
             if [.active, .inactive, .background].contains(run.machine.state) {
                 // A session whose wake-up is on its way gets its transfers with handleEvents.
                 for transfer in owed where !transfers.deliveries.wasSent(transfer.id, to: run.id)

@@ -87,7 +87,9 @@ extension LifecycleMachine {
     }
 
     package enum Action: Sendable, Equatable {
-        case spawn(reason: String)
+        /// Start the app process; its configuration carries `callbacks` (the launch's, which the
+        /// app runs once it is ready: `launchCallbacks(activating:)`).
+        case spawn(reason: String, callbacks: [WireCallbackRequest])
         case send(WireCallbackRequest)
         /// The app runs this request from its configuration (`launchCallbacks(activating:)`):
         /// take it as sent, without writing it.

@@ -304,6 +304,15 @@ extension LifecycleMachine {
         }
     }
 
+    /// Whether the app's launch is over: its process started, its launch callbacks returned
+    /// (BGTaskScheduler registrations are closed; events reach it directly).
+    package var launchFinished: Bool {
+        switch phase {
+        case .notRunning, .starting, .launching: false
+        default: true
+        }
+    }
+
     /// Whether no transition is under way (`transition` is nil).
     package var isSettled: Bool {
         // `transition == nil`, without making its text: the host asks after every input.

@@ -114,9 +114,14 @@ package struct LifecycleMachine: Sendable {
     /// When VoIP pushes resumed the app, within the policy's window.
     var voipResumes: [HostInstant] = []
 
-    package init(policy: Policy, continuousModes: Set<ContinuousMode> = []) {
+    /// Whether a launch to the foreground carries its didBecomeActive (an app-delegate app; a
+    /// scene app's activation names its scene).
+    package var activatesOnLaunch: Bool
+
+    package init(policy: Policy, continuousModes: Set<ContinuousMode> = [], activatesOnLaunch: Bool = true) {
         self.policy = policy
         self.declaredContinuousModes = continuousModes
+        self.activatesOnLaunch = activatesOnLaunch
     }
 
     package mutating func handle(_ input: Input, now: HostInstant) -> [Action] {
@@ -130,7 +135,7 @@ package struct LifecycleMachine: Sendable {
             phase = .starting
             launchDeadline = now + policy.launchTimeout
             deadlines[.launch] = launchDeadline
-            actions += [.spawn(reason: reason), event(.launching, detail: reason)]
+            actions += [.spawn(reason: reason, callbacks: launchCallbacks(activating: activatesOnLaunch)), event(.launching, detail: reason)]
 
         case .ready:
             // The host's message table accepts `ready` once; the machine holds its own invariant
