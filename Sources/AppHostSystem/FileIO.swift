@@ -2,11 +2,11 @@
 import Glibc
 #endif
 
-/// What one read of a descriptor gave.
+/// What one read (or send) of a descriptor gave.
 package enum ReadOutcome: Equatable {
-    /// This many bytes, at the start of the buffer.
+    /// This many bytes: read into the start of the buffer, or sent.
     case bytes(Int)
-    /// Nothing now (a non-blocking descriptor is drained).
+    /// Nothing now (a non-blocking descriptor is drained, or full).
     case wouldBlock
     /// The end of the stream, or an error that ends it.
     case end
@@ -18,6 +18,20 @@ package func readSome(_ fd: Int32, into buffer: inout [UInt8]) -> ReadOutcome {
         let count = buffer.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress, $0.count) }
         if count > 0 { return .bytes(count) }
         if count == 0 { return .end }
+        switch Glibc.errno {
+        case EINTR: continue
+        case EAGAIN, EWOULDBLOCK: return .wouldBlock
+        default: return .end
+        }
+    }
+}
+
+/// Sends once from `bytes` on a non-blocking socket, retrying EINTR, without SIGPIPE: `.end`
+/// once the peer has gone.
+package func sendSome(_ fd: Int32, _ bytes: ArraySlice<UInt8>) -> ReadOutcome {
+    while true {
+        let count = bytes.withUnsafeBytes { send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+        if count >= 0 { return .bytes(count) }
         switch Glibc.errno {
         case EINTR: continue
         case EAGAIN, EWOULDBLOCK: return .wouldBlock

@@ -20,7 +20,6 @@
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 #include <sys/eventfd.h>
-#include <poll.h>
 
 #ifndef SYS_pidfd_open
 #define SYS_pidfd_open 434
@@ -371,11 +370,6 @@ int apphost_peer_uid(int fd, uint32_t *uid) {
     return 0;
 }
 
-int apphost_accept(int fd) { return accept4(fd, NULL, NULL, SOCK_CLOEXEC); }
-
-int apphost_peer_has_gone(int fd) {
-    struct pollfd descriptor = {.fd = fd, .events = POLLRDHUP};
-    return poll(&descriptor, 1, 0) > 0 && (descriptor.revents & (POLLRDHUP | POLLHUP | POLLERR)) != 0;
-}
+int apphost_accept(int fd) { return accept4(fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK); }
 
 int apphost_open_directory_path(const char *path) { return open(path, O_PATH | O_DIRECTORY | O_CLOEXEC); }

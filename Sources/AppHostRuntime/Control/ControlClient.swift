@@ -63,7 +63,7 @@ public enum ControlClient {
             throw unreachable(paths, errno: error.errno)
         }
         let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
-        guard fd >= 0 else { throw SupervisorError("socket: \(String(cString: strerror(errno)))", code: .unavailable, errno: errno) }
+        guard fd >= 0 else { throw SupervisorError("socket: \(errnoText(errno))", code: .unavailable, errno: errno) }
         var result: Int32
         repeat {
             result = address.withSockaddr { Glibc.connect(fd, $0, $1) }
@@ -86,7 +86,7 @@ public enum ControlClient {
                 "cannot reach the host on \(state): only the user it runs as, and root, may", code: .unavailable, errno: error)
         default:
             return SupervisorError(
-                "cannot reach the host on \(state): \(String(cString: strerror(error)))", code: .unavailable, errno: error)
+                "cannot reach the host on \(state): \(errnoText(error))", code: .unavailable, errno: error)
         }
     }
 }

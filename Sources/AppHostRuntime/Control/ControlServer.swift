@@ -1,6 +1,7 @@
 #if canImport(Glibc)
 import Glibc
 #endif
+import Dispatch
 import Foundation
 import AppHostSystem
 import CAppHostShims
@@ -9,8 +10,17 @@ import Synchronization
 /// A running host's control socket (`STATE/control/host.sock`, 0600 in a 0700 directory): each
 /// connection sends one `ControlRequest` and reads the answer (ControlProtocol.swift). Only the
 /// host's own user and root may connect; the peer's credentials are checked too, and anyone
-/// else gets one line saying so. Each connection is served on a thread of its own, so a slow or
-/// stuck client holds up nothing but itself; events reach it through a bounded outbox.
+/// else gets one line saying so.
+///
+/// Every connection is served from readiness on one private serial queue: Dispatch read and
+/// write sources (epoll underneath) on non-blocking sockets, so a hundred idle or stuck clients
+/// cost descriptors and buffers, not threads. A client that stops reading holds up nothing but
+/// itself: what it is sent waits in its connection's outbox (ControlConnection.swift), bounded
+/// for followers of events. Dispatch rather than `ControlReader`, whose one thread runs handlers
+/// with `queue.sync` to save wake-ups on the apps' chatty sockets: the connections here are few
+/// and quiet, and they need what Dispatch already has: writability, timers (a client that says
+/// nothing is let go after 10 s) and a queue that `publish` and the commands' replies can reach
+/// from any thread with `async`.
 public final class ControlServer: @unchecked Sendable {
     /// Carries out one command line, printing through the reply; returns its status (0 or 1).
     public typealias Handler = @Sendable (_ command: String, _ reply: ControlReply) async -> Int32
@@ -18,20 +28,26 @@ public final class ControlServer: @unchecked Sendable {
     public typealias Formatter = @Sendable (_ event: HostEvent, _ json: Bool) -> String
 
     private let paths: ControlPaths
-    private let listener: Int32
     private let handler: Handler
     private let formatter: Formatter
     /// Why an `events --app` filter names no app, or nil.
     private let unknownApp: @Sendable (String) -> String?
-    private let followers = Mutex<[ObjectIdentifier: Follower]>([:])
-    /// Commands whose answer is not yet sent.
-    private let answering = Mutex(0)
+    /// Where the listener and every connection are served; what follows is touched only here.
+    private let queue = DispatchQueue(label: "apphost-control")
+    private let accepting: any DispatchSourceRead
+    private let listener: Int32
+    /// The connections being served, which they stay in until they end.
+    private var connections: [ObjectIdentifier: ControlConnection] = [:]
+    /// How many connections follow events: read by `publish` on the host's side, so that with
+    /// none an event costs an atomic load, not a trip to the queue.
+    private let following = Atomic(0)
+    /// Entered by each command until its answer is sent, or cannot be.
+    private let answering = DispatchGroup()
 
-    private struct Follower {
-        let outbox: Outbox
-        let json: Bool
-        let app: String?
-    }
+    /// How long a client may take to send its request line.
+    static let requestPatience: DispatchTimeInterval = .seconds(10)
+    /// The events a follower may have waiting before the oldest are dropped.
+    static let followerCapacity = 10_000
 
     /// Listens on the instance's control socket (the caller holds its `InstanceLock`, so a
     /// socket left there is a dead host's and is replaced).
@@ -45,7 +61,9 @@ public final class ControlServer: @unchecked Sendable {
         self.unknownApp = unknownApp
         let address = try ControlAddress(paths)
         unlink(paths.socket.path)
-        listener = try valueOrErrno("socket") { socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0) }
+        let listener = try valueOrErrno("socket") {
+            socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue) | Int32(SOCK_NONBLOCK.rawValue), 0)
+        }
         do {
             // 0600 from the start: no moment at which another user could connect.
             let mask = umask(0o177)
@@ -56,88 +74,106 @@ public final class ControlServer: @unchecked Sendable {
             closeIgnoringErrors(listener)
             throw error
         }
-        let thread = Thread { [self] in acceptConnections() }
-        thread.name = "apphost-control"
-        thread.start()
+        self.listener = listener
+        accepting = DispatchSource.makeReadSource(fileDescriptor: listener, queue: queue)
+        accepting.setEventHandler { [self] in acceptConnections() }
+        accepting.setCancelHandler { closeIgnoringErrors(listener) }
+        accepting.resume()
     }
 
     /// Stops listening and removes the socket (the host is ending), then waits up to `grace` for
     /// the commands under way to be answered (a `quit` sent over the socket is one).
     public func close(answering grace: Duration) {
         unlink(paths.socket.path)
-        shutdown(listener, Int32(SHUT_RDWR))
-        let deadline = ContinuousClock.now + grace
-        while answering.withLock({ $0 }) > 0 && ContinuousClock.now < deadline { usleep(1000) }
+        accepting.cancel()
+        _ = answering.wait(timeout: .now() + grace.seconds)
     }
 
     /// Hands an event to every follower whose filter it passes; never blocks.
     public func publish(_ event: HostEvent) {
-        let current = followers.withLock { Array($0.values) }
-        for follower in current {
-            if let app = follower.app, !event.concerns(app) { continue }
-            follower.outbox.put(.output(formatter(event, follower.json)))
+        guard following.load(ordering: .relaxed) > 0 else { return }
+        queue.async { [self] in
+            var lines: [Bool: String] = [:]
+            for connection in connections.values {
+                guard case .follower(let json, let app) = connection.purpose else { continue }
+                if let app, !event.concerns(app) { continue }
+                let line = lines[json] ?? formatter(event, json)
+                lines[json] = line
+                connection.send(.output(line))
+            }
         }
     }
 
+    /// Takes every connection waiting (the listener is readable); on the queue.
     private func acceptConnections() {
         while true {
-            let connection = apphost_accept(listener)
-            if connection < 0 {
-                if errno == EINTR || errno == ECONNABORTED || errno == EMFILE || errno == ENFILE { continue }
+            let fd = apphost_accept(listener)
+            if fd >= 0 {
+                serve(fd)
+                continue
+            }
+            switch errno {
+            case EINTR, ECONNABORTED:
+                continue
+            case EMFILE, ENFILE:
+                // Out of descriptors: the client waits in the backlog while the listener rests
+                // a moment (it stays readable, so taking no one would be a busy loop).
+                accepting.suspend()
+                queue.asyncAfter(deadline: .now() + .milliseconds(100)) { [self] in accepting.resume() }
                 return
+            default:
+                return  // EAGAIN: everyone waiting has been taken
             }
-            let thread = Thread { [self] in
-                serve(connection)
-                closeIgnoringErrors(connection)
-            }
-            thread.name = "apphost-control-connection"
-            thread.start()
         }
     }
 
-    private func serve(_ connection: Int32) {
-        if let refusal = Self.refusal(of: connection) {
-            _ = sendAll(connection, ControlLine.error(refusal).encoded + ControlLine.status(1).encoded)
+    private func serve(_ fd: Int32) {
+        let connection = ControlConnection(fd: fd, queue: queue)
+        connections[ObjectIdentifier(connection)] = connection
+        connection.ended = { [self] in ended($0) }
+        if let refusal = Self.refusal(of: fd) {
+            connection.send(.error(refusal))
+            connection.send(.status(1))
             return
         }
-        // A client that connects and says nothing is let go.
-        var timeout = timeval(tv_sec: 10, tv_usec: 0)
-        setsockopt(connection, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
-        var reader = LineReader(fd: connection)
-        guard let line = reader.next(), let request = ControlRequest(line: line) else {
-            _ = sendAll(connection, ControlLine.error("apphost: unreadable control request").encoded + ControlLine.status(2).encoded)
-            return
+        connection.readRequest(within: Self.requestPatience) { [self] line in
+            guard let line, let request = ControlRequest(line: line) else {
+                connection.send(.error("apphost: unreadable control request"))
+                connection.send(.status(2))
+                return
+            }
+            carryOut(request, on: connection)
         }
+    }
+
+    private func carryOut(_ request: ControlRequest, on connection: ControlConnection) {
         switch request {
         case .run(let command):
-            answering.withLock { $0 += 1 }
-            defer { answering.withLock { $0 -= 1 } }
-            let outbox = Outbox(capacity: nil)
+            answering.enter()
+            connection.purpose = .command
+            let reply = ControlReply(connection: connection)
             let handler = self.handler
             Task {
-                let status = await handler(command, ControlReply(outbox: outbox))
-                outbox.put(.status(status))
-            }
-            while let line = outbox.take(timeout: nil) {
-                guard sendAll(connection, line.encoded) else { return }
-                if case .status = line { return }
+                let status = await handler(command, reply)
+                reply.connection.put(.status(status))
             }
         case .events(let json, let app):
             if let app, let refusal = unknownApp(app) {
-                _ = sendAll(connection, ControlLine.error("apphost: ctl: \(refusal)").encoded + ControlLine.status(1).encoded)
+                connection.send(.error("apphost: ctl: \(refusal)"))
+                connection.send(.status(1))
                 return
             }
-            let outbox = Outbox(capacity: 10_000)
-            let key = ObjectIdentifier(outbox)
-            followers.withLock { $0[key] = Follower(outbox: outbox, json: json, app: app) }
-            defer { _ = followers.withLock { $0.removeValue(forKey: key) } }
-            while true {
-                if let line = outbox.take(timeout: .seconds(1)) {
-                    guard sendAll(connection, line.encoded) else { return }
-                } else if Self.hasHungUp(connection) {
-                    return
-                }
-            }
+            following.add(1, ordering: .relaxed)
+            connection.follow(json: json, app: app, capacity: Self.followerCapacity)
+        }
+    }
+
+    private func ended(_ connection: ControlConnection) {
+        connections[ObjectIdentifier(connection)] = nil
+        switch connection.purpose {
+        case .command: answering.leave()
+        case .follower: following.subtract(1, ordering: .relaxed)
+        case nil: break
         }
     }
 
@@ -148,58 +184,6 @@ public final class ControlServer: @unchecked Sendable {
         let host = geteuid()
         guard uid != host && uid != 0 else { return nil }
         return "apphost: uid \(uid) may not control this host; only its user (uid \(host)) and root may"
-    }
-
-    private static func hasHungUp(_ connection: Int32) -> Bool { apphost_peer_has_gone(connection) != 0 }
-}
-
-/// Where a command run over the control socket prints: as on the host's standard output and
-/// standard error.
-public struct ControlReply: Sendable {
-    fileprivate let outbox: Outbox
-
-    public func output(_ line: String) { outbox.put(.output(line)) }
-    public func error(_ line: String) { outbox.put(.error(line)) }
-}
-
-/// Lines waiting for a connection's thread to send them. With a capacity (a follower of
-/// events), the oldest are dropped past it and the follower is told how many.
-private final class Outbox: @unchecked Sendable {
-    private let condition = NSCondition()
-    private var lines: [ControlLine] = []
-    private var dropped = 0
-    private let capacity: Int?
-
-    init(capacity: Int?) { self.capacity = capacity }
-
-    func put(_ line: ControlLine) {
-        condition.lock()
-        if let capacity, lines.count >= capacity {
-            lines.removeFirst()
-            dropped += 1
-        }
-        lines.append(line)
-        condition.signal()
-        condition.unlock()
-    }
-
-    /// The next line, waiting at most `timeout` (nil: for ever); nil if none came.
-    func take(timeout: Duration?) -> ControlLine? {
-        condition.lock()
-        defer { condition.unlock() }
-        let deadline = timeout.map { Date().addingTimeInterval($0.seconds) }
-        while lines.isEmpty {
-            if let deadline {
-                if !condition.wait(until: deadline) && lines.isEmpty { return nil }
-            } else {
-                condition.wait()
-            }
-        }
-        if dropped > 0 {
-            defer { dropped = 0 }
-            return .error("apphost: \(dropped) events dropped (this follower read too slowly)")
-        }
-        return lines.removeFirst()
     }
 }
 

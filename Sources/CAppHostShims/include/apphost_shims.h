@@ -125,11 +125,8 @@ uint64_t apphost_makedev(unsigned int major, unsigned int minor);
 /// The uid of the process at the other end of a connected Unix socket (SO_PEERCRED).
 /// Returns 0, or -1 and errno.
 int apphost_peer_uid(int fd, uint32_t *uid);
-/// accept4(fd, NULL, NULL, SOCK_CLOEXEC)
+/// accept4(fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK)
 int apphost_accept(int fd);
-/// Whether the peer of a connected socket has closed it or gone (POLLRDHUP, POLLHUP, POLLERR),
-/// without waiting.
-int apphost_peer_has_gone(int fd);
 /// open(path, O_PATH | O_DIRECTORY | O_CLOEXEC)
 int apphost_open_directory_path(const char *path);
 
