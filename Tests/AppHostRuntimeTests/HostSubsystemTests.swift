@@ -547,3 +547,32 @@ private final class TestClock: HostClock, @unchecked Sendable {
         #expect(resources.stepPressure(now: start + .seconds(4), usage: 60 * mebibyte, candidates: []) == nil)
     }
 }
+
+/// The machines' inputs, one at a time (InputQueue).
+@Suite struct InputQueueTests {
+    private let files = TemporaryFiles()
+
+    @Test func anInputThatArrivesWhileAnotherIsHandledWaitsItsTurn() throws {
+        let url = try files.url("Notes.app")
+        try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
+        let info: [String: Any] = ["CFBundleIdentifier": "com.example.notes", "CFBundleExecutable": "libNotes.so", "ApplicationDelegateClassName": "N.A"]
+        try PropertyListSerialization.data(fromPropertyList: info, format: .xml, options: 0).write(to: url.appendingPathComponent("Info.plist"))
+        try Data().write(to: url.appendingPathComponent("libNotes.so"))
+        let record = try AppTable().install(try AppBundle(url: url))
+        let run = AppRun(machine: LifecycleMachine(policy: Policy()), id: RunID(app: record.id, launch: 0), now: HostInstant(nanoseconds: 0))
+        let inputs = InputQueue()
+        var handled: [String] = []
+        var nestedDrained: Bool?
+        let drained = inputs.add((record, run, .tick)) { item in
+            handled.append("\(item.input)")
+            if case .tick = item.input {
+                // An effect of the first input observes something: it is queued, not handled here.
+                nestedDrained = inputs.add((record, run, .memoryWarning)) { _ in handled.append("nested") }
+                handled.append("after the effect")
+            }
+        }
+        #expect(drained)
+        #expect(nestedDrained == false)
+        #expect(handled == ["tick", "after the effect", "memoryWarning"])
+    }
+}
