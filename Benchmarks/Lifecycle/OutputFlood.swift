@@ -25,6 +25,7 @@ func benchmarkStatusUnderFlood(executable: String, probe: URL, runs: Int) -> (fl
     var cursor = 0
 
     let savedError = dup(2)
+    log.failureOutput = savedError
     let null = open("/dev/null", O_WRONLY)
     dup2(null, 2)
     close(null)

@@ -43,6 +43,8 @@ final class Launchpad: @unchecked Sendable {
     /// Where the spawn thread leaves the standby it made, for the loop to collect.
     private let madeStandby = Mutex<Result<Standby, StandbyFailure>?>(nil)
     private var groupCounter = 0
+    /// Set by `shutDown` and `tearDown`: nothing is made after it.
+    private var isOver = false
     /// Compiled seccomp filters by entitlements and the pid the app sees as its own: in a PID
     /// namespace that is always 2, so each app's filter is compiled once per host.
     private var filters: [String: Seccomp.Program] = [:]
@@ -100,7 +102,7 @@ final class Launchpad: @unchecked Sendable {
     private func templateEnded() {
         templateSource?.cancel()
         templateSource = nil
-        guard let template else { return }
+        guard !isOver, let template else { return }
         let pid = template.current?.pid ?? 0
         let how = context.spawner.run { template.reap() }
         discardStandby()
@@ -138,17 +140,26 @@ final class Launchpad: @unchecked Sendable {
     /// waits in groups of its own, or still in its standby's), then they do, and the standby.
     func shutDown() {
         finishMakingStandby()
+        isOver = true
         template?.stop()
         discardStandby()
         discardWaitingGroups()
     }
 
-    deinit {
+    /// The host is gone (released without a shutdown, or after one): as `shutDown`, at once, and
+    /// for good — the source stops watching the template, and a standby that comes back from
+    /// the spawn thread later is ended rather than kept. Idempotent.
+    func tearDown() {
+        isOver = true
         template?.stop()
         standby?.discard(retryingWith: nil)
+        standby = nil
         templateSource?.cancel()
+        templateSource = nil
         discardWaitingGroups()
     }
+
+    deinit { tearDown() }
 
     // MARK: Born in its groups
 
@@ -157,7 +168,7 @@ final class Launchpad: @unchecked Sendable {
     /// move waits out an RCU grace period in about one launch in three (8–25 ms here): on the
     /// spawn thread, after the launch before, so that no launch waits for it.
     func prepareWaitingGroups(then: (@Sendable () -> Void)? = nil) {
-        guard let template, template.current != nil, environment.pidsGroup != nil || environment.memoryGroup != nil else {
+        guard !isOver, let template, template.current != nil, environment.pidsGroup != nil || environment.memoryGroup != nil else {
             then?()
             return
         }
@@ -245,7 +256,7 @@ final class Launchpad: @unchecked Sendable {
 
     /// Makes the standby, on the spawn thread (Standby.make); the loop collects it.
     private func prepareStandby() {
-        guard standby == nil, !isMakingStandby, !context.isShuttingDown(), supervision.makesStandbys, let template,
+        guard !isOver, standby == nil, !isMakingStandby, !context.isShuttingDown(), supervision.makesStandbys, let template,
               let templatePID = template.current?.pid else { return }
         // Born in its cgroup v1 groups or not made: a move into one waits out an RCU grace period.
         let taken = waitingGroups
@@ -286,6 +297,13 @@ final class Launchpad: @unchecked Sendable {
     /// CLONE_INTO_CGROUP, say).
     private func standbyMade(_ made: Result<Standby, StandbyFailure>) {
         isMakingStandby = false
+        if isOver {
+            switch made {
+            case .success(let made): made.discard(retryingWith: nil)
+            case .failure(let failure): failure.discard()
+            }
+            return
+        }
         switch made {
         case .success(let made) where made.freezer == nil || made.spawned.startedInGroup:
             supervision.standbyMade(true)

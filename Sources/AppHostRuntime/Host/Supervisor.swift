@@ -189,6 +189,10 @@ public final class Supervisor: @unchecked Sendable {
     deinit {
         // What is queued is written before the instance is given up.
         stores.flush()
+        // Now, with the host: a standby the spawn thread hands back later is ended, not kept,
+        // and nothing more is made under the groups of this instance (another host of the same
+        // process may make its own there).
+        launchpad.tearDown()
         controlReader.stop()
         environment.remove()
         _ = storage.unmountAll()

@@ -196,6 +196,10 @@ struct Event: CustomStringConvertible {
     var detail: String? { fields["detail"] as? String }
     var report: String? { fields["report"] as? String }
     var time: Date? { (fields["time"] as? String).flatMap { Event.parser.date(from: $0) } }
+    /// When the callback this event ends began: its time less the callback's duration. The host
+    /// starts a callback's budgets (didEnterBackground's background time) when it sends it; its
+    /// event comes when the app's acknowledgement is read, later on a loaded machine.
+    var callbackStarted: Date { time!.addingTimeInterval(-((fields["elapsedMs"] as? Double) ?? 0) / 1000) }
 
     var description: String {
         String(decoding: (try? JSONSerialization.data(withJSONObject: fields, options: [.sortedKeys])) ?? Data(), as: UTF8.self)
