@@ -95,14 +95,7 @@ private final class TestClock: HostClock, @unchecked Sendable {
     private let files = TemporaryFiles()
 
     private func bundle(_ name: String, identifier: String) throws -> AppBundle {
-        let url = try files.url("\(UUID().uuidString)/\(name).app")
-        try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
-        let info: [String: Any] = [
-            "CFBundleIdentifier": identifier, "CFBundleExecutable": "lib\(name).so", "ApplicationDelegateClassName": "\(name).AppDelegate",
-        ]
-        try PropertyListSerialization.data(fromPropertyList: info, format: .xml, options: 0).write(to: url.appendingPathComponent("Info.plist"))
-        try Data().write(to: url.appendingPathComponent("lib\(name).so"))
-        return try AppBundle(url: url)
+        try files.bundle(name, identifier: identifier)
     }
 
     @Test func appsAreFoundByNameIdentifierAndIDInAnyCase() throws {
@@ -161,12 +154,7 @@ private final class TestClock: HostClock, @unchecked Sendable {
     private let files = TemporaryFiles()
 
     private func app() throws -> AppRecord {
-        let url = try files.url("\(UUID().uuidString)/Notes.app")
-        try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
-        let info: [String: Any] = ["CFBundleIdentifier": "com.example.notes", "CFBundleExecutable": "libNotes.so", "ApplicationDelegateClassName": "N.A"]
-        try PropertyListSerialization.data(fromPropertyList: info, format: .xml, options: 0).write(to: url.appendingPathComponent("Info.plist"))
-        try Data().write(to: url.appendingPathComponent("libNotes.so"))
-        return try AppTable().install(try AppBundle(url: url))
+        try AppTable().install(try files.bundle("Notes", identifier: "com.example.notes"))
     }
 
     @Test func aWaitEndsWhenItsStateComesAndItsTimeoutThenDoesNothing() async throws {
@@ -314,15 +302,9 @@ private final class TestClock: HostClock, @unchecked Sendable {
     private let wall = WallClock()
 
     private func bundle(modes: [String] = ["fetch", "processing"]) throws -> AppBundle {
-        let url = try files.url("\(UUID().uuidString)/Weather.app")
-        try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
-        let info: [String: Any] = [
-            "CFBundleIdentifier": "com.example.weather", "CFBundleExecutable": "libWeather.so", "ApplicationDelegateClassName": "W.A",
-            "UIBackgroundModes": modes, "BGTaskSchedulerPermittedIdentifiers": ["refresh", "prune"],
-        ]
-        try PropertyListSerialization.data(fromPropertyList: info, format: .xml, options: 0).write(to: url.appendingPathComponent("Info.plist"))
-        try Data().write(to: url.appendingPathComponent("libWeather.so"))
-        return try AppBundle(url: url)
+        try files.bundle(
+            "Weather", identifier: "com.example.weather",
+            info: ["UIBackgroundModes": modes, "BGTaskSchedulerPermittedIdentifiers": ["refresh", "prune"]])
     }
 
     private func scheduler(directory: URL? = nil, refresh: Bool = true, policy: Policy = Policy()) throws -> Scheduler {
@@ -553,12 +535,7 @@ private final class TestClock: HostClock, @unchecked Sendable {
     private let files = TemporaryFiles()
 
     @Test func anInputThatArrivesWhileAnotherIsHandledWaitsItsTurn() throws {
-        let url = try files.url("Notes.app")
-        try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
-        let info: [String: Any] = ["CFBundleIdentifier": "com.example.notes", "CFBundleExecutable": "libNotes.so", "ApplicationDelegateClassName": "N.A"]
-        try PropertyListSerialization.data(fromPropertyList: info, format: .xml, options: 0).write(to: url.appendingPathComponent("Info.plist"))
-        try Data().write(to: url.appendingPathComponent("libNotes.so"))
-        let record = try AppTable().install(try AppBundle(url: url))
+        let record = try AppTable().install(try files.bundle("Notes", identifier: "com.example.notes"))
         let run = AppRun(machine: LifecycleMachine(policy: Policy()), id: RunID(app: record.id, launch: 0), now: HostInstant(nanoseconds: 0))
         let inputs = InputQueue()
         var handled: [String] = []
