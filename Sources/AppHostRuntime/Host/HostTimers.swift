@@ -62,6 +62,8 @@ final class HostTimers {
     }
 
     /// Runs `work` on the queue once `delay` has passed (by `take`'s caller, through `run`).
+    /// The timers are their owner's: `work` holds its owner weakly, or the owner lives until
+    /// the work is done.
     func after(_ delay: Duration, _ work: @escaping () -> Void) {
         let number = nextWork
         nextWork &+= 1

@@ -42,7 +42,6 @@ final class Launchpad: @unchecked Sendable {
     private var isMakingStandby = false
     /// Where the spawn thread leaves the standby it made, for the loop to collect.
     private let madeStandby = Mutex<Result<Standby, StandbyFailure>?>(nil)
-    private var groupCounter = 0
     /// Set by `shutDown` and `tearDown`: nothing is made after it.
     private var isOver = false
     /// Compiled seccomp filters by entitlements and the pid the app sees as its own: in a PID
@@ -60,11 +59,14 @@ final class Launchpad: @unchecked Sendable {
     /// The template, if it runs: a launch forks it.
     var runningTemplate: TemplateLauncher? { template?.current != nil ? template : nil }
 
-    /// A name for a launch's groups, never used before in this host.
+    /// A name for a launch's groups, never used before in this process: hosts of one process
+    /// share their instance's cgroup (its name has the process's pid), and a group a released
+    /// host left behind (a process still exiting) is never taken for another host's app.
     func groupName(_ prefix: String) -> String {
-        groupCounter += 1
-        return "\(prefix)-\(groupCounter)"
+        "\(prefix)-\(Self.groupCounter.add(1, ordering: .relaxed).newValue)"
     }
+
+    private static let groupCounter = Atomic<Int>(0)
 
     /// The seccomp filter for these entitlements and own pid, compiled once for a namespace's pid.
     func filter(entitlements: Set<SyscallProfile.Entitlement>, ownPID: pid_t) throws -> Seccomp.Program {

@@ -24,7 +24,10 @@ extension Supervisor {
                     return
                 }
                 let number = waiters.settle(waiter)
-                timers.after(limit) { [self] in
+                // Weakly: the timers are the host's own, and a timeout that held the host would
+                // keep a released host (its groups, its instance's cgroup) alive until it fired.
+                timers.after(limit) { [weak self] in
+                    guard let self else { return }
                     waiters.timedOut(settle: number) { waiter in
                         if waiter.recount(apps.unsettled) {
                             waiter.continuation.resume()

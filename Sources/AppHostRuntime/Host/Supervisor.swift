@@ -257,7 +257,7 @@ public final class Supervisor: @unchecked Sendable {
                     return
                 }
                 let number = waiters.wait(for: record.id, state: state, continuation)
-                timers.after(timeout) { [self] in waiters.timedOut(state: number) }
+                timers.after(timeout) { [weak self] in self?.waiters.timedOut(state: number) }
             }
         }
     }

@@ -121,8 +121,8 @@ final class SignalStopper: Suspender, @unchecked Sendable {
             verified()
             return
         }
-        timers.after(.microseconds(attempt < 100 ? 20 : 500)) { [self] in
-            check(process, attempt: attempt + 1, isWanted: isWanted, verified: verified)
+        timers.after(.microseconds(attempt < 100 ? 20 : 500)) { [weak self] in
+            self?.check(process, attempt: attempt + 1, isWanted: isWanted, verified: verified)
         }
     }
 }
