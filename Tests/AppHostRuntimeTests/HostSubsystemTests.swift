@@ -57,19 +57,26 @@ private final class TestClock: HostClock, @unchecked Sendable {
         #expect(timers.take(now: at(5000)) == [])
     }
 
+    /// On the queue, where the timers live (work asked for from elsewhere goes there first).
     @Test func workRunsWhenItsTimeComes() {
         let timers = HostTimers(queue: queue, clock: clock)
-        var ran: [String] = []
-        timers.after(.seconds(2)) { ran.append("second") }
-        timers.after(.seconds(1)) { ran.append("first") }
-        for deadline in timers.take(now: clock.now + .seconds(1)) {
-            if case .work(let number) = deadline { timers.run(number) }
+        nonisolated(unsafe) var ran: [String] = []
+        queue.sync {
+            timers.after(.seconds(2)) { ran.append("second") }
+            timers.after(.seconds(1)) { ran.append("first") }
+            for deadline in timers.take(now: clock.now + .seconds(1)) {
+                if case .work(let number) = deadline { timers.run(number) }
+            }
         }
         #expect(ran == ["first"])
-        for deadline in timers.take(now: clock.now + .seconds(2)) {
-            if case .work(let number) = deadline { timers.run(number) }
+        // Asked for off the queue: it is set once the queue has taken it.
+        timers.after(.seconds(3)) { ran.append("third") }
+        queue.sync {
+            for deadline in timers.take(now: clock.now + .seconds(3)) {
+                if case .work(let number) = deadline { timers.run(number) }
+            }
         }
-        #expect(ran == ["first", "second"])
+        #expect(ran == ["first", "second", "third"])
     }
 
     /// The Dispatch timer itself: armed for the earliest deadline, it fires on the queue.
@@ -81,6 +88,7 @@ private final class TestClock: HostClock, @unchecked Sendable {
                 timers.onFire {
                     let due = timers.take(now: MonotonicClock().now)
                     if !due.isEmpty { continuation.resume(returning: due) }
+                    return true
                 }
                 timers.set(.scheduler, at: MonotonicClock().now + .seconds(3600))
                 timers.set(.sample, at: MonotonicClock().now + .milliseconds(5))
@@ -551,5 +559,27 @@ private final class TestClock: HostClock, @unchecked Sendable {
         #expect(drained)
         #expect(nestedDrained == false)
         #expect(handled == ["tick", "after the effect", "memoryWarning"])
+    }
+}
+
+/// Which message an app may send when (ControlStage): the handshake in order, the rest once it runs.
+@Suite struct ControlStageTests {
+    @Test func theHandshakeComesInOrderAndEverythingElseAfterIt() {
+        let hello = AppMessage.hello(protocolVersion: 1, pid: 2)
+        let sandboxed = AppMessage.sandboxed(listener: true, landlockABI: 7, uid: 0, seconds: 0.001)
+        let ready = AppMessage.ready(protocolVersion: 1)
+        let ack = AppMessage.ack(id: 1, returned: true, snapshot: nil)
+        var stage = ControlStage.awaitingHello
+        for (message, next) in [(hello, ControlStage.confining), (sandboxed, .loading), (ready, .running)] {
+            #expect(stage.accepts(message))
+            #expect(!stage.accepts(ack), "no acknowledgement at \(stage)")
+            stage = stage.after(message)
+            #expect(stage == next)
+            #expect(!stage.accepts(message), "\(message.name) twice")
+        }
+        #expect(stage.accepts(ack) && stage.after(ack) == .running)
+        #expect(!stage.accepts(.launchFailed(reason: "late")), "a running app does not fail its launch")
+        #expect(ControlStage.loading.accepts(.launchFailed(reason: "no delegate")))
+        #expect(!ControlStage.awaitingHello.accepts(.warning("early")) && ControlStage.loading.accepts(.warning("loading")))
     }
 }

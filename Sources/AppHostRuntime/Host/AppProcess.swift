@@ -361,8 +361,9 @@ extension Cgroup {
     /// holds it.
     func remove(retryingWith timers: HostTimers, attempts: Int = 100, sparing: pid_t? = nil) {
         guard attempts > 0 else { return }
-        timers.after(.milliseconds(10)) { [weak timers] in
-            if !remove(sparing: sparing), let timers { remove(retryingWith: timers, attempts: attempts - 1, sparing: sparing) }
+        // The timers live until the group is gone, even past their host.
+        timers.after(.milliseconds(10)) {
+            if !remove(sparing: sparing) { remove(retryingWith: timers, attempts: attempts - 1, sparing: sparing) }
         }
     }
 }

@@ -18,7 +18,7 @@ enum HostDeadline: Hashable, Sendable {
     case work(Int)
 }
 
-/// The host's one timer (DESIGN.md, "Subsystems"): every deadline of every subsystem and of every
+/// The host's one timer (README.md, "How the code is laid out"): every deadline of every subsystem and of every
 /// app's machine, kept in one heap; the Dispatch timer is armed for the earliest. Nothing else in
 /// the host waits for a time.
 ///
@@ -28,7 +28,7 @@ enum HostDeadline: Hashable, Sendable {
 /// entries than they are. The timer is re-armed only for a deadline sooner than it is set for:
 /// one set for a deadline that has gone fires once, finds nothing, and is set for what remains;
 /// a host with no deadline at all (every app suspended) is not woken.
-final class HostTimers {
+final class HostTimers: @unchecked Sendable {
     private struct Entry: Comparable {
         let instant: HostInstant
         let deadline: HostDeadline
@@ -45,10 +45,15 @@ final class HostTimers {
     private var armed: HostInstant?
     private let timer: any DispatchSourceTimer
     private let clock: any HostClock
+    private let queue: DispatchQueue
+    private static let onQueue = DispatchSpecificKey<Void>()
 
-    /// Used only on `queue`, where the timer fires.
+    /// Used only on `queue`, where the timer fires (hence unchecked); `after` may be called
+    /// from elsewhere (a process released off the loop), and goes there first.
     init(queue: DispatchQueue, clock: any HostClock) {
         self.clock = clock
+        self.queue = queue
+        queue.setSpecific(key: Self.onQueue, value: ())
         timer = DispatchSource.makeTimerSource(queue: queue)
         timer.schedule(deadline: .distantFuture)
         timer.activate()
@@ -56,15 +61,25 @@ final class HostTimers {
 
     deinit { timer.cancel() }
 
-    /// What runs when the timer goes off: it calls `take` and routes what is due.
-    func onFire(_ fire: @escaping @Sendable () -> Void) {
-        timer.setEventHandler(handler: fire)
+    /// What runs when the timer goes off: `route` takes what is due and sends each where it
+    /// belongs; once the owner is gone (`route` returns false), work still due runs by itself
+    /// (a cgroup a released host's process left is still removed).
+    func onFire(_ route: @escaping @Sendable () -> Bool) {
+        timer.setEventHandler { [weak self] in
+            guard !route(), let self else { return }
+            for case .work(let number) in take(now: clock.now) { run(number) }
+        }
     }
 
     /// Runs `work` on the queue once `delay` has passed (by `take`'s caller, through `run`).
     /// The timers are their owner's: `work` holds its owner weakly, or the owner lives until
-    /// the work is done.
+    /// the work is done; it may hold the timers themselves, which then live until it has run.
     func after(_ delay: Duration, _ work: @escaping () -> Void) {
+        guard DispatchQueue.getSpecific(key: Self.onQueue) != nil else {
+            nonisolated(unsafe) let work = work
+            queue.async { self.after(delay, work) }
+            return
+        }
         let number = nextWork
         nextWork &+= 1
         self.work[number] = work

@@ -10,8 +10,8 @@ import AppHostSandbox
 import AppHostSystem
 import CAppHostShims
 
-/// What is made ahead of each launch (README.md, "How apps are launched"; DESIGN.md,
-/// "Subsystems"): the launch template process (started with the host, started again when it ends,
+/// What is made ahead of each launch (README.md, "How apps are launched" and "How the code is
+/// laid out"): the launch template process (started with the host, started again when it ends,
 /// as TemplateSupervision allows), the next launch's cgroup v1 groups the template waits in, the
 /// standby app process it forks ahead, and the compiled seccomp filters. Touched only on the
 /// host's loop (hence unchecked): the spawn thread hands back a standby through `madeStandby`, a

@@ -1,5 +1,5 @@
-/// The simulated device's location (README.md, "Continuous background modes"; DESIGN.md,
-/// "Subsystems"): its position, the GPX route that moves it on the host's clock, each app's
+/// The simulated device's location (README.md, "Continuous background modes" and "How the code
+/// is laid out"): its position, the GPX route that moves it on the host's clock, each app's
 /// authorization (a setting of the host, kept in its store), and which apps monitor significant
 /// changes and where they last heard of one. It decides what a move means; the host delivers.
 /// Touched only on the host's loop.

@@ -2,7 +2,7 @@
 import Glibc
 #endif
 
-/// The host-wide resource rules' state (README.md, "Resource rules"; DESIGN.md, "Subsystems"):
+/// The host-wide resource rules' state (README.md, "Resource rules"; README.md, "How the code is laid out"):
 /// the memory budget all apps share, the memory-pressure episode under way (MemoryPressure
 /// decides its steps), and the check of what an app holds at suspension (0xdead10cc). The host
 /// measures and acts; this keeps what the measurements mean over time. Touched only on the host's

@@ -1,6 +1,6 @@
-/// The scene sessions of the apps that adopt scenes (README.md, "Scenes"; DESIGN.md,
-/// "Subsystems"), by bundle identifier, kept in the state directory across hosts: every change
-/// goes through `change`, which saves (off the loop, coalesced) when what is kept changed — a
+/// The scene sessions of the apps that adopt scenes (README.md, "Scenes" and "How the code is
+/// laid out"), by bundle identifier, kept in the state directory across hosts: every change goes
+/// through `change`, which saves (off the loop, coalesced) when what is kept changed — a
 /// session made or discarded, the one in front, what the app reported — and not when a scene
 /// merely connects or disconnects, which no host start keeps. Touched only on the host's loop.
 final class SceneStore {

@@ -1,7 +1,7 @@
 import Foundation
 import AppHostProtocol
 
-/// The host's BGTaskScheduler (README.md, "Background modes"; DESIGN.md, "Subsystems"): each
+/// The host's BGTaskScheduler (README.md, "Background modes"; README.md, "How the code is laid out"): each
 /// app's pending requests, fetch interval and force quit (BackgroundSchedule, kept in its store),
 /// the conditions requests wait for (power, network), and the scheduler's clock (the wall clock,
 /// moved on by `advance`). It decides what is due, what is refused and why a request waits; the
@@ -50,8 +50,8 @@ final class Scheduler {
 
     var clock: SchedulerClock { SchedulerClock(offset: .seconds(double: schedule.clockOffset), now: Date(timeIntervalSince1970: now)) }
 
-    /// Moves the clock on; returns the requests whose date has come but whose identifier ran too
-    /// recently (they wait for the minimum interval).
+    /// Moves the clock on (`heldByTheirInterval` then says which requests whose date has come
+    /// wait for the minimum interval).
     func advance(by duration: Duration) {
         schedule.clockOffset += duration.seconds
         save()

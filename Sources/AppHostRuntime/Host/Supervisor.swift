@@ -176,7 +176,11 @@ public final class Supervisor: @unchecked Sendable {
         stores.onFailure { [weak self, queue] line in
             queue.async { [weak self] in self?.publish(HostEvent(time: Date(), event: .warning, detail: line), run: nil) }
         }
-        timers.onFire { [weak self] in self?.fireDeadlines() }
+        timers.onFire { [weak self] in
+            guard let self else { return false }
+            fireDeadlines()
+            return true
+        }
     }
 
     /// `work`, to run on the loop's queue from another thread (a store's writer), if any.
@@ -192,7 +196,8 @@ public final class Supervisor: @unchecked Sendable {
         // Now, with the host: a standby the spawn thread hands back later is ended, not kept,
         // and nothing more is made under the groups of this instance (another host of the same
         // process may make its own there).
-        launchpad.tearDown()
+        // On the loop, where a standby the spawn thread handed back may be being collected.
+        if DispatchQueue.getSpecific(key: Self.queueKey) != nil { launchpad.tearDown() } else { queue.sync { launchpad.tearDown() } }
         controlReader.stop()
         environment.remove()
         _ = storage.unmountAll()
