@@ -102,10 +102,6 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-system", from: "1.4.0"),
         // The host's one timer keeps every deadline in a heap (HostTimers).
         .package(url: "https://github.com/apple/swift-collections", from: "1.1.0"),
-        // The host's transfer service (background URL sessions); never linked into an app.
-        .package(url: "https://github.com/swift-server/async-http-client", from: "1.37.0"),
-        // The loopback HTTP server of the transfer end-to-end tests only.
-        .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.28.1"),
     ],
     targets: [
         // C: syscalls and macros that do not import into Swift. Never a product.
@@ -119,6 +115,8 @@ let package = Package(
         .systemLibrary(name: "CCap", pkgConfig: "libcap", providers: [.apt(["libcap-dev"])]),
         // libseccomp, from Debian's libseccomp-dev.
         .systemLibrary(name: "CSeccomp", pkgConfig: "libseccomp", providers: [.apt(["libseccomp-dev"])]),
+        // libcurl, from Debian's libcurl4-openssl-dev: the host's transfer engine (AppHostTransfers).
+        .systemLibrary(name: "CCurl", pkgConfig: "libcurl", providers: [.apt(["libcurl4-openssl-dev"])]),
         // The system's SQLite, from Debian's libsqlite3-dev: the Probe fixture holds a database
         // open in a transaction in an app-group container (0xdead10cc).
         .systemLibrary(name: "CSQLite", path: "Tests/Fixtures/CSQLite", pkgConfig: "sqlite3", providers: [.apt(["libsqlite3-dev"])]),
@@ -179,11 +177,11 @@ let package = Package(
             ],
             swiftSettings: strictSettings
         ),
-        // The host's HTTP transfers (background URL sessions), on async-http-client: linked by
-        // the apphost executable alone, never by an app, AppHostRuntime or an app's tests.
+        // The host's HTTP transfers (background URL sessions), on libcurl: linked by the apphost
+        // executable alone, never by an app, AppHostRuntime or an app's tests.
         .target(
             name: "AppHostTransfers",
-            dependencies: ["AppHostRuntime", "AppHostProtocol", "AppHostSystem", .product(name: "AsyncHTTPClient", package: "async-http-client")],
+            dependencies: ["AppHostRuntime", "AppHostProtocol", "AppHostSystem", "CCurl"],
             swiftSettings: strictSettings
         ),
         // TestHost: runs the apphost binary for a test and reads its events and reports, which
@@ -261,7 +259,7 @@ let package = Package(
         ),
         .testTarget(
             name: "EndToEndTests",
-            dependencies: ["CAppHostShims", "AppHostSystem", .product(name: "Hummingbird", package: "hummingbird")],
+            dependencies: ["CAppHostShims", "AppHostSystem"],
             swiftSettings: strictSettings
         ),
     ] + apps.map(\.1)

@@ -312,7 +312,7 @@ struct Iteration {
         var transfers: [[String: Any]] = Self.downloads.map { ["url": server.url("/file/\($0.size)?pace=\($0.pace)")] }
         transfers.append(["kind": "upload", "url": server.url("/upload")])
         let apps: [String: ([String: Any], [String: Any])] = [
-            "Mover": (["transfers": transfers, "uploadBytes": Self.uploadBytes], [:]),
+            "Mover": (["transfers": transfers, "uploadBytes": Self.uploadBytes], ["AppHostEntitlements": ["com.apple.security.network.client": true]]),
             "Planner": ([
                 "registerTasks": ["chaos.refresh", "chaos.clean"], "fetchInterval": 1800.0, "task": "complete",
                 "submit": [["identifier": "chaos.refresh", "earliestIn": 600.0], ["identifier": "chaos.clean", "kind": "processing", "earliestIn": 900.0]],

@@ -152,7 +152,8 @@ final class URLSessionRegistry: Sendable {
                 (session.delegate as? any URLSessionDataDelegate)?.urlSession(session, dataTask: upload, didReceive: body)
             }
             (session.delegate as? any URLSessionTaskDelegate)?.urlSession(session, task: task, didCompleteWithError: error)
-            if report { link.send(.transferDelivered(session: id, task: task.taskIdentifier)) }
+            // A transfer the host refused at its creation has no id: it kept nothing to acknowledge.
+            if report && event.id != nil { link.send(.transferDelivered(session: id, task: task.taskIdentifier)) }
         }
         if finishing { session.delegate?.urlSessionDidFinishEvents(forBackgroundURLSession: session) }
     }

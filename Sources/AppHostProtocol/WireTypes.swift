@@ -355,6 +355,7 @@ extension WireTransfer {
         package static let secureConnectionFailed = -1200
         package static let fileDoesNotExist = -1100
         package static let noPermissionsToReadFile = -1102
+        package static let cannotWriteToFile = -3003
     }
 
     /// What is wrong with the transfer before it starts, as the SDK and the host both judge it:

@@ -156,3 +156,7 @@ int apphost_set_file_project(int fd, uint32_t id, int inherit) {
     if (inherit) attributes.fsx_xflags |= FS_XFLAG_PROJINHERIT;
     return ioctl(fd, FS_IOC_FSSETXATTR, &attributes);
 }
+
+long apphost_copy_file_range(int in_fd, int out_fd, size_t length) {
+    return syscall(SYS_copy_file_range, in_fd, NULL, out_fd, NULL, length, 0);
+}

@@ -60,6 +60,8 @@ struct Launch: AsyncParsableCommand {
     var power: PowerChoice = .plugged
     @Option(help: "The simulated network at start: online or offline (the network command changes it).")
     var network: NetworkChoice = .online
+    @Option(name: .customLong("allow-transfers-to"), help: ArgumentHelp("Let background transfers connect to this local address (loopback, link-local and private addresses are refused otherwise: the host would reach them for an app that cannot), e.g. 127.0.0.1 or 127.0.0.1:8080; repeat for more.", valueName: "address[:port]"))
+    var allowTransfersTo: [String] = []
     @Flag(help: "Turn background app refresh off: no fetch or refresh task runs, and BGTaskScheduler.submit throws unavailable.")
     var noBackgroundAppRefresh = false
 
@@ -102,7 +104,11 @@ struct Launch: AsyncParsableCommand {
         configuration.memoryEnforcement = memoryEnforcement.enforcement
         configuration.power = PowerState(rawValue: power.rawValue) ?? .plugged
         configuration.network = NetworkState(rawValue: network.rawValue) ?? .online
-        configuration.transferRunner = TransferService()
+        do {
+            configuration.transferRunner = TransferService(destinations: try TransferDestinations(parsing: allowTransfersTo))
+        } catch {
+            fail("--allow-transfers-to \(error)")
+        }
         configuration.backgroundAppRefresh = !noBackgroundAppRefresh
         configuration.namespaces = !noNamespaces
         configuration.storageMechanism = storage.mechanism

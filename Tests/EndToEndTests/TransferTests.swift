@@ -9,8 +9,13 @@ import Testing
 struct TransferTests {
     static let session = "com.example.probe.transfers"
 
+    /// The entitlement a background transfer needs, as the app's own connections would.
+    static var network: [String: Any?] { ["AppHostEntitlements": ["com.apple.security.network.client": true]] }
+    /// The test server is on the loopback interface, which the host refuses unless told.
+    static let local = ["--allow-transfers-to", "127.0.0.1"]
+
     func app(_ scratch: Scratch, _ name: String, _ transfers: [[String: Any]], behavior: [String: Any] = [:]) throws -> URL {
-        try scratch.bundle(name, behavior: behavior.merging(["transfers": transfers, "uploadBytes": 3000]) { $1 })
+        try scratch.bundle(name, behavior: behavior.merging(["transfers": transfers, "uploadBytes": 3000]) { $1 }, changes: Self.network)
     }
 
     func transferEvents(_ host: HostSession, _ name: String) -> [String] {
@@ -31,7 +36,7 @@ struct TransferTests {
         let server = try await TransferServer()
         let scratch = try Scratch()
         let size = 1_500_000
-        let host = try HostSession([try app(scratch, "Podcast", [["url": server.url("/slow/\(size)")]])], scratch: scratch)
+        let host = try HostSession([try app(scratch, "Podcast", [["url": server.url("/slow/\(size)")]])], scratch: scratch, arguments: Self.local)
         try host.waitFor("Podcast", "didBecomeActive")
         host.send("home")
         try host.waitFor("Podcast", "suspended")
@@ -63,7 +68,7 @@ struct TransferTests {
     @Test func whileTheAppRunsCallbacksArriveAsTheyHappen() async throws {
         let server = try await TransferServer()
         let scratch = try Scratch()
-        let host = try HostSession([try app(scratch, "Live", [["url": server.url("/files/20000")]])], scratch: scratch)
+        let host = try HostSession([try app(scratch, "Live", [["url": server.url("/files/20000")]])], scratch: scratch, arguments: Self.local)
         try host.waitFor("Live transfer") { $0.name == "Live" && $0.event == "transfer" && $0.detail?.hasSuffix("delivered") == true }
         #expect(sessionLines(scratch, "Live") == [
             "resumed task=1 download",
@@ -76,7 +81,7 @@ struct TransferTests {
     @Test func anUploadIsDeliveredToASuspendedApp() async throws {
         let server = try await TransferServer()
         let scratch = try Scratch()
-        let host = try HostSession([try app(scratch, "Sender", [["kind": "upload", "url": server.url("/upload")]])], scratch: scratch, arguments: ["--network", "offline"])
+        let host = try HostSession([try app(scratch, "Sender", [["kind": "upload", "url": server.url("/upload")]])], scratch: scratch, arguments: Self.local + ["--network", "offline"])
         try host.waitFor("Sender", "didBecomeActive")
         host.send("home")
         try host.waitFor("Sender", "suspended")
@@ -101,7 +106,7 @@ struct TransferTests {
         let server = try await TransferServer()
         let scratch = try Scratch()
         let podcasts = try scratch.bundle("Podcasts", from: "Podcasts", changes: ["PodcastsEpisodeURL": server.url("/slow/800000")])
-        let host = try HostSession([podcasts], scratch: scratch)
+        let host = try HostSession([podcasts], scratch: scratch, arguments: Self.local)
         try host.waitFor("Podcasts", "didBecomeActive")
         try host.waitForStandardError(containing: "Podcasts: downloading \(server.url("/slow/800000"))")
         host.send("home")
@@ -123,14 +128,14 @@ struct TransferTests {
         let scratch = try Scratch()
         let size = 2_000_000
         let transfers: [[String: Any]] = [["url": server.url("/slow/\(size)")], ["kind": "upload", "url": server.url("/upload")]]
-        let first = try HostSession([try app(scratch, "Keeper", transfers)], scratch: scratch)
+        let first = try HostSession([try app(scratch, "Keeper", transfers)], scratch: scratch, arguments: Self.local)
         try first.waitFor("Keeper transfer") { $0.name == "Keeper" && $0.event == "transfer" && $0.detail?.contains("download task 1") == true && $0.detail?.hasSuffix("started") == true }
         try first.waitFor("Keeper transfer") { $0.name == "Keeper" && $0.event == "transfer" && $0.detail?.contains("upload task 2") == true && $0.detail?.contains("delivered") == true }
         first.closeInput()
         #expect(try first.waitForExit() == 0)
 
         let front = try scratch.bundle("Front")
-        let second = try HostSession([front, try app(scratch, "Keeper", transfers)], scratch: scratch)
+        let second = try HostSession([front, try app(scratch, "Keeper", transfers)], scratch: scratch, arguments: Self.local)
         try second.waitFor("Front", "didBecomeActive")
         let launched = try second.waitFor("Keeper transfer", timeout: 30) { $0.name == "Keeper" && $0.event == "transfer" && $0.detail?.contains("its transfers finished") == true }
         #expect(launched.detail == "Keeper: background URLSession \(Self.session): its transfers finished; launching it into the background (launch reason backgroundURLSession)")
@@ -162,7 +167,7 @@ struct TransferTests {
         let scratch = try Scratch()
         let size = 3_000_000
         let transfers: [[String: Any]] = [["url": server.url("/held/\(size)")]]
-        let first = try HostSession([try app(scratch, "Survivor", transfers)], scratch: scratch)
+        let first = try HostSession([try app(scratch, "Survivor", transfers)], scratch: scratch, arguments: Self.local)
         try first.waitFor("Survivor", "didBecomeActive")
         first.send("home")
         try first.waitFor("Survivor", "suspended")
@@ -173,7 +178,7 @@ struct TransferTests {
         kill(first.process.processIdentifier, SIGKILL)
         #expect(try first.waitForExit() == SIGKILL)
 
-        let second = try HostSession([try scratch.bundle("Front"), try app(scratch, "Survivor", transfers)], scratch: scratch)
+        let second = try HostSession([try scratch.bundle("Front"), try app(scratch, "Survivor", transfers)], scratch: scratch, arguments: Self.local)
         try second.waitFor("Survivor", "urlSessionEventsCompleted", timeout: 40)
         try second.waitFor("Survivor", "suspended")
         // Read while the host runs, its container mounted.
@@ -187,7 +192,7 @@ struct TransferTests {
         #expect(try second.waitForExit() == 0)
 
         // A third host has nothing more to deliver.
-        let third = try HostSession([try scratch.bundle("Front")], scratch: scratch)
+        let third = try HostSession([try scratch.bundle("Front")], scratch: scratch, arguments: Self.local)
         try third.waitFor("Front", "didBecomeActive")
         #expect(try listing(third).isEmpty, "no transfer is stored")
         third.closeInput()
@@ -201,7 +206,7 @@ struct TransferTests {
         let server = try await TransferServer()
         let scratch = try Scratch()
         let size = 1_000_000
-        let host = try HostSession([try app(scratch, "Resumer", [["url": server.url("/drop/\(size)")]])], scratch: scratch)
+        let host = try HostSession([try app(scratch, "Resumer", [["url": server.url("/drop/\(size)")]])], scratch: scratch, arguments: Self.local)
         try host.waitFor("Resumer transfer", timeout: 20) { $0.name == "Resumer" && $0.event == "transfer" && $0.detail?.hasSuffix("delivered") == true }
         #expect(server.requests == ["GET /drop/\(size)", "GET /drop/\(size) range=bytes=\(size / 2)-"])
         #expect(transferEvents(host, "Resumer").contains { $0.hasSuffix("resumed at byte \(size / 2) with a Range request") })
@@ -216,7 +221,7 @@ struct TransferTests {
         let server = try await TransferServer()
         let scratch = try Scratch()
         let host = try HostSession(
-            [try app(scratch, "Early", [["url": server.url("/missing")]], behavior: ["blockAfterTransfersSeconds": 1.0])], scratch: scratch)
+            [try app(scratch, "Early", [["url": server.url("/missing")]], behavior: ["blockAfterTransfersSeconds": 1.0])], scratch: scratch, arguments: Self.local)
         let delivered = try host.waitFor("the delivery", timeout: 20) { $0.name == "Early" && $0.event == "transfer" && $0.detail?.hasSuffix("delivered") == true }
         #expect(delivered.state == "active")
         #expect(transferEvents(host, "Early").contains { $0.contains("failed: the server answered HTTP 404") })
@@ -230,7 +235,7 @@ struct TransferTests {
         let scratch = try Scratch()
         let closed = try TransferServer.freePort()
         let transfers: [[String: Any]] = [["url": server.url("/missing")], ["url": "http://127.0.0.1:\(closed)/episode"]]
-        let host = try HostSession([try app(scratch, "Failing", transfers)], scratch: scratch)
+        let host = try HostSession([try app(scratch, "Failing", transfers)], scratch: scratch, arguments: Self.local)
         try host.waitFor("Failing transfer", occurrence: 2, timeout: 20) { $0.name == "Failing" && $0.event == "transfer" && $0.detail?.hasSuffix("delivered") == true }
         let completions = sessionLines(scratch, "Failing").filter { $0.hasPrefix("didComplete") }.sorted()
         #expect(completions == ["didComplete task=1 error=-1011 status=404 sent=0", "didComplete task=2 error=-1004 status=nil sent=0"])
@@ -245,7 +250,7 @@ struct TransferTests {
         let transfers: [[String: Any]] = [
             ["url": "episodes/1.mp3"], ["url": "ftp://127.0.0.1/1.mp3"], ["kind": "upload", "url": "http://127.0.0.1:1/upload", "file": "/etc/hostname"],
         ]
-        let host = try HostSession([try app(scratch, "Careless", transfers)], scratch: scratch)
+        let host = try HostSession([try app(scratch, "Careless", transfers)], scratch: scratch, arguments: Self.local)
         try host.waitForStandardError(containing: "/etc/hostname is outside the app's container")
         // The refusals reach the delegate through the app's own log (no host event says so).
         let deadline = Date().addingTimeInterval(30)
@@ -265,8 +270,7 @@ struct TransferTests {
         let server = try await TransferServer()
         let scratch = try Scratch()
         let host = try HostSession(
-            [try app(scratch, "Patient", [["url": server.url("/files/50000"), "discretionary": true]])], scratch: scratch,
-            arguments: ["--power", "battery"])
+            [try app(scratch, "Patient", [["url": server.url("/files/50000"), "discretionary": true]])], scratch: scratch, arguments: Self.local + ["--power", "battery"])
         try host.waitFor("Patient transfer") { $0.name == "Patient" && $0.event == "transfer" && $0.detail?.contains("created (discretionary)") == true }
         let waiting = try listing(host)
         #expect(waiting.count == 1)
@@ -287,7 +291,7 @@ struct TransferTests {
         let server = try await TransferServer()
         let scratch = try Scratch()
         let size = 2_000_000
-        let host = try HostSession([try app(scratch, "Commuter", [["url": server.url("/slow/\(size)")]])], scratch: scratch)
+        let host = try HostSession([try app(scratch, "Commuter", [["url": server.url("/slow/\(size)")]])], scratch: scratch, arguments: Self.local)
         try host.waitFor("Commuter transfer") { $0.name == "Commuter" && $0.event == "transfer" && $0.detail?.hasSuffix("started") == true }
         // Some bytes in, so that resuming asks for the rest (a Range header).
         let transfers = scratch.stateDirectory.appendingPathComponent("transfers")
@@ -311,7 +315,7 @@ struct TransferTests {
         let server = try await TransferServer()
         let scratch = try Scratch()
         let probe = try app(scratch, "Forgetful", [["url": server.url("/slow/200000")]], behavior: ["urlSessionCompletion": "never"])
-        let host = try HostSession([probe], scratch: scratch, arguments: ["--background-url-session-time", "0.5"])
+        let host = try HostSession([probe], scratch: scratch, arguments: Self.local + ["--background-url-session-time", "0.5"])
         try host.waitFor("Forgetful", "didBecomeActive")
         host.send("home")
         try host.waitFor("Forgetful", "suspended")
@@ -328,7 +332,7 @@ struct TransferTests {
     @Test func aForceQuitAppsTransfersAreCancelled() async throws {
         let server = try await TransferServer()
         let scratch = try Scratch()
-        let host = try HostSession([try app(scratch, "Quitter", [["url": server.url("/slow/5000000")]])], scratch: scratch)
+        let host = try HostSession([try app(scratch, "Quitter", [["url": server.url("/slow/5000000")]])], scratch: scratch, arguments: Self.local)
         try host.waitFor("Quitter transfer") { $0.name == "Quitter" && $0.event == "transfer" && $0.detail?.hasSuffix("started") == true }
         host.send("terminate Quitter")
         let cancelled = try host.waitFor("Quitter transfer") { $0.name == "Quitter" && $0.event == "transfer" && $0.detail?.contains("cancelled") == true }
@@ -353,7 +357,7 @@ struct TransferTests {
     ])
     func forgedTransferMessagesEndTheApp(attack: String, reason: String) throws {
         let scratch = try Scratch()
-        let host = try HostSession([try scratch.bundle("Forger", behavior: ["wireAttack": attack])], scratch: scratch)
+        let host = try HostSession([try scratch.bundle("Forger", behavior: ["wireAttack": attack], changes: Self.network)], scratch: scratch, arguments: Self.local)
         let end = try host.waitFor("Forger", "terminated")
         #expect(end.kind == "protocol-violation")
         #expect(end.reason?.contains(reason) == true, "reason: \(end.reason ?? "none")")
@@ -361,7 +365,7 @@ struct TransferTests {
 
     @Test func aForgedUploadOfAHostFileIsRefused() throws {
         let scratch = try Scratch()
-        let host = try HostSession([try scratch.bundle("Thief", behavior: ["wireAttack": "transferOfHostFile", "urlSession": true])], scratch: scratch)
+        let host = try HostSession([try scratch.bundle("Thief", behavior: ["wireAttack": "transferOfHostFile", "urlSession": true])], scratch: scratch, arguments: Self.local)
         let refused = try host.waitFor("Thief refused") { $0.name == "Thief" && $0.event == "transfer" && $0.detail?.contains("refused") == true }
         #expect(refused.detail == "Thief: refused upload task 1 of session forged: /etc/shadow is outside the app's container (\(scratch.stateDirectory.path)/containers/test.thief); upload a file from the container")
         #expect(try listing(host).isEmpty)

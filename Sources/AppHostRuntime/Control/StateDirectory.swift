@@ -57,7 +57,7 @@ public struct StateDirectory: Sendable {
     }
 
     /// Erases one app's data (its container, its container's disk image, its pending background
-    /// requests; its reports stay) or, without `app`, everything the instance keeps. Refused
+    /// requests, its background transfers; its reports stay) or, without `app`, everything the instance keeps. Refused
     /// while a host runs on the instance. Returns what was removed, a line each.
     public func erase(_ app: String?) throws -> [String] {
         let paths = ControlPaths(stateDirectory: url)
@@ -88,6 +88,8 @@ public struct StateDirectory: Sendable {
             try store.save(schedule)
             removed.append("\(identifier)'s pending background requests")
         }
+        let transfers = TransferStore(stateDirectory: url).erase(app: identifier)
+        if transfers > 0 { removed.append("\(identifier)'s \(transfers) background transfer\(transfers == 1 ? "" : "s")") }
         return removed
     }
 

@@ -4,6 +4,7 @@ import Glibc
 import Foundation
 import AppHostProtocol
 import AppHostSystem
+import AppHostSandbox
 
 /// The host's background transfers (README.md, "Background transfers"): the records kept in the
 /// state directory, the service that runs them, and what is owed to each app.
@@ -19,9 +20,13 @@ struct Transfers {
     var fileRemovals: [String] = []
     /// Transfers created whose record is not on the disk yet: not started before it is.
     var unkept: Set<String> = []
+    /// Uploads whose body is still being copied out of the container: not kept before it is.
+    var copying: Set<String> = []
     /// What is owed to which run, and the wakes for it (TransferDeliveries).
     var deliveries = TransferDeliveries()
     var passQueued = false
+    /// What each app's downloads may still write, by bundle identifier (its storage limit).
+    var allowances: [String: TransferAllowance] = [:]
 
     init(stateDirectory: URL, service: (any TransferRunner)?) {
         self.init(store: TransferStore(stateDirectory: stateDirectory), service: service)
@@ -41,7 +46,7 @@ struct Transfers {
         var changes: [String: TransferRecord?] = [:]
         var current: [String: TransferRecord] = [:]
         current.reserveCapacity(records.count)
-        for record in records {
+        for record in records where !copying.contains(record.id) {
             current[record.id] = record
             if saved[record.id] != record { changes[record.id] = .some(record) }
         }
@@ -108,62 +113,111 @@ extension Supervisor {
             return "it created task \(transfer.task) of background session \(transfer.session.debugDescription) twice"
         }
         let container = storage.containerPath(.app(record.bundle.identifier))
-        var problem = transfer.problem(container: container)
+        let id = UUID().uuidString.lowercased()
+        var body: UploadBody?
+        var problem = Self.transferProblem(transfer, of: record.bundle, container: container)
         if problem == nil, transfers.records.count(where: { $0.app == record.bundle.identifier }) >= Self.maximumTransfersPerApp {
             problem = (WireTransfer.ErrorCode.cannotConnectToHost, "the app has \(Self.maximumTransfersPerApp) background transfers already; the host takes no more")
         }
-        let id = UUID().uuidString.lowercased()
         if problem == nil, transfer.kind == .upload, let file = transfer.file {
-            problem = copyUploadBody(file, container: container, to: transfers.store.bodyFile(id))
+            switch UploadBody.open(file, container: container) {
+            case .success(let opened):
+                let allowance = transferAllowance(for: record.bundle)
+                if allowance.take(opened.size) {
+                    body = opened
+                } else {
+                    opened.close()
+                    problem = (WireTransfer.ErrorCode.cannotWriteToFile,
+                               "the upload's body (\(UInt64(opened.size).mebibytes)) would take the app past its storage limit of \(allowance.limit.mebibytes) (the host keeps a copy until it is sent)")
+                }
+            case .failure(let failure):
+                problem = (failure.code, failure.message)
+            }
         }
         if let problem {
             // Refused before anything was kept: the delegate hears why, and nothing is half-done.
             announce(record, command: .transfer, "refused \(transfer.kind.rawValue) task \(transfer.task) of session \(transfer.session): \(problem.message)", nil)
             send(.transferFinished(WireTransferEvent(transfer: transfer, errorCode: problem.code, errorMessage: problem.message)), record, run)
-            transfers.store.removeFiles(id)
             return nil
         }
         transfers.records.append(TransferRecord(id: id, app: record.bundle.identifier, transfer: transfer, created: Date()))
         // Said to be created, and started, once it is on the disk: a host killed at any moment
         // never announced a transfer it then lost, nor ran one it did not keep.
         transfers.unkept.insert(id)
+        guard let body else {
+            keepCreated(id, record)
+            return nil
+        }
+        // An upload's body is copied off the loop, file to file (never whole into memory); its
+        // record is kept once the copy is whole.
+        transfers.copying.insert(id)
+        let destination = transfers.store.bodyFile(id)
+        DispatchQueue.global(qos: .utility).async { [weak self] in
+            let failure = body.copy(to: destination)
+            self?.queue.async { [weak self] in
+                guard let self else { return }
+                transfers.copying.remove(id)
+                guard let index = transfers.records.firstIndex(where: { $0.id == id }) else { return }
+                if let failure {
+                    transfers.unkept.remove(id)
+                    transfers.records[index].phase = .finished
+                    transfers.records[index].result = WireTransferEvent(
+                        transfer: transfer, errorCode: WireTransfer.ErrorCode.noPermissionsToReadFile, errorMessage: failure)
+                    transfers.fileRemovals.append(id)
+                    saveTransfers()
+                    announce(record, command: .transfer, "\(label(transfers.records[index])) failed: \(failure)", nil)
+                    deliverTransfers(record)
+                } else {
+                    keepCreated(id, record)
+                }
+            }
+        }
+        return nil
+    }
+
+    /// Saves a transfer just created; once it is on the disk, says so and lets it start.
+    private func keepCreated(_ id: String, _ record: AppRecord) {
         saveTransfers { [weak self] in
             guard let self else { return }
             transfers.unkept.remove(id)
             guard let kept = transfers.records.first(where: { $0.id == id }) else { return }
             // One the app cancelled meanwhile was said cancelled: not created after that.
             if kept.phase != .finished {
-                announce(record, command: .transfer, "\(label(kept)) created\(transfer.isDiscretionary ? " (discretionary)" : "")", nil)
+                announce(record, command: .transfer, "\(label(kept)) created\(kept.transfer.isDiscretionary ? " (discretionary)" : "")", nil)
             }
             reconsiderTransfers()
+        }
+    }
+
+    /// What refuses a transfer at its creation, if anything: a URL or a path that is not one
+    /// (TransferRules), or an app without the network entitlement its own request would need.
+    static func transferProblem(_ transfer: WireTransfer, of bundle: AppBundle, container: String) -> (code: Int, message: String)? {
+        let words = [transfer.session, transfer.url, transfer.file ?? "", transfer.taskDescription ?? ""]
+        if words.contains(where: { $0.unicodeScalars.contains { $0.properties.generalCategory == .control } }) {
+            return (WireTransfer.ErrorCode.badURL, "its URL, session name, file or description holds a control character")
+        }
+        if let problem = transfer.problem(container: container) { return problem }
+        guard bundle.entitlements.contains(SyscallProfile.Entitlement.networkClient.rawValue) else {
+            return (WireTransfer.ErrorCode.cannotConnectToHost,
+                    "the app lacks the network entitlement a background transfer needs, as its own connection would (com.apple.security.network.client in AppHostEntitlements)")
         }
         return nil
     }
 
-    /// Copies an upload's body out of the container, as the host reads it: never through a link
-    /// planted after the check, and only a regular file. Returns the problem, if any.
-    private func copyUploadBody(_ path: String, container: String, to destination: URL) -> (code: Int, message: String)? {
-        let resolved = URL(fileURLWithPath: path).resolvingSymlinksInPath().path
-        let source = Glibc.open(resolved, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK)
-        guard source >= 0 else { return (WireTransfer.ErrorCode.fileDoesNotExist, "cannot open \(path): \(errnoText(errno))") }
-        defer { close(source) }
-        var info = stat()
-        guard fstat(source, &info) == 0, (info.st_mode & S_IFMT) == S_IFREG else {
-            return (WireTransfer.ErrorCode.fileDoesNotExist, "\(path) is not a regular file")
+    /// What the app's transfers may still write: its storage limit less what its container and
+    /// its transfers' files hold now. One per app, set afresh at each use.
+    func transferAllowance(for bundle: AppBundle) -> TransferAllowance {
+        let part = storage.usage(.app(bundle.identifier))
+        let limit = part.limitBytes ?? configuration.policy.storageLimit
+        let files = transfers.records.filter { $0.app == bundle.identifier }.reduce(Int64(0)) { $0 + transfers.store.fileBytes($1.id) }
+        let remaining = Int64(clamping: limit) - Int64(clamping: part.bytes) - files
+        if let allowance = transfers.allowances[bundle.identifier], allowance.limit == limit {
+            allowance.reset(remaining)
+            return allowance
         }
-        let opened = (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/fd/\(source)")) ?? ""
-        let root = URL(fileURLWithPath: container).resolvingSymlinksInPath().path + "/"
-        guard opened.hasPrefix(root) else {
-            return (WireTransfer.ErrorCode.noPermissionsToReadFile, "\(path) is outside the app's container (\(container)); upload a file from the container")
-        }
-        do {
-            try FileManager.default.createDirectory(at: transfers.store.directory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
-            let data = try FileHandle(fileDescriptor: source, closeOnDealloc: false).readToEnd() ?? Data()
-            try data.write(to: destination)
-        } catch {
-            return (WireTransfer.ErrorCode.noPermissionsToReadFile, "cannot copy \(path): \(error.localizedDescription)")
-        }
-        return nil
+        let allowance = TransferAllowance(remaining: remaining, limit: limit)
+        transfers.allowances[bundle.identifier] = allowance
+        return allowance
     }
 
     // MARK: Running
@@ -220,7 +274,8 @@ extension Supervisor {
         transfers.records[index].phase = .running
         let record = transfers.records[index]
         let file = record.transfer.kind == .download ? transfers.store.partFile(record.id) : transfers.store.bodyFile(record.id)
-        let job = TransferJob(id: record.id, transfer: record.transfer, file: file, validator: record.validator)
+        let allowance = apps.first { $0.bundle.identifier == record.app }.map { transferAllowance(for: $0.bundle) }
+        let job = TransferJob(id: record.id, app: record.app, transfer: record.transfer, file: file, validator: record.validator, allowance: allowance)
         let id = record.id
         transfers.service?.start(job) { [weak self] update in
             guard let self else { return }

@@ -1,8 +1,9 @@
 package import Foundation
 package import AppHostProtocol
+import Synchronization
 
 /// What carries out the host's HTTP transfers (README.md, "Background transfers"): the apphost
-/// executable gives its Supervisor one (AppHostTransfers' TransferService, on async-http-client),
+/// executable gives its Supervisor one (AppHostTransfers' TransferService, on libcurl),
 /// so that only the host links an HTTP client, and neither an app nor an app's tests do.
 package protocol TransferRunner: Sendable {
     /// Starts the job; `report` gets its updates from another thread. A job already running is
@@ -15,14 +16,20 @@ package protocol TransferRunner: Sendable {
 /// What one transfer needs: its request and its file in the host's state directory.
 package struct TransferJob: Sendable {
     package var id: String
+    /// The app's bundle identifier: transfers take turns between apps.
+    package var app: String
     package var transfer: WireTransfer
     /// A download's part file (resumed from its size), or an upload's body.
     package var file: URL
     /// A download's validator from an earlier attempt, for If-Range.
     package var validator: String?
+    /// The bytes the app's transfers may still write (its storage limit); nil: no limit.
+    package var allowance: TransferAllowance?
 
-    package init(id: String, transfer: WireTransfer, file: URL, validator: String? = nil) {
+    package init(id: String, app: String = "", transfer: WireTransfer, file: URL, validator: String? = nil, allowance: TransferAllowance? = nil) {
         self.id = id
+        self.app = app
+        self.allowance = allowance
         self.transfer = transfer
         self.file = file
         self.validator = validator
@@ -36,6 +43,36 @@ package enum TransferUpdate: Sendable {
     case started(status: Int, expected: Int64?, validator: String?, resumedAt: Int64)
     case progress(received: Int64, sent: Int64)
     case ended(TransferOutcome)
+}
+
+/// What one app's downloads may still write: its storage limit less what its container and its
+/// transfers' files hold (README.md, "Background transfers"). Shared by the app's transfers
+/// running at once; the host sets it afresh as each starts.
+package final class TransferAllowance: Sendable {
+    private let remaining: Atomic<Int64>
+    /// The app's limit, for the message of a transfer that reaches it.
+    package let limit: UInt64
+
+    package init(remaining: Int64, limit: UInt64) {
+        self.remaining = Atomic(remaining)
+        self.limit = limit
+    }
+
+    package func reset(_ bytes: Int64) { remaining.store(bytes, ordering: .relaxed) }
+
+    /// Takes `bytes` if that many remain; false (nothing taken) if not.
+    package func take(_ bytes: Int64) -> Bool {
+        var current = remaining.load(ordering: .relaxed)
+        while current >= bytes {
+            let (exchanged, original) = remaining.compareExchange(expected: current, desired: current - bytes, ordering: .relaxed)
+            if exchanged { return true }
+            current = original
+        }
+        return false
+    }
+
+    /// Gives back what a file that shrank no longer holds.
+    package func give(_ bytes: Int64) { remaining.add(bytes, ordering: .relaxed) }
 }
 
 package enum TransferOutcome: Sendable {

@@ -63,6 +63,15 @@ final class TransferStore: Sendable {
 
     func partFile(_ id: String) -> URL { directory.appendingPathComponent("\(id).part") }
     func bodyFile(_ id: String) -> URL { directory.appendingPathComponent("\(id).body") }
+
+    /// What the transfer's part file and body take on the disk (allocated blocks, as a storage
+    /// limit counts them).
+    func fileBytes(_ id: String) -> Int64 {
+        [partFile(id), bodyFile(id)].reduce(0) { total, file in
+            var info = stat()
+            return stat(file.path, &info) == 0 ? total + Int64(info.st_blocks) * 512 : total
+        }
+    }
     private func recordFile(_ id: String) -> DurableFile { DurableFile(path: directory.appendingPathComponent("\(id).json").path) }
 
     /// Where a write that fails is reported (the host publishes a warning).
@@ -158,6 +167,17 @@ final class TransferStore: Sendable {
         encoder.outputFormatting = [.sortedKeys]
         encoder.dateEncodingStrategy = .iso8601
         return Array((try? encoder.encode(record)) ?? Data())
+    }
+
+    /// Removes every transfer of the app (records and files) now, for `apphost erase` while no
+    /// host runs; returns how many.
+    func erase(app: String) -> Int {
+        let mine = load().records.filter { $0.app == app }
+        for record in mine {
+            try? recordFile(record.id).remove()
+            removeFiles(record.id)
+        }
+        return mine.count
     }
 
     /// Removes a transfer's files now (one never kept); a kept one's go with `write`.

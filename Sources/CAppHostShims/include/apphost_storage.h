@@ -32,6 +32,10 @@ int apphost_flush_file_system(const char *path);
 /// syncfs(fd): everything written to the file system `fd` is on is on its device.
 int apphost_syncfs(int fd);
 
+/// copy_file_range(2) from the current offsets of both files: the kernel copies, nothing passes
+/// through the caller's memory. Returns the bytes copied, 0 at the end, or -1 with errno.
+long apphost_copy_file_range(int in_fd, int out_fd, size_t length);
+
 /// Project quotas of the file system `fd` is on, through quotactl_fd (Linux 5.14), else
 /// quotactl on `device` (the file system's block device; may be NULL).
 /// Q_GETINFO for PRJQUOTA: 0 when project quotas are on, -1 (ESRCH: off) otherwise.

@@ -1,5 +1,5 @@
-// Hummingbird (TransferServer) brings a Dispatch whose C module claims struct stat: its
-// members are visible only with that module imported (MemberImportVisibility).
+// Foundation brings a Dispatch whose C module claims struct stat: its members are visible
+// only with that module imported (MemberImportVisibility).
 import CDispatch
 import AppHostSystem
 import CAppHostShims
