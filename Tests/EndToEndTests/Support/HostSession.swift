@@ -126,8 +126,8 @@ final class Scratch {
     }
 
     /// What the Probe app with this name recorded, line by line.
-    func recorded(_ name: String) -> [String] {
-        let text = containerFile("test.\(name.lowercased())", "Documents/lifecycle.log").map { String(decoding: $0, as: UTF8.self) }
+    func recorded(_ name: String, settle: Bool = true) -> [String] {
+        let text = containerFile("test.\(name.lowercased())", "Documents/lifecycle.log", settle: settle).map { String(decoding: $0, as: UTF8.self) }
         return (text ?? "").split(separator: "\n").map(String.init)
     }
 
@@ -136,7 +136,7 @@ final class Scratch {
     /// `timeout` (a condition on the disk, checked every 10 ms).
     func waitForRecorded(_ name: String, _ line: String, timeout: Double = 10, sourceLocation: SourceLocation = #_sourceLocation) throws {
         let deadline = Date().addingTimeInterval(timeout)
-        while !recorded(name).contains(line) {
+        while !recorded(name, settle: false).contains(line) {
             guard Date() < deadline else {
                 Issue.record("\(name) never recorded \(line.debugDescription); it recorded:\n\(recorded(name).joined(separator: "\n"))", sourceLocation: sourceLocation)
                 throw WaitFailed()
@@ -148,7 +148,8 @@ final class Scratch {
     /// A file of a container, while its host runs or after: once the host has unmounted the
     /// container's file system (a disk image, README.md "Storage limits"), it is read from
     /// the image with debugfs, without mounting it.
-    func containerFile(_ identifier: String, _ relative: String) -> Data? {
+    /// `settle` false: while the image is in use (its host runs), nil at once.
+    func containerFile(_ identifier: String, _ relative: String, settle: Bool = true) -> Data? {
         let plain = stateDirectory.appendingPathComponent("containers/\(identifier)/\(relative)")
         if let data = try? Data(contentsOf: plain) { return data }
         let image = stateDirectory.appendingPathComponent("storage/containers/\(identifier).ext4")
@@ -157,6 +158,7 @@ final class Scratch {
         // namespace made while it was mounted holds it until its last process ends): then its
         // loop device detaches itself.
         let real = image.resolvingSymlinksInPath().path
+        if !settle && isBackingALoopDevice(real) { return nil }
         let deadline = Date().addingTimeInterval(10)
         while Date() < deadline, isBackingALoopDevice(real) { usleep(10_000) }
         if isBackingALoopDevice(real) {

@@ -21,6 +21,8 @@ import ProbeSyscalls
 //               "transferDeliveredUnsent"  `transferDelivered` for a transfer the host never sent
 //               "transferOfHostFile"       `transferCreated`, past the SDK's check, for an upload
 //                                          of /etc/shadow (outside the container)
+//               "transferWithEscapes"      `transferCreated` whose session and URL carry terminal
+//                                          escapes and a forged newline
 //   flood       "lines"                    16-byte lines on stdout, as fast as a thread can write
 //                                          (64 KiB of them per write)
 //               "noNewline"                the same bytes with no newline at all
@@ -77,6 +79,9 @@ extension AppDelegate {
             sendWhole(AppMessage.transferDelivered(session: "forged", task: 1), attack)
         case "transferOfHostFile":
             sendWhole(AppMessage.transferCreated(WireTransfer(session: "forged", task: 1, kind: .upload, url: "http://127.0.0.1:9/upload", file: "/etc/shadow")), attack)
+        case "transferWithEscapes":
+            let session = "s\u{1b}]0;owned\u{07}\u{1b}[2J\nFAKE ROW"
+            sendWhole(AppMessage.transferCreated(WireTransfer(session: session, task: 1, kind: .download, url: "http://127.0.0.1:9/\u{1b}[31mred")), attack)
         default:
             record("attack \(attack): unknown")
         }
