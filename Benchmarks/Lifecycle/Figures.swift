@@ -30,6 +30,12 @@ final class Figures {
         entries["scale"] = object
     }
 
+    /// A transfer figure: our seconds, curl's on the same URLs in the same run, and curl's time
+    /// over ours (1.0 is curl's speed, higher is faster).
+    func record(transfer key: String, seconds: Double, curlSeconds: Double) {
+        entries[key] = ["seconds": Self.rounded(seconds), "curlSeconds": Self.rounded(curlSeconds), "ratioToCurl": Self.rounded(curlSeconds / seconds)]
+    }
+
     /// Writes the JSON object to standard output (with `--json`).
     func write() {
         guard json else { return }

@@ -334,9 +334,9 @@ if CommandLine.arguments.count == 4, CommandLine.arguments[1] == "--syscall-loop
 let options = BenchmarkOptions.parseOrExit()
 // With --json, standard output is the JSON object alone: every human line goes to standard error.
 humanTableToStandardError = options.json
-reportTransferThroughput(options)
 let runs = options.runs
 let figures = Figures(json: options.json)
+reportTransferThroughput(options, figures: figures)
 let binaries = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
 let executable = binaries.appendingPathComponent("apphost").path
 let bundlePath = options.bundle
