@@ -267,6 +267,8 @@ enum AppMain {
             CLLocationManager.authorizationChanged(status)
         case .transferFinished(let event):
             urlSessionRegistry.received([event], batch: nil)
+        case .transferProgress(let session, let task, let received, let sent, let expected):
+            urlSessionRegistry.progress(session: session, task: task, received: received, sent: sent, expected: expected)
         case .configure:
             writeStandardError("AppHostKit: unexpected configure message\n")
             _exit(70)

@@ -15,6 +15,23 @@ public struct URLRequest: Sendable, Hashable {
     public var allHTTPHeaderFields: [String: String]?
 
     public init(url: URL) { self.url = url }
+
+    /// Sets a header field (nil removes it); names compare without case, as HTTP's do.
+    public mutating func setValue(_ value: String?, forHTTPHeaderField field: String) {
+        var fields = allHTTPHeaderFields ?? [:]
+        for name in fields.keys where name.caseInsensitiveCompare(field) == .orderedSame { fields[name] = nil }
+        fields[field] = value
+        allHTTPHeaderFields = fields
+    }
+
+    /// Adds to a header field, comma-separated after what it holds.
+    public mutating func addValue(_ value: String, forHTTPHeaderField field: String) {
+        setValue(self.value(forHTTPHeaderField: field).map { "\($0),\(value)" } ?? value, forHTTPHeaderField: field)
+    }
+
+    public func value(forHTTPHeaderField field: String) -> String? {
+        allHTTPHeaderFields?.first { $0.key.caseInsensitiveCompare(field) == .orderedSame }?.value
+    }
 }
 
 /// A response's status and URL, as `HTTPURLResponse`.
@@ -73,6 +90,8 @@ public class URLSessionTask: @unchecked Sendable {
         var error: (any Error)?
         var received: Int64 = 0
         var sent: Int64 = 0
+        var expected: Int64?
+        var earliestBeginDate: Date?
     }
 
     required init(session: URLSession, wire: WireTransfer, state: State) {
@@ -81,8 +100,9 @@ public class URLSessionTask: @unchecked Sendable {
         taskIdentifier = wire.task
         var request = URL(string: wire.url).map(URLRequest.init(url:))
         request?.httpMethod = wire.method
+        request?.allHTTPHeaderFields = wire.headers
         originalRequest = request
-        mutable = Mutex(Mutable(state: state, description: wire.taskDescription))
+        mutable = Mutex(Mutable(state: state, description: wire.taskDescription, earliestBeginDate: wire.earliestBegin.map(Date.init(timeIntervalSince1970:))))
     }
 
     public var state: State { mutable.withLock { $0.state } }
@@ -95,6 +115,13 @@ public class URLSessionTask: @unchecked Sendable {
     public var error: (any Error)? { mutable.withLock { $0.error } }
     public var countOfBytesReceived: Int64 { mutable.withLock { $0.received } }
     public var countOfBytesSent: Int64 { mutable.withLock { $0.sent } }
+    /// The response's length, once its head came (`NSURLSessionTransferSizeUnknown`, -1, before).
+    public var countOfBytesExpectedToReceive: Int64 { mutable.withLock { $0.expected ?? -1 } }
+    /// The transfer does not start before this (set it before `resume()`); nil: at once.
+    public var earliestBeginDate: Date? {
+        get { mutable.withLock { $0.earliestBeginDate } }
+        set { mutable.withLock { $0.earliestBeginDate = newValue } }
+    }
 
     /// Starts the transfer: the host's transfer service carries it out from here, whatever
     /// becomes of the app. Resuming a running task does nothing.
@@ -107,6 +134,7 @@ public class URLSessionTask: @unchecked Sendable {
         guard start, let session else { return }
         var wire = wire
         wire.taskDescription = taskDescription
+        wire.earliestBegin = earliestBeginDate?.timeIntervalSince1970
         URLSession.registry.start(self, wire, in: session)
     }
 
@@ -119,6 +147,24 @@ public class URLSessionTask: @unchecked Sendable {
         }
         guard cancel, let session else { return }
         URLSession.registry.cancel(self, in: session)
+    }
+
+    /// An upload's body size, for `totalBytesExpectedToSend` (-1 if it cannot be read).
+    var bodySize: Int64 {
+        guard let path = wire.file else { return -1 }
+        var info = stat()
+        return stat(path, &info) == 0 ? Int64(info.st_size) : -1
+    }
+
+    /// Records progress; returns the bytes received and sent since the last.
+    func moved(received: Int64, sent: Int64, expected: Int64?) -> (received: Int64, sent: Int64) {
+        mutable.withLock { value in
+            let moved = (received - value.received, sent - value.sent)
+            value.received = received
+            value.sent = sent
+            value.expected = expected ?? value.expected
+            return moved
+        }
     }
 
     func finish(_ event: WireTransferEvent, error: (any Error)?) {
@@ -203,6 +249,8 @@ public protocol URLSessionDelegate: AnyObject {
 public protocol URLSessionTaskDelegate: URLSessionDelegate {
     /// The task ended: `error` is nil if it completed (a `URLError` otherwise).
     func urlSession(_ session: URLSession, task: URLSessionTask, didCompleteWithError error: (any Error)?)
+    /// An upload sent more of its body (while the app runs; at most four times a second).
+    func urlSession(_ session: URLSession, task: URLSessionTask, didSendBodyData bytesSent: Int64, totalBytesSent: Int64, totalBytesExpectedToSend: Int64)
 }
 
 @MainActor
@@ -216,6 +264,9 @@ public protocol URLSessionDownloadDelegate: URLSessionTaskDelegate {
     /// The download is in `location`, a temporary file that is removed when this returns: move
     /// it into the container before returning.
     func urlSession(_ session: URLSession, downloadTask: URLSessionDownloadTask, didFinishDownloadingTo location: URL)
+    /// The download received more (while the app runs; at most four times a second).
+    /// `totalBytesExpectedToWrite` is -1 where the server did not say.
+    func urlSession(_ session: URLSession, downloadTask: URLSessionDownloadTask, didWriteData bytesWritten: Int64, totalBytesWritten: Int64, totalBytesExpectedToWrite: Int64)
 }
 
 extension URLSessionDelegate {
@@ -224,6 +275,11 @@ extension URLSessionDelegate {
 
 extension URLSessionTaskDelegate {
     public func urlSession(_ session: URLSession, task: URLSessionTask, didCompleteWithError error: (any Error)?) {}
+    public func urlSession(_ session: URLSession, task: URLSessionTask, didSendBodyData bytesSent: Int64, totalBytesSent: Int64, totalBytesExpectedToSend: Int64) {}
+}
+
+extension URLSessionDownloadDelegate {
+    public func urlSession(_ session: URLSession, downloadTask: URLSessionDownloadTask, didWriteData bytesWritten: Int64, totalBytesWritten: Int64, totalBytesExpectedToWrite: Int64) {}
 }
 
 extension URLSessionDataDelegate {

@@ -53,7 +53,7 @@ final class URLSessionRegistry: Sendable {
             let wire = WireTransfer(
                 session: session.identifier, task: number, kind: kind, url: request.url?.absoluteString ?? "", file: file?.path,
                 method: request.httpMethod, isDiscretionary: session.configuration.isDiscretionary,
-                sessionSendsLaunchEvents: session.configuration.sessionSendsLaunchEvents)
+                sessionSendsLaunchEvents: session.configuration.sessionSendsLaunchEvents, headers: request.allHTTPHeaderFields)
             let task = Task(session: session, wire: wire, state: .suspended)
             state.tasks[session.identifier, default: [:]][number] = task
             return task
@@ -82,6 +82,30 @@ final class URLSessionRegistry: Sendable {
     }
 
     // MARK: Delivery (main queue)
+
+    /// `transferProgress`: the delegate's `didWriteData` (a download) or `didSendBodyData` (an
+    /// upload), on the main queue, with what moved since the last.
+    func progress(session id: String, task number: Int, received: Int64, sent: Int64, expected: Int64?) {
+        let found = state.withLock { state -> (URLSession, URLSessionTask)? in
+            guard let session = state.sessions[id], let task = state.tasks[id]?[number] else { return nil }
+            return (session, task)
+        }
+        guard let (session, task) = found else { return }
+        let moved = task.moved(received: received, sent: sent, expected: expected)
+        DispatchQueue.main.async {
+            MainActor.assumeIsolated {
+                if let download = task as? URLSessionDownloadTask {
+                    guard moved.received > 0 else { return }
+                    (session.delegate as? any URLSessionDownloadDelegate)?.urlSession(
+                        session, downloadTask: download, didWriteData: moved.received, totalBytesWritten: received,
+                        totalBytesExpectedToWrite: expected ?? -1)
+                } else if moved.sent > 0 {
+                    (session.delegate as? any URLSessionTaskDelegate)?.urlSession(
+                        session, task: task, didSendBodyData: moved.sent, totalBytesSent: sent, totalBytesExpectedToSend: task.bodySize)
+                }
+            }
+        }
+    }
 
     /// Transfers that finished: delivered to their session's delegate now if the app has made
     /// the session, else when it does.

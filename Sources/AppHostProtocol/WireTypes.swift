@@ -288,11 +288,18 @@ package struct WireTransfer: Codable, Sendable, Equatable {
     package var sessionSendsLaunchEvents: Bool
     /// `taskDescription`, the app's own label.
     package var taskDescription: String?
+    /// The request's header fields (`URLRequest.allHTTPHeaderFields`).
+    package var headers: [String: String]?
+    /// `earliestBeginDate`, seconds since 1970: the transfer waits for it.
+    package var earliestBegin: Double?
 
     package init(
         session: String, task: Int, kind: Kind, url: String, file: String? = nil, method: String? = nil,
-        isDiscretionary: Bool = false, sessionSendsLaunchEvents: Bool = true, taskDescription: String? = nil
+        isDiscretionary: Bool = false, sessionSendsLaunchEvents: Bool = true, taskDescription: String? = nil,
+        headers: [String: String]? = nil, earliestBegin: Double? = nil
     ) {
+        self.headers = headers
+        self.earliestBegin = earliestBegin
         self.session = session
         self.task = task
         self.kind = kind

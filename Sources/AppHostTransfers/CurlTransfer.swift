@@ -90,6 +90,9 @@ final class CurlTransfer {
         apphost_curl_set_string(handle, CURLOPT_URL, job.transfer.url)
         apphost_curl_set_pointer(handle, CURLOPT_ERRORBUFFER, errorBuffer)
         apphost_curl_set_long(handle, CURLOPT_NOSIGNAL, 1)
+        // Reads of up to 512 KiB (16 KiB by default): a 1 GiB download makes 2,048 writes of its
+        // part file, not 65,536.
+        apphost_curl_set_long(handle, CURLOPT_BUFFERSIZE, 512 * 1024)
         // http and https only, after redirects too; at most 10 of them.
         apphost_curl_set_string(handle, CURLOPT_PROTOCOLS_STR, "http,https")
         apphost_curl_set_string(handle, CURLOPT_REDIR_PROTOCOLS_STR, "http,https")
@@ -162,11 +165,31 @@ final class CurlTransfer {
             // No wait for a 100 Continue that a server may never send.
             add("Expect:")
         }
+        // The app's header fields, but for those the transfer itself sets (its length, its
+        // range, the connection's).
+        let managed: Set<String> = ["host", "content-length", "transfer-encoding", "connection", "range", "if-range", "expect", "te", "upgrade"]
+        for (name, value) in (job.transfer.headers ?? [:]).sorted(by: { $0.key < $1.key }) where !managed.contains(name.lowercased()) {
+            if name.lowercased() == "content-type" { remove("Content-Type") }
+            add("\(name): \(value)")
+        }
         if headers != nil { apphost_curl_set_list(handle, CURLOPT_HTTPHEADER, headers) }
     }
 
     private func add(_ header: String) {
         headers = curl_slist_append(headers, header)
+    }
+
+    /// Drops the header the transfer set by default (an upload's Content-Type, which the app's replaces).
+    private func remove(_ name: String) {
+        var kept: UnsafeMutablePointer<curl_slist>?
+        var item = headers
+        while let current = item {
+            let line = String(cString: current.pointee.data)
+            if !line.lowercased().hasPrefix(name.lowercased() + ":") { kept = curl_slist_append(kept, line) }
+            item = current.pointee.next
+        }
+        curl_slist_free_all(headers)
+        headers = kept
     }
 
     // MARK: libcurl's callbacks

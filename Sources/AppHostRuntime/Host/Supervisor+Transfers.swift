@@ -27,6 +27,8 @@ struct Transfers {
     var passQueued = false
     /// What each app's downloads may still write, by bundle identifier (its storage limit).
     var allowances: [String: TransferAllowance] = [:]
+    /// The earliest begin date (scheduler time) a timer is armed for, if any.
+    var beginArmed: Double?
 
     init(stateDirectory: URL, service: (any TransferRunner)?) {
         self.init(store: TransferStore(stateDirectory: stateDirectory), service: service)
@@ -58,7 +60,7 @@ struct Transfers {
 
 extension Supervisor {
     /// A transfer's strings are cut at these (a hostile app cannot make the store grow).
-    static let transferLimits = (session: 256, url: 8192, file: 4096, description: 1024)
+    static let transferLimits = (session: 256, url: 8192, file: 4096, description: 1024, headers: 32, headerBytes: 8192)
     /// Transfers one app may have at once.
     static let maximumTransfersPerApp = 1000
 
@@ -192,9 +194,16 @@ extension Supervisor {
     /// What refuses a transfer at its creation, if anything: a URL or a path that is not one
     /// (TransferRules), or an app without the network entitlement its own request would need.
     static func transferProblem(_ transfer: WireTransfer, of bundle: AppBundle, container: String) -> (code: Int, message: String)? {
-        let words = [transfer.session, transfer.url, transfer.file ?? "", transfer.taskDescription ?? ""]
+        let headers = transfer.headers ?? [:]
+        let words = [transfer.session, transfer.url, transfer.file ?? "", transfer.taskDescription ?? ""] + headers.keys + headers.values
         if words.contains(where: { $0.unicodeScalars.contains { $0.properties.generalCategory == .control } }) {
-            return (WireTransfer.ErrorCode.badURL, "its URL, session name, file or description holds a control character")
+            return (WireTransfer.ErrorCode.badURL, "its URL, session name, file, description or a header field holds a control character")
+        }
+        let token = Set("!#$%&'*+-.^_`|~0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ")
+        guard headers.count <= Self.transferLimits.headers, headers.reduce(0, { $0 + $1.key.utf8.count + $1.value.utf8.count }) <= Self.transferLimits.headerBytes,
+              headers.keys.allSatisfy({ !$0.isEmpty && $0.allSatisfy(token.contains) })
+        else {
+            return (WireTransfer.ErrorCode.badURL, "its header fields are not HTTP's (at most \(Self.transferLimits.headers) fields of \(Self.transferLimits.headerBytes) bytes in all, names of letters, digits and !#$%&'*+-.^_`|~)")
         }
         if let problem = transfer.problem(container: container) { return problem }
         guard bundle.entitlements.contains(SyscallProfile.Entitlement.networkClient.rawValue) else {
@@ -240,6 +249,9 @@ extension Supervisor {
     /// What a transfer waits for under the host's conditions now; nil: nothing, it may run.
     func transferWaitsFor(_ record: TransferRecord) -> String? {
         if transfers.service == nil { return "a transfer service (this host was made without one)" }
+        if let begin = record.transfer.earliestBegin, begin > scheduler.now {
+            return "its earliest begin date, \(HostEvent.isoFormatter.string(from: Date(timeIntervalSince1970: begin)))"
+        }
         if scheduler.conditions.network != .online { return "the network" }
         if record.transfer.isDiscretionary && scheduler.conditions.power != .plugged { return "external power (discretionary)" }
         if apps.record(identifier: record.app) == nil { return "its app to be installed" }
@@ -267,7 +279,22 @@ extension Supervisor {
                 break
             }
         }
+        armBeginTimer()
         return started
+    }
+
+    /// Wakes the transfers at the earliest begin date still to come (on the scheduler's clock,
+    /// which `advance` moves: it reconsiders them too).
+    private func armBeginTimer() {
+        let now = scheduler.now
+        let dates = transfers.records.compactMap { $0.phase == .waiting ? $0.transfer.earliestBegin : nil }.filter { $0 > now }
+        guard let next = dates.min(), transfers.beginArmed.map({ next < $0 }) ?? true else { return }
+        transfers.beginArmed = next
+        timers.after(.seconds(double: next - now)) { [weak self] in
+            guard let self else { return }
+            transfers.beginArmed = nil
+            queueTransferPass()
+        }
     }
 
     private func startTransfer(at index: Int) {
@@ -299,6 +326,13 @@ extension Supervisor {
         case .progress(let received, let sent):
             transfers.records[index].bytesReceived = received
             transfers.records[index].bytesSent = sent
+            // The delegate's didWriteData and didSendBodyData, while the app runs (not suspended).
+            let record = transfers.records[index]
+            if let app = apps.first(where: { $0.bundle.identifier == record.app }), let run = app.run, [.active, .inactive, .background].contains(run.machine.state) {
+                send(.transferProgress(
+                    session: record.transfer.session, task: record.transfer.task, received: received, sent: sent,
+                    expected: record.bytesExpected), app, run)
+            }
         case .ended(let outcome):
             var record = transfers.records[index]
             record.phase = .finished

@@ -13,7 +13,7 @@ import Synchronization
 ///   GET /missing           404
 ///   GET /redirect?to=URL   302 to URL
 ///   PUT or POST /upload    answers "received N bytes"
-/// Every request is recorded with its Range header.
+/// Every request is recorded with its Range header (and its X-Episode header, if any).
 final class TransferServer: Sendable {
     let port: Int
     private let listener: Int32
@@ -68,7 +68,8 @@ final class TransferServer: Sendable {
         let range = request.headers["range"]
         let parts = request.target.split(separator: "/", omittingEmptySubsequences: true)
         if request.method == "GET", parts.count == 2, let size = Int(parts[1]), ["files", "drop", "slow", "held"].contains(parts[0]) {
-            log.entries.withLock { $0.append("GET \(request.target)\(range.map { " range=\($0)" } ?? "")") }
+            let episode = request.headers["x-episode"].map { " x-episode=\($0)" } ?? ""
+            log.entries.withLock { $0.append("GET \(request.target)\(range.map { " range=\($0)" } ?? "")\(episode)") }
             sendResource(connection, size: size, range: range, kind: String(parts[0]))
         } else if request.method == "GET", request.target.hasPrefix("/redirect?to=") {
             log.entries.withLock { $0.append("GET \(request.target)") }

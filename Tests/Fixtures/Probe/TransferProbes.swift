@@ -2,9 +2,11 @@ import AppHostKit
 import Foundation
 
 // What the Probe does with background URL sessions, from ProbeBehavior:
-//   "transfers": [{"kind": "download" | "upload", "url": URL, "file": PATH, "discretionary": true}]
+//   "transfers": [{"kind": "download" | "upload", "url": URL, "file": PATH, "discretionary": true,
+//                  "headers": {NAME: VALUE}, "beginIn": SECONDS}]
 //                                  made and resumed in didFinishLaunching of its first launch (an
-//                                  upload's PATH is relative to the container unless absolute)
+//                                  upload's PATH is relative to the container unless absolute;
+//                                  beginIn sets earliestBeginDate that far from now)
 //   "uploadBytes": N               the size of Documents/upload.bin, written before the uploads
 //   "urlSessionCompletion": "never"   never call handleEvents' completion handler
 // The session (com.example.probe.transfers) is made again at every launch. The delegate moves each
@@ -30,6 +32,14 @@ final class TransferProbe: URLSessionDownloadDelegate, URLSessionDataDelegate {
         var info = stat()
         let size = stat(destination.path, &info) == 0 ? Int(info.st_size) : -1
         record("didFinishDownloading task=\(downloadTask.taskIdentifier) moved=\(moved) bytes=\(size) tmp=\(location.path.contains("/tmp/")) state=\(Application.shared.applicationState)")
+    }
+
+    func urlSession(_ session: URLSession, downloadTask: URLSessionDownloadTask, didWriteData bytesWritten: Int64, totalBytesWritten: Int64, totalBytesExpectedToWrite: Int64) {
+        record("didWriteData task=\(downloadTask.taskIdentifier) written=\(bytesWritten) total=\(totalBytesWritten) expected=\(totalBytesExpectedToWrite) state=\(Application.shared.applicationState)")
+    }
+
+    func urlSession(_ session: URLSession, task: URLSessionTask, didSendBodyData bytesSent: Int64, totalBytesSent: Int64, totalBytesExpectedToSend: Int64) {
+        record("didSendBodyData task=\(task.taskIdentifier) sent=\(bytesSent) total=\(totalBytesSent) expected=\(totalBytesExpectedToSend)")
     }
 
     func urlSession(_ session: URLSession, dataTask: URLSessionDataTask, didReceive data: Data) {
@@ -84,10 +94,14 @@ extension AppDelegate {
                 let file = path.hasPrefix("/") ? URL(fileURLWithPath: path) : application.containerURL.appendingPathComponent(path)
                 var request = URLRequest(url: url)
                 request.httpMethod = "PUT"
+                for (name, value) in entry["headers"] as? [String: String] ?? [:] { request.setValue(value, forHTTPHeaderField: name) }
                 task = session.uploadTask(with: request, fromFile: file)
             } else {
-                task = session.downloadTask(with: url)
+                var request = URLRequest(url: url)
+                for (name, value) in entry["headers"] as? [String: String] ?? [:] { request.setValue(value, forHTTPHeaderField: name) }
+                task = session.downloadTask(with: request)
             }
+            if let seconds = entry["beginIn"] as? Double { task.earliestBeginDate = Date().addingTimeInterval(seconds) }
             task.resume()
             record("resumed task=\(task.taskIdentifier) \(entry["kind"] as? String ?? "download")")
         }
