@@ -95,7 +95,7 @@ private final class TransferBench {
             return nil
         }
         let ready = Date().addingTimeInterval(10)
-        while curl(["-s", "-f", "-o", "/dev/null", url("small/0.bin")]) == nil, Date() < ready { usleep(50_000) }
+        while run("/usr/bin/curl", ["-s", "-f", "-o", "/dev/null", url("small/0.bin")]) == nil, Date() < ready { usleep(50_000) }
     }
 
     func stop() {

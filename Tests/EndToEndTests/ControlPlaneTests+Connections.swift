@@ -42,7 +42,8 @@ extension ControlPlaneTests {
         let scratch = try Scratch()
         let host = try HostSession([Self.hello], scratch: scratch)
         try host.waitFor("Hello", "didBecomeActive")
-        for (request, cutShort) in [("bogus\n", false), (String(repeating: "x", count: 20_000), false), ("run ps", true)] {
+        let key = try controlKey(scratch)
+        for (request, cutShort) in [(key + "bogus\n", false), (String(repeating: "x", count: 20_000), false), (key + "run ps", true)] {
             let fd = try connectToHost(scratch)
             defer { close(fd) }
             #expect(sendText(fd, request))
@@ -52,10 +53,35 @@ extension ControlPlaneTests {
         // A client that shuts its writing side once it has asked still gets its answer.
         let fd = try connectToHost(scratch)
         defer { close(fd) }
-        #expect(sendText(fd, "run ps\n"))
+        #expect(sendText(fd, key + "run ps\n"))
         shutdown(fd, Int32(SHUT_WR))
         let answer = try readToEnd(fd)
         #expect(answer.hasPrefix("1 {") && answer.contains("\"Hello\"") && answer.hasSuffix("\n= 0\n"), "\(answer)")
+    }
+
+    /// A request without the host's control key (what an app that shares the host's user could
+    /// send, README.md "What an app can reach through the host") is refused, and runs nothing.
+    @Test func aRequestWithoutTheControlKeyIsRefused() throws {
+        let scratch = try Scratch()
+        let host = try HostSession([Self.hello], scratch: scratch)
+        try host.waitFor("Hello", "didBecomeActive")
+        let key = scratch.stateDirectory.appendingPathComponent("control/host.key")
+        var info = stat()
+        #expect(stat(key.path, &info) == 0 && info.st_mode & 0o777 == 0o600 && info.st_uid == geteuid())
+        for request in ["run terminate Hello\n", String(repeating: "0", count: 64) + " run terminate Hello\n"] {
+            let fd = try connectToHost(scratch)
+            defer { close(fd) }
+            #expect(sendText(fd, request))
+            let answer = try readToEnd(fd)
+            #expect(answer.hasPrefix("2 apphost: the request did not begin with this host's control key") && answer.hasSuffix("\n= 2\n"), "\(answer)")
+        }
+        host.send("ps")
+        try host.waitFor("ps") { $0.event == "ps" }
+        #expect(!host.allEvents.contains { $0.event == "terminated" })
+        host.closeInput()
+        try host.waitFor("Hello", "terminated")
+        // Gone with its host.
+        try waitUntil("the key is removed") { access(key.path, F_OK) != 0 }
     }
 
     /// A follower that stops reading while 12,000 events go out holds up neither another
@@ -113,7 +139,7 @@ extension ControlPlaneTests {
         let pid = host.process.processIdentifier
         let state = ["ctl", "--state-dir", scratch.stateDirectory.path]
         let follower = try connectToHost(scratch)
-        #expect(sendText(follower, "events json\n"))
+        #expect(sendText(follower, try controlKey(scratch) + "events json\n"))
         try waitUntil("the follower has been sent an event") {
             _ = try? runApphost(state + ["advance", "1"])
             return queuedBytes(follower) > 0
@@ -171,7 +197,7 @@ private final class RawFollower: @unchecked Sendable {
 
     init(_ scratch: Scratch) throws {
         fd = try connectToHost(scratch)
-        guard sendText(fd, "events json\n") else {
+        guard sendText(fd, try controlKey(scratch) + "events json\n") else {
             close(fd)
             throw SystemError("send", errno: errno)
         }
@@ -220,6 +246,12 @@ private final class RawFollower: @unchecked Sendable {
 }
 
 /// Sends all of `text` (without SIGPIPE, should the host have closed the connection).
+/// The running host's control key and the space after it, which begin every request.
+private func controlKey(_ scratch: Scratch) throws -> String {
+    let key = try String(contentsOf: scratch.stateDirectory.appendingPathComponent("control/host.key"), encoding: .utf8)
+    return key.trimmingCharacters(in: .whitespacesAndNewlines) + " "
+}
+
 private func sendText(_ fd: Int32, _ text: String) -> Bool {
     var bytes = Array(text.utf8)[...]
     while !bytes.isEmpty {
@@ -280,5 +312,26 @@ private func hostSides(_ fds: [Int32]) throws -> Set<String>? {
             return theirs.count == ours.count ? Set(theirs.map { "socket:[\($0)]" }) : nil
         }
         sockets = [apphost_unix_socket](repeating: apphost_unix_socket(), count: count * 2)
+    }
+}
+
+extension ControlPlaneTests {
+    /// A host that is not root, without namespaces (README.md, "What an app can reach through the
+    /// host"): its apps run as its own user, so the socket's uid check lets them connect. The
+    /// control key, which Landlock keeps the app from reading, is what refuses them.
+    @Test(.enabled(if: isRoot, "needs root, to run a host as another user (nobody)"))
+    func anAppOfAHostThatIsNotRootCannotDriveIt() throws {
+        let scratch = try Scratch()
+        let nobody: uid_t = 65534
+        chown(scratch.url.path, nobody, nobody)
+        let control = scratch.stateDirectory.appendingPathComponent("control").path
+        let app = try scratch.bundle(
+            "Driver", behavior: ["sandboxProbes": ["drive-host"], "controlDirectory": control],
+            changes: ["AppHostEntitlements": ["com.apple.security.network.client": true]])
+        let host = try HostSession([app], scratch: scratch, arguments: ["--no-namespaces"], user: nobody)
+        let sandboxed = try #require(try host.waitFor("Driver", "sandboxed").detail)
+        #expect(sandboxed.hasSuffix("uid \(nobody)"), "the app runs as the host's own user: \(sandboxed)")
+        try scratch.waitForRecorded("Driver", "probe drive-host: key EACCES, answer 2 apphost: the request did not begin with this host's control key (\(control)/host.key, which only its user and root can read, never its apps)")
+        #expect(!host.allEvents.contains { $0.event == "ps" })
     }
 }

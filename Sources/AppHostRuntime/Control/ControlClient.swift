@@ -15,7 +15,9 @@ public enum ControlClient {
         let fd = try connect(paths)
         defer { closeIgnoringErrors(fd) }
         // A host that refuses this peer answers at once and closes: its answer is still read.
-        _ = sendAll(fd, request.line + "\n")
+        // Without the key (another user's host) the host's answer says why it refuses.
+        let key = try? ControlKey.read(at: paths.key)
+        _ = sendAll(fd, (key?.locking(request.line) ?? request.line) + "\n")
         var reader = LineReader(fd: fd)
         while let line = reader.next(limit: 1 << 20) {
             switch ControlLine(line[...]) {

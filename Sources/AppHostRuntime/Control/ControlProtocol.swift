@@ -134,3 +134,49 @@ func sendAll(_ fd: Int32, _ text: String) -> Bool {
     }
     return true
 }
+
+/// The running host's control key: 32 random bytes in hex, written to `STATE/control/host.key`
+/// (0600) as the host starts listening, removed when it stops. A request line begins with it
+/// and a space. The socket's uid check keeps other users out; the key keeps out the host's own
+/// apps, which may share its uid (a host that is not root) but cannot read its state directory.
+public struct ControlKey: Sendable, Equatable {
+    let hex: String
+
+    /// A new key, written where `url` says (replacing a dead host's).
+    static func make(at url: URL) throws(SystemError) -> ControlKey {
+        var generator = SystemRandomNumberGenerator()
+        let hex = (0..<4).map { _ in String(format: "%016llx", generator.next() as UInt64) }.joined()
+        unlink(url.path)
+        let fd = try valueOrErrno("open \(url.path)") { open(url.path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600) }
+        defer { closeIgnoringErrors(fd) }
+        let line = Array((hex + "\n").utf8)
+        let written = line.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
+        guard written == line.count else { throw SystemError("write \(url.path)", errno: errno) }
+        return ControlKey(hex: hex)
+    }
+
+    /// The key of the host running on this state directory, or one line saying why not.
+    static func read(at url: URL) throws(SupervisorError) -> ControlKey {
+        guard let data = FileManager.default.contents(atPath: url.path) else {
+            let error = access(url.path, F_OK) == 0 ? EACCES : ENOENT
+            throw SupervisorError(
+                error == EACCES
+                    ? "cannot read the host's control key \(url.path): only its user and root may control it"
+                    : "the host's control key \(url.path) is missing: the host is ending, or it is older than this apphost",
+                code: .unavailable, errno: error)
+        }
+        return ControlKey(hex: String(decoding: data, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines))
+    }
+
+    /// `line` behind the key, as sent.
+    func locking(_ line: String) -> String { "\(hex) \(line)" }
+
+    /// The request after the key, or nil if `line` does not begin with it.
+    func unlocking(_ line: String) -> String? {
+        let prefix = hex + " "
+        guard line.utf8.count >= prefix.utf8.count else { return nil }
+        // Compared in full whatever differs first (no timing of how much matched).
+        let same = zip(line.utf8, prefix.utf8).reduce(UInt8(0)) { $0 | ($1.0 ^ $1.1) } == 0
+        return same ? String(line.dropFirst(prefix.count)) : nil
+    }
+}

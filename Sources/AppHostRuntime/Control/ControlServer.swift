@@ -10,7 +10,10 @@ import Synchronization
 /// A running host's control socket (`STATE/control/host.sock`, 0600 in a 0700 directory): each
 /// connection sends one `ControlRequest` and reads the answer (ControlProtocol.swift). Only the
 /// host's own user and root may connect; the peer's credentials are checked too, and anyone
-/// else gets one line saying so.
+/// else gets one line saying so. An app may run as the host's user (a host that is not root
+/// gives its apps no users of their own), so a request must also begin with the host's control
+/// key (`host.key`, ControlKey), which an app cannot read: Landlock keeps it out of the state
+/// directory, and its own mount namespace hides it, where the machine has either.
 ///
 /// Every connection is served from readiness on one private serial queue: Dispatch read and
 /// write sources (epoll underneath) on non-blocking sockets, so a hundred idle or stuck clients
@@ -36,6 +39,7 @@ public final class ControlServer: @unchecked Sendable {
     private let queue = DispatchQueue(label: "apphost-control")
     private let accepting: any DispatchSourceRead
     private let listener: Int32
+    private let key: ControlKey
     /// The connections being served, which they stay in until they end.
     private var connections: [ObjectIdentifier: ControlConnection] = [:]
     /// How many connections follow events: read by `publish` on the host's side, so that with
@@ -60,6 +64,8 @@ public final class ControlServer: @unchecked Sendable {
         self.formatter = formatter
         self.unknownApp = unknownApp
         let address = try ControlAddress(paths)
+        // The key is on the disk before anyone can connect.
+        key = try ControlKey.make(at: paths.key)
         unlink(paths.socket.path)
         let listener = try valueOrErrno("socket") {
             socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue) | Int32(SOCK_NONBLOCK.rawValue), 0)
@@ -85,6 +91,7 @@ public final class ControlServer: @unchecked Sendable {
     /// the commands under way to be answered (a `quit` sent over the socket is one).
     public func close(answering grace: Duration) {
         unlink(paths.socket.path)
+        unlink(paths.key.path)
         accepting.cancel()
         _ = answering.wait(timeout: .now() + grace.seconds)
     }
@@ -137,7 +144,12 @@ public final class ControlServer: @unchecked Sendable {
             return
         }
         connection.readRequest(within: Self.requestPatience) { [self] line in
-            guard let line, let request = ControlRequest(line: line) else {
+            if let line, key.unlocking(line) == nil {
+                connection.send(.error("apphost: the request did not begin with this host's control key (\(paths.key.path), which only its user and root can read, never its apps)"))
+                connection.send(.status(2))
+                return
+            }
+            guard let line, let request = key.unlocking(line).flatMap(ControlRequest.init(line:)) else {
                 connection.send(.error("apphost: unreadable control request"))
                 connection.send(.status(2))
                 return

@@ -16,6 +16,8 @@ public struct ControlPaths: Sendable {
 
     public var lock: URL { directory.appendingPathComponent("host.lock") }
     public var socket: URL { directory.appendingPathComponent("host.sock") }
+    /// The running host's control key (0600): every request starts with it (ControlKey).
+    public var key: URL { directory.appendingPathComponent("host.key") }
 
     /// The pid of the host running on this state directory, or nil if none runs (nobody holds
     /// the lock). A lock this user cannot open reads as held, by an unknown pid (0).

@@ -89,8 +89,34 @@ extension AppDelegate {
         case "user-defaults":
             UserDefaults.standard.set(1, forKey: "probe")
             return UserDefaults.standard.integer(forKey: "probe") == 1 ? "done" : "not kept"
+        // The host's control socket in `controlDirectory`: its key read, then `run ps` sent
+        // with a made-up key; "key ERRNO, answer FIRST LINE".
+        case "drive-host": return driveHost(behavior["controlDirectory"] as? String ?? "")
         default: return "unknown probe"
         }
+    }
+
+    private func driveHost(_ directory: String) -> String {
+        let key = open(directory + "/host.key", O_RDONLY | O_CLOEXEC)
+        let keyOutcome = key >= 0 ? "ok" : describe(-errno)
+        if key >= 0 { close(key) }
+        let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+        guard fd >= 0 else { return "key \(keyOutcome), socket \(describe(-errno))" }
+        defer { close(fd) }
+        var address = sockaddr_un()
+        address.sun_family = sa_family_t(AF_UNIX)
+        let path = Array((directory + "/host.sock").utf8.prefix(107))
+        withUnsafeMutableBytes(of: &address.sun_path) { bytes in for (index, byte) in path.enumerated() { bytes[index] = byte } }
+        let connected = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
+        }
+        guard connected == 0 else { return "key \(keyOutcome), connect \(describe(-errno))" }
+        let request = Array((String(repeating: "0", count: 64) + " run ps\n").utf8)
+        _ = request.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
+        var answer = [UInt8](repeating: 0, count: 4096)
+        let count = read(fd, &answer, answer.count)
+        let first = String(decoding: answer.prefix(max(0, count)), as: UTF8.self).split(separator: "\n").first.map(String.init) ?? ""
+        return "key \(keyOutcome), answer \(first)"
     }
 
     /// Runs a set-user-id-root binary (a copy of id(1)) and returns what it printed. Plain
