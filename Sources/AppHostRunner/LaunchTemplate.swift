@@ -48,7 +48,9 @@ public enum LaunchTemplate {
             let passed = Array(descriptors.prefix(Int(count)))
             let reply: (reply: LaunchTemplateReply, pidfd: Int32) = received < 0
                 ? (LaunchTemplateReply(errno: EMSGSIZE, failure: "a request longer than \(LaunchTemplateRequest.maximumSize) bytes or with too many descriptors"), -1)
-                : start(buffer.prefix(received), descriptors: passed)
+                : buffer.withUnsafeBytes { start(UnsafeRawBufferPointer(rebasing: $0.prefix(received)), descriptors: passed) }
+            // Nothing of this launch reaches the next fork: its request is zeroed where it was read.
+            buffer.withUnsafeMutableBytes { explicit_bzero($0.baseAddress!, $0.count) }
             passed.forEach { _ = close($0) }
             let body = reply.reply.compactBytes
             var pidfd = reply.pidfd
@@ -59,27 +61,27 @@ public enum LaunchTemplate {
     }
 
     /// Starts the process a request asks for; returns the answer and the pidfd to pass with it.
-    static func start(_ body: ArraySlice<UInt8>, descriptors: [Int32]) -> (reply: LaunchTemplateReply, pidfd: Int32) {
-        guard let request = try? LaunchTemplateRequest(compact: body) else {
+    static func start(_ body: UnsafeRawBufferPointer, descriptors: [Int32]) -> (reply: LaunchTemplateReply, pidfd: Int32) {
+        guard let request = HeldRequest(body) else {
             return (LaunchTemplateReply(errno: EINVAL, failure: "unreadable request"), -1)
         }
+        defer { request.scrub() }
         // Nothing may have started a thread since: the fork would copy its locks held.
         guard threadCount == 1 else {
             return (LaunchTemplateReply(errno: EDEADLK, failure: "the template has \(threadCount) threads"), -1)
         }
         // A value longer than its placeholder could not reach CoreFoundation: the host execs.
         for entry in request.environment {
-            guard let equals = entry.firstIndex(of: "="), launchTemplatePlaceholders.contains(String(entry[..<equals])) else { continue }
-            if entry.utf8.count - entry.utf8.distance(from: entry.startIndex, to: equals) - 1 > Int(APPHOST_TEMPLATE_PLACEHOLDER_LENGTH) {
-                return (LaunchTemplateReply(errno: ENAMETOOLONG, failure: "\(entry[..<equals]) is longer than the template's \(APPHOST_TEMPLATE_PLACEHOLDER_LENGTH) bytes"), -1)
+            guard let entry, let name = placeholders.first(where: { strncmp(entry, $0.name, $0.length) == 0 && entry[$0.length] == 0x3d }) else { continue }
+            if strlen(entry) - name.length - 1 > Int(APPHOST_TEMPLATE_PLACEHOLDER_LENGTH) {
+                return (LaunchTemplateReply(errno: ENAMETOOLONG, failure: "\(name.text) is longer than the template's \(APPHOST_TEMPLATE_PLACEHOLDER_LENGTH) bytes"), -1)
             }
         }
         var appDescriptors = descriptors
         var cgroup: Int32 = -1
         if request.intoCgroup, let last = appDescriptors.popLast() { cgroup = last }
-        let environment = request.environment.map { strdup($0) } + [nil]
-        let initArguments = request.initArguments.map { strdup($0) } + [nil]
-        defer { (environment + initArguments).forEach { free($0) } }
+        let environment = request.environment + [nil]
+        let initArguments = request.initArguments + [nil]
         // A fork copies what stdio holds unwritten, and would write it again.
         fflush(nil)
         var pidfd: Int32 = -1
@@ -93,6 +95,11 @@ public enum LaunchTemplate {
             return (LaunchTemplateReply(errno: errno, failure: "fork of the template: \(errnoText(errno))"), pidfd)
         }
         return (LaunchTemplateReply(pid: pid, startedInCgroup: inCgroup != 0), pidfd)
+    }
+
+    /// The placeholders' names as C strings, made once.
+    static let placeholders: [(name: [CChar], length: Int, text: String)] = launchTemplatePlaceholders.map {
+        (Array($0.utf8CString), $0.utf8.count, $0)
     }
 
     /// The template's threads (the 20th field of /proc/self/stat, after the name's parenthesis).
@@ -180,6 +187,92 @@ public enum LaunchTemplate {
             print(value, value, separator: " ", to: &sink)
             debugPrint(value, to: &sink)
             sink += "\(value)" + String(describing: value) + String(reflecting: value)
+        }
+    }
+}
+
+/// A launch request as the template holds it (README.md, "How apps are launched"): read in
+/// place from the receive buffer into C strings of its own, never into Swift strings (whose
+/// freed storage would stay in the template's heap, and so in every later fork), then zeroed and
+/// freed once the fork is made. With the buffer zeroed too, nothing of one app's launch (its
+/// container paths, environment, Landlock arguments) reaches another app's process.
+struct HeldRequest {
+    var namespaces: Int32 = 0
+    var initArguments: [UnsafeMutablePointer<CChar>?] = []
+    var environment: [UnsafeMutablePointer<CChar>?] = []
+    var intoCgroup = false
+    var requireCgroup = false
+
+    /// The compact layout of LaunchTemplateRequest: little-endian UInt32s, strings as a length
+    /// and their bytes, booleans as one byte.
+    init?(_ bytes: UnsafeRawBufferPointer) {
+        var cursor = Cursor(bytes: bytes)
+        guard let namespaces = cursor.uint32() else { return nil }
+        self.namespaces = Int32(bitPattern: namespaces)
+        guard let initArguments = cursor.strings() else { return nil }
+        self.initArguments = initArguments
+        guard let environment = cursor.strings() else {
+            Self.scrub(initArguments)
+            return nil
+        }
+        self.environment = environment
+        guard let intoCgroup = cursor.flag(), let requireCgroup = cursor.flag(), cursor.offset == bytes.count else {
+            scrub()
+            return nil
+        }
+        self.intoCgroup = intoCgroup
+        self.requireCgroup = requireCgroup
+    }
+
+    func scrub() {
+        Self.scrub(initArguments)
+        Self.scrub(environment)
+    }
+
+    private static func scrub(_ strings: [UnsafeMutablePointer<CChar>?]) {
+        for case let string? in strings {
+            explicit_bzero(string, strlen(string))
+            free(string)
+        }
+    }
+
+    private struct Cursor {
+        let bytes: UnsafeRawBufferPointer
+        var offset = 0
+
+        mutating func take(_ count: Int) -> UnsafeRawBufferPointer? {
+            guard count >= 0, count <= bytes.count - offset else { return nil }
+            defer { offset += count }
+            return UnsafeRawBufferPointer(rebasing: bytes[offset..<offset + count])
+        }
+
+        mutating func uint32() -> UInt32? {
+            take(4).map { $0.reversed().reduce(0) { $0 << 8 | UInt32($1) } }
+        }
+
+        mutating func flag() -> Bool? {
+            switch take(1)?.first {
+            case 0: false
+            case 1: true
+            default: nil
+            }
+        }
+
+        /// A count, then each string: each copied into memory of its own, NUL-terminated.
+        mutating func strings() -> [UnsafeMutablePointer<CChar>?]? {
+            guard let count = uint32(), Int(count) <= bytes.count - offset else { return nil }
+            var strings: [UnsafeMutablePointer<CChar>?] = []
+            strings.reserveCapacity(Int(count))
+            for _ in 0..<count {
+                guard let length = uint32(), let text = take(Int(length)), let copy = malloc(Int(length) + 1)?.assumingMemoryBound(to: CChar.self) else {
+                    HeldRequest.scrub(strings)
+                    return nil
+                }
+                if length > 0 { memcpy(copy, text.baseAddress!, Int(length)) }
+                copy[Int(length)] = 0
+                strings.append(copy)
+            }
+            return strings
         }
     }
 }
