@@ -212,9 +212,11 @@ enum AppMain {
                 case nil: continue
                 case .closed where isStill(socket, fd):
                     end(nil, status: 0)  // the host closed the connection: it is ending this app
-                case .closed:
-                    // The app closed the socket itself (or reused its number): reading stops,
-                    // and the host, which sees the socket close, ends the app for it.
+                case _ where !isStill(socket, fd):
+                    // The app closed the socket itself (or reused its number), which a read may
+                    // find as its end or as EBADF: reading stops, and the host, which sees the
+                    // socket close, ends the app for it (not this process, whose exit would
+                    // hide why).
                     break
                 case let failure?: end("AppHostKit: unreadable message from the host: \(failure)\n", status: 70)
                 }

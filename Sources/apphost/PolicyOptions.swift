@@ -50,6 +50,8 @@ struct PolicyOptions: ParsableArguments {
     var maximumPendingProcessingRequests: String?
     @Option(name: .knob("voipResumeLimit"), help: .knob("voipResumeLimit")) var voipResumeLimit: String?
     @Option(name: .knob("voipResumeWindow"), help: .knob("voipResumeWindow")) var voipResumeWindow: String?
+    @Option(name: .knob("continuousHoldLimit"), help: .knob("continuousHoldLimit")) var continuousHoldLimit: String?
+    @Option(name: .knob("unpushedCallLimit"), help: .knob("unpushedCallLimit")) var unpushedCallLimit: String?
     @Option(name: .knob("locationUpdateInterval"), help: .knob("locationUpdateInterval")) var locationUpdateInterval: String?
     @Option(name: .knob("storageLimit"), help: .knob("storageLimit")) var storageLimit: String?
     @Option(name: .knob("appGroupStorageLimit"), help: .knob("appGroupStorageLimit")) var appGroupStorageLimit: String?

@@ -182,4 +182,59 @@ import Testing
         for index in 0...LifecycleMachine.maximumCalls { host.send(.callReported("C\(index)")) }
         #expect(host.finished?.kind == .protocolViolation)
     }
+
+    // MARK: The hold limits (a test host's knobs; none on iOS)
+
+    /// `continuousHoldLimit`: past it, audio no longer holds the app; it is suspended, and held
+    /// again only after it has been in the foreground.
+    @Test func theContinuousHoldLimitSuspendsAnAppHeldTooLong() {
+        var policy = Policy()
+        policy.continuousHoldLimit = .seconds(3)
+        var host = Self.activeApp(policy: policy)
+        host.send(.audio(active: true, playing: true))
+        host.send(.moveToBackground)
+        host.advance(by: .milliseconds(2900))
+        #expect(host.state == .background)
+        host.advance(by: .milliseconds(100))
+        #expect(host.state == .suspended)
+        #expect(host.eventLines.contains("audio audio no longer keeps the app running: it held it 3.0 s in the background (--continuous-hold-limit)"))
+        #expect(host.machine.holds.isEmpty && host.machine.heldBy == [.audio])
+        // The foreground starts it afresh.
+        host.send(.moveToForeground)
+        #expect(host.state == .active)
+        host.send(.moveToBackground)
+        #expect(host.state == .background, "held again")
+        host.advance(by: .seconds(3))
+        #expect(host.state == .suspended)
+    }
+
+    /// Without the knob, audio holds the app for as long as it plays (as on iOS).
+    @Test func withoutTheLimitAHoldLastsAsLongAsItsWork() {
+        var host = Self.activeApp()
+        host.send(.audio(active: true, playing: true))
+        host.send(.moveToBackground)
+        host.advance(by: .seconds(24 * 3600))
+        #expect(host.state == .background)
+    }
+
+    /// `unpushedCallLimit`: a call reported by hand (no VoIP push) is ended by the host once it
+    /// has lasted that long; one a push brought is not.
+    @Test func aCallNoPushBroughtEndsAfterTheUnpushedCallLimit() {
+        var policy = Policy()
+        policy.unpushedCallLimit = .seconds(5)
+        var host = Self.activeApp([.voip], policy: policy)
+        host.send(.callReported("BYHAND"))
+        host.send(.moveToBackground)
+        host.advance(by: .milliseconds(4900))
+        #expect(host.state == .background)
+        host.advance(by: .milliseconds(100))
+        #expect(host.state == .suspended)
+        #expect(host.machine.activeCalls.isEmpty)
+        #expect(host.eventLines.contains("call call BYHAND ended by the host: no VoIP push brought it, and it lasted 5.0 s (--unpushed-call-limit)"))
+        // A push's call is the push's.
+        host.send(.deliver(BackgroundEvent(kind: .voipPush, payload: "{}"), reason: "voipPush"))
+        #expect(host.state == .background)
+        host.advance(by: .seconds(60))
+        #expect(host.state == .background, "a call a push brought lasts as long as it lasts")
+    }
 }

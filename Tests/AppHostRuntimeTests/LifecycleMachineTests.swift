@@ -10,6 +10,8 @@ struct SimulatedHost {
     /// Callbacks the app received, with the state it observed: "didBecomeActive active".
     var callbacks: [String] = []
     var events: [String] = []
+    /// The events with their details: "call call C ended".
+    var eventLines: [String] = []
     var expirations: [[UInt64]] = []
     /// Background work delivered (its number), and work whose expiration handler was run.
     var work: [UInt64] = []
@@ -123,6 +125,7 @@ struct SimulatedHost {
                     if processDies { queue.append(.exited(ProcessExit(status: .signaled(9, coreDumped: false)))) }
                 case .event(let event):
                     events.append(event.name.rawValue)
+                    eventLines.append("\(event.name.rawValue) \(event.detail ?? "")")
                 case .finished(let termination, _):
                     finished = termination
                 }

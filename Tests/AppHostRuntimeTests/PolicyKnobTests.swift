@@ -24,6 +24,9 @@ import Testing
         case .optionalCount(let path):
             expected[keyPath: path] = 7
             return ("7", ["7"], expected)
+        case .optionalSeconds(let path):
+            expected[keyPath: path] = .seconds(double: 2.5)
+            return ("2.5", ["2.5"], expected)
         case .mebibytes(let path):
             // Half the default: a background limit stays under the foreground one.
             let value = Double(expected[keyPath: path]) / 2 / 1_048_576

@@ -52,6 +52,21 @@ struct ContinuousModeTests {
         #expect(try host.waitForExit() == 0)
     }
 
+    /// `--continuous-hold-limit`: a player that never stops is suspended once it has been held
+    /// that long in the background, with a line saying why.
+    @Test func theContinuousHoldLimitSuspendsAPlayerThatNeverStops() throws {
+        let scratch = try Scratch()
+        let player = try app(scratch, "Looper", modes: ["audio"], behavior: ["playIn": "didBecomeActive"])
+        let host = try HostSession([player], scratch: scratch, arguments: ["--continuous-hold-limit", "0.5"])
+        try host.waitFor("Looper", "audio")
+        host.send("home")
+        try host.waitFor("Looper", "snapshot")
+        let ended = try host.waitFor("Looper", "audio", occurrence: 2)
+        #expect(ended.detail == "audio no longer keeps the app running: it held it 0.5 s in the background (--continuous-hold-limit)")
+        try host.waitFor("Looper", "suspended")
+        #expect(!host.allEvents.contains { $0.name == "Looper" && $0.event == "terminated" })
+    }
+
     @Test func theReportSaysWhichModeKeptTheAppRunningAtItsEnd() throws {
         let scratch = try Scratch()
         let player = try app(scratch, "Player", modes: ["audio"], behavior: ["playIn": "didBecomeActive"])

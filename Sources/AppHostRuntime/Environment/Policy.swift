@@ -56,6 +56,11 @@ public struct Policy: Sendable, Equatable {
     /// `voipResumeWindow` is ended with 0xbad22222.
     public var voipResumeLimit = 10
     public var voipResumeWindow: Duration = .seconds(60)
+    /// How long a continuous mode (audio, location, a call) may hold an app running in the
+    /// background before it is suspended regardless; nil: for as long as it lasts, as on iOS.
+    public var continuousHoldLimit: Duration?
+    /// How long a call that no VoIP push brought may hold its app; nil: as long as it lasts.
+    public var unpushedCallLimit: Duration?
     /// How often a replayed location route moves the simulated device and updates reach apps.
     public var locationUpdateInterval: Duration = .seconds(1)
     /// Capabilities a bundle may ask for (Info.plist `AppHostCapabilities`), e.g.

@@ -9,6 +9,7 @@ extension PolicyKnob {
         let policy = Policy()
         switch kind {
         case .seconds(let path): return "\(Self.plain(policy[keyPath: path].seconds)) s"
+        case .optionalSeconds(let path): return policy[keyPath: path].map { "\(Self.plain($0.seconds)) s" } ?? unsetDefault ?? "none"
         case .count(let path): return "\(policy[keyPath: path])"
         case .optionalCount(let path): return policy[keyPath: path].map { "\($0)" } ?? unsetDefault ?? "none"
         case .mebibytes(let path): return "\(Self.plain(Double(policy[keyPath: path]) / 1_048_576)) MiB"
@@ -28,7 +29,7 @@ extension PolicyKnob {
     /// The name of the flag's value in `--help`: "s", "MiB", "CAP_NAME"; nil for a toggle.
     public var valueName: String? {
         switch kind {
-        case .seconds: "s"
+        case .seconds, .optionalSeconds: "s"
         case .count, .optionalCount: "n"
         case .mebibytes, .optionalMebibytes: "MiB"
         case .percentOfCore: "percent"
@@ -55,7 +56,7 @@ extension PolicyKnob {
     /// How a policy file writes the value, after the key in README.md.
     var fileValue: String {
         switch kind {
-        case .seconds: "seconds"
+        case .seconds, .optionalSeconds: "seconds"
         case .count, .optionalCount: "count"
         case .mebibytes, .optionalMebibytes: "MiB"
         case .percentOfCore: "percent"

@@ -158,6 +158,7 @@ extension PolicyKnob.Kind {
     func fileValue(in policy: Policy) -> PolicyFileValue? {
         switch self {
         case .seconds(let path): .number(policy[keyPath: path].seconds)
+        case .optionalSeconds(let path): policy[keyPath: path].map { .number($0.seconds) }
         case .count(let path): .number(Double(policy[keyPath: path]))
         case .optionalCount(let path): policy[keyPath: path].map { .number(Double($0)) }
         case .mebibytes(let path): .number(Double(policy[keyPath: path]) / 1_048_576)

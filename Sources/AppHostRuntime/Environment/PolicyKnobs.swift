@@ -45,6 +45,8 @@ public struct PolicyKnob {
     public enum Kind {
         /// Positive seconds, fractions allowed.
         case seconds(WritableKeyPath<Policy, Duration>)
+        /// Positive seconds, or nil when not set.
+        case optionalSeconds(WritableKeyPath<Policy, Duration?>)
         /// A positive whole number.
         case count(WritableKeyPath<Policy, Int>)
         /// A positive whole number, or nil when not set.
@@ -141,6 +143,12 @@ extension Policy {
               "Resumptions by VoIP pushes an app may have within --voip-resume-window before 0xbad22222"),
         .init("voipResumeWindow", "voip-resume-window", .seconds(\.voipResumeWindow),
               "The window of --voip-resume-limit"),
+        .init("continuousHoldLimit", "continuous-hold-limit", .optionalSeconds(\.continuousHoldLimit),
+              "How long audio, location or a call may keep an app running in the background, after which it is suspended as if nothing held it (until it next comes to the foreground)",
+              unset: "none, as on iOS"),
+        .init("unpushedCallLimit", "unpushed-call-limit", .optionalSeconds(\.unpushedCallLimit),
+              "How long a call that no VoIP push brought (reported by hand) may keep its app running in the background; the host then ends it",
+              unset: "none, as on iOS"),
         .init("locationUpdateInterval", "location-update-interval", .seconds(\.locationUpdateInterval),
               "How often a replayed location route moves the device and updates reach apps"),
         // Storage (README.md, "Storage limits").
@@ -190,7 +198,7 @@ extension PolicyKnob.Kind {
     /// What a valid value is, to end "KEY must be …".
     public var expectation: String {
         switch self {
-        case .seconds: "a positive number of seconds"
+        case .seconds, .optionalSeconds: "a positive number of seconds"
         case .count, .optionalCount: "a positive whole number"
         case .mebibytes, .optionalMebibytes: "a positive number of MiB"
         case .percentOfCore: "a positive percentage of a core"
@@ -206,6 +214,9 @@ extension PolicyKnob.Kind {
     func set(_ given: Given, in policy: inout Policy) -> Bool {
         switch self {
         case .seconds(let path):
+            guard let value = given.positiveNumber else { return false }
+            policy[keyPath: path] = .seconds(double: value)
+        case .optionalSeconds(let path):
             guard let value = given.positiveNumber else { return false }
             policy[keyPath: path] = .seconds(double: value)
         case .count(let path):

@@ -14,8 +14,12 @@ extension LifecycleMachine {
         package var interruptedByCall = false
     }
 
-    /// The continuous modes holding the app running now: what it does, where it declares the mode.
-    package var holds: Set<ContinuousMode> {
+    /// The continuous modes holding the app running now: what it does, where it declares the
+    /// mode, unless the continuous-hold limit has run out since the app was in the foreground.
+    package var holds: Set<ContinuousMode> { holdSpent ? [] : heldBy }
+
+    /// What would hold the app, limit or not.
+    var heldBy: Set<ContinuousMode> {
         var doing: Set<ContinuousMode> = []
         if audio.playing { doing.insert(.audio) }
         if updatesLocationInBackground { doing.insert(.location) }
@@ -68,14 +72,40 @@ extension LifecycleMachine {
             let unheld = declaredContinuousModes.contains(.voip)
                 ? "" : " (no voip in UIBackgroundModes: it does not keep the app running in the background)"
             actions.append(event(.call, detail: "incoming call \(uuid) reported\(unheld)"))
+            if inFlight?.callback != .didReceiveIncomingPush, let limit = policy.unpushedCallLimit {
+                deadlines[.unpushedCall(uuid)] = now + limit
+            }
 
         case .callEnded(let uuid):
             guard isLive, activeCalls.remove(uuid) != nil else { return ([], false) }
+            deadlines[.unpushedCall(uuid)] = nil
             actions.append(event(.call, detail: "call \(uuid) ended"))
 
         default:
             return ([], false)
         }
         return (actions, true)
+    }
+
+    /// In the background with a continuous mode holding the app: its limit starts, once.
+    mutating func armHoldLimit(now: HostInstant) {
+        guard let limit = policy.continuousHoldLimit, !holdSpent, !heldBy.isEmpty, deadlines[.continuousHold] == nil else { return }
+        deadlines[.continuousHold] = now + limit
+    }
+
+    /// `continuousHoldLimit` ran out: nothing holds the app now (reconcile then suspends it).
+    mutating func holdLimitReached() -> [Action] {
+        let held = heldBy
+        guard isLive, !holdSpent, !held.isEmpty, placement != .foreground, let limit = policy.continuousHoldLimit else { return [] }
+        holdSpent = true
+        let names = held.map(\.rawValue).sorted().joined(separator: ", ")
+        let kind: EventName = held.contains(.audio) ? .audio : held.contains(.location) ? .location : .call
+        return [event(kind, detail: "\(names) no longer keeps the app running: it held it \(limit.formatted) in the background (--continuous-hold-limit)")]
+    }
+
+    /// `unpushedCallLimit` ran out for a call no VoIP push brought: the host ends it.
+    mutating func endUnpushedCall(_ uuid: String) -> [Action] {
+        guard isLive, activeCalls.remove(uuid) != nil, let limit = policy.unpushedCallLimit else { return [] }
+        return [event(.call, detail: "call \(uuid) ended by the host: no VoIP push brought it, and it lasted \(limit.formatted) (--unpushed-call-limit)")]
     }
 }

@@ -69,6 +69,10 @@ extension LifecycleMachine {
                 actions += kill(.watchdog(
                     "the expiration handler of background task \(tasks) did not return within \(policy.expirationHandlerTimeout.formatted); "
                         + "expiration handlers must finish in about a second"))
+            case .continuousHold:
+                actions += holdLimitReached()
+            case .unpushedCall(let uuid):
+                actions += endUnpushedCall(uuid)
             case .interruption:
                 if placement == .interrupted { placement = .foreground }
                 actions += endCallInterruptionOfAudio()

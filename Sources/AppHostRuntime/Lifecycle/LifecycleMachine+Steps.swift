@@ -199,6 +199,11 @@ extension LifecycleMachine {
 
     /// When no callback is running, starts the next step towards where the host wants the app.
     mutating func reconcile(now: HostInstant) -> [Action] {
+        // In the foreground nothing is held; a later background hold starts its limit afresh.
+        if placement == .foreground, holdSpent || deadlines[.continuousHold] != nil {
+            holdSpent = false
+            deadlines[.continuousHold] = nil
+        }
         guard inFlight == nil else { return [] }
         switch phase {
         case .notRunning, .starting, .launching, .suspending, .terminating, .terminated: return []
@@ -267,6 +272,7 @@ extension LifecycleMachine {
             }
             // Background tasks, background work and continuous modes (audio, location, a call)
             // each hold the app running; the last to let go suspends it.
+            armHoldLimit(now: now)
             guard openTasks.isEmpty, work.isEmpty, holds.isEmpty else { return [] }
             endBackgroundTime()
             // An expiration handler that ended the last task is frozen where it is, as on iOS:

@@ -18,6 +18,10 @@ extension LifecycleMachine {
         case mainThreadSample
         /// Expiration handlers began; they must all have returned by then.
         case expirationHandlers
+        /// A continuous mode has held the app in the background for `continuousHoldLimit`.
+        case continuousHold
+        /// A call no VoIP push brought has lasted `unpushedCallLimit`.
+        case unpushedCall(String)
     }
 
     /// How long a watchdog kill waits for the main thread's backtrace before it kills regardless.

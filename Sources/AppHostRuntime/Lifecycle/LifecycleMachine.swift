@@ -109,8 +109,8 @@ package struct LifecycleMachine: Sendable {
     package internal(set) var updatesLocationInBackground = false
     /// CallKit calls under way, by UUID.
     package internal(set) var activeCalls: Set<String> = []
-    /// A VoIP push's callback runs and has reported a call.
-    var pushReportedCall = false
+    /// A VoIP push's callback runs and has reported a call; the continuous-hold limit ran out.
+    var pushReportedCall = false, holdSpent = false
     /// When VoIP pushes resumed the app, within the policy's window.
     var voipResumes: [HostInstant] = []
 
