@@ -285,3 +285,18 @@ extension URLSessionDownloadDelegate {
 extension URLSessionDataDelegate {
     public func urlSession(_ session: URLSession, dataTask: URLSessionDataTask, didReceive data: Data) {}
 }
+
+extension URLError {
+    /// Why the system cancelled a background transfer: the value of
+    /// `NSURLErrorBackgroundTaskCancelledReasonKey` in the error's `userInfo`, as Apple names it.
+    public enum BackgroundTaskCancelledReason: Int, Sendable {
+        case userForceQuitApplication = 0
+        case backgroundUpdatesDisabled = 1
+        case insufficientSystemResources = 2
+    }
+
+    /// Why the system cancelled the transfer, if it did (a force quit of the app, say).
+    public var backgroundTaskCancelledReason: BackgroundTaskCancelledReason? {
+        (userInfo[NSURLErrorBackgroundTaskCancelledReasonKey] as? Int).flatMap(BackgroundTaskCancelledReason.init(rawValue:))
+    }
+}

@@ -163,7 +163,9 @@ final class URLSessionRegistry: Sendable {
                 deliveredTransfers.insert(transferID)
             }
             let error = event.errorCode.map {
-                URLError(URLError.Code(rawValue: $0) ?? .unknown, userInfo: [NSLocalizedDescriptionKey: event.errorMessage ?? "the transfer failed"])
+                URLError(URLError.Code(rawValue: $0) ?? .unknown, userInfo: [
+                    NSLocalizedDescriptionKey: event.errorMessage ?? "the transfer failed",
+                ].merging(event.cancelledReason.map { [NSURLErrorBackgroundTaskCancelledReasonKey: $0] } ?? [:]) { $1 })
             }
             task.finish(event, error: error)
             if let location = event.location, error == nil, let download = task as? URLSessionDownloadTask {

@@ -331,11 +331,16 @@ package struct WireTransferEvent: Codable, Sendable, Equatable {
     /// nil: completed. Else `URLError.Code` raw value and a message for the person.
     package var errorCode: Int?
     package var errorMessage: String?
+    /// For a transfer the system cancelled: why (`NSURLErrorBackgroundTaskCancelledReasonKey`:
+    /// 0 the user force quit the app, 1 background updates disabled, 2 insufficient resources).
+    package var cancelledReason: Int?
 
     package init(
         transfer: WireTransfer, statusCode: Int? = nil, bytesReceived: Int64 = 0, bytesSent: Int64 = 0,
-        location: String? = nil, responseBody: Data? = nil, errorCode: Int? = nil, errorMessage: String? = nil
+        location: String? = nil, responseBody: Data? = nil, errorCode: Int? = nil, errorMessage: String? = nil,
+        cancelledReason: Int? = nil
     ) {
+        self.cancelledReason = cancelledReason
         self.transfer = transfer
         self.statusCode = statusCode
         self.bytesReceived = bytesReceived

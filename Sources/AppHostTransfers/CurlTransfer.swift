@@ -39,7 +39,6 @@ final class CurlTransfer {
     private var responseBody: [UInt8] = []
     /// The response head being read: a redirect's or a 100's is replaced by the next.
     private var status = 0
-    private var reason = ""
     private var fields: [String: String] = [:]
     private var headDone = false
     private var lastProgress = ContinuousClock.now
@@ -227,7 +226,6 @@ final class CurlTransfer {
         if line.hasPrefix("HTTP/") {
             let parts = line.split(separator: " ", maxSplits: 2, omittingEmptySubsequences: true)
             status = parts.count > 1 ? Int(parts[1]) ?? 0 : 0
-            reason = parts.count > 2 ? String(parts[2]) : ""
             fields = [:]
             return true
         }
@@ -243,15 +241,13 @@ final class CurlTransfer {
         return isDownload ? downloadHead() : uploadHead()
     }
 
+    /// Any status completes the download, as on iOS: an error status's body (a 404 page) is the
+    /// download, and the status is in the task's response; only a failure of the client's is an
+    /// error. But a refused range (416) to a resume: the resource changed; start from nothing.
     private func downloadHead() -> Bool {
-        if status >= 400 {
-            if status == 416 && resumeFrom > 0 {
-                // The range is past the resource: it changed; start again from nothing.
-                truncate()
-                failure = Failure(code: WireTransfer.ErrorCode.networkConnectionLost, message: "the server refused the range", retry: true)
-            } else {
-                failure = Failure(code: WireTransfer.ErrorCode.badServerResponse, message: "the server answered HTTP \(statusText)", status: status)
-            }
+        if status == 416 && resumeFrom > 0 {
+            truncate()
+            failure = Failure(code: WireTransfer.ErrorCode.networkConnectionLost, message: "the server refused the range", retry: true)
             return false
         }
         if status == 206 && resumeFrom > 0 && contentRangeStarts(at: resumeFrom) {
@@ -266,12 +262,9 @@ final class CurlTransfer {
         return true
     }
 
+    /// Any status completes the upload, as on iOS: the response's body and status reach the app.
     private func uploadHead() -> Bool {
         report(.started(status: status, expected: nil, validator: nil, resumedAt: 0))
-        guard status < 400 else {
-            failure = Failure(code: WireTransfer.ErrorCode.badServerResponse, message: "the server answered HTTP \(statusText)", status: status)
-            return false
-        }
         return true
     }
 
@@ -374,8 +367,6 @@ final class CurlTransfer {
     }
 
     // MARK: Helpers
-
-    private var statusText: String { reason.isEmpty ? "\(status)" : "\(status) \(reason)" }
 
     /// Empties the part file (a response from its start), giving its bytes back to the app's allowance.
     private func truncate() {

@@ -118,7 +118,7 @@ extension Supervisor {
     /// The user terminated the app: no background launch until they open it again (iOS's rule).
     func userForceQuit(_ record: AppRecord) {
         scheduler.setForceQuit(true, for: record.bundle.identifier)
-        cancelTransfers(of: record, because: "the user force quit the app")
+        cancelTransfers(of: record, because: "the user force quit the app", reasonCode: 0)
     }
 
     func backgroundTasksConfiguration(for bundle: AppBundle) -> WireBackgroundTasks {

@@ -115,18 +115,24 @@ extension Supervisor {
         return location
     }
 
-    /// Cancels every transfer of the app (a force quit): nothing of them is delivered.
-    func cancelTransfers(of record: AppRecord, because reason: String) {
+    /// Cancels every unfinished transfer of the app (a force quit), as iOS does: each ends with
+    /// `URLError.cancelled` and `NSURLErrorBackgroundTaskCancelledReasonKey` = `reasonCode`, and
+    /// is delivered when the app next runs and makes its session again (the user opens it: a
+    /// force-quit app is not launched in the background). Finished ones wait for it as they were.
+    func cancelTransfers(of record: AppRecord, because reason: String, reasonCode: Int) {
         let id = record.bundle.identifier
-        let cancelled = transfers.records.filter { $0.app == id }
+        let cancelled = transfers.records.indices.filter { transfers.records[$0].app == id && transfers.records[$0].phase != .finished }
         guard !cancelled.isEmpty else { return }
-        for transfer in cancelled {
+        for index in cancelled {
+            let transfer = transfers.records[index]
             transfers.service?.stop(transfer.id)
             transfers.fileRemovals.append(transfer.id)
-            if let location = transfer.result?.location { unlink(location) }
-            transfers.deliveries.forget(transfer.id)
+            transfers.unkept.remove(transfer.id)
+            transfers.records[index].phase = .finished
+            transfers.records[index].result = WireTransferEvent(
+                transfer: transfer.transfer, bytesReceived: transfer.bytesReceived, bytesSent: transfer.bytesSent,
+                errorCode: WireTransfer.ErrorCode.cancelled, errorMessage: "cancelled: \(reason)", cancelledReason: reasonCode)
         }
-        transfers.records.removeAll { $0.app == id }
         transfers.deliveries.appNotRunning(id)
         saveTransfers()
         announce(record, command: .transfer, "cancelled \(cancelled.count) background transfer\(cancelled.count == 1 ? "" : "s"): \(reason)", nil)

@@ -49,7 +49,8 @@ final class TransferProbe: URLSessionDownloadDelegate, URLSessionDataDelegate {
     func urlSession(_ session: URLSession, task: URLSessionTask, didCompleteWithError error: (any Error)?) {
         let status = (task.response as? HTTPURLResponse)?.statusCode
         let code = (error as? URLError)?.code.rawValue
-        record("didComplete task=\(task.taskIdentifier) error=\(code.map(String.init) ?? "nil") status=\(status.map(String.init) ?? "nil") sent=\(task.countOfBytesSent)")
+        let reason = ((error as? URLError)?.backgroundTaskCancelledReason).map { " reason=\($0)" } ?? ""
+        record("didComplete task=\(task.taskIdentifier) error=\(code.map(String.init) ?? "nil") status=\(status.map(String.init) ?? "nil") sent=\(task.countOfBytesSent)\(reason)")
     }
 
     func urlSessionDidFinishEvents(forBackgroundURLSession session: URLSession) {
