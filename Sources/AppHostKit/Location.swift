@@ -109,9 +109,8 @@ public final class CLLocationManager {
     public var allowsBackgroundLocationUpdates = false {
         didSet {
             if allowsBackgroundLocationUpdates && !Self.declaresLocationMode {
-                allowsBackgroundLocationUpdates = false
-                Application.shared.link.warn(
-                    "allowsBackgroundLocationUpdates set without location in Info.plist UIBackgroundModes (iOS raises); location updates stop in the background")
+                // As iOS: an uncaught NSInternalInconsistencyException, which ends the app.
+                fatalError("NSInternalInconsistencyException: allowsBackgroundLocationUpdates was set to true, but the app does not declare location in its Info.plist UIBackgroundModes; declare the mode, or leave the property false")
             }
             Self.report()
         }

@@ -229,6 +229,17 @@ struct ContinuousModeTests {
         scratch.recorded(name).filter { $0.hasPrefix("location ") && $0.contains(",") }.map { $0.replacingOccurrences(of: " main=true", with: "") }
     }
 
+    /// As on iOS, where it raises NSInternalInconsistencyException: setting
+    /// allowsBackgroundLocationUpdates without the location mode ends the app, and its report says why.
+    @Test func allowingBackgroundUpdatesWithoutTheModeEndsTheApp() throws {
+        let scratch = try Scratch()
+        let careless = try app(scratch, "Careless", modes: [], behavior: ["location": ["request": "always", "background": true]])
+        let host = try HostSession([careless], scratch: scratch)
+        let end = try host.waitFor("Careless", "terminated")
+        #expect(end.kind == "crash")
+        #expect((end.fields["fatalError"] as? String)?.contains("NSInternalInconsistencyException: allowsBackgroundLocationUpdates was set to true, but the app does not declare location in its Info.plist UIBackgroundModes") == true, "\(end)")
+    }
+
     @Test func locationUpdatesReachTheForegroundAndTheBackgroundOnlyWithTheMode() throws {
         let scratch = try Scratch()
         let runner = try app(scratch, "Runner", modes: ["location"], behavior: ["location": ["request": "always", "background": true, "stopAfter": 3]])
