@@ -309,6 +309,7 @@ enum AppMain {
                 returned = delegate.application(application, willFinishLaunchingWithOptions: launchOptions)
             case .didFinishLaunching:
                 returned = delegate.application(application, didFinishLaunchingWithOptions: launchOptions)
+                if returned != false { application.scenes?.launchFinished(application, delegate) }
             case .didBecomeActive: delegate.applicationDidBecomeActive(application)
             case .willResignActive: delegate.applicationWillResignActive(application)
             case .didEnterBackground: delegate.applicationDidEnterBackground(application)

@@ -24,13 +24,16 @@ final class SceneDriver {
 
     /// What was last reported to the host, so that only a change is sent.
     private var reported: [WireSceneSession] = []
+    /// Sessions discarded while the app was not running (a force quit, `discard-scene`): the
+    /// app hears of them once didFinishLaunching has returned, before any scene connects.
+    private var discardedAtLaunch: [SceneSession] = []
 
     /// The driver of an app with `manifest`, given the sessions the host kept (none connected):
     /// each keeps its configuration, `userInfo` and `stateRestorationActivity`.
     init(manifest: WireSceneManifest, link: HostLink, sessions kept: [WireSceneSession] = []) {
         self.manifest = manifest
         self.link = link
-        reported = kept
+        reported = kept.filter { $0.discarded != true }
         for stored in kept {
             let role = SceneSession.Role.windowApplication
             let entry = manifest.configurations.first { $0.name == stored.configuration } ?? manifest.configurations.first
@@ -43,8 +46,17 @@ final class SceneDriver {
                 activity.userInfo = stored.activityUserInfo.flatMap(Self.dictionary).map { Dictionary(uniqueKeysWithValues: $0.map { (AnyHashable($0.key), $0.value) }) }
                 session.stateRestorationActivity = activity
             }
-            sessions.append(session)
+            if stored.discarded == true { discardedAtLaunch.append(session) } else { sessions.append(session) }
         }
+    }
+
+    /// didFinishLaunching has returned: `application(_:didDiscardSceneSessions:)` for the sessions
+    /// discarded while the app was not running, as UIKit calls it "the next time your app launches".
+    func launchFinished(_ application: Application, _ delegate: any ApplicationDelegate) {
+        guard !discardedAtLaunch.isEmpty else { return }
+        let discarded = Set(discardedAtLaunch)
+        discardedAtLaunch = []
+        delegate.application(application, didDiscardSceneSessions: discarded)
     }
 
     /// Tells the host what its sessions hold now, if that changed since it was last told.

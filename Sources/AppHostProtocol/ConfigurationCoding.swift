@@ -277,6 +277,7 @@ extension WireSceneSession {
     func write(to writer: inout CompactWriter) {
         writer.write(identifier)
         for text in [configuration, userInfo, activityType, activityUserInfo] { writer.write(text) { $0.write($1) } }
+        writer.write(discarded ?? false)
     }
 
     init(from reader: inout CompactReader) throws(CompactCodingError) {
@@ -287,6 +288,7 @@ extension WireSceneSession {
         self.init(
             identifier: identifier, configuration: try text("configuration"), userInfo: try text("userInfo"),
             activityType: try text("activityType"), activityUserInfo: try text("activityUserInfo"))
+        discarded = try reader.bool("discarded") ? true : nil
     }
 }
 
@@ -301,6 +303,8 @@ extension WireTransfer {
         writer.write(isDiscretionary)
         writer.write(sessionSendsLaunchEvents)
         writer.write(taskDescription) { $0.write($1) }
+        writer.write(headers.map { $0.sorted { $0.key < $1.key }.flatMap { [$0.key, $0.value] } }) { $0.write($1) { $0.write($1) } }
+        writer.write(earliestBegin) { $0.write($1) }
     }
 
     init(from reader: inout CompactReader) throws(CompactCodingError) {
@@ -311,6 +315,11 @@ extension WireTransfer {
             method: try reader.optional("method") { reader throws(CompactCodingError) in try reader.string("method") },
             isDiscretionary: try reader.bool("isDiscretionary"), sessionSendsLaunchEvents: try reader.bool("sessionSendsLaunchEvents"),
             taskDescription: try reader.optional("taskDescription") { reader throws(CompactCodingError) in try reader.string("taskDescription") })
+        let fields = try reader.optional("headers") { reader throws(CompactCodingError) in try reader.strings("headers") }
+        headers = fields.map { fields in
+            Dictionary(stride(from: 0, to: fields.count - 1, by: 2).map { (fields[$0], fields[$0 + 1]) }) { $1 }
+        }
+        earliestBegin = try reader.optional("earliestBegin") { reader throws(CompactCodingError) in try reader.double("earliestBegin") }
     }
 }
 
@@ -342,8 +351,11 @@ extension WireConfiguration {
         configuration.sceneSessions = [
             WireSceneSession(identifier: "s1", configuration: "Default", userInfo: "{}", activityType: "a", activityUserInfo: "{\"k\":1}")
         ]
+        configuration.sceneSessions?[0].discarded = true
         configuration.transfers = [
-            WireTransfer(session: "session", task: 9, kind: .upload, url: "http://localhost/", file: "/f", method: "PUT", isDiscretionary: true, taskDescription: "t")
+            WireTransfer(
+                session: "session", task: 9, kind: .upload, url: "http://localhost/", file: "/f", method: "PUT", isDiscretionary: true, taskDescription: "t",
+                headers: ["X-A": "1", "X-B": "2"], earliestBegin: 12.5)
         ]
         configuration.launchCallbacks = [
             WireCallbackRequest(id: 10, callback: .willFinishLaunching, state: .background, stateAfter: .inactive, backgroundTimeRemaining: 11.5),

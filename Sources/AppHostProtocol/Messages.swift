@@ -12,7 +12,10 @@ package let appProcessArgument = "__app-process"
 /// without the host sending them (WireConfiguration.launchCallbacks).
 /// 4: they may include the first didBecomeActive, which the app runs right after
 /// didFinishLaunching unless the host withdrew it (`HostMessage.withdraw`, `AppMessage.ackThenNext`).
-package let wireProtocolVersion = 4
+/// 5: a transfer carries its header fields and earliest begin date, a transfer event why the
+/// system cancelled it, progress reaches a running app (`transferProgress`), and a launch's
+/// scene sessions include those discarded while it was not running (`WireSceneSession.discarded`).
+package let wireProtocolVersion = 5
 
 /// `applicationState` as the app observes it. Raw values as UIKit's.
 package enum WireApplicationState: Int, Codable, Sendable {

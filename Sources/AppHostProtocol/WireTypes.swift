@@ -111,6 +111,9 @@ package struct WireSceneSession: Codable, Sendable, Equatable {
     /// `stateRestorationActivity`: its `activityType`, and its `userInfo` as a JSON object.
     package var activityType: String?
     package var activityUserInfo: String?
+    /// Discarded while the app was not running (a force quit, `discard-scene`): the app is told
+    /// at this launch, `application(_:didDiscardSceneSessions:)`, and does not restore it.
+    package var discarded: Bool?
 
     package init(
         identifier: String, configuration: String? = nil, userInfo: String? = nil, activityType: String? = nil,

@@ -88,16 +88,35 @@ import Testing
         #expect(scenes.add() == "2")
         scenes.markConnected("2")
         #expect(scenes.front == "2")
-        scenes.discard("2")
+        scenes.discard("2", running: true)
         #expect(scenes.front == "1")
         #expect(scenes.add() == "3", "identifiers are never reused")
+    }
+
+    /// A session discarded while the app does not run is given to its next launch, marked
+    /// discarded with what the app last reported of it, once; a force quit discards them all.
+    @Test func aSessionDiscardedWhileTheAppIsNotRunningGoesToTheNextLaunchOnce() {
+        var scenes = SceneSessions()
+        _ = scenes.connectFront()
+        _ = scenes.add()
+        #expect(scenes.restore([WireSceneSession(identifier: "1", userInfo: "{}")]) == nil)
+        scenes.discard("1", running: false)
+        var told = WireSceneSession(identifier: "1", userInfo: "{}")
+        told.discarded = true
+        #expect(scenes.forLaunch == [WireSceneSession(identifier: "2"), told])
+        scenes.launched()
+        #expect(scenes.forLaunch == [WireSceneSession(identifier: "2")])
+        scenes.discardAll()
+        #expect(scenes.sessions.isEmpty)
+        #expect(scenes.forLaunch.map(\.identifier) == ["2"] && scenes.forLaunch.allSatisfy { $0.discarded == true })
+        #expect(scenes.connectFront() == "3", "the next launch begins with a new session")
     }
 
     @Test func aReportNamesOnlySessionsTheHostMadeOrDiscarded() {
         var scenes = SceneSessions()
         _ = scenes.add()
         _ = scenes.add()
-        scenes.discard("2")
+        scenes.discard("2", running: true)
         let report = [WireSceneSession(identifier: "1", userInfo: #"{"visits":1}"#), WireSceneSession(identifier: "2")]
         #expect(scenes.restore(report) == nil, "the app may report a session before it hears it was discarded")
         #expect(scenes.session("1")?.restoration?.userInfo == #"{"visits":1}"#)

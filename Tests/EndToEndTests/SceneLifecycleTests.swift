@@ -294,6 +294,62 @@ struct SceneLifecycleTests {
         #expect(try second.waitForExit() == 0)
     }
 
+    /// Removing an app from the switcher (a force quit) discards its scene sessions, as on iOS:
+    /// the next launch is told (didDiscardSceneSessions, after didFinishLaunching and before any
+    /// scene connects), asks for a new session's configuration and restores nothing.
+    @Test func aForceQuitDiscardsTheScenesSessionsAndTheNextLaunchIsTold() throws {
+        let scratch = try Scratch()
+        let app = try sceneApp(scratch, "Swiped", behavior: ["recordSceneSession": true, "restoreScenes": true])
+        let host = try HostSession([app], scratch: scratch)
+        try host.waitFor("Swiped", "didBecomeActive")
+        host.send("home")
+        try host.waitFor("Swiped", "suspended")
+        host.send("terminate Swiped")
+        try host.waitFor("Swiped", "terminated")
+        let seen = scratch.recorded("Swiped").count
+        host.send("open Swiped")
+        try host.waitFor("Swiped", "didBecomeActive", occurrence: 2)
+        let relaunch = trail(scratch, "Swiped", from: seen).filter { !$0.hasPrefix("notification") && !$0.hasPrefix("launch") && !$0.hasPrefix("main bundle") }
+        #expect(Array(relaunch.prefix(5)) == [
+            "willFinishLaunching inactive", "didFinishLaunching inactive", "didDiscardSceneSessions 1 inactive",
+            "configurationForConnecting inactive", "willConnectTo #2 unattached app=inactive",
+        ], "\(relaunch)")
+        #expect(!relaunch.contains { $0.hasPrefix("restored") })
+        #expect(try listScenes(host, "Swiped", count: 1) == ["2 foregroundActive front"])
+        host.closeInput()
+        #expect(try host.waitForExit() == 0)
+    }
+
+    /// `discard-scene` while the app is not running is remembered, across hosts: UIKit "calls this
+    /// method the next time your app launches".
+    @Test func aSessionDiscardedWhileTheAppIsNotRunningIsToldAtItsNextLaunch() throws {
+        let scratch = try Scratch()
+        let app = try sceneApp(scratch, "Later", behavior: ["recordSceneSession": true], multiple: true)
+        let first = try HostSession([app], scratch: scratch)
+        try first.waitFor("Later", "didBecomeActive")
+        first.send("open Later --new-scene")
+        try first.waitFor("Later", "connectScene")
+        first.closeInput()
+        #expect(try first.waitForExit() == 0)
+
+        let second = try HostSession([try scratch.bundle("Front"), app], scratch: scratch)
+        try second.waitFor("Front", "didBecomeActive")
+        second.send("discard-scene Later 1")
+        #expect(try listScenes(second, "Later", count: 1) == ["2 unattached front"])
+        second.closeInput()
+        #expect(try second.waitForExit() == 0)
+
+        let seen = scratch.recorded("Later").count
+        let third = try HostSession([app], scratch: scratch)
+        try third.waitFor("Later", "didBecomeActive")
+        let relaunch = trail(scratch, "Later", from: seen).filter { $0.hasPrefix("didDiscardSceneSessions") || $0.hasPrefix("willConnectTo") }
+        #expect(relaunch == ["didDiscardSceneSessions 1 inactive", "willConnectTo #2 unattached app=inactive"])
+        third.send("discard-scene Later 1")
+        try third.waitForStandardError(containing: "Later has no scene session 1; its sessions: 2")
+        third.closeInput()
+        #expect(try third.waitForExit() == 0)
+    }
+
     /// A configuration the manifest lacks: the scene connects without a delegate, and a warning says why.
     @Test func anUnknownConfigurationConnectsTheSceneWithoutADelegateAndWarns() throws {
         let scratch = try Scratch()

@@ -24,6 +24,10 @@ struct SceneSessions: Sendable, Equatable, Codable {
     private var nextNumber = 1
     /// Sessions discarded while the app may not know yet: a report of one is not a violation.
     private var discarded: Set<String> = []
+    /// Sessions discarded while the app was not running, with what it last reported of them: it
+    /// is told at its next launch (`WireSceneSession.discarded`). Optional: absent from a store an
+    /// earlier host wrote.
+    private var untold: [WireSceneSession]?
 
     /// The session that comes forward when the app comes to the foreground.
     var front: String? { recency.last }
@@ -69,16 +73,36 @@ struct SceneSessions: Sendable, Equatable, Codable {
         return nil
     }
 
-    /// What the app is given at launch: every session, with what it last reported.
+    /// What the app is given at launch: every session, with what it last reported, and those
+    /// discarded while it was not running, marked so.
     var forLaunch: [WireSceneSession] {
-        sessions.map { $0.restoration ?? WireSceneSession(identifier: $0.identifier) }
+        sessions.map { $0.restoration ?? WireSceneSession(identifier: $0.identifier) } + (untold ?? [])
     }
 
-    mutating func discard(_ identifier: String) {
-        guard sessions.contains(where: { $0.identifier == identifier }) else { return }
+    /// The launch was given `forLaunch`: the discarded sessions are told.
+    mutating func launched() {
+        for session in untold ?? [] { discarded.insert(session.identifier) }
+        untold = nil
+    }
+
+    /// Discards a session; one the running app has not been told of (`running` false) is kept
+    /// to tell it at its next launch.
+    mutating func discard(_ identifier: String, running: Bool) {
+        guard let session = session(identifier) else { return }
         sessions.removeAll { $0.identifier == identifier }
         recency.removeAll { $0 == identifier }
         discarded.insert(identifier)
+        if !running {
+            var told = session.restoration ?? WireSceneSession(identifier: identifier)
+            told.discarded = true
+            untold = (untold ?? []) + [told]
+        }
+    }
+
+    /// Discards every session (the user force quit the app, which removes them on iOS): the app
+    /// is told at its next launch, which begins with a new session.
+    mutating func discardAll() {
+        for identifier in sessions.map(\.identifier) { discard(identifier, running: false) }
     }
 
     private mutating func setConnected(_ identifier: String, _ connected: Bool) {

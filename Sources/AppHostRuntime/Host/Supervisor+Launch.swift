@@ -360,7 +360,10 @@ extension Supervisor {
         message.locationAuthorization = location.authorization(of: bundle.identifier)?.wireName
         message.logLevel = configuration.appLogLevel.rawValue
         message.scenes = bundle.sceneManifest
-        if bundle.adoptsScenes { message.sceneSessions = scenes[bundle.identifier].forLaunch }
+        if bundle.adoptsScenes {
+            message.sceneSessions = scenes[bundle.identifier].forLaunch
+            scenes.change(bundle.identifier) { $0.launched() }
+        }
         message.transfers = transfers.records.filter { $0.app == bundle.identifier }.map(\.transfer)
         // The app runs them without the host's sending them (README.md, "How apps are launched").
         message.launchCallbacks = run.launchCallbacks

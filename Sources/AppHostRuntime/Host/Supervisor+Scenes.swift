@@ -49,7 +49,7 @@ extension Supervisor {
     public func discardScene(_ name: String, _ session: String) throws {
         try queue.sync {
             let (record, run) = try sceneTarget(name, session, verb: "discard")
-            scenes.change(record.bundle.identifier) { $0.discard(session) }
+            scenes.change(record.bundle.identifier) { $0.discard(session, running: run != nil) }
             if let run { handle(record, run, .scene(.init(.discardScene, session: session))) }
         }
     }
