@@ -29,8 +29,9 @@ extern "C" {
 #define APPHOST_CRASH_FD 4
 /// The real-time signal by which the host asks for the main thread's backtrace.
 #define APPHOST_CRASH_SAMPLE_SIGNAL 61
-/// How long a crashing thread waits for the host to have read its memory map, in ms.
-#define APPHOST_CRASH_ACKNOWLEDGEMENT_TIMEOUT_MS 1000
+/// How long a crashing thread waits for the host to have read its memory map, in ms: long
+/// enough for a host on a loaded machine (a second was not, with every core busy).
+#define APPHOST_CRASH_ACKNOWLEDGEMENT_TIMEOUT_MS 5000
 
 enum apphost_crash_kind {
     /// A thread crashed: the record is its backtrace, the signal what it died of.
