@@ -63,8 +63,9 @@ public protocol ApplicationDelegate: AnyObject {
         _ application: Application, configurationForConnecting connectingSceneSession: SceneSession,
         options: Scene.ConnectionOptions
     ) -> SceneConfiguration
-    /// The user discarded scene sessions: release what was kept for them. (apphost discards no
-    /// session yet: README.md, "Scenes".)
+    /// Scene sessions were discarded (`discard-scene`, or a force quit): release what was kept
+    /// for them. A session discarded while the app was not running is told at its next launch,
+    /// once didFinishLaunching has returned (README.md, "Scenes").
     func application(_ application: Application, didDiscardSceneSessions sceneSessions: Set<SceneSession>)
 }
 

@@ -183,9 +183,12 @@ public final class BGTaskScheduler: Sendable {
         public var description: String { "BGTaskScheduler.Error(\(code)): \(message)" }
     }
 
-    private struct Registration {
+    /// `handler` is the app's, as Apple's SDK takes it: not `@Sendable` (a delegate's closure
+    /// calls its own methods, as Apple's sample does). It runs on `queue` only, one task at a time
+    /// per registration, as on iOS: hence unchecked.
+    private struct Registration: @unchecked Sendable {
         var queue: DispatchQueue?
-        var handler: @Sendable (BGTask) -> Void
+        var handler: (BGTask) -> Void
     }
 
     private struct State {
@@ -210,7 +213,7 @@ public final class BGTaskScheduler: Sendable {
     @discardableResult
     public func register(
         forTaskWithIdentifier identifier: String, using queue: DispatchQueue?,
-        launchHandler: @escaping @Sendable (BGTask) -> Void
+        launchHandler: @escaping (BGTask) -> Void
     ) -> Bool {
         let permitted = link.configuration.backgroundTasks?.permittedIdentifiers ?? []
         guard permitted.contains(identifier) else {
@@ -334,8 +337,7 @@ public final class BGTaskScheduler: Sendable {
             running = running.filter { !$0.value.isCompleted }
             running[event.work] = task
         }
-        let handler = registration.handler
-        deliver { handler(task) }
+        deliver { registration.handler(task) }
         return task
     }
 
