@@ -260,6 +260,8 @@ let package = Package(
         .testTarget(
             name: "EndToEndTests",
             dependencies: ["CAppHostShims", "AppHostSystem"],
+            // The recorded walks GoldenWalkTests compares against, read from the source tree.
+            exclude: ["Goldens"],
             swiftSettings: strictSettings
         ),
     ] + apps.map(\.1)
