@@ -178,10 +178,13 @@ package struct SyscallProfile: Sendable, Equatable {
         return rules
     }
 
-    /// ioctl requests allowed to every app.
+    /// ioctl requests allowed to every app: queries, and a descriptor's own flags. SIOCOUTQ
+    /// (TIOCOUTQ on a terminal) is what libcurl asks of its sockets on every request an app's
+    /// FoundationNetworking makes: refused, a networking app was reported (and, with
+    /// --maximum-violations, ended) for doing nothing wrong.
     package static let ioctlRequests: [String: UInt64] = [
         "TCGETS": 0x5401, "TIOCGWINSZ": 0x5413, "TIOCGPGRP": 0x540F, "FIONREAD": 0x541B,
-        "FIONBIO": 0x5421, "FIONCLEX": 0x5450, "FIOCLEX": 0x5451,
+        "FIONBIO": 0x5421, "FIONCLEX": 0x5450, "FIOCLEX": 0x5451, "SIOCOUTQ": 0x5411,
     ]
 
     /// prctl options allowed to every app: naming threads and reading its own settings.

@@ -165,11 +165,12 @@ struct SyscallFilterTests {
 
     @Test func highBitsInAnIoctlRequestDoNotSlipPastTheRule() throws {
         let scratch = try Scratch()
-        let host = try probe("Typist", ["ioctl-tiocsti", "ioctl-tiocsti-high-bits", "ioctl-fionread"], scratch: scratch)
+        let host = try probe("Typist", ["ioctl-tiocsti", "ioctl-tiocsti-high-bits", "ioctl-fionread", "ioctl-siocoutq"], scratch: scratch)
         try host.waitFor("Typist", "didBecomeActive")
-        // Allowed, TIOCSTI on a pipe would be ENOTTY; FIONREAD on the control socket is allowed.
+        // Allowed, TIOCSTI on a pipe would be ENOTTY; FIONREAD and SIOCOUTQ (what libcurl asks of
+        // its sockets) on the control socket are allowed.
         #expect(outcomes("Typist", scratch: scratch) == [
-            "probe ioctl-tiocsti: EPERM", "probe ioctl-tiocsti-high-bits: EPERM", "probe ioctl-fionread: ok",
+            "probe ioctl-tiocsti: EPERM", "probe ioctl-tiocsti-high-bits: EPERM", "probe ioctl-fionread: ok", "probe ioctl-siocoutq: ok",
         ])
         if Self.hasNotification {
             #expect(violations(host) == [

@@ -31,6 +31,7 @@ extension AppDelegate {
         case "ioctl-tiocsti": return describe(probe_ioctl(1, 0x5412))
         case "ioctl-tiocsti-high-bits": return describe(probe_ioctl(1, 0xFFFF_FFFF_0000_0000 | 0x5412))
         case "ioctl-fionread": return describe(probe_ioctl(3, 0x541B))
+        case "ioctl-siocoutq": return describe(probe_ioctl(3, 0x5411))
         case "fork": return describe(probe_fork())
         case "exec": return describe(probe_execve("/bin/true"))
         case "thread": return describe(probe_thread())
