@@ -50,9 +50,10 @@ struct StateOptions: ParsableArguments {
     }
 }
 
-/// Prints one line on standard error and exits with status 1: how every user error ends.
-func fail(_ message: String) -> Never {
+/// Prints one line on standard error and exits with `status`: 1 for every user error, 64 for a
+/// command line that is itself wrong (README.md, "Exit status").
+func fail(_ message: String, status: Int32 = 1) -> Never {
     OutputQueue.standardOutput.drain()
     writeStandardError("apphost: \(message)\n")
-    exit(1)
+    exit(status)
 }

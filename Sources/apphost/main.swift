@@ -14,7 +14,7 @@ if CommandLine.arguments.count > 1 && CommandLine.arguments[1] == LaunchTemplate
 // A mistyped subcommand gets the nearest one ("did you mean launch?"), not the parser's
 // "unexpected argument".
 if CommandLine.arguments.count > 1, let message = AppHost.unknownSubcommandMessage(CommandLine.arguments[1]) {
-    fail(message)
+    fail(message, status: 64)
 }
 
 do {

@@ -14,7 +14,7 @@ struct UsageHelpTests {
 
     @Test func aMistypedSubcommandSuggestsTheNearest() throws {
         let result = try runApphost(["lanch", "Notes.app"])
-        #expect(result.status == 1)
+        #expect(result.status == 64, "a command line that is wrong, as an unknown option is")
         #expect(result.error == "apphost: unknown command lanch; did you mean launch?\n")
     }
 
