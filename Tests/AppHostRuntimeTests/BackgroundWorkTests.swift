@@ -198,6 +198,41 @@ import AppHostSystem
                 "a request waits while its identifier's task still runs")
     }
 
+    /// A request taken to run stays in the store until the app begins its task: a host killed in
+    /// between hands it back as pending at the next start (found by scripts/chaos: it was lost);
+    /// once begun it is spent, and a process that died launching spends what it was given.
+    @Test func aTakenRequestIsSpentOnlyOnceTheAppBeginsIt() throws {
+        var schedule = BackgroundSchedule()
+        try schedule.submit(request("refresh", .appRefresh, at: 10), for: "app", maximumRefresh: 1, maximumProcessing: 10)
+        try schedule.submit(request("clean", .processing, at: 10), for: "app", maximumRefresh: 1, maximumProcessing: 10)
+        let due = schedule.takeDue(for: "app", now: 20, conditions: Self.plugged, refreshAvailable: true, fetchFloor: 900)
+        #expect(due.tasks.map(\.identifier) == ["refresh", "clean"])
+        #expect(schedule.apps["app"]?.requests == [])
+        #expect(schedule.apps["app"]?.taken?.map(\.identifier) == ["refresh", "clean"])
+        let began = schedule.began("refresh", for: "app")
+        let again = schedule.began("refresh", for: "app")
+        #expect(began && !again, "spent once")
+
+        // The host dies with "clean" taken and not begun: the next start hands it back.
+        var restarted = schedule
+        let returned = restarted.returnTaken()
+        #expect(returned.map { "\($0.app) \($0.identifiers)" } == ["app [\"clean\"]"])
+        #expect(restarted.apps["app"]?.requests.map(\.identifier) == ["clean"])
+        #expect(restarted.apps["app"]?.taken == nil)
+        // Submitted anew meanwhile: the new request stands, the taken one is not added twice.
+        var resubmitted = schedule
+        try resubmitted.submit(request("clean", .processing, at: 99), for: "app", maximumRefresh: 1, maximumProcessing: 10)
+        let none = resubmitted.returnTaken()
+        #expect(none.isEmpty)
+        #expect(resubmitted.apps["app"]?.requests.map(\.earliestBeginDate) == [99])
+
+        // The app died launching with it: spent, as on iOS.
+        let dropped = schedule.dropTaken(for: "app")
+        #expect(dropped == ["clean"])
+        let nothing = schedule.returnTaken()
+        #expect(nothing.isEmpty)
+    }
+
     @Test func fetchesComeAnIntervalApartAndNeverForAForceQuitApp() {
         var schedule = BackgroundSchedule()
         schedule.setFetchInterval(60, for: "app", now: 0, floor: 900)

@@ -259,6 +259,9 @@ struct BackgroundModeTests {
         try host.waitFor("Sched", "suspended", occurrence: 2)
         #expect(host.allEvents.last { $0.event == "advance" }?.detail?.hasSuffix("started Sched BGAppRefreshTask test.refresh") == true)
         #expect(scratch.recorded("Sched").suffix(2) == ["launchHandler test.refresh refresh background main=true", "completed test.refresh true"])
+        // Begun, the request is spent: nothing is kept taken for a later host to run again.
+        let store = try String(contentsOf: scratch.stateDirectory.appendingPathComponent("background-tasks.json"), encoding: .utf8)
+        #expect(!store.contains("\"taken\""), "\(store)")
     }
 
     @Test func aProcessingTaskWaitsForPowerAndEndsWhenItIsUnplugged() throws {

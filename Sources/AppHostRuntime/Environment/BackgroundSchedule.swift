@@ -38,7 +38,14 @@ package struct BackgroundSchedule: Codable, Equatable, Sendable {
 
         package init() {}
 
-        var isEmpty: Bool { requests.isEmpty && fetchInterval == nil && !forceQuit && taskKinds.isEmpty && (lastRuns ?? [:]).isEmpty }
+        /// Requests taken to run whose task the app has not begun yet (its launch handler not
+        /// yet called): a host that ends before it has, hands them back as pending
+        /// (`returnTaken`); once begun they are gone, as on iOS (absent from older stores).
+        package var taken: [WireTaskRequest]?
+
+        var isEmpty: Bool {
+            requests.isEmpty && fetchInterval == nil && !forceQuit && taskKinds.isEmpty && (lastRuns ?? [:]).isEmpty && (taken ?? []).isEmpty
+        }
 
         /// When `request` may next begin: its earliest begin date, and a minimum interval
         /// after its identifier's last run.
@@ -146,8 +153,45 @@ package struct BackgroundSchedule: Codable, Equatable, Sendable {
         }
         entry.requests.removeAll { request in due.contains { $0.identifier == request.identifier } }
         for request in due { entry.lastRuns = (entry.lastRuns ?? [:]).merging([request.identifier: now]) { $1 } }
+        if !due.isEmpty { entry.taken = (entry.taken ?? []).filter { old in !due.contains { $0.identifier == old.identifier } } + due }
         set(entry, for: app)
         return (fetch, due)
+    }
+
+    /// The app began the task `identifier` (its launch handler was called): its request is
+    /// spent. Returns whether one was taken.
+    @discardableResult
+    package mutating func began(_ identifier: String, for app: String) -> Bool {
+        guard var entry = apps[app], let index = entry.taken?.firstIndex(where: { $0.identifier == identifier }) else { return false }
+        entry.taken?.remove(at: index)
+        if entry.taken?.isEmpty == true { entry.taken = nil }
+        set(entry, for: app)
+        return true
+    }
+
+    /// The app's process ended with tasks taken for it and not begun (it died launching): spent
+    /// with it, as iOS does not run again what it gave an app that then crashed.
+    package mutating func dropTaken(for app: String) -> [String] {
+        guard var entry = apps[app], let taken = entry.taken, !taken.isEmpty else { return [] }
+        entry.taken = nil
+        set(entry, for: app)
+        return taken.map(\.identifier)
+    }
+
+    /// At a host's start: the requests an earlier host took and whose tasks no app began (it
+    /// ended, or was killed, in between) are pending again, unless the app has submitted the
+    /// identifier anew since. Returns them, by app.
+    package mutating func returnTaken() -> [(app: String, identifiers: [String])] {
+        var returned: [(app: String, identifiers: [String])] = []
+        for app in apps.keys.sorted() {
+            guard var entry = apps[app], let taken = entry.taken, !taken.isEmpty else { continue }
+            let back = taken.filter { request in !entry.requests.contains { $0.identifier == request.identifier } }
+            entry.requests = back + entry.requests
+            entry.taken = nil
+            set(entry, for: app)
+            if !back.isEmpty { returned.append((app, back.map(\.identifier))) }
+        }
+        return returned
     }
 
     /// The earliest time after `now` at which something of these apps becomes due, counting only

@@ -18,6 +18,8 @@ final class Scheduler {
     private let wallClock: () -> Date
     /// What was wrong with the store at start, if anything.
     let loadWarning: String?
+    /// Requests an earlier host took and no app began, pending again (`returnTaken`), by app.
+    let returned: [(app: String, identifiers: [String])]
     /// Whether a pass over what is due is queued on the loop.
     private var passQueued = false
 
@@ -31,6 +33,20 @@ final class Scheduler {
         self.wallClock = wallClock
         conditions = BackgroundSchedule.Conditions(power: power, network: network)
         (schedule, loadWarning) = store.load()
+        returned = schedule.returnTaken()
+    }
+
+    /// The app began the task `identifier`: its taken request is spent, on the disk before
+    /// anything else happens (a host killed later does not hand it back to run again). On the
+    /// loop, as `keepTaken`: once per task, a small file.
+    func began(_ identifier: String, for app: String) throws {
+        if schedule.began(identifier, for: app) { try store.save(schedule) }
+    }
+
+    /// The app's process ended while the host goes on: what was taken for it and not begun is
+    /// spent (a host that ends keeps it for the next: `returnTaken`).
+    func processEnded(for app: String) {
+        if !schedule.dropTaken(for: app).isEmpty { save() }
     }
 
     /// A pass is wanted (after a state change, an installation): true if one must be queued,

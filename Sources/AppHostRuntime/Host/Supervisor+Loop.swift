@@ -155,6 +155,14 @@ extension Supervisor {
     // MARK: Events, the end, reports
 
     func emit(_ event: LifecycleEvent, _ record: AppRecord, _ run: AppRun) {
+        // The app began a scheduled task (its launch handler was called): its request is spent.
+        if event.name == .launchTask, let identifier = event.detail {
+            do {
+                try scheduler.began(identifier, for: record.bundle.identifier)
+            } catch {
+                publish(HostEvent(time: Date(), event: .warning, detail: "cannot save the scheduler's store: \(error)"), run: nil)
+            }
+        }
         // Measured first, so that the bookkeeping below is not counted in the step.
         var elapsed: Duration?
         if event.name.isCallback || event.name == .suspended || event.name == .resumed,
@@ -216,6 +224,7 @@ extension Supervisor {
             environment.suspender.forget(process)
             process.close()
         }
+        if !waiters.isShuttingDown { scheduler.processEnded(for: record.bundle.identifier) }
         timers.set(.machine(run.id), at: nil)
 
         let pid = run.process?.pid ?? 0

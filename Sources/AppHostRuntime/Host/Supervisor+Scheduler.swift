@@ -45,6 +45,7 @@ extension Supervisor {
             if fetch && record.bundle.backgroundModes.contains(.fetch) { events.append(BackgroundEvent(kind: .fetch)) }
             for request in tasks {
                 if let run = record.run, run.machine.isAlive, run.machine.launchFinished, !run.registeredTasks.contains(request.identifier) {
+                    try? scheduler.began(request.identifier, for: id)  // spent: dropped, never run
                     publish(HostEvent(
                         time: Date(), app: id, name: record.bundle.name, pid: run.process?.pid, event: .warning,
                         detail: "dropped the due request \(request.identifier): the app registered no launch handler for it"), run: run)

@@ -131,6 +131,7 @@ public final class Supervisor: @unchecked Sendable {
         if geteuid() == 0 { users = AppUsers(stateDirectory: configuration.stateDirectory, range: policy.appUserRange) }
         warnings += [location.loadWarning, scenes.loadWarning].compactMap { $0 } + transfers.loadWarnings
             + [scheduler.loadWarning, users?.loadWarning].compactMap { $0 }
+            + scheduler.returned.map { "\($0.app): \($0.identifiers.joined(separator: ", ")) taken to run by a host that ended before the app began \($0.identifiers.count == 1 ? "it" : "them"): pending again" }
         let sandboxNote = environment.sandboxNote(
             users: users != nil ? "\(policy.appUserRange.lowerBound)-\(policy.appUserRange.upperBound)" : nil,
             perAppUsers: policy.perAppUsers, processLimit: policy.processLimit)
