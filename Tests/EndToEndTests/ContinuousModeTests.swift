@@ -131,7 +131,9 @@ struct ContinuousModeTests {
         host.send("audio-interrupt Player")
         try host.waitFor("Player", "suspended")
         host.send("audio-resume Player")
-        try host.waitForStandardError(containing: "apphost: stdin: Player is not running (a suspended app has no audio to interrupt)")
+        try host.waitForStandardError(containing: "apphost: stdin: Player is suspended: its audio stopped when it was, so there is no interruption to end")
+        host.send("audio-interrupt Player")
+        try host.waitForStandardError(containing: "apphost: stdin: Player is suspended: a suspended app has no audio to interrupt")
     }
 
     @Test func audioCommandsRefuseWhatCannotBeInterrupted() throws {

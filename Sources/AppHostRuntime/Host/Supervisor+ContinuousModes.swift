@@ -13,8 +13,15 @@ extension Supervisor {
         try queue.sync {
             let record = try app(named: name)
             let bundleName = record.bundle.name
-            guard let run = record.run, run.machine.isLive, run.machine.phase != .suspended, run.machine.phase != .suspending else {
-                throw SupervisorError("\(bundleName) is not running (a suspended app has no audio to interrupt)", code: .wrongState)
+            guard let run = record.run, run.machine.isLive else {
+                throw SupervisorError("\(bundleName) is not running: it has no audio session", code: .wrongState)
+            }
+            guard run.machine.phase != .suspended, run.machine.phase != .suspending else {
+                throw SupervisorError(
+                    began
+                        ? "\(bundleName) is suspended: a suspended app has no audio to interrupt"
+                        : "\(bundleName) is suspended: its audio stopped when it was, so there is no interruption to end",
+                    code: .wrongState)
             }
             if began, !run.machine.audio.active {
                 throw SupervisorError("\(bundleName) has no active audio session (AVAudioSession.setActive(true)): there is nothing to interrupt", code: .wrongState)
