@@ -35,7 +35,7 @@ import AppHostSystem
         #expect(termination.kind == .storagePressure && termination.kind.rawValue == "storage-pressure")
         #expect(termination.namespace == .runningBoard)
         #expect(termination.formattedCode == "0xbaddd15c")
-        #expect(termination.reason == "ended while suspended to reclaim its caches under storage pressure (storage-pressure): Library/Caches and tmp are purged once it is gone")
+        #expect(termination.reason == "ended while suspended to reclaim its caches under storage pressure: Library/Caches and tmp are purged once it is gone")
         #expect(!termination.isCrash)
     }
 
@@ -43,6 +43,8 @@ import AppHostSystem
         #expect(StoragePressure.purged(bytes: 3 << 20, files: 2, problem: nil) == "purged Library/Caches and tmp: freed 3145728 bytes (3.0 MiB) in 2 files")
         #expect(StoragePressure.purged(bytes: 0, files: 1, problem: "tmp is not a directory (a link?): left as it is")
             == "purged Library/Caches and tmp: freed 0 bytes (0.0 MiB) in 1 file; tmp is not a directory (a link?): left as it is")
+        // Empty: the directories' own blocks are not what the app kept.
+        #expect(StoragePressure.purged(bytes: 4096, files: 0, problem: nil) == "purged Library/Caches and tmp: nothing to free (they held no file)")
     }
 }
 

@@ -172,7 +172,7 @@ struct StorageTests {
         #expect(notice.detail == "suspended: ending it (0xbaddd15c) to reclaim its caches; they are purged once it is gone")
         let end = try host.waitFor("Sleeper", "terminated")
         #expect(end.namespace == "RUNNINGBOARD" && end.code == "0xbaddd15c" && end.kind == "storage-pressure")
-        let reason = "ended while suspended to reclaim its caches under storage pressure (storage-pressure): Library/Caches and tmp are purged once it is gone"
+        let reason = "ended while suspended to reclaim its caches under storage pressure: Library/Caches and tmp are purged once it is gone"
         #expect(end.reason == reason)
         let report = try Report(end)
         #expect(report["kind"] as? String == "storage-pressure" && report["code"] as? String == "0xbaddd15c" && report["reason"] as? String == reason)

@@ -38,12 +38,13 @@ enum StoragePressure {
     /// The end of a suspended app whose caches are reclaimed.
     static let termination = Termination(
         kind: .storagePressure, namespace: .runningBoard, code: TerminationCode.cachesReclaimed.rawValue,
-        reason: "ended while suspended to reclaim its caches under storage pressure (storage-pressure): "
+        reason: "ended while suspended to reclaim its caches under storage pressure: "
             + "\(purgedDirectories.joined(separator: " and ")) are purged once it is gone")
 
-    /// One line of what a purge freed: "purged Library/Caches and tmp: freed 1048576 bytes (1.0 MiB) in 3 files".
+    /// One line of what a purge freed: "purged Library/Caches and tmp: freed 1048576 bytes (1.0 MiB) in 3 files";
+    /// with no file in them, "nothing to free" (what their own directories' blocks held is not the app's data).
     static func purged(bytes: UInt64, files: Int, problem: String?) -> String {
-        "purged \(purgedDirectories.joined(separator: " and ")): freed \(bytes) bytes (\(bytes.mebibytes)) in \(files) file\(files == 1 ? "" : "s")"
-            + (problem.map { "; \($0)" } ?? "")
+        let what = files == 0 ? "nothing to free (they held no file)" : "freed \(bytes) bytes (\(bytes.mebibytes)) in \(files) file\(files == 1 ? "" : "s")"
+        return "purged \(purgedDirectories.joined(separator: " and ")): \(what)" + (problem.map { "; \($0)" } ?? "")
     }
 }
