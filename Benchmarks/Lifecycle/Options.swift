@@ -37,7 +37,7 @@ struct BenchmarkOptions: ParsableCommand {
     @Flag(help: "Only what the PID and mount namespaces cost a launch.")
     var namespacesOnly = false
 
-    @Flag(help: "Only the transfer service's download against curl's.")
+    @Flag(help: "Only the transfer service against curl on the same URLs: a 1 GiB download, a 1 GiB upload, 1,000 downloads of 100 KiB.")
     var transfersOnly = false
 
     /// Whether one of the --*-only options narrows the run to its part.
