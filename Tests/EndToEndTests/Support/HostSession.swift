@@ -158,11 +158,15 @@ final class Scratch {
         // namespace made while it was mounted holds it until its last process ends): then its
         // loop device detaches itself.
         let real = image.resolvingSymlinksInPath().path
-        if !settle && isBackingALoopDevice(real) { return nil }
-        let deadline = Date().addingTimeInterval(10)
-        while Date() < deadline, isBackingALoopDevice(real) { usleep(10_000) }
-        if isBackingALoopDevice(real) {
-            Issue.record("\(real) still backs a loop device 10 s on: its last writes may not be in it yet (what still mounts it?)")
+        if settle {
+            let deadline = Date().addingTimeInterval(10)
+            while Date() < deadline, isBackingALoopDevice(real) { usleep(10_000) }
+            if isBackingALoopDevice(real) {
+                Issue.record("\(real) still backs a loop device 10 s on: its last writes may not be in it yet (what still mounts it?)")
+            }
+        } else if isBackingALoopDevice(real) {
+            // Mounted (its host runs, or has just mounted it since the look above): not read.
+            return nil
         }
         let process = Process()
         process.executableURL = URL(fileURLWithPath: "/usr/sbin/debugfs")
