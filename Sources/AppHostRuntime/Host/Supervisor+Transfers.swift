@@ -135,6 +135,7 @@ extension Supervisor {
     @discardableResult
     func reconsiderTransfers() -> [String] {
         var started: [String] = []
+        var measured: [String: TransferAllowance] = [:]
         for index in transfers.records.indices where transfers.records[index].phase != .finished {
             let record = transfers.records[index]
             guard !transfers.unkept.contains(record.id) else { continue }
@@ -145,7 +146,7 @@ extension Supervisor {
                 transfers.records[index].phase = .waiting
                 announceTransfer(record, "paused: waiting for \(reason)")
             case (.waiting, nil):
-                startTransfer(at: index)
+                startTransfer(at: index, measured: &measured)
                 started.append("\(appName(record.app)) \(label(record))")
             default:
                 break
@@ -169,11 +170,14 @@ extension Supervisor {
         }
     }
 
-    private func startTransfer(at index: Int) {
+    /// `measured`: the apps whose allowance this pass has set already (measuring walks the
+    /// container and the app's files: once per app a pass, not once per transfer started).
+    private func startTransfer(at index: Int, measured: inout [String: TransferAllowance]) {
         transfers.records[index].phase = .running
         let record = transfers.records[index]
         let file = record.transfer.kind == .download ? transfers.store.partFile(record.id) : transfers.store.bodyFile(record.id)
-        let allowance = apps.first { $0.bundle.identifier == record.app }.map { transferAllowance(for: $0.bundle) }
+        let allowance = measured[record.app] ?? apps.first { $0.bundle.identifier == record.app }.map { transferAllowance(for: $0.bundle) }
+        measured[record.app] = allowance
         let job = TransferJob(id: record.id, app: record.app, transfer: record.transfer, file: file, validator: record.validator, allowance: allowance)
         let id = record.id
         transfers.service?.start(job) { [weak self] update in
