@@ -94,17 +94,21 @@ final class AppProcess: @unchecked Sendable {
         receiver.descriptorAllowance = 1
         output = OutputForwarder(fd: spawned.output, name: name, pid: spawned.pid, forward: forwardOutput)
         diagnostics = spawned.diagnostics
-        // The process that runs app code joins the groups: the started one, or in namespaces
-        // the init's child (the init, apphost-init, runs none: moved by the host it is in none
-        // of them; a template's fork, it is born in the v1 ones with its child). It waits for
-        // its configuration, which is sent after this, so no app code runs outside; a template's
-        // fork that found its configuration written ahead was born in all of them (the template
-        // waits in the v1 groups and must start it in the v2 group: Supervisor.spawn).
-        // (The first move of a launch may wait out an RCU grace period, milliseconds; the
-        // launch template's fork starts in the freezer group and skips that move.)
-        let member = isNamespaced ? ProcFS.children(of: spawned.pid).first : spawned.pid
-        // Born in it (the launch template's fork is born in the groups the template waits in),
-        // or moved. Reading cgroup.procs costs no grace period.
+        self.groups = Self.join(groups, spawned: spawned, sparing: template)
+    }
+
+    /// Puts the process that runs app code in `groups`, and returns those it is in (a group it
+    /// cannot join is removed and dropped). It must be in them before its configuration is
+    /// sent: the runner waits for it, so no app code runs outside them. The started process,
+    /// or in namespaces the init's child (the init, apphost-init, runs none: moved by the host
+    /// it is in none of them; a template's fork, it is born in the v1 ones with its child). A
+    /// template's fork that found its configuration written ahead was born in all of them (the
+    /// template waits in the v1 groups and starts it in the v2 group: ProcessStart). A move may
+    /// wait out an RCU grace period, milliseconds: a launch's is made on the spawn thread
+    /// (ProcessStart), and finds it done here.
+    static func join(_ groups: Groups, spawned: SpawnedProcess, sparing template: pid_t?) -> Groups {
+        let member = spawned.initChannel != nil ? ProcFS.children(of: spawned.pid).first : spawned.pid
+        // Born in it, or moved. Reading cgroup.procs costs no grace period.
         func join(_ group: Cgroup) -> Bool {
             guard let member else { return false }
             return group.processes.contains(member) || (try? group.add(pid: member)) != nil
@@ -122,7 +126,7 @@ final class AppProcess: @unchecked Sendable {
             group.discard(sparing: template)
             joined.memory = nil
         }
-        self.groups = joined
+        return joined
     }
 
     var cgroup: Cgroup? { groups.freezer }

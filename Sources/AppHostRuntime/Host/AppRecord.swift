@@ -52,6 +52,10 @@ final class AppRun: @unchecked Sendable {
     /// The latest violations (at most 32).
     private(set) var violations: [SandboxViolation] = []
     let id: RunID
+    /// Whether its process is being started off the loop (ProcessStart): what its machine says
+    /// meanwhile is held until the process is known (`launching` says its pid).
+    var isSpawning = false
+    private var heldEvents: [LifecycleEvent] = []
     /// The launch's callbacks, which its configuration carries (the machine's spawn says them).
     var launchCallbacks: [WireCallbackRequest] = []
     let launchedAt = Date()
@@ -104,6 +108,14 @@ final class AppRun: @unchecked Sendable {
         let recent = total.map { max(.zero, $0 - cpuSampled) } ?? .zero
         return lastState == .background || lastState == .suspended
             ? (cpuForeground, cpuBackground + recent) : (cpuForeground + recent, cpuBackground)
+    }
+
+    /// Holds an event said while the process is being started.
+    func hold(_ event: LifecycleEvent) { heldEvents.append(event) }
+
+    func takeHeldEvents() -> [LifecycleEvent] {
+        defer { heldEvents = [] }
+        return heldEvents
     }
 
     func remember(_ event: HostEvent) {

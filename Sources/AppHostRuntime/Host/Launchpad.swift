@@ -39,7 +39,6 @@ final class Launchpad: @unchecked Sendable {
     private var supervision = TemplateSupervision()
     private var waitingGroups: WaitingGroups?
     private var standby: Standby?
-    private var isMakingStandby = false
     /// Where the spawn thread leaves the standby it made, for the loop to collect.
     private let madeStandby = Mutex<Result<Standby, StandbyFailure>?>(nil)
     /// Set by `shutDown` and `tearDown`: nothing is made after it.
@@ -78,13 +77,30 @@ final class Launchpad: @unchecked Sendable {
 
     // MARK: The template
 
-    /// Starts the template, on the spawn thread, and watches for its end. Returns its pid, or
-    /// why it could not start.
-    func startTemplate() -> Result<pid_t, SystemError> {
+    /// Starts the template at the host's start, on the spawn thread, and watches for its end.
+    /// Returns its pid, or why it could not start. The host's start waits for it (before the
+    /// host serves anything): the `started` event says which launcher apps launch with.
+    func startTemplateAtHostStart() -> Result<pid_t, SystemError> {
         guard let template else { return .failure(SystemError("no launch template", errno: ENOENT)) }
-        let started = context.spawner.run { () -> Result<TemplateLauncher.Running, SystemError> in
-            Result { () throws(SystemError) in try template.start() }
+        return templateStarted(context.spawner.run { Result { () throws(SystemError) in try template.start() } })
+    }
+
+    /// Starts the template again, on the spawn thread; `then` hears how, on the loop, which
+    /// does not wait meanwhile (apps launch by exec).
+    private func restartTemplate(then: @escaping @Sendable (Result<pid_t, SystemError>) -> Void) {
+        guard let template else { return }
+        let queue = context.queue
+        context.spawner.async { [weak self] in
+            let started = Result { () throws(SystemError) in try template.start() }
+            queue.async { [weak self] in
+                guard let self else { return }
+                then(templateStarted(started))
+            }
         }
+    }
+
+    /// The template started (or could not): it is watched, and what launches need of it made.
+    private func templateStarted(_ started: Result<TemplateLauncher.Running, SystemError>) -> Result<pid_t, SystemError> {
         guard case .success(let running) = started else { return started.map(\.pid) }
         let source = DispatchSource.makeReadSource(fileDescriptor: running.pidfd, queue: context.queue)
         source.setEventHandler { [weak self] in self?.templateEnded() }
@@ -100,15 +116,27 @@ final class Launchpad: @unchecked Sendable {
         return .success(running.pid)
     }
 
-    /// The template ended: says so, and starts it again unless it keeps ending.
+    /// The template ended: it is reaped on the spawn thread, once that is done with it (a
+    /// standby it was making fails), and `templateReaped` goes on.
     private func templateEnded() {
         templateSource?.cancel()
         templateSource = nil
         guard !isOver, let template else { return }
         let pid = template.current?.pid ?? 0
-        let how = context.spawner.run { template.reap() }
+        let pidfd = template.current.map { dup($0.pidfd) } ?? -1
+        let queue = context.queue
+        context.spawner.async { [weak self] in
+            let how = template.reap(through: pidfd)
+            if pidfd >= 0 { closeIgnoringErrors(pidfd) }
+            queue.async { [weak self] in self?.templateReaped(pid: pid, how) }
+        }
+    }
+
+    /// Says how the template ended, and starts it again unless it keeps ending.
+    private func templateReaped(pid: pid_t, _ how: String) {
+        collectStandby()
         discardStandby()
-        guard !context.isShuttingDown() else { return }
+        guard !isOver, !context.isShuttingDown() else { return }
         let (restart, ends) = supervision.templateEnded(at: context.clock.now)
         let ended = "exec: the launch template (pid \(pid)) \(how)"
         guard restart else {
@@ -116,9 +144,11 @@ final class Launchpad: @unchecked Sendable {
             return
         }
         say(ended + "; apps launch by exec until it is back")
-        switch startTemplate() {
-        case .success(let pid): say("template: started again (pid \(pid))")
-        case .failure(let error): say("exec: the launch template cannot start again: \(error)")
+        restartTemplate { [weak self] result in
+            switch result {
+            case .success(let pid): self?.say("template: started again (pid \(pid))")
+            case .failure(let error): self?.say("exec: the launch template cannot start again: \(error)")
+            }
         }
     }
 
@@ -138,14 +168,24 @@ final class Launchpad: @unchecked Sendable {
         return "template (pid \(running.pid)\(loaded); each launch's app process made ahead)\(binary)"
     }
 
-    /// The host is ending: the template goes first, once the spawn thread is done with it (it
-    /// waits in groups of its own, or still in its standby's), then they do, and the standby.
-    func shutDown() {
-        finishMakingStandby()
+    /// The host is ending: nothing more is made; the template goes first, on the spawn thread
+    /// once that is done with it (a standby being made; the template waits in groups of its own,
+    /// or still in its standby's), then on the loop they go, and the standby; then `then` runs.
+    func shutDown(then: @escaping @Sendable () -> Void) {
         isOver = true
-        template?.stop()
-        discardStandby()
-        discardWaitingGroups()
+        let template = template
+        let queue = context.queue
+        context.spawner.async { [weak self] in
+            template?.stop()
+            queue.async { [weak self] in
+                if let self {
+                    collectStandby()
+                    discardStandby()
+                    discardWaitingGroups()
+                }
+                then()
+            }
+        }
     }
 
     /// The host is gone (released without a shutdown, or after one): as `shutDown`, at once, and
@@ -190,18 +230,13 @@ final class Launchpad: @unchecked Sendable {
     }
 
     /// The waiting groups for a launch, sized for it: at most `processes` tasks of the app's (the
-    /// template counts until it has left), `memory` bytes; nil if there are none, or the
-    /// template is not in them (its move failed), and with the template's pid, which the app's
-    /// process must never kill with its groups.
+    /// template counts until it has left), `memory` bytes; nil if there are none; with the
+    /// template's pid, which the app's process must never kill with its groups. The template's
+    /// move into them may still be queued on the spawn thread: the launch's start, queued after
+    /// it, checks that it is there (`holdsTemplate`) before its fork counts on being born there.
     func takeWaitingGroups(processes: Int, memory: UInt64) -> (groups: WaitingGroups, template: pid_t)? {
-        guard var groups = waitingGroups, let pid = template?.current?.pid else { return nil }
-        // The move was queued before this launch's request on the spawn thread: wait for it.
-        context.spawner.run {}
-        let members = [groups.pids, groups.memory?.group].compactMap { $0 }
-        guard !members.isEmpty, members.allSatisfy({ $0.processes.contains(pid) }) else {
-            discardWaitingGroups()
-            return nil
-        }
+        guard var groups = waitingGroups, let pid = template?.current?.pid,
+              groups.pids != nil || groups.memory != nil else { return nil }
         waitingGroups = nil
         if let pids = groups.pids, (try? pids.write("pids.max", "\(processes + 1)")) == nil {
             pids.remove(sparing: pid)
@@ -212,6 +247,13 @@ final class Launchpad: @unchecked Sendable {
             groups.memory = nil
         }
         return (groups, pid)
+    }
+
+    /// Whether the template (`pid`) is in every one of the waiting groups: its move into them
+    /// (queued on the spawn thread) succeeded. On the spawn thread, after that move.
+    static func holdsTemplate(_ groups: WaitingGroups, pid: pid_t) -> Bool {
+        let members = [groups.pids, groups.memory?.group].compactMap { $0 }
+        return !members.isEmpty && members.allSatisfy { $0.processes.contains(pid) }
     }
 
     /// Gives back waiting groups a launch took and did not use (its spawn failed).
@@ -240,11 +282,22 @@ final class Launchpad: @unchecked Sendable {
         if standby == nil, !isMakingStandby, template != nil { prepareStandby() }
     }
 
+    /// Whether the spawn thread is making the standby: a launch that comes meanwhile waits for
+    /// it without holding the loop (`afterSpawnThread`), and takes it.
+    private(set) var isMakingStandby = false
+
+    /// Runs `work` on the loop once the spawn thread has done what is queued there now (a
+    /// standby being made is collected first: it queued its collection before).
+    func afterSpawnThread(_ work: @escaping @Sendable () -> Void) {
+        let queue = context.queue
+        context.spawner.async { queue.async(execute: work) }
+    }
+
     /// The standby, for a launch whose container is at `container`, if there is one that can
-    /// take it (its container's variables fit the template's placeholders).
+    /// take it (its container's variables fit the template's placeholders). None while one is
+    /// being made: the launch waits for it first (`isMakingStandby`).
     func takeStandby(container: String) -> Standby? {
-        finishMakingStandby()
-        guard let made = standby else { return nil }
+        guard !isMakingStandby, let made = standby else { return nil }
         guard containerEnvironment(container).allSatisfy({ $0.utf8.count <= Int(APPHOST_TEMPLATE_PLACEHOLDER_LENGTH) }) else { return nil }
         standby = nil
         // One whose namespace misses a container mounted since (this launch's, mounted for it)
@@ -333,18 +386,11 @@ final class Launchpad: @unchecked Sendable {
         }
     }
 
-    /// Waits for the standby being made, if one is (the spawn thread is then done with the
-    /// template's socket).
-    private func finishMakingStandby() {
-        guard isMakingStandby else { return }
-        context.spawner.run {}
-        collectStandby()
-    }
-
-    /// Ends the standby, and one being made (the template that made it has ended: apps launch by
-    /// exec until it is back). It may still be in the standby's cgroup v1 groups.
+    /// Ends the standby (the template that made it has ended: apps launch by exec until it is
+    /// back; or the host is ending). One still being made is ended when it comes back, if the
+    /// template has ended (it fails) or the host is over. The template may still be in the
+    /// standby's cgroup v1 groups.
     private func discardStandby() {
-        finishMakingStandby()
         standby?.discard(retryingWith: context.timers)
         standby = nil
     }

@@ -37,7 +37,9 @@ final class SpawnThread: @unchecked Sendable {
         condition.unlock()
     }
 
-    /// Runs `body` on the spawn thread and waits for its result.
+    /// Runs `body` on the spawn thread and waits for its result. Only the host's start waits so
+    /// (for the launch template, before the host serves anything): the loop never does; it
+    /// queues its work with `async` and takes the result back as an input of its own.
     func run<Result: Sendable>(_ body: @escaping @Sendable () -> Result) -> Result {
         let done = DispatchSemaphore(value: 0)
         nonisolated(unsafe) var result: Result?

@@ -43,6 +43,15 @@ extension Supervisor {
     }
 
     func spawn(_ record: AppRecord, _ run: AppRun, reason: String) {
+        // A standby being made is this launch's: it waits for it off the loop, and takes it.
+        if launchpad.isMakingStandby {
+            run.isSpawning = true
+            launchpad.afterSpawnThread { [weak self, weak record, weak run] in
+                guard let self, let record, let run else { return }
+                resumeSpawn(record, run, reason: reason)
+            }
+            return
+        }
         let bundle = record.bundle
         // Past what the machine's limits allow, a clear refusal (HostCapacity), not a launch
         // that fails for want of a descriptor. The apps are counted only when enough are
@@ -106,6 +115,7 @@ extension Supervisor {
         }
         if let standby = launchpad.takeStandby(container: container.path),
            launch(record, run, from: standby, container: container, sandbox: sandbox, reason: reason, makeContainers: makeContainers) {
+            spawnEnded(record, run)
             return
         }
         guard makeContainers() else { return }
@@ -158,55 +168,23 @@ extension Supervisor {
                 return
             }
         }
-        let body = configured
-        let result = spawner.run { () -> Result<SpawnedProcess, SystemError> in
-            Result { () throws(SystemError) in
-                try AppProcessSpawner.spawn(
-                    executable: executable, arguments: arguments, environment: processEnvironment, namespaces: namespaces, app: runner,
-                    template: template, group: groups.freezer, configuration: body)
+        let start = ProcessStart(
+            executable: executable, arguments: arguments, environment: processEnvironment, namespaces: namespaces, runner: runner,
+            template: template, groups: groups, waiting: waiting, configurationAhead: configured)
+        let launch = PendingLaunch(container: container, sandbox: sandbox, reason: reason, processes: processes)
+        // Off the loop: the loop goes on with other apps meanwhile, and this app's events wait
+        // for its process (`launching` says its pid).
+        run.isSpawning = true
+        let queue = queue
+        spawner.async { [weak self, weak record, weak run] in
+            let started = start.run()
+            queue.async { [weak self, weak record, weak run] in
+                guard let self, let record, let run else {
+                    if case .success(let spawned) = started.result { spawned.abandon(groups: started.groups) }
+                    return
+                }
+                self.started(started, of: start, launch, record, run)
             }
-        }
-        let spawned: SpawnedProcess
-        switch result {
-        case .success(let value): spawned = value
-        case .failure(let error):
-            if body != nil {
-                // A fork the template started without answering has its configuration and would
-                // run unwatched: whatever is in its groups is killed with them (the template
-                // spared), and they are not used again.
-                groups.freezer?.remove()
-                groups.pids?.remove(sparing: waiting?.template)
-                groups.memory?.discard(sparing: waiting?.template)
-            } else {
-                discardGroups()
-            }
-            failToSpawn(record, run, "cannot start the app process: \(error)")
-            return
-        }
-        let process = AppProcess(
-            spawned, groups: groups, name: bundle.name, forwardOutput: configuration.forwardAppOutput, sparing: waiting?.template)
-        run.process = process
-        // The template moves on to the next launch's groups; once it has left these, the app's
-        // process limit is its own again.
-        let waitedIn = waiting?.groups.pids
-        launchpad.prepareWaitingGroups { [weak process] in
-            guard let process, !process.isClosed, let pids = waitedIn, process.groupPaths.contains(pids.path) else { return }
-            try? pids.write("pids.max", "\(processes)")
-        }
-        if let failure = spawned.templateFailure {
-            publish(HostEvent(
-                time: Date(), app: bundle.identifier, name: bundle.name, pid: process.pid, event: .warning,
-                detail: "launched by exec: the launch template could not start it (\(failure))"), run: run)
-        }
-        warnIfWithoutMemoryGroup(process, record, run)
-        watch(process, record, run)
-        guard !spawned.configured else { return }
-        do {
-            send(.configure(try configurationMessage(
-                record, run, container: container, sandbox: sandbox, groupPaths: process.groupPaths, ownPID: process.pidInNamespace,
-                reason: reason)), record, run)
-        } catch {
-            handle(record, run, .launchFailed("cannot compile the app's seccomp filter: \(error)"))
         }
     }
 
@@ -253,8 +231,7 @@ extension Supervisor {
                 record, run, container: container, sandbox: sandbox, groupPaths: groups.paths,
                 ownPID: namespaces ? Namespaces.appPID : spawned.pid, reason: reason)
         } catch {
-            spawner.run {}
-            standby.discard(retryingWith: timers)
+            discardAfterSpawnThread(standby)
             failToSpawn(record, run, "cannot compile the app's seccomp filter: \(error)")
             return true
         }
@@ -274,22 +251,19 @@ extension Supervisor {
         // (both wait for what needs the containers). Without an init, nothing would make the
         // app process wait: its containers are made first. Its groups are sized before all.
         guard namespaces || makeContainers() else {
-            spawner.run {}
-            standby.discard(retryingWith: timers)
+            discardAfterSpawnThread(standby)
             return true
         }
         let options = initOptions(bundle, sandbox, groupPaths: groups.paths, sharedRules: false)
         let started = size() && deliver() && (spawned.initChannel.map { (try? Standby.sendInitOptions(options, on: $0)) != nil } ?? true)
         if started && !makeContainers() {
             // Configured, it is confining itself: it ends with its groups.
-            spawner.run {}
-            standby.discard(retryingWith: timers)
+            discardAfterSpawnThread(standby)
             return true
         }
         guard started, spawned.initChannel.map({ (try? Standby.tellInitContainersMade(on: $0)) != nil }) ?? true else {
             // The template's queued move first: then nothing but the standby is in its groups.
-            spawner.run {}
-            standby.discard(retryingWith: timers)
+            discardAfterSpawnThread(standby)
             return false
         }
         let process = AppProcess(
@@ -308,8 +282,14 @@ extension Supervisor {
         return true
     }
 
+    /// Ends a standby that did not take its launch once the template's queued move out of its
+    /// groups is done (then nothing but the standby is in them), without waiting for it.
+    private func discardAfterSpawnThread(_ standby: Standby) {
+        launchpad.afterSpawnThread { [timers] in standby.discard(retryingWith: timers) }
+    }
+
     /// Says so when the app process is in no memory cgroup where the host has one.
-    private func warnIfWithoutMemoryGroup(_ process: AppProcess, _ record: AppRecord, _ run: AppRun) {
+    func warnIfWithoutMemoryGroup(_ process: AppProcess, _ record: AppRecord, _ run: AppRun) {
         guard environment.memoryGroup != nil && process.memoryGroup == nil else { return }
         publish(HostEvent(
             time: Date(), app: record.bundle.identifier, name: record.bundle.name, pid: process.pid, event: .warning,
@@ -318,7 +298,7 @@ extension Supervisor {
 
     /// Watches a started app process: its control socket, its end, its memory group and its
     /// diagnostics, each handled on the queue.
-    private func watch(_ process: AppProcess, _ record: AppRecord, _ run: AppRun) {
+    func watch(_ process: AppProcess, _ record: AppRecord, _ run: AppRun) {
         process.start(on: queue, timers: timers, reader: controlReader, control: { [weak self, weak record, weak run] in
             guard let self, let record, let run else { return }
             readControl(record, run)
@@ -337,7 +317,7 @@ extension Supervisor {
     /// What the app process is told before it runs: who it is, where its container is, and how
     /// it confines itself (`sandbox`, with the seccomp filter for `ownPID` and read access to its
     /// own cgroups, `groupPaths`, not the other apps').
-    private func configurationMessage(
+    func configurationMessage(
         _ record: AppRecord, _ run: AppRun, container: URL, sandbox: WireSandbox, groupPaths: [String], ownPID: pid_t, reason: String
     ) throws -> WireConfiguration {
         let bundle = record.bundle
@@ -371,6 +351,7 @@ extension Supervisor {
     }
 
     func failToSpawn(_ record: AppRecord, _ run: AppRun, _ reason: String) {
+        spawnEnded(record, run)
         handle(record, run, .launchFailed(reason))
         handle(record, run, .exited(ProcessExit(status: .exited(127))))
     }

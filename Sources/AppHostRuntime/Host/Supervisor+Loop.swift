@@ -155,6 +155,7 @@ extension Supervisor {
     // MARK: Events, the end, reports
 
     func emit(_ event: LifecycleEvent, _ record: AppRecord, _ run: AppRun) {
+        guard !run.isSpawning else { return run.hold(event) }
         // The app began a scheduled task (its launch handler was called): its request is spent.
         if event.name == .launchTask, let identifier = event.detail {
             do {
@@ -279,14 +280,15 @@ extension Supervisor {
     func resumeShutdownIfDone() {
         guard waiters.awaitsShutdown, !apps.contains(where: { $0.run?.machine.isAlive == true }) else { return }
         let continuations = waiters.takeShutdowns()
-        launchpad.shutDown()
-        environment.remove()
-        for line in storage.unmountAll() { publish(HostEvent(time: Date(), event: .warning, detail: line), run: nil) }
-        stores.flush()
-        // Another host may start on the instance from here.
-        instanceLock.release()
-        // What the writes just finished tell the loop (a request kept, say) is queued behind
-        // this turn: it is said before the host's caller hears that it is over.
-        queue.async { continuations.forEach { $0.resume() } }
+        launchpad.shutDown { [self] in
+            environment.remove()
+            for line in storage.unmountAll() { publish(HostEvent(time: Date(), event: .warning, detail: line), run: nil) }
+            stores.flush()
+            // Another host may start on the instance from here.
+            instanceLock.release()
+            // What the writes just finished tell the loop (a request kept, say) is queued behind
+            // this turn: it is said before the host's caller hears that it is over.
+            queue.async { continuations.forEach { $0.resume() } }
+        }
     }
 }

@@ -149,7 +149,7 @@ public final class Supervisor: @unchecked Sendable {
             + "scheduler clock \(schedulerClock.description)"
         var launcherFailure: String?
         // On the queue, as every later start is: the template's end is handled there.
-        if template != nil, case .failure(let error) = queue.sync(execute: { launchpad.startTemplate() }) {
+        if template != nil, case .failure(let error) = queue.sync(execute: { launchpad.startTemplateAtHostStart() }) {
             launcherFailure = "the launch template cannot start (\(error)): apps launch by exec"
         }
         let started = HostEvent(

@@ -156,15 +156,16 @@ final class TemplateLauncher: Sendable {
         return error
     }
 
-    /// Once its pidfd is readable: reaps the template and forgets it. Returns how it ended. (Its
-    /// pidfd is the watcher's to close, once it no longer watches it.)
-    func reap() -> String {
+    /// Once its pidfd is readable: reaps the template through `pidfd` (a duplicate of its own:
+    /// that is the watcher's to close, once it no longer watches it, which may be before this
+    /// runs on the spawn thread) and forgets it. Returns how it ended.
+    func reap(through pidfd: Int32) -> String {
         guard let template = running.withLock({ value -> Running? in
             defer { value = nil }
             return value
         }) else { return "" }
         var status = apphost_child_status()
-        _ = apphost_waitid_pidfd(template.pidfd, WEXITED, &status)
+        _ = apphost_waitid_pidfd(pidfd, WEXITED, &status)
         closeIgnoringErrors(template.socket)
         switch Int(status.code) {
         case CLD_EXITED: return "exited with status \(status.status)"
