@@ -10,24 +10,16 @@ extension Supervisor {
                     "\(bundle.url.lastPathComponent) asks for \(name), which this host's policy does not allow; "
                         + "allow it with --allow-capability \(name) or the policy's allowedCapabilities", code: .invalidBundle)
             }
-            if users != nil, let reason = AppUsers.unreachableReason(bundle.pluginURL.resolvingSymlinksInPath().path) {
+            if storage.hasAppUsers, let reason = AppUsers.unreachableReason(bundle.pluginURL.resolvingSymlinksInPath().path) {
                 throw SupervisorError(
                     "\(bundle.url.lastPathComponent) cannot be loaded by its app user: \(reason); "
                         + "move the bundle where every user can read it", code: .invalidBundle)
             }
             let record = try apps.install(bundle)
-            reserveAppUser(for: bundle)
+            storage.reserveUser(for: bundle)
             queueSchedulerPass()
             queueTransferPass()
         }
-    }
-
-    /// Gives a newly installed app its user now, unwritten: the first launch writes the table
-    /// once for every app installed before it, before its app runs (AppUsers). A reservation
-    /// that fails is made again, and reported, at the launch.
-    private func reserveAppUser(for bundle: AppBundle) {
-        guard configuration.policy.perAppUsers else { return }
-        _ = try? users?.reserve(app: bundle.identifier)
     }
 
     /// The installed apps' bundles, in installation order.

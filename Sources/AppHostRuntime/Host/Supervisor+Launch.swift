@@ -68,14 +68,11 @@ extension Supervisor {
         let container = Containers.url(for: bundle, in: configuration.stateDirectory)
         var owner: (uid: UInt32, gid: UInt32)?
         do {
-            if var table = users {
-                defer { users = table }
-                let uid = try policy.perAppUsers ? table.uid(forApp: bundle.identifier) : table.sharedUID()
-                owner = (uid, uid)
-                sandbox.uid = uid
-                sandbox.gid = uid
-                // With one shared user, its own gid opens every group container.
-                sandbox.groups = try policy.perAppUsers ? bundle.appGroups.map { try table.gid(forGroup: $0) } : []
+            if let user = try storage.owner(of: bundle) {
+                owner = (user.uid, user.uid)
+                sandbox.uid = user.uid
+                sandbox.gid = user.uid
+                sandbox.groups = user.groups
             }
         } catch {
             failToSpawn(record, run, "cannot prepare the app's container: \(error)")

@@ -243,7 +243,7 @@ extension Supervisor {
                 backgroundTimeRemaining: run.backgroundTimeRemainingAtEnd,
                 held: run.held,
                 violationCount: run.violationCount, violations: run.violations,
-                lastEvents: run.events, storage: storageUsage(of: record.bundle),
+                lastEvents: run.events, storage: storage.usage(of: record.bundle),
                 fatalError: diagnostics.fatalError, backtrace: diagnostics.backtrace,
                 backtraceUnavailable: diagnostics.unavailable, transfers: transferListing(of: record.bundle.identifier))).path
             configuration.logger.debug("\(record.bundle.name): ended (\(exit.description)), report \(reportPath ?? "")")

@@ -43,8 +43,6 @@ public final class Supervisor: @unchecked Sendable {
     let location: LocationSimulator
     /// The scene sessions of the apps that adopt scenes (SceneStore).
     let scenes: SceneStore
-    /// Per-app uids and gids; nil on a non-root host (apps run as the host's user).
-    var users: AppUsers?
     let reports: ReportStore
     /// Held for the host's life: one host per instance.
     let instanceLock: InstanceLock
@@ -57,11 +55,8 @@ public final class Supervisor: @unchecked Sendable {
     let waiters = Waiters()
     /// The machines' inputs, one at a time (InputQueue).
     let inputs = InputQueue()
-    /// Every container's and app-group container's storage (Supervisor+Storage.swift).
-    let storage: StorageVolumes
-    /// Apps ended by storage pressure (or ending when it came) whose caches are purged once
-    /// their process is gone.
-    var pendingPurges: Set<AppID> = []
+    /// The containers' volumes and limits, their owners, storage pressure's purges (StorageService).
+    let storage: StorageService
     /// Background URL session transfers, kept in the state directory (Supervisor+Transfers).
     var transfers: Transfers
 
@@ -94,7 +89,9 @@ public final class Supervisor: @unchecked Sendable {
         let storageProbe = try StorageProbe.probe(stateDirectory: configuration.stateDirectory, requested: configuration.storageMechanism)
         let storageMechanism = storageProbe.mechanism
         let storageNote = storageProbe.note
-        storage = StorageVolumes(mechanism: storageProbe.mechanism, stateDirectory: configuration.stateDirectory, device: storageProbe.device)
+        storage = StorageService(
+            volumes: StorageVolumes(mechanism: storageProbe.mechanism, stateDirectory: configuration.stateDirectory, device: storageProbe.device),
+            users: geteuid() == 0 ? AppUsers(stateDirectory: configuration.stateDirectory, range: policy.appUserRange) : nil, policy: policy)
         // What the host finds wrong at its start, said before its `started` event.
         var warnings = storage.releaseLeftovers().map { "storage: \($0)" }
         environment = try HostEnvironment(
@@ -128,12 +125,11 @@ public final class Supervisor: @unchecked Sendable {
         scheduler = Scheduler(
             store: stores.schedule, policy: policy, refreshAvailable: configuration.backgroundAppRefresh,
             power: configuration.power, network: configuration.network)
-        if geteuid() == 0 { users = AppUsers(stateDirectory: configuration.stateDirectory, range: policy.appUserRange) }
         warnings += [location.loadWarning, scenes.loadWarning].compactMap { $0 } + transfers.loadWarnings
-            + [scheduler.loadWarning, users?.loadWarning].compactMap { $0 }
+            + [scheduler.loadWarning, storage.usersLoadWarning].compactMap { $0 }
             + scheduler.returned.map { "\($0.app): \($0.identifiers.joined(separator: ", ")) taken to run by a host that ended before the app began \($0.identifiers.count == 1 ? "it" : "them"): pending again" }
         let sandboxNote = environment.sandboxNote(
-            users: users != nil ? "\(policy.appUserRange.lowerBound)-\(policy.appUserRange.upperBound)" : nil,
+            users: storage.hasAppUsers ? "\(policy.appUserRange.lowerBound)-\(policy.appUserRange.upperBound)" : nil,
             perAppUsers: policy.perAppUsers, processLimit: policy.processLimit)
         facts = HostFacts(
             suspensionMechanism: suspensionMechanism, suspensionNote: suspensionNote, sandboxNote: sandboxNote,
@@ -290,7 +286,7 @@ public final class Supervisor: @unchecked Sendable {
                     peakMemory: max(run?.peakMemory ?? 0, footprint ?? 0),
                     backgroundWakeups: record.backgroundWakeups,
                     snapshot: run?.snapshot,
-                    storage: storageUsage(of: record.bundle))
+                    storage: storage.usage(of: record.bundle))
                 status.transfers = transferListing(of: record.bundle.identifier)
                 return status
             }

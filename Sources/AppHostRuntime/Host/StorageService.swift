@@ -1,0 +1,128 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import Foundation
+import AppHostSystem
+
+/// The apps' storage (README.md, "Storage limits" and "How the code is laid out"): each
+/// container's and app-group container's volume held to the policy's limits (StorageVolumes),
+/// who owns them on a root host (AppUsers), what they use, and storage pressure's purges,
+/// including those that wait for an app's process to go. It decides and says what happened in
+/// lines; the host publishes them. Touched only on the host's loop.
+final class StorageService {
+    private let volumes: StorageVolumes
+    /// Per-app uids and gids; nil on a host that is not root (apps run as the host's user).
+    private var users: AppUsers?
+    /// Apps ended by storage pressure (or ending when it came) whose caches are purged once
+    /// their process is gone.
+    private var pendingPurges: Set<AppID> = []
+    private let policy: Policy
+
+    init(volumes: StorageVolumes, users: AppUsers?, policy: Policy) {
+        self.volumes = volumes
+        self.users = users
+        self.policy = policy
+    }
+
+    var mechanism: StorageMechanism { volumes.mechanism }
+    /// How many times a container was mounted since the host started (a standby made before a
+    /// mount misses it).
+    var mountChanges: Int { volumes.mountChanges }
+
+    // MARK: Owners
+
+    /// Whether apps run as users of their own (a root host).
+    var hasAppUsers: Bool { users != nil }
+    var usersLoadWarning: String? { users?.loadWarning }
+
+    /// Gives a newly installed app its user now, unwritten: the first launch writes the table
+    /// once for every app installed before it, before its app runs (AppUsers). A reservation
+    /// that fails is made again, and reported, at the launch.
+    func reserveUser(for bundle: AppBundle) {
+        guard policy.perAppUsers else { return }
+        _ = try? users?.reserve(app: bundle.identifier)
+    }
+
+    /// Who the app runs as and owns its containers: its uid (its gid the same) and its app
+    /// groups' gids (with one shared user, its own gid opens every group container); nil on a
+    /// host that is not root.
+    func owner(of bundle: AppBundle) throws -> (uid: UInt32, groups: [UInt32])? {
+        guard var table = users else { return nil }
+        defer { users = table }
+        let uid = try policy.perAppUsers ? table.uid(forApp: bundle.identifier) : table.sharedUID()
+        return (uid, try policy.perAppUsers ? bundle.appGroups.map { try table.gid(forGroup: $0) } : [])
+    }
+
+    // MARK: Volumes
+
+    /// Sets up the storage of the app's container and of its app groups' (a file system made
+    /// and mounted, or a project quota), before the containers themselves are prepared. Later
+    /// launches pay one stat each. Never fails a launch: where the mechanism fails for a
+    /// container, it runs unlimited, and a notice says why.
+    func prepare(for bundle: AppBundle) -> [StorageVolumes.Notice] {
+        var notices = volumes.prepare(.app(bundle.identifier), limit: policy.storageLimit)
+        for group in bundle.appGroups { notices += volumes.prepare(.group(group), limit: policy.appGroupStorageLimit) }
+        return notices
+    }
+
+    /// What the app's container and its app groups' use now, and their limits.
+    func usage(of bundle: AppBundle) -> StorageUsage {
+        StorageUsage(mechanism: volumes.mechanism, parts: [volumes.usage(.app(bundle.identifier))] + bundle.appGroups.map { volumes.usage(.group($0)) })
+    }
+
+    /// What a container uses now, and its limit.
+    func usage(_ owner: StorageVolumes.Owner) -> StoragePart { volumes.usage(owner) }
+
+    /// Where a container is.
+    func containerPath(_ owner: StorageVolumes.Owner) -> String { volumes.containerPath(owner) }
+
+    /// Unmounts what an earlier host of the instance left mounted; says what it found.
+    func releaseLeftovers() -> [String] { volumes.releaseLeftovers() }
+
+    /// Unmounts every container's file system; says what could not be.
+    func unmountAll() -> [String] { volumes.unmountAll() }
+
+    // MARK: Storage pressure
+
+    /// The app's caches are purged once its process is gone (`takePendingPurge`).
+    func purgeWhenGone(_ app: AppID) { pendingPurges.insert(app) }
+
+    /// Whether the app's caches wait to be purged now that its process is gone.
+    func takePendingPurge(_ app: AppID) -> Bool { pendingPurges.remove(app) != nil }
+
+    /// Empties the app's `Library/Caches` and `tmp` (never following a link out of them), which
+    /// are kept; its file system is mounted first if this host has not yet. Returns the
+    /// warnings of that mount and what was freed (StoragePressure.purged), or why nothing was.
+    func purge(_ bundle: AppBundle) -> (warnings: [String], outcome: String) {
+        let owner = StorageVolumes.Owner.app(bundle.identifier)
+        let path = volumes.containerPath(owner)
+        let files = FileManager.default
+        guard files.fileExists(atPath: path) || files.fileExists(atPath: volumes.imagePath(owner)) else {
+            return ([], "nothing to purge: it has no container yet")
+        }
+        let warnings = volumes.prepare(owner, limit: policy.storageLimit).filter(\.warning).map(\.text)
+        let container: DirectoryHandle
+        do {
+            container = try DirectoryHandle(path: path)
+        } catch {
+            return (warnings, "nothing to purge: it has no container yet")
+        }
+        var totals = ContainerTree.Totals()
+        var problems: [String] = []
+        for relative in StoragePressure.purgedDirectories {
+            do throws(SystemError) {
+                var directory = try container.open(EntryName(relative.split(separator: "/")[0].description))
+                for name in relative.split(separator: "/").dropFirst() { directory = try directory.open(EntryName(String(name))) }
+                if let error = ContainerTree.removeContents(of: directory, totals: &totals) { problems.append("\(relative): \(error)") }
+            } catch where error.errno == ENOENT {
+                continue
+            } catch where error.errno == ELOOP || error.errno == ENOTDIR {
+                problems.append("\(relative) is not a directory (a link?): left as it is")
+            } catch {
+                problems.append("\(relative): \(error)")
+            }
+        }
+        let outcome = StoragePressure.purged(bytes: totals.bytes, files: totals.files, problem: problems.isEmpty ? nil : problems.joined(separator: "; "))
+        return (warnings, outcome)
+    }
+}
