@@ -524,4 +524,21 @@ struct LauncherTests {
         host.closeInput()
         #expect(try host.waitForExit() == 0)
     }
+
+    /// Every event of an app says the app process's pid, `launching` included: in a PID
+    /// namespace, not its init's.
+    @Test func launchingSaysTheAppProcesssPidUnderEitherLauncher() throws {
+        for launcher in ["template", "exec"] {
+            let scratch = try Scratch()
+            let host = try HostSession([try scratch.bundle("First")], scratch: scratch, arguments: ["--launcher", launcher])
+            let active = try host.waitFor("First", "didBecomeActive")
+            let launching = try host.waitFor("First", "launching")
+            #expect(launching.pid != nil && launching.pid == active.pid)
+            if try host.isNamespaced("First") {
+                #expect(arguments(of: try #require(active.pid)).dropFirst().first == (launcher == "template" ? "__template" : "__app-process"))
+            }
+            host.closeInput()
+            #expect(try host.waitForExit() == 0)
+        }
+    }
 }

@@ -43,7 +43,7 @@ final class AppProcess: @unchecked Sendable {
     /// Whether the app runs in a PID namespace of its own, under an init.
     let isNamespaced: Bool
     /// The app process: the started process, or in a PID namespace the init's child, from the
-    /// moment it says hello (`followAppProcess`). /proc is read here.
+    /// moment it is known (`followAppProcess`). /proc is read here.
     private(set) var pid: pid_t
     /// The app process's pidfd, where it is not the started process; signals go through one of
     /// the two, never by pid.
@@ -95,6 +95,9 @@ final class AppProcess: @unchecked Sendable {
         output = OutputForwarder(fd: spawned.output, name: name, pid: spawned.pid, forward: forwardOutput)
         diagnostics = spawned.diagnostics
         self.groups = Self.join(groups, spawned: spawned, sparing: template)
+        // In a PID namespace the init's child, which joined the groups, is the app process from
+        // the start: every event, `launching` first, says its pid, not the init's.
+        followAppProcess()
     }
 
     /// Puts the process that runs app code in `groups`, and returns those it is in (a group it
@@ -144,8 +147,9 @@ final class AppProcess: @unchecked Sendable {
     /// The pid the app sees as its own (in its PID namespace, if it has one).
     var pidInNamespace: pid_t { isNamespaced ? Namespaces.appPID : pid }
 
-    /// In a PID namespace: follows the app process, the init's one child, once it has said
-    /// hello. If it has already ended, the init is followed to its end, which follows.
+    /// In a PID namespace: follows the app process, the init's one child, from its start (or,
+    /// if the init had not forked it yet then, once it has said hello). If it has already
+    /// ended, the init is followed to its end, which follows.
     func followAppProcess() {
         guard isNamespaced, appPidfd == nil, !isClosed, let child = ProcFS.children(of: startedPID).first else { return }
         let fd = apphost_pidfd_open(child)
