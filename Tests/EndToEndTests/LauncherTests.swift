@@ -215,8 +215,14 @@ struct LauncherTests {
     private func standbys(of host: HostSession, namespaced: Bool) -> [pid_t] {
         let apps = Set(host.allEvents.compactMap(\.pid))
         let processes = (try? FileManager.default.contentsOfDirectory(atPath: "/proc"))?.compactMap { pid_t($0) } ?? []
+        // In a namespace an app's events say its app process's pid: its init, the host's child,
+        // is the parent of one.
+        func runsAnApp(_ pid: pid_t) -> Bool {
+            let children = (try? String(contentsOfFile: "/proc/\(pid)/task/\(pid)/children", encoding: .utf8)) ?? ""
+            return apps.contains(pid) || children.split(separator: " ").contains { pid_t($0).map(apps.contains) ?? false }
+        }
         return processes.filter { pid in
-            guard parent(of: pid) == host.process.processIdentifier, !apps.contains(pid) else { return false }
+            guard parent(of: pid) == host.process.processIdentifier, !runsAnApp(pid) else { return false }
             return namespaced ? arguments(of: pid).dropFirst().first == "--standby" : name(of: pid) == "apphost-standby"
         }
     }
