@@ -476,10 +476,14 @@ for (index, mechanism) in mechanisms.enumerated() {
         mechanism: mechanism, bundle: bundle, executable: executable, runs: runs,
         interleaving: index == 0 && hasBwrap ? { run("/usr/bin/bwrap", bwrapOptions)?.milliseconds } : nil)
     if index == 0 {
-        // The default launcher, then the exec launcher (Supervisor.Configuration.launcher).
+        // The default launcher (standbys exec'd ahead), then the template's forks and the exec
+        // launcher (Supervisor.Configuration.launcher).
+        let template = benchmarkApphost(mechanism: mechanism, launcher: .template, bundle: bundle, executable: executable, runs: runs)
+        let templateLaunch = Sample(label: "launch with the template launcher", values: template.launch.values)
         let exec = benchmarkApphost(mechanism: mechanism, launcher: .exec, bundle: bundle, executable: executable, runs: runs)
         let execLaunch = Sample(label: "launch with the exec launcher", values: exec.launch.values)
         figures.record("launch", result.launch)
+        figures.record("launchTemplate", templateLaunch)
         figures.record("launchExec", execLaunch)
         figures.record("emptyPlugin", result.loaded)
         figures.record("callback", result.callback)
@@ -487,6 +491,7 @@ for (index, mechanism) in mechanisms.enumerated() {
         figures.record("resume", result.resume)
         say(row(result.launch, against: spawn))
         say(row(result.launch, against: result.loaded))
+        say(row(result.launch, against: templateLaunch))
         say(row(result.launch, against: execLaunch))
         say(row(result.confinement, against: result.launch))
         for (key, label, command, options) in [

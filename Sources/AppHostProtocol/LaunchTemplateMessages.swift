@@ -1,4 +1,5 @@
 import Foundation
+import CAppHostShims
 
 // The launch template's socket (README.md, "How apps are launched"): the host asks the template
 // to start an app process, the template answers with its pid (and a pidfd) or why it could not.
@@ -26,6 +27,16 @@ package let standbyCapabilitiesVariable = "APPHOST_STANDBY_CAPABILITIES"
 /// In a standby's environment when it runs in namespaces of its own: its init passes it the
 /// mount namespace it prepares, which it joins before its launch.
 package let standbyNamespaceVariable = "APPHOST_STANDBY_NAMESPACE"
+
+/// The placeholders as a process starts with them (the template, an exec'd standby): each the
+/// longest value the variable can take, written over in place once its container is known.
+package let launchTemplatePlaceholderEnvironment = launchTemplatePlaceholders.map {
+    "\($0)=" + String(repeating: "/", count: Int(APPHOST_TEMPLATE_PLACEHOLDER_LENGTH))
+}
+
+/// In a standby's environment when it was exec'd (the standby launcher), not forked from the
+/// launch template: it loads the SDK and does the SDK's first work itself while it waits.
+package let standbyExecedVariable = "APPHOST_STANDBY_EXECED"
 
 /// The variables that put an app process in its container at `path`: those of the
 /// placeholders. The host sets them when it starts the process; a process made ahead of its

@@ -35,6 +35,8 @@ public enum AppProcessRunner {
         if let expected = getenv(parentPIDVariable).flatMap({ Int32(String(cString: $0)) }), getppid() != expected {
             _exit(0)
         }
+        // Exec'd ahead of its launch, it holds its variables' places as the template does, empty.
+        if getenv(standbyExecedVariable) != nil { holdPlaceholders() }
         // A process made ahead of its launch (a standby) has no container yet: `ps` names it so
         // until its configuration comes (then it takes the app's name).
         if getenv("HOME").map({ $0.pointee == 0 }) ?? true { prepareStandby() }
@@ -104,7 +106,7 @@ public enum AppProcessRunner {
     /// its host may keep (the policy's allowed ones, which the host names in
     /// `standbyCapabilitiesVariable`), and writes once to the memory that decoding its
     /// configuration writes to (each page a fork shares with the template is copied at its
-    /// first write).
+    /// first write); exec'd, it loads the SDK and warms up as the template does.
     static func prepareStandby() {
         _ = apphost_set_thread_name(standbyThreadName)
         if let names = getenv(standbyCapabilitiesVariable).map({ String(cString: $0) }) {
@@ -112,7 +114,15 @@ public enum AppProcessRunner {
             unsetenv(standbyCapabilitiesVariable)
             try? Confinement.dropCapabilityBounds(keeping: names.split(separator: ",").map(String.init))
         }
-        _ = try? WireCoding.decode(HostMessage.self, from: WireCoding.encode(HostMessage.configure(.everyPart)))
+        if getenv(standbyExecedVariable) != nil {
+            // Exec'd ahead of its launch (its own address-space layout): what a template's fork
+            // inherits done, it does itself while nothing waits for it.
+            unsetenv(standbyExecedVariable)
+            LaunchTemplate.loadTheSDK()
+            LaunchTemplate.warmUp()
+        } else {
+            _ = try? WireCoding.decode(HostMessage.self, from: WireCoding.encode(HostMessage.configure(.everyPart)))
+        }
         // In namespaces its init adds them to the app's ruleset, before the launch too.
         let namespaced = getenv(standbyNamespaceVariable) != nil
         unsetenv(standbyNamespaceVariable)
@@ -128,6 +138,19 @@ public enum AppProcessRunner {
         // when it cannot make it: the host finds the standby gone, and a launch forks an app
         // process that makes its namespace, and says why if it cannot.
         if namespaced && !Namespaces.joinPreparedNamespace() { _exit(1) }
+    }
+
+    /// In a standby exec'd with the template's placeholders (before anything reads a variable):
+    /// keeps where each value is and how long it may be, and empties them, as a standby forked
+    /// from the template finds them; `takeEnvironment` writes the container's over them.
+    static func holdPlaceholders() {
+        // Kept for the process's life: the shims keep the names.
+        let names = launchTemplatePlaceholders.map { strdup($0) }
+        let prepared = names.withUnsafeBufferPointer { names in
+            names.withMemoryRebound(to: UnsafePointer<CChar>?.self) { apphost_template_prepare($0.baseAddress, Int32($0.count)) }
+        }
+        var none: [UnsafeMutablePointer<CChar>?] = [nil]
+        guard prepared == 0, apphost_template_take_environment(&none) == 0 else { _exit(1) }
     }
 
     /// glibc asks nscd first at each user or group look-up (`UserDefaults` makes one), over a

@@ -193,8 +193,8 @@ static int fill_placeholders(char *const envp[]) {
 }
 
 int apphost_template_take_environment(char *const variables[]) {
-    if (template_placeholder_count == 0) return 0;
-    if (fill_placeholders(variables) != 0) {
+    // A template's fork writes them over its placeholders too (what /proc/PID/environ shows).
+    if (template_placeholder_count != 0 && fill_placeholders(variables) != 0) {
         errno = ENAMETOOLONG;
         return -1;
     }

@@ -65,8 +65,8 @@ struct Launch: AsyncParsableCommand {
     @Flag(help: "Turn background app refresh off: no fetch or refresh task runs, and BGTaskScheduler.submit throws unavailable.")
     var noBackgroundAppRefresh = false
 
-    @Option(help: "How to start app processes: template (forked from a process that has loaded the Swift runtime and Foundation once; apps share its address-space layout) or exec (a fresh process and layout per app, about 10 ms slower). Default: $APPHOST_LAUNCHER, else template.")
-    var launcher: LauncherChoice = LauncherChoice(rawValue: ProcessInfo.processInfo.environment["APPHOST_LAUNCHER"] ?? "") ?? .template
+    @Option(help: "How to start app processes: standby (each exec'd ahead of its launch, its own address-space layout; a launch that finds none is exec'd), template (forked from a process that has loaded the Swift runtime and Foundation once; apps share its address-space layout) or exec (each exec'd at its launch, about 10 ms slower). Default: $APPHOST_LAUNCHER, else standby.")
+    var launcher: LauncherChoice = LauncherChoice(rawValue: ProcessInfo.processInfo.environment["APPHOST_LAUNCHER"] ?? "") ?? .standby
     @Flag(help: "Run apps without PID and mount namespaces of their own, as on a machine that has none: Landlock, seccomp, capabilities, per-app users and cgroups still confine them, but an app sees the host's processes and file system through them.")
     var noNamespaces = false
     @Option(help: "How to suspend apps: auto (cgroup v2 freezer where possible, else SIGSTOP), cgroup, or sigstop.")
@@ -282,9 +282,15 @@ enum NetworkChoice: String, ExpressibleByArgument, CaseIterable {
 
 /// `--launcher`: Launcher's values.
 enum LauncherChoice: String, ExpressibleByArgument, CaseIterable {
-    case template, exec
+    case standby, template, exec
 
-    var launcher: Launcher { self == .exec ? .exec : .template }
+    var launcher: Launcher {
+        switch self {
+        case .standby: .standby
+        case .template: .template
+        case .exec: .exec
+        }
+    }
 }
 
 enum SuspensionChoice: String, ExpressibleByArgument, CaseIterable {

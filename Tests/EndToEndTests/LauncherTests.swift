@@ -80,7 +80,7 @@ struct LauncherTests {
 
     @Test func appProcessesAreForksOfTheTemplateAndTheHostsChildren() throws {
         let scratch = try Scratch()
-        let host = try HostSession([try scratch.bundle("Hello")], scratch: scratch)
+        let host = try HostSession([try scratch.bundle("Hello")], scratch: scratch, arguments: ["--launcher", "template"])
         #expect(try launcher(of: host) == "template")
         let pid = try #require(try host.waitFor("Hello", "didBecomeActive").pid)
         let template = try #require(templates(of: host).first)
@@ -165,7 +165,7 @@ struct LauncherTests {
         }
         _ = chmod(bundle.appendingPathComponent("libProbeFixture.so").path, 0o755)
         _ = chmod(bundle.appendingPathComponent(other).path, 0o755)
-        let host = try HostSession([bundle], scratch: scratch)
+        let host = try HostSession([bundle], scratch: scratch, arguments: ["--launcher", "template"])
         #expect(try launcher(of: host) == "template")
         let pid = try #require(try host.waitFor("Other", "didBecomeActive").pid)
         let sdks = Set(libraries(of: pid).filter { $0.contains("libAppHostKit") }.map { URL(fileURLWithPath: $0).lastPathComponent })
@@ -199,7 +199,7 @@ struct LauncherTests {
     @Test func aPluginThatCarriesTheSDKRunsFromTheTemplate() throws {
         let scratch = try Scratch()
         let bundle = try scratch.bundle("Carrier", library: "libProbeFixture.so", delegate: "ProbeFixture.AppDelegate")
-        let host = try HostSession([bundle], scratch: scratch)
+        let host = try HostSession([bundle], scratch: scratch, arguments: ["--launcher", "template"])
         #expect(try launcher(of: host) == "template")
         let pid = try #require(try host.waitFor("Carrier", "didBecomeActive").pid)
         // The template's copy is there, inherited, and no other: the plugin's SDK is its own.
@@ -231,11 +231,13 @@ struct LauncherTests {
     /// launch's is made once the launch is done; the host's end ends it. (With accounting only:
     /// under disk images, an app's first launch mounts its image, which a standby's namespace
     /// made before does not have: the next test.)
-    @Test func aLaunchTakesTheStandbyMadeAheadAndTheNextIsMadeAfterIt() throws {
+    @Test(arguments: ["standby", "template"])
+    func aLaunchTakesTheStandbyMadeAheadAndTheNextIsMadeAfterIt(launcher: String) throws {
         let scratch = try Scratch()
         let host = try HostSession(
-            [try scratch.bundle("First"), try scratch.bundle("Second")], scratch: scratch, arguments: ["--storage", "accounting"])
-        #expect(try launcher(of: host) == "template")
+            [try scratch.bundle("First"), try scratch.bundle("Second")], scratch: scratch,
+            arguments: ["--storage", "accounting", "--launcher", launcher])
+        #expect(try self.launcher(of: host) == launcher)
         try host.waitFor("First", "didBecomeActive")
         let namespaced = try host.isNamespaced("First")
         var standby: pid_t = 0
@@ -409,10 +411,11 @@ struct LauncherTests {
 
     /// A standby killed while it waits is not used, whichever of its processes is killed (in
     /// namespaces, its app process or its init): the launch forks an app process as without one.
-    @Test(arguments: [false, true])
-    func aStandbyKilledWhileItWaitsIsNotUsed(killingItsInit: Bool) throws {
+    @Test(arguments: [false, true], ["standby", "template"])
+    func aStandbyKilledWhileItWaitsIsNotUsed(killingItsInit: Bool, launcher: String) throws {
         let scratch = try Scratch()
-        let host = try HostSession([try scratch.bundle("First"), try scratch.bundle("Second")], scratch: scratch)
+        let host = try HostSession(
+            [try scratch.bundle("First"), try scratch.bundle("Second")], scratch: scratch, arguments: ["--launcher", launcher])
         try host.waitFor("First", "didBecomeActive")
         let namespaced = try host.isNamespaced("First")
         var standby: pid_t = 0
@@ -431,14 +434,18 @@ struct LauncherTests {
         host.send("open Second")
         let pid = try #require(try host.waitFor("Second", "didBecomeActive").pid)
         #expect(pid != victim && parent(of: pid) != standby)
-        #expect(arguments(of: pid).dropFirst().first == "__template")
+        #expect(arguments(of: pid).dropFirst().first == (launcher == "template" ? "__template" : "__app-process"))
         host.closeInput()
         #expect(try host.waitForExit() == 0)
     }
 
+    /// Under the template launcher every app shares the template's address-space layout and
+    /// seeds (one app's leak of an address is every app's); exec'd, ahead of its launch (the
+    /// default) or at it, each app has its own: libc, libswiftCore, the heap, the main stack and
+    /// the kernel's random bytes (AT_RANDOM, whence glibc's stack canary and pointer guard).
     @Test func forksShareTheTemplatesLayoutAndExecGivesEachAppItsOwn() throws {
         let aslr = (try? String(contentsOfFile: "/proc/sys/kernel/randomize_va_space", encoding: .utf8))?.hasPrefix("2") == true
-        for launcher in ["template", "exec"] {
+        for launcher in ["standby", "template", "exec"] {
             let scratch = try Scratch()
             let host = try HostSession(
                 [try scratch.bundle("First"), try scratch.bundle("Second")], scratch: scratch, arguments: ["--launcher", launcher])
@@ -447,18 +454,39 @@ struct LauncherTests {
             host.send("open Second")
             let second = try #require(try host.waitFor("Second", "didBecomeActive").pid)
             #expect(arguments(of: first).dropFirst().first == (launcher == "template" ? "__template" : "__app-process"))
-            // Under either launcher an app process runs apphost-app, the runner without the host.
+            // Under every launcher an app process runs apphost-app, the runner without the host.
             #expect(arguments(of: first).first.map { URL(fileURLWithPath: $0).lastPathComponent } == "apphost-app")
             #expect(templates(of: host).count == (launcher == "template" ? 1 : 0))
-            let addresses = (try #require(swiftCoreAddress(of: first)), try #require(swiftCoreAddress(of: second)))
+            let layouts = (try #require(layout(of: first)), try #require(layout(of: second)))
+            #expect(layouts.0.count == 5 && layouts.1.count == 5, "\(layouts)")
             if launcher == "template" {
-                #expect(addresses.0 == addresses.1)
+                #expect(layouts.0 == layouts.1)
             } else if aslr {
-                #expect(addresses.0 != addresses.1)
+                for (part, address) in layouts.0 { #expect(layouts.1[part] != address, "\(launcher): \(part) is the same in both apps") }
             }
             host.closeInput()
             #expect(try host.waitForExit() == 0)
         }
+    }
+
+    /// Where `pid`'s libc, libswiftCore, heap and main stack begin, and its AT_RANDOM bytes.
+    private func layout(of pid: pid_t) -> [String: String]? {
+        var parts: [String: String] = [:]
+        let lines = maps(of: pid)
+        for (part, suffix) in [("libc", "/libc.so.6"), ("libswiftCore", "/libswiftCore.so"), ("heap", "[heap]"), ("stack", "[stack]")] {
+            parts[part] = lines.first { $0.hasSuffix(suffix) }.map { String($0.prefix { $0 != "-" }) }
+        }
+        // AT_RANDOM (25) in /proc/PID/auxv: the address of 16 random bytes, read through /proc/PID/mem.
+        guard let auxv = FileManager.default.contents(atPath: "/proc/\(pid)/auxv") else { return nil }
+        let words = auxv.withUnsafeBytes { Array($0.bindMemory(to: UInt64.self)) }
+        if let index = stride(from: 0, to: words.count - 1, by: 2).first(where: { words[$0] == 25 }) {
+            let descriptor = open("/proc/\(pid)/mem", O_RDONLY | O_CLOEXEC)
+            defer { if descriptor >= 0 { close(descriptor) } }
+            var bytes = [UInt8](repeating: 0, count: 16)
+            let count: Int = bytes.withUnsafeMutableBytes { pread(descriptor, $0.baseAddress, 16, off_t(Int64(bitPattern: words[index + 1]))) }
+            if count == 16 { parts["AT_RANDOM"] = bytes.map { String($0, radix: 16) }.joined() }
+        }
+        return parts
     }
 
     /// The kilobytes of anonymous memory in `pid`'s mapping of libswiftCore's code
@@ -493,7 +521,7 @@ struct LauncherTests {
 
     @Test func aKilledTemplateIsStartedAgainAndRunningAppsLiveOn() throws {
         let scratch = try Scratch()
-        let host = try HostSession([try scratch.bundle("First"), try scratch.bundle("Second")], scratch: scratch)
+        let host = try HostSession([try scratch.bundle("First"), try scratch.bundle("Second")], scratch: scratch, arguments: ["--launcher", "template"])
         try host.waitFor("First", "didBecomeActive")
         let first = try #require(templates(of: host).first)
         kill(first, SIGKILL)
@@ -514,7 +542,7 @@ struct LauncherTests {
 
     @Test func aTemplateThatKeepsDyingLeavesLaunchesToExec() throws {
         let scratch = try Scratch()
-        let host = try HostSession([try scratch.bundle("First"), try scratch.bundle("Second")], scratch: scratch)
+        let host = try HostSession([try scratch.bundle("First"), try scratch.bundle("Second")], scratch: scratch, arguments: ["--launcher", "template"])
         try host.waitFor("First", "didBecomeActive")
         for restart in 1...3 {
             kill(try #require(templates(of: host).first), SIGKILL)
@@ -534,7 +562,7 @@ struct LauncherTests {
     /// Every event of an app says the app process's pid, `launching` included: in a PID
     /// namespace, not its init's.
     @Test func launchingSaysTheAppProcesssPidUnderEitherLauncher() throws {
-        for launcher in ["template", "exec"] {
+        for launcher in ["standby", "template", "exec"] {
             let scratch = try Scratch()
             let host = try HostSession([try scratch.bundle("First")], scratch: scratch, arguments: ["--launcher", launcher])
             let active = try host.waitFor("First", "didBecomeActive")

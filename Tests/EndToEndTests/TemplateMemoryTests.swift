@@ -7,14 +7,16 @@ import Testing
 /// Nothing of one launch reaches another app's process through the launch template's memory
 /// (README.md, "How apps are launched"): every fork inherits the template's heap, so a request
 /// it kept (a launch's container paths, environment, Landlock arguments) would be readable by
-/// every app launched after it.
+/// every app launched after it. (Under the standby launcher no app process is a fork.)
 @Suite struct TemplateMemoryTests {
-    @Test func anAppLaunchedAfterAnotherFindsNothingOfItsLaunchInItsMemory() throws {
+    @Test(arguments: ["template", "standby"])
+    func anAppLaunchedAfterAnotherFindsNothingOfItsLaunchInItsMemory(launcher: String) throws {
         let scratch = try Scratch()
         // A longer name than the next app's: the template's allocator would not reuse what held
         // its launch for the next one's, which would hide a leak.
         let first = "First" + String(repeating: "Long", count: 40)
-        let host = try HostSession([try scratch.bundle(first), try scratch.bundle("Second")], scratch: scratch)
+        let host = try HostSession(
+            [try scratch.bundle(first), try scratch.bundle("Second")], scratch: scratch, arguments: ["--launcher", launcher])
         _ = try host.waitFor(first, "didBecomeActive")
         host.send("terminate \(first)")
         _ = try host.waitFor(first, "terminated")

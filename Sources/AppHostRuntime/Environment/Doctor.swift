@@ -171,9 +171,10 @@ public struct DoctorReport: Sendable {
 
     /// How `apphost launch` would start app processes here (README.md, "How apps are launched").
     public var launcher: String {
-        findings.first { $0.name == "clone3" }?.available == true
-            ? "launcher: template (each app process a fork of a process that has loaded the Swift runtime and Foundation, made ahead of its launch; they share its address-space layout: --launcher exec gives each app its own)"
-            : "launcher: exec, degraded (no clone3: each app process starts the Swift runtime and Foundation anew)"
+        "launcher: standby (each app process exec'd ahead of its launch, its own address-space layout; a launch that finds none is exec'd)"
+            + (findings.first { $0.name == "clone3" }?.available == true
+                ? "; --launcher template forks them from one process instead (faster in bursts, one layout shared)"
+                : "; --launcher template is not available (no clone3)")
     }
 
     /// The suspension mechanism `apphost launch` would pick here.

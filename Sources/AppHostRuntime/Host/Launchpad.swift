@@ -156,8 +156,23 @@ final class Launchpad: @unchecked Sendable {
         context.publish(HostEvent(time: Date(), event: .launcher, detail: detail))
     }
 
+    /// Whether the standby launcher makes no standbys here: its apps' namespaces include a user
+    /// namespace (the host is not root).
+    private var execsWithoutStandbys: Bool {
+        configuration.launcher == .standby && environment.namespaces.flags & APPHOST_NAMESPACE_USER != 0
+    }
+
     /// Which launcher apps launch with now, for the `started` event.
     var note: String {
+        if configuration.launcher == .standby {
+            guard !execsWithoutStandbys else {
+                return "standby, degraded (each app process exec'd at its launch, its own address-space layout: "
+                    + "a host that is not root makes no standbys, its apps' user namespace leaves them no capability to join their mount namespace)"
+            }
+            let sdk = URL(fileURLWithPath: configuration.appExecutable).deletingLastPathComponent().appendingPathComponent(launchTemplateSDKFileName)
+            let loaded = FileManager.default.fileExists(atPath: sdk.path) ? "; \(launchTemplateSDKFileName) beside it" : ""
+            return "standby (each launch's app process exec'd ahead, its own address-space layout\(loaded))"
+        }
         guard let running = template?.current else {
             if configuration.launcher == .exec { return "exec" }
             return apphost_clone3_available() != 0 ? "exec (the launch template is not running)" : "exec (this kernel has no clone3)"
@@ -279,7 +294,13 @@ final class Launchpad: @unchecked Sendable {
     /// compete with the launch for the processor), unless there is one, one is being made, or
     /// there is no template.
     func launchSettled() {
-        if standby == nil, !isMakingStandby, template != nil { prepareStandby() }
+        if standby == nil, !isMakingStandby, template != nil || configuration.launcher == .standby { prepareStandby() }
+    }
+
+    /// Makes the first standby, under the standby launcher (the template's first is made once
+    /// it has started).
+    func start() {
+        if configuration.launcher == .standby { prepareStandby() }
     }
 
     /// Whether the spawn thread is making the standby: a launch that comes meanwhile waits for
@@ -311,17 +332,32 @@ final class Launchpad: @unchecked Sendable {
 
     /// Makes the standby, on the spawn thread (Standby.make); the loop collects it.
     private func prepareStandby() {
-        guard !isOver, standby == nil, !isMakingStandby, !context.isShuttingDown(), supervision.makesStandbys, let template,
-              let templatePID = template.current?.pid else { return }
-        // Born in its cgroup v1 groups or not made: a move into one waits out an RCU grace period.
-        let taken = waitingGroups
-        if taken == nil, environment.pidsGroup != nil || environment.memoryGroup != nil { return }
-        waitingGroups = nil
+        guard !isOver, standby == nil, !isMakingStandby, !context.isShuttingDown(), supervision.makesStandbys else { return }
+        let recipe: Standby.Recipe
+        if configuration.launcher == .standby {
+            // Exec'd, in groups of its own, which it is moved into on the spawn thread. Not in a
+            // user namespace (a host that is not root): an exec'd process there has no
+            // capability left to join the mount namespace its init prepares; launches are exec'd.
+            guard !execsWithoutStandbys else { return }
+            let name = groupName("launch")
+            let processes = configuration.policy.processLimit + (environment.namespaces.flags != 0 ? 1 : 0)
+            let groups = WaitingGroups(
+                pids: environment.pidsGroup.flatMap { try? $0.makePidsGroup(named: name, limit: processes + 1) },
+                memory: environment.memoryGroup.flatMap { MemoryGroup.make(in: $0, named: name, limit: configuration.policy.foregroundMemoryLimit) })
+            recipe = Standby.Recipe(
+                configuration: configuration, namespaces: environment.namespaces.flags, template: nil, templatePID: 0,
+                taken: groups, freezer: try? environment.freezerGroup?.makeChild(named: name), mountChanges: context.mountChanges())
+        } else {
+            guard let template, let templatePID = template.current?.pid else { return }
+            // Born in its cgroup v1 groups or not made: a move into one waits out an RCU grace period.
+            let taken = waitingGroups
+            if taken == nil, environment.pidsGroup != nil || environment.memoryGroup != nil { return }
+            waitingGroups = nil
+            recipe = Standby.Recipe(
+                configuration: configuration, namespaces: environment.namespaces.flags, template: template, templatePID: templatePID,
+                taken: taken, freezer: try? environment.freezerGroup?.makeChild(named: groupName("launch")), mountChanges: context.mountChanges())
+        }
         isMakingStandby = true
-        let freezer = try? environment.freezerGroup?.makeChild(named: groupName("launch"))
-        let recipe = Standby.Recipe(
-            configuration: configuration, namespaces: environment.namespaces.flags, template: template, templatePID: templatePID,
-            taken: taken, freezer: freezer, mountChanges: context.mountChanges())
         let queue = context.queue
         context.spawner.async { [weak self] in
             let made = recipe.make()

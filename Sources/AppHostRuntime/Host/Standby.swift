@@ -88,17 +88,21 @@ extension Standby {
     struct Recipe: @unchecked Sendable {
         let configuration: Supervisor.Configuration
         let namespaces: Int32
-        let template: TemplateLauncher
+        /// The template that forks it; nil: it is exec'd (the standby launcher), and moved into
+        /// `taken`, made for it alone, here on the spawn thread, ahead of its launch.
+        let template: TemplateLauncher?
         let templatePID: pid_t
-        /// The waiting groups it is to be born in (taken from the next launch).
+        /// The waiting groups it is to be born in (taken from the next launch), or, exec'd, to
+        /// be moved into.
         let taken: WaitingGroups?
         let freezer: Cgroup?
         let mountChanges: Int
 
         /// Forks the standby from the template, in its groups (sized as a launch's). The
         /// template's move into the waiting groups was queued on the spawn thread before: it is
-        /// done.
+        /// done. Without a template, execs it and moves it into them.
         func make() -> Result<Standby, StandbyFailure> {
+            guard template != nil else { return exec() }
             let processes = configuration.policy.processLimit + (namespaces != 0 ? 1 : 0)
             var waiting: (groups: WaitingGroups, template: pid_t)?
             if let taken {
@@ -113,6 +117,19 @@ extension Standby {
                 }
                 waiting = (taken, templatePID)
             }
+            let result = Result { () throws(SystemError) in try spawn(extraEnvironment: []) }
+            let processLimit = waiting?.groups.pids == nil ? nil : processes + 1
+            return result
+                .map { [waiting] in
+                    Standby(
+                        spawned: $0, freezer: freezer, waiting: waiting, processLimit: processLimit,
+                        mountChanges: namespaces != 0 ? mountChanges : nil)
+                }
+                .mapError { [waiting] error in StandbyFailure(error: error, freezer: freezer, waiting: waiting?.groups, holdsTemplate: true) }
+        }
+
+        /// Starts the standby's process: forked from the template, or exec'd without one.
+        private func spawn(extraEnvironment: [String]) throws(SystemError) -> SpawnedProcess {
             let appExecutable = configuration.appExecutable
             // Its init hides the state directory, as every launch's does, and adds the Landlock
             // rules every app shares to the app's ruleset, before the launch.
@@ -122,22 +139,35 @@ extension Standby {
             // No container yet: the runner sets its variables once its configuration names it.
             let environment = Containers.runtimeEnvironment
                 + (namespaces != 0 ? ["\(standbyNamespaceVariable)=1"] : ["APPHOST_PARENT_PID=\(getpid())"])
-                + ["\(standbyCapabilitiesVariable)=\(configuration.policy.allowedCapabilities.joined(separator: ","))"]
-            let result = Result { () throws(SystemError) in
-                try AppProcessSpawner.spawn(
-                    executable: namespaces != 0 ? configuration.initExecutable : appExecutable, arguments: arguments,
-                    environment: environment, namespaces: namespaces != 0 ? namespaces | APPHOST_NAMESPACE_MOUNT_LATER : 0,
-                    app: namespaces != 0 ? [appExecutable, appProcessArgument] : nil, template: template, group: freezer,
-                    execIfRefused: false)
+                + ["\(standbyCapabilitiesVariable)=\(configuration.policy.allowedCapabilities.joined(separator: ","))"] + extraEnvironment
+            return try AppProcessSpawner.spawn(
+                executable: namespaces != 0 ? configuration.initExecutable : appExecutable, arguments: arguments,
+                environment: environment, namespaces: namespaces != 0 ? namespaces | APPHOST_NAMESPACE_MOUNT_LATER : 0,
+                app: namespaces != 0 ? [appExecutable, appProcessArgument] : nil, template: template, group: freezer,
+                execIfRefused: false)
+        }
+
+        /// Execs the standby (its own address-space layout and seeds: nothing of it is another
+        /// app's) and moves it into its groups, which were made for it: no template is in them.
+        /// The move may wait out an RCU grace period, here, ahead of any launch.
+        private func exec() -> Result<Standby, StandbyFailure> {
+            let processes = configuration.policy.processLimit + (namespaces != 0 ? 1 : 0)
+            var spawned: SpawnedProcess
+            do {
+                // With the template's placeholders: what reads a variable before its container is
+                // known (CoreFoundation keeps where HOME is) reads it once it is written in place.
+                spawned = try spawn(extraEnvironment: ["\(standbyExecedVariable)=1"] + launchTemplatePlaceholderEnvironment)
+            } catch {
+                return .failure(StandbyFailure(error: error, freezer: freezer, waiting: taken, holdsTemplate: false))
             }
-            let processLimit = waiting?.groups.pids == nil ? nil : processes + 1
-            return result
-                .map { [waiting] in
-                    Standby(
-                        spawned: $0, freezer: freezer, waiting: waiting, processLimit: processLimit,
-                        mountChanges: namespaces != 0 ? mountChanges : nil)
-                }
-                .mapError { [waiting] error in StandbyFailure(error: error, freezer: freezer, waiting: waiting?.groups, holdsTemplate: true) }
+            let joined = AppProcess.join(
+                AppProcess.Groups(freezer: freezer, pids: taken?.pids, memory: taken?.memory), spawned: spawned, sparing: nil)
+            spawned.startedInGroup = freezer == nil || joined.freezer != nil
+            let groups = WaitingGroups(pids: joined.pids, memory: joined.memory)
+            // No template shares its groups: 0 spares nothing.
+            return .success(Standby(
+                spawned: spawned, freezer: freezer, waiting: (groups, 0), processLimit: groups.pids == nil ? nil : processes + 1,
+                mountChanges: namespaces != 0 ? mountChanges : nil))
         }
     }
 

@@ -24,10 +24,11 @@ extension Supervisor {
             let slim = URL(fileURLWithPath: executable).deletingLastPathComponent().appendingPathComponent("apphost-app").path
             return FileManager.default.isExecutableFile(atPath: slim) ? slim : executable
         }
-        /// How app processes are started: forked from the host's template process (the default:
-        /// the Swift runtime and Foundation are loaded once, as Android's zygote does) or each a
-        /// fresh exec of `executable` (fresh address-space randomisation per app).
-        public var launcher: Launcher = .template
+        /// How app processes are started: exec'd ahead of their launch (the default: each its
+        /// own address-space layout, as Android's pool of exec'd processes gives), forked from the
+        /// host's template process (the Swift runtime and Foundation loaded once, as Android's
+        /// zygote does; the layout shared), or each exec'd at its launch.
+        public var launcher: Launcher = .standby
         /// Forces a suspension mechanism; nil picks the best the machine offers.
         public var suspension: SuspensionMechanism?
         /// Copy each app's standard output and error to the host's standard error, line by line.

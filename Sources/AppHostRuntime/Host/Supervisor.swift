@@ -108,7 +108,7 @@ public final class Supervisor: @unchecked Sendable {
             ? TemplateLauncher(
                 executable: configuration.appExecutable,
                 environment: Containers.runtimeEnvironment + ["APPHOST_PARENT_PID=\(getpid())"]
-                    + launchTemplatePlaceholders.map { "\($0)=" + String(repeating: "/", count: Int(APPHOST_TEMPLATE_PLACEHOLDER_LENGTH)) })
+                    + launchTemplatePlaceholderEnvironment)
             : nil
         launchpad = Launchpad(
             Launchpad.Context(
@@ -148,6 +148,7 @@ public final class Supervisor: @unchecked Sendable {
         if template != nil, case .failure(let error) = queue.sync(execute: { launchpad.startTemplateAtHostStart() }) {
             launcherFailure = "the launch template cannot start (\(error)): apps launch by exec"
         }
+        queue.sync { launchpad.start() }
         let started = HostEvent(
             time: Date(), event: .started,
             detail: "suspension: \(suspensionNote); sandbox: \(sandboxNote); memory: \(memoryNote); background: \(backgroundNote); "
@@ -155,7 +156,8 @@ public final class Supervisor: @unchecked Sendable {
                 + "\(policy.appGroupStorageLimit.mebibytes) per app group\(storageMechanism == .accounting ? ", not enforced" : ""); "
                 + "launcher: \(launchpad.note); capacity: \(capacity.description)",
             host: HostSummary(
-                launcher: launchpad.runningTemplate != nil ? Launcher.template.rawValue : Launcher.exec.rawValue,
+                launcher: configuration.launcher == .standby
+                    ? Launcher.standby.rawValue : launchpad.runningTemplate != nil ? Launcher.template.rawValue : Launcher.exec.rawValue,
                 suspension: suspensionMechanism.rawValue, sandbox: sandboxNote, memory: memoryEnforcement.rawValue,
                 storage: storageMechanism.rawValue, instance: configuration.instance, stateDirectory: configuration.stateDirectory.path,
                 schedulerClock: schedulerClock.offset == .zero ? nil : HostEvent.isoFormatter.string(from: schedulerClock.now),

@@ -44,11 +44,10 @@ pid_t apphost_spawn(const char *path, char *const argv[], char *const envp[], co
 /// found: the template must then not fork (mutex owners would name the template's thread).
 int apphost_template_prepare(const char *const *placeholders, int count);
 
-/// In a fork of the launch template: makes `variables` (NAME=value, NULL-terminated) its
-/// environment, over what it had of the same names, placeholders included (a process made
-/// ahead of its launch learns its container from its configuration). Does nothing in a process
-/// that is not the template's fork. Returns 0, or -1 and errno (ENAMETOOLONG: a value longer
-/// than its placeholder).
+/// Makes `variables` (NAME=value, NULL-terminated) the process's environment, over what it
+/// had of the same names (a process made ahead of its launch learns its container from its
+/// configuration); in a fork of the launch template, over its placeholders too. Returns 0, or
+/// -1 and errno (ENAMETOOLONG: a value longer than its placeholder).
 int apphost_template_take_environment(char *const variables[]);
 
 /// In a standby app process whose init makes its mount namespace (APPHOST_NAMESPACE_MOUNT_LATER):
