@@ -20,6 +20,9 @@ final class CurlTransfer {
     private(set) var failure: Failure?
     /// The download's ETag or Last-Modified, for the next attempt's If-Range.
     private(set) var validator: String?
+    /// The server asked for authentication the transfer does not have (a 401 with
+    /// `WWW-Authenticate`): the attempt ended there, for the app to answer.
+    private(set) var challenge: (method: WireChallenge.Method, realm: String?)?
 
     struct Failure: Error {
         var code: Int
@@ -41,6 +44,8 @@ final class CurlTransfer {
     private var status = 0
     private var fields: [String: String] = [:]
     private var headDone = false
+    /// A Digest credential's first 401, which libcurl answers itself (its nonce), has been seen.
+    private var digestAsked = false
     private var lastProgress = ContinuousClock.now
     private var headers: UnsafeMutablePointer<curl_slist>?
     private let errorBuffer = UnsafeMutablePointer<CChar>.allocate(capacity: Int(CURL_ERROR_SIZE))
@@ -121,6 +126,13 @@ final class CurlTransfer {
         }
         apphost_curl_set_pointer(handle, CURLOPT_WRITEDATA, me)
 
+        // The app's answer to a challenge, or the credential the host kept for its protection
+        // space: libcurl sends it for this scheme only, and never to another host (a redirect's).
+        if let credential = job.credential {
+            apphost_curl_set_string(handle, CURLOPT_USERNAME, credential.user)
+            apphost_curl_set_string(handle, CURLOPT_PASSWORD, credential.password)
+            apphost_curl_set_long(handle, CURLOPT_HTTPAUTH, credential.method == .digest ? Self.curlAuthDigest : Self.curlAuthBasic)
+        }
         let method = job.transfer.method ?? (isDownload ? "GET" : "POST")
         if isDownload {
             if method == "HEAD" {
@@ -237,6 +249,17 @@ final class CurlTransfer {
         }
         // The head's end: a 1xx, or a redirect libcurl follows, is not the response.
         if (100..<200).contains(status) || ((300..<400).contains(status) && fields["location"] != nil) { return true }
+        if status == 401, let asked = authenticationAsked() {
+            // Digest's first 401 brings the nonce libcurl answers with the credential it has.
+            if job.credential?.method == .digest && asked.method == .digest && !digestAsked {
+                digestAsked = true
+                return true
+            }
+            if job.challengeable {
+                challenge = asked
+                return false
+            }
+        }
         headDone = true
         return isDownload ? downloadHead() : uploadHead()
     }
@@ -312,11 +335,37 @@ final class CurlTransfer {
         report(.progress(received: 0, sent: sent))
     }
 
+    /// CURLAUTH_BASIC and CURLAUTH_DIGEST (macros with a cast, which do not import).
+    static let curlAuthBasic = 1
+    static let curlAuthDigest = 2
+
+    /// The scheme and realm a 401's `WWW-Authenticate` asks for: Digest where it offers it (the
+    /// stronger), else Basic; nil for a scheme the host does not answer.
+    private func authenticationAsked() -> (method: WireChallenge.Method, realm: String?)? {
+        guard let header = fields["www-authenticate"] else { return nil }
+        let lower = header.lowercased()
+        let method: WireChallenge.Method
+        if lower.hasPrefix("digest") || lower.contains(", digest") {
+            method = .digest
+        } else if lower.hasPrefix("basic") || lower.contains(", basic") {
+            method = .basic
+        } else {
+            return nil
+        }
+        // realm="…", the first: a header with two schemes names a realm for each, alike in practice.
+        var realm: String?
+        if let range = header.range(of: "realm=\"", options: .caseInsensitive) {
+            realm = header[range.upperBound...].split(separator: "\"", maxSplits: 1, omittingEmptySubsequences: false).first.map(String.init)
+        }
+        return (method, realm)
+    }
+
     // MARK: The end
 
     /// What the attempt came to, given libcurl's result.
     func outcome(_ code: CURLcode) -> Result<TransferOutcome, Failure> {
         if let failure { return .failure(failure) }
+        if let challenge { return .success(.challenged(method: challenge.method, realm: challenge.realm)) }
         guard code == CURLE_OK else { return .failure(classify(code)) }
         guard headDone else {
             return .failure(Failure(code: WireTransfer.ErrorCode.badServerResponse, message: "the server sent no response", retry: true))

@@ -1,5 +1,6 @@
 import AppHostKit
 import Foundation
+import Synchronization
 
 // What the Probe does with background URL sessions, from ProbeBehavior:
 //   "transfers": [{"kind": "download" | "upload", "url": URL, "file": PATH, "discretionary": true,
@@ -9,37 +10,48 @@ import Foundation
 //                                  beginIn sets earliestBeginDate that far from now)
 //   "uploadBytes": N               the size of Documents/upload.bin, written before the uploads
 //   "urlSessionCompletion": "never"   never call handleEvents' completion handler
+//   "urlSessionQueue": "own"        make the session with delegateQueue nil (a serial queue of
+//                                  its own, as on iOS): the delegate records through
+//                                  DispatchQueue.main.sync, which deadlocks on the main queue;
+//                                  else the session's delegate queue is OperationQueue.main
 // The session (com.example.probe.transfers) is made again at every launch. The delegate moves each
 // download to Documents/download-TASK and records every callback with what it got.
-final class TransferProbe: URLSessionDownloadDelegate, URLSessionDataDelegate {
+final class TransferProbe: NSObject, URLSessionDownloadDelegate, URLSessionDataDelegate, Sendable {
     static let sessionIdentifier = "com.example.probe.transfers"
-    let record: (String) -> Void
+    let record: @Sendable (String) -> Void
     let completeEvents: Bool
-    var completionHandler: (@Sendable () -> Void)?
-    var session: URLSession?
+    let completionHandler = Mutex<(@Sendable () -> Void)?>(nil)
 
-    init(record: @escaping (String) -> Void, completeEvents: Bool) {
+    init(record: @escaping @Sendable (String) -> Void, completeEvents: Bool) {
         self.record = record
         self.completeEvents = completeEvents
     }
 
+    /// Runs `body` on the main thread: at once on the main queue, else with
+    /// `DispatchQueue.main.sync` (which traps where the caller is on the main queue).
+    static func onMain<Value: Sendable>(_ body: @MainActor () -> Value) -> Value {
+        Thread.isMainThread ? MainActor.assumeIsolated(body) : DispatchQueue.main.sync { MainActor.assumeIsolated(body) }
+    }
+
     func urlSession(_ session: URLSession, downloadTask: URLSessionDownloadTask, didFinishDownloadingTo location: URL) {
-        let destination = Application.shared.containerURL.appendingPathComponent("Documents/download-\(downloadTask.taskIdentifier)")
+        let destination = FileManager.default.urls(for: .documentDirectory, in: .userDomainMask)[0].deletingLastPathComponent().appendingPathComponent("Documents/download-\(downloadTask.taskIdentifier)")
         try? FileManager.default.removeItem(at: destination)
         let moved = (try? FileManager.default.moveItem(at: location, to: destination)) != nil
         // stat, not attributesOfItem: that looks up the owner's name, through nscd's socket,
         // which the sandbox refuses.
         var info = stat()
         let size = stat(destination.path, &info) == 0 ? Int(info.st_size) : -1
-        record("didFinishDownloading task=\(downloadTask.taskIdentifier) moved=\(moved) bytes=\(size) tmp=\(location.path.contains("/tmp/")) state=\(Application.shared.applicationState)")
+        let state = Self.onMain { Application.shared.applicationState }
+        record("didFinishDownloading task=\(downloadTask.taskIdentifier) moved=\(moved) bytes=\(size) tmp=\(location.path.contains("/tmp/")) state=\(state)")
     }
 
     func urlSession(_ session: URLSession, downloadTask: URLSessionDownloadTask, didWriteData bytesWritten: Int64, totalBytesWritten: Int64, totalBytesExpectedToWrite: Int64) {
-        record("didWriteData task=\(downloadTask.taskIdentifier) written=\(bytesWritten) total=\(totalBytesWritten) expected=\(totalBytesExpectedToWrite) state=\(Application.shared.applicationState)")
+        let state = Self.onMain { Application.shared.applicationState }
+        record("didWriteData task=\(downloadTask.taskIdentifier) written=\(bytesWritten) total=\(totalBytesWritten) expected=\(totalBytesExpectedToWrite) received=\(downloadTask.countOfBytesReceived) expectedToReceive=\(downloadTask.countOfBytesExpectedToReceive) state=\(state)")
     }
 
     func urlSession(_ session: URLSession, task: URLSessionTask, didSendBodyData bytesSent: Int64, totalBytesSent: Int64, totalBytesExpectedToSend: Int64) {
-        record("didSendBodyData task=\(task.taskIdentifier) sent=\(bytesSent) total=\(totalBytesSent) expected=\(totalBytesExpectedToSend)")
+        record("didSendBodyData task=\(task.taskIdentifier) sent=\(bytesSent) total=\(totalBytesSent) expected=\(totalBytesExpectedToSend) countOfBytesSent=\(task.countOfBytesSent)")
     }
 
     func urlSession(_ session: URLSession, dataTask: URLSessionDataTask, didReceive data: Data) {
@@ -50,18 +62,17 @@ final class TransferProbe: URLSessionDownloadDelegate, URLSessionDataDelegate {
         let status = (task.response as? HTTPURLResponse)?.statusCode
         let code = (error as? URLError)?.code.rawValue
         let reason = ((error as? URLError)?.backgroundTaskCancelledReason).map { " reason=\($0)" } ?? ""
-        record("didComplete task=\(task.taskIdentifier) error=\(code.map(String.init) ?? "nil") status=\(status.map(String.init) ?? "nil") sent=\(task.countOfBytesSent)\(reason)")
+        let resume = (error as? URLError)?.downloadTaskResumeData.map { " resumeData=\($0.isEmpty ? "empty" : "yes")" } ?? ""
+        record("didComplete task=\(task.taskIdentifier) error=\(code.map(String.init) ?? "nil") status=\(status.map(String.init) ?? "nil") sent=\(task.countOfBytesSent)\(reason)\(resume)")
     }
 
     func urlSessionDidFinishEvents(forBackgroundURLSession session: URLSession) {
         record("didFinishEvents \(session.configuration.identifier ?? "?") main=\(Thread.isMainThread)")
-        guard completeEvents, let handler = completionHandler else { return }
-        completionHandler = nil
+        guard completeEvents, let handler = completionHandler.withLock({ handler in defer { handler = nil }; return handler }) else { return }
+        // As UIKit asks: the completion handler on the main queue.
         DispatchQueue.main.async {
-            MainActor.assumeIsolated {
-                handler()
-                self.record("completed events")
-            }
+            handler()
+            self.record("completed events")
         }
     }
 }
@@ -71,15 +82,15 @@ extension AppDelegate {
     func transferSetup(_ application: Application) -> TransferProbe? {
         let transfers = behavior["transfers"] as? [[String: Any]]
         guard transfers != nil || behavior["urlSession"] as? Bool == true else { return nil }
-        let probe = TransferProbe(record: { [weak self] in self?.record($0) }, completeEvents: behavior["urlSessionCompletion"] as? String != "never")
+        let probe = TransferProbe(
+            record: { [weak self] line in TransferProbe.onMain { self?.record(line) } }, completeEvents: behavior["urlSessionCompletion"] as? String != "never")
         let configuration = URLSessionConfiguration.background(withIdentifier: TransferProbe.sessionIdentifier)
         configuration.isDiscretionary = (transfers ?? []).contains { $0["discretionary"] as? Bool == true }
-        let session = URLSession(configuration: configuration, delegate: probe, delegateQueue: nil)
-        probe.session = session
+        let session = URLSession(configuration: configuration, delegate: probe, delegateQueue: behavior["urlSessionQueue"] as? String == "own" ? nil : .main)
         let marker = application.containerURL.appendingPathComponent("Documents/transfers-made")
         if FileManager.default.fileExists(atPath: marker.path) {
-            session.getAllTasks { [weak self] tasks in
-                self?.record("getAllTasks \(tasks.map { "\($0.taskIdentifier)" }.joined(separator: ","))")
+            session.getAllTasks { tasks in
+                probe.record("getAllTasks \(tasks.map { "\($0.taskIdentifier)" }.joined(separator: ","))")
             }
             return probe
         }
@@ -114,6 +125,6 @@ extension AppDelegate {
         completionHandler: @escaping @Sendable () -> Void
     ) {
         record("handleEvents \(identifier) \(application.applicationState) main=\(Thread.isMainThread)")
-        transferProbe?.completionHandler = completionHandler
+        transferProbe?.completionHandler.withLock { $0 = completionHandler }
     }
 }
