@@ -10,6 +10,12 @@ import Synchronization
 //                                  beginIn sets earliestBeginDate that far from now)
 //   "uploadBytes": N               the size of Documents/upload.bin, written before the uploads
 //   "urlSessionCompletion": "never"   never call handleEvents' completion handler
+//   "challengeAnswer": {"disposition": "useCredential" | "performDefaultHandling" | "cancel" | "reject",
+//                       "user": U, "password": P, "persistence": "permanent" | "forSession"}
+//                                  the answer to urlSession(_:task:didReceive:completionHandler:)
+//                                  (default: performDefaultHandling)
+//   "cancelForResumeAt": N         once a download has N bytes, cancel(byProducingResumeData:) and
+//                                  go on from the resume data with downloadTask(withResumeData:)
 //   "urlSessionQueue": "own"        make the session with delegateQueue nil (a serial queue of
 //                                  its own, as on iOS): the delegate records through
 //                                  DispatchQueue.main.sync, which deadlocks on the main queue;
@@ -21,10 +27,51 @@ final class TransferProbe: NSObject, URLSessionDownloadDelegate, URLSessionDataD
     let record: @Sendable (String) -> Void
     let completeEvents: Bool
     let completionHandler = Mutex<(@Sendable () -> Void)?>(nil)
+    let challengeAnswer: [String: String]
+    let cancelForResumeAt: Int64?
+    /// Whether a download was cancelled for its resume data (once: not the one that goes on from it).
+    let cancelled = Mutex(false)
 
-    init(record: @escaping @Sendable (String) -> Void, completeEvents: Bool) {
+    init(record: @escaping @Sendable (String) -> Void, completeEvents: Bool, challengeAnswer: [String: String] = [:], cancelForResumeAt: Int64? = nil) {
         self.record = record
         self.completeEvents = completeEvents
+        self.challengeAnswer = challengeAnswer
+        self.cancelForResumeAt = cancelForResumeAt
+    }
+
+    func urlSession(
+        _ session: URLSession, task: URLSessionTask, didReceive challenge: URLAuthenticationChallenge,
+        completionHandler: @escaping @Sendable (URLSession.AuthChallengeDisposition, URLCredential?) -> Void
+    ) {
+        let space = challenge.protectionSpace
+        let method = space.authenticationMethod == NSURLAuthenticationMethodHTTPDigest ? "Digest" : "Basic"
+        record("didReceiveChallenge task=\(task.taskIdentifier) method=\(method) realm=\(space.realm ?? "nil") host=\(space.host):\(space.port) failures=\(challenge.previousFailureCount)")
+        let persistence: URLCredential.Persistence = challengeAnswer["persistence"] == "permanent" ? .permanent : .forSession
+        switch challengeAnswer["disposition"] {
+        case "useCredential":
+            completionHandler(.useCredential, URLCredential(user: challengeAnswer["user"] ?? "", password: challengeAnswer["password"] ?? "", persistence: persistence))
+        case "cancel": completionHandler(.cancelAuthenticationChallenge, nil)
+        case "reject": completionHandler(.rejectProtectionSpace, nil)
+        default: completionHandler(.performDefaultHandling, nil)
+        }
+    }
+
+    /// `cancelForResumeAt`: the download cancelled for its resume data, and a new one made from it.
+    private func cancelForResume(_ session: URLSession, _ task: URLSessionDownloadTask, at bytes: Int64) {
+        guard let limit = cancelForResumeAt, bytes >= limit else { return }
+        let first = cancelled.withLock { done in
+            defer { done = true }
+            return !done
+        }
+        guard first else { return }
+        let record = record
+        task.cancel { data in
+            record("resumeData task=\(task.taskIdentifier) \(data.map { "bytes=\($0.count)" } ?? "nil")")
+            guard let data else { return }
+            let next = session.downloadTask(withResumeData: data)
+            next.resume()
+            record("resumed task=\(next.taskIdentifier) fromResumeData")
+        }
     }
 
     /// Runs `body` on the main thread: at once on the main queue, else with
@@ -47,6 +94,7 @@ final class TransferProbe: NSObject, URLSessionDownloadDelegate, URLSessionDataD
 
     func urlSession(_ session: URLSession, downloadTask: URLSessionDownloadTask, didWriteData bytesWritten: Int64, totalBytesWritten: Int64, totalBytesExpectedToWrite: Int64) {
         let state = Self.onMain { Application.shared.applicationState }
+        cancelForResume(session, downloadTask, at: totalBytesWritten)
         record("didWriteData task=\(downloadTask.taskIdentifier) written=\(bytesWritten) total=\(totalBytesWritten) expected=\(totalBytesExpectedToWrite) received=\(downloadTask.countOfBytesReceived) expectedToReceive=\(downloadTask.countOfBytesExpectedToReceive) state=\(state)")
     }
 
@@ -82,8 +130,12 @@ extension AppDelegate {
     func transferSetup(_ application: Application) -> TransferProbe? {
         let transfers = behavior["transfers"] as? [[String: Any]]
         guard transfers != nil || behavior["urlSession"] as? Bool == true else { return nil }
+        let completeEvents = behavior["urlSessionCompletion"] as? String != "never"
+        let answer = behavior["challengeAnswer"] as? [String: String] ?? [:]
+        let cancelAt = (behavior["cancelForResumeAt"] as? Int).map(Int64.init)
         let probe = TransferProbe(
-            record: { [weak self] line in TransferProbe.onMain { self?.record(line) } }, completeEvents: behavior["urlSessionCompletion"] as? String != "never")
+            record: { [weak self] line in TransferProbe.onMain { self?.record(line) } }, completeEvents: completeEvents,
+            challengeAnswer: answer, cancelForResumeAt: cancelAt)
         let configuration = URLSessionConfiguration.background(withIdentifier: TransferProbe.sessionIdentifier)
         configuration.isDiscretionary = (transfers ?? []).contains { $0["discretionary"] as? Bool == true }
         let session = URLSession(configuration: configuration, delegate: probe, delegateQueue: behavior["urlSessionQueue"] as? String == "own" ? nil : .main)
