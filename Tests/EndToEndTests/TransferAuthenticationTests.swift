@@ -22,7 +22,7 @@ struct TransferAuthenticationTests {
     @Test func aBasicChallengeWakesTheSuspendedAppAndAPermanentCredentialServesTheNextTransfer() async throws {
         let server = try await TransferServer()
         let scratch = try Scratch()
-        let list: [[String: Any]] = [["url": server.url("/basic/5000")], ["url": server.url("/basic/6000"), "beginIn": 3600.0]]
+        let list: [[String: Any]] = [["url": server.url("/basic/300000")], ["url": server.url("/basic/6000"), "beginIn": 3600.0]]
         let app = try transfers.app(scratch, "Keyholder", list, behavior: ["challengeAnswer": Self.credential.merging(["persistence": "permanent"]) { $1 }])
         let host = try HostSession([app], scratch: scratch, arguments: TransferTests.local + ["--network", "offline"])
         try host.waitFor("Keyholder", "didBecomeActive")
@@ -36,12 +36,12 @@ struct TransferAuthenticationTests {
             "didFinishEvents \(Self.session) main=true",
             "completed events",
             "handleEvents \(Self.session) background main=true",
-            "didFinishDownloading task=1 moved=true bytes=5000 tmp=true state=background",
+            "didFinishDownloading task=1 moved=true bytes=300000 tmp=true state=background",
             "didComplete task=1 error=nil status=200 sent=0",
             "didFinishEvents \(Self.session) main=true",
         ])
-        #expect(scratch.containerFile("test.keyholder", "Documents/download-1") == TransferServer.content(5000))
-        #expect(server.requests == ["GET /basic/5000 auth=none", "GET /basic/5000 auth=ok"])
+        #expect(scratch.containerFile("test.keyholder", "Documents/download-1") == TransferServer.content(300000))
+        #expect(server.requests == ["GET /basic/300000 auth=none", "GET /basic/300000 auth=ok"])
         // Kept in the state directory, for the owner alone; in no transfer's record.
         let kept = scratch.stateDirectory.appendingPathComponent("transfer-credentials.json")
         var info = stat()

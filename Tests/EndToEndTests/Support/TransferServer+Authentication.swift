@@ -2,7 +2,9 @@ import Foundation
 
 /// The test server's resources behind authentication (README.md, "Background transfers"):
 ///   GET /basic/SIZE     401 with `WWW-Authenticate: Basic realm="episodes"` unless the request
-///                       has Basic credentials ada:lovelace, then the resource
+///                       has Basic credentials ada:lovelace, then the resource as /slow/SIZE
+///                       sends it (64 KiB pieces 50 ms apart: an app suspended after answering
+///                       is surely suspended before it ends)
 ///   GET /digest/SIZE    the same with Digest (RFC 7616, MD5, qop auth), checked against the
 ///                       credential ada:lovelace
 /// The 401's body is "who are you?". Each request is recorded with what authenticated it:

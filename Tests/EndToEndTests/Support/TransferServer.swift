@@ -78,7 +78,7 @@ final class TransferServer: Sendable {
                 connection.send(answer)
                 return
             }
-            sendResource(connection, size: size, range: range, kind: "files")
+            sendResource(connection, size: size, range: range, kind: "slow")
         } else if request.method == "GET", parts.count == 2, let size = Int(parts[1]), ["files", "drop", "slow", "held"].contains(parts[0]) {
             let episode = request.headers["x-episode"].map { " x-episode=\($0)" } ?? ""
             log.entries.withLock { $0.append("GET \(request.target)\(range.map { " range=\($0)" } ?? "")\(episode)") }
