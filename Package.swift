@@ -61,6 +61,14 @@ let apps = [
             .swiftLanguageMode(.v5),
             .unsafeFlags(["-Xfrontend", "-entry-point-function-name", "-Xfrontend", "XcodeTemplateFixture_main"]),
         ]),
+    // Ordinary URLSessions and a background one in one file under import UIKit, as iOS code
+    // writes them (Swift 5 mode, as Xcode builds a new project).
+    appPlugin(
+        "NetworkerFixture", path: "Tests/Fixtures/Networker", dependencies: ["UIKit"],
+        swiftSettings: [
+            .swiftLanguageMode(.v5),
+            .unsafeFlags(["-Xfrontend", "-entry-point-function-name", "-Xfrontend", "NetworkerFixture_main"]),
+        ]),
     appPlugin("ProbeFixture", path: "Tests/Fixtures/Probe", dependencies: ["ProbeSyscalls", "CSQLite", "AppHostProtocol", "CAppHostShims", .product(name: "Logging", package: "swift-log")]),
 ]
 

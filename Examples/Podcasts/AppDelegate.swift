@@ -38,8 +38,11 @@ final class AppDelegate: ApplicationDelegate {
     }
 }
 
-/// The background session and its delegate.
-final class EpisodeDownloads: URLSessionDownloadDelegate {
+/// The background session and its delegate. Its session delivers on the main queue
+/// (`delegateQueue: .main`), so the delegate is a main-actor object, as its window is; with
+/// `delegateQueue: nil` its methods would run on a serial queue of the session's own.
+@MainActor
+final class EpisodeDownloads: NSObject, @preconcurrency URLSessionDownloadDelegate {
     nonisolated static let identifier = "com.example.podcasts.episodes"
     nonisolated static let folder = FileManager.default.urls(for: .documentDirectory, in: .userDomainMask)[0]
         .appendingPathComponent("Episodes", isDirectory: true)
@@ -55,9 +58,10 @@ final class EpisodeDownloads: URLSessionDownloadDelegate {
     /// is here or on its way.
     func connect(startingWith address: String?) {
         let session = URLSession(
-            configuration: .background(withIdentifier: Self.identifier), delegate: self, delegateQueue: nil)
+            configuration: .background(withIdentifier: Self.identifier), delegate: self, delegateQueue: .main)
         self.session = session
         session.getAllTasks { tasks in
+            // On the delegate queue, the main one.
             guard tasks.isEmpty, Self.episodes().isEmpty, let address, let url = URL(string: address) else {
                 print("Podcasts: \(tasks.count) download(s) on the way, \(Self.episodes().count) episode(s) here")
                 return

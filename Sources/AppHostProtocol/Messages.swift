@@ -15,7 +15,10 @@ package let appProcessArgument = "__app-process"
 /// 5: a transfer carries its header fields and earliest begin date, a transfer event why the
 /// system cancelled it, progress reaches a running app (`transferProgress`), and a launch's
 /// scene sessions include those discarded while it was not running (`WireSceneSession.discarded`).
-package let wireProtocolVersion = 5
+/// 6: a transfer may ask the app to authenticate (`WireTransferEvent.challenge`, answered by
+/// `transferChallengeAnswered`), a cancelled or failed download carries resume data and a
+/// transfer may go on from it, and a cancel may ask for resume data.
+package let wireProtocolVersion = 6
 
 /// `applicationState` as the app observes it. Raw values as UIKit's.
 package enum WireApplicationState: Int, Codable, Sendable {
@@ -198,8 +201,11 @@ package enum AppMessage: Codable, Sendable, Equatable {
     /// A background URL session task was made and resumed (`resume()`): the host's transfer
     /// service carries it out.
     case transferCreated(WireTransfer)
-    /// `cancel()` of a background URL session task.
-    case transferCancelled(session: String, task: Int)
+    /// `cancel()` of a background URL session task; `producingResumeData`:
+    /// `cancel(byProducingResumeData:)`, the host keeps a download's part file.
+    case transferCancelled(session: String, task: Int, producingResumeData: Bool?)
+    /// The delegate's answer to a transfer's authentication challenge: the transfer goes on with it.
+    case transferChallengeAnswered(session: String, task: Int, answer: WireChallengeAnswer)
     /// The session delegate's callbacks for a finished transfer returned (the downloaded file
     /// was moved or is gone): the host forgets it; it is never delivered again.
     case transferDelivered(session: String, task: Int)

@@ -20,6 +20,9 @@ final class CurlTransfer {
     private(set) var failure: Failure?
     /// The download's ETag or Last-Modified, for the next attempt's If-Range.
     private(set) var validator: String?
+    /// The server asked for authentication the transfer does not have (a 401 with
+    /// `WWW-Authenticate`): the attempt ended there, for the app to answer.
+    private(set) var challenge: (method: WireChallenge.Method, realm: String?)?
 
     struct Failure: Error {
         var code: Int
@@ -39,11 +42,13 @@ final class CurlTransfer {
     private var responseBody: [UInt8] = []
     /// The response head being read: a redirect's or a 100's is replaced by the next.
     private var status = 0
-    private var fields: [String: String] = [:]
+    private(set) var fields: [String: String] = [:]
     private var headDone = false
+    /// A Digest credential's first 401, which libcurl answers itself (its nonce), has been seen.
+    private var digestAsked = false
     private var lastProgress = ContinuousClock.now
     private var headers: UnsafeMutablePointer<curl_slist>?
-    private let errorBuffer = UnsafeMutablePointer<CChar>.allocate(capacity: Int(CURL_ERROR_SIZE))
+    let errorBuffer = UnsafeMutablePointer<CChar>.allocate(capacity: Int(CURL_ERROR_SIZE))
 
     /// Opens the file and sets up the handle; throws the failure that ends the transfer.
     init(job: TransferJob, attempt: Int, validator: String?, settings: TransferService.Settings,
@@ -121,6 +126,13 @@ final class CurlTransfer {
         }
         apphost_curl_set_pointer(handle, CURLOPT_WRITEDATA, me)
 
+        // The app's answer to a challenge, or the credential the host kept for its protection
+        // space: libcurl sends it for this scheme only, and never to another host (a redirect's).
+        if let credential = job.credential {
+            apphost_curl_set_string(handle, CURLOPT_USERNAME, credential.user)
+            apphost_curl_set_string(handle, CURLOPT_PASSWORD, credential.password)
+            apphost_curl_set_long(handle, CURLOPT_HTTPAUTH, credential.method == .digest ? Self.curlAuthDigest : Self.curlAuthBasic)
+        }
         let method = job.transfer.method ?? (isDownload ? "GET" : "POST")
         if isDownload {
             if method == "HEAD" {
@@ -237,6 +249,17 @@ final class CurlTransfer {
         }
         // The head's end: a 1xx, or a redirect libcurl follows, is not the response.
         if (100..<200).contains(status) || ((300..<400).contains(status) && fields["location"] != nil) { return true }
+        if status == 401, let asked = authenticationAsked() {
+            // Digest's first 401 brings the nonce libcurl answers with the credential it has.
+            if job.credential?.method == .digest && asked.method == .digest && !digestAsked {
+                digestAsked = true
+                return true
+            }
+            if job.challengeable {
+                challenge = asked
+                return false
+            }
+        }
         headDone = true
         return isDownload ? downloadHead() : uploadHead()
     }
@@ -317,6 +340,7 @@ final class CurlTransfer {
     /// What the attempt came to, given libcurl's result.
     func outcome(_ code: CURLcode) -> Result<TransferOutcome, Failure> {
         if let failure { return .failure(failure) }
+        if let challenge { return .success(.challenged(method: challenge.method, realm: challenge.realm)) }
         guard code == CURLE_OK else { return .failure(classify(code)) }
         guard headDone else {
             return .failure(Failure(code: WireTransfer.ErrorCode.badServerResponse, message: "the server sent no response", retry: true))
@@ -328,42 +352,6 @@ final class CurlTransfer {
             return .success(.completed(status: status, received: writeAt, sent: 0, responseBody: nil))
         }
         return .success(.completed(status: status, received: Int64(responseBody.count), sent: uploadSize, responseBody: Data(responseBody)))
-    }
-
-    /// The URLError code and message for libcurl's error, and whether another attempt may help.
-    private func classify(_ code: CURLcode) -> Failure {
-        let detail = String(cString: errorBuffer)
-        let said = detail.isEmpty ? String(cString: curl_easy_strerror(code)) : detail
-        typealias Code = WireTransfer.ErrorCode
-        switch code {
-        case CURLE_COULDNT_RESOLVE_HOST, CURLE_COULDNT_RESOLVE_PROXY:
-            return Failure(code: Code.cannotFindHost, message: "cannot find the host: \(said)")
-        case CURLE_COULDNT_CONNECT:
-            return Failure(code: Code.cannotConnectToHost, message: "the server refused the connection")
-        case CURLE_OPERATION_TIMEDOUT:
-            if said.contains("too slow") {
-                return Failure(code: Code.timedOut, message: "the server sent nothing within the read timeout", retry: true)
-            }
-            var connected: curl_off_t = 0
-            apphost_curl_get_offset(handle, CURLINFO_CONNECT_TIME_T, &connected)
-            return connected == 0
-                ? Failure(code: Code.timedOut, message: "connecting timed out")
-                : Failure(code: Code.timedOut, message: "the transfer took longer than its resource timeout")
-        case CURLE_TOO_MANY_REDIRECTS:
-            return Failure(code: Code.httpTooManyRedirects, message: "too many redirects (\(said))")
-        case CURLE_UNSUPPORTED_PROTOCOL:
-            return Failure(code: Code.unsupportedURL, message: "a redirect led to a URL that is not http or https (\(said))")
-        case CURLE_URL_MALFORMAT:
-            return Failure(code: Code.badURL, message: "the URL cannot be fetched (\(said))")
-        case CURLE_SSL_CONNECT_ERROR, CURLE_PEER_FAILED_VERIFICATION, CURLE_SSL_CERTPROBLEM, CURLE_SSL_CIPHER,
-             CURLE_SSL_CACERT_BADFILE, CURLE_SSL_ISSUER_ERROR, CURLE_SSL_PINNEDPUBKEYNOTMATCH, CURLE_SSL_INVALIDCERTSTATUS,
-             CURLE_SSL_ENGINE_NOTFOUND, CURLE_SSL_ENGINE_SETFAILED, CURLE_SSL_CRL_BADFILE, CURLE_SSL_SHUTDOWN_FAILED, CURLE_USE_SSL_FAILED:
-            return Failure(code: Code.secureConnectionFailed, message: "the TLS connection failed: \(said)")
-        case CURLE_PARTIAL_FILE, CURLE_RECV_ERROR, CURLE_SEND_ERROR, CURLE_GOT_NOTHING, CURLE_HTTP2, CURLE_HTTP2_STREAM:
-            return Failure(code: Code.networkConnectionLost, message: "the server closed the connection (\(said))", retry: true)
-        default:
-            return Failure(code: Code.networkConnectionLost, message: "the connection failed: \(said)", retry: true)
-        }
     }
 
     // MARK: Helpers
@@ -382,12 +370,5 @@ final class CurlTransfer {
     private func contentRangeStarts(at offset: Int64) -> Bool {
         guard let value = fields["content-range"], value.hasPrefix("bytes ") else { return false }
         return value.dropFirst(6).split(separator: "-").first.flatMap { Int64($0) } == offset
-    }
-}
-
-extension Duration {
-    /// Whole milliseconds, for libcurl's options.
-    var milliseconds: Int {
-        Int(components.seconds) * 1000 + Int(components.attoseconds / 1_000_000_000_000_000)
     }
 }

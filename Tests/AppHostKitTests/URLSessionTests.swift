@@ -1,18 +1,36 @@
 import Foundation
 import Testing
 import UIKit
+import Synchronization
 @testable import AppHostKit
 
-/// A session delegate written as on iOS, through `import UIKit` (which brings Foundation's
-/// background-session names, from AppHostKit).
-@MainActor
-final class RecordingSessionDelegate: NSObject, URLSessionDownloadDelegate {
-    var completions: [(Int, Int?)] = []
+/// A session delegate written as on iOS, through `import UIKit` (which brings URLSession, from
+/// AppHostKit, and FoundationNetworking's other names): an NSObject, Sendable, its methods
+/// called on the session's delegate queue.
+final class RecordingSessionDelegate: NSObject, URLSessionDownloadDelegate, Sendable {
+    struct Completion: Sendable {
+        var task: Int
+        var code: Int?
+        var mainThread: Bool
+        var queue: OperationQueue?
+    }
+
+    let completions = Mutex<[Completion]>([])
 
     func urlSession(_ session: URLSession, downloadTask: URLSessionDownloadTask, didFinishDownloadingTo location: URL) {}
 
     func urlSession(_ session: URLSession, task: URLSessionTask, didCompleteWithError error: (any Error)?) {
-        completions.append((task.taskIdentifier, (error as? URLError)?.code.rawValue))
+        let completion = Completion(
+            task: task.taskIdentifier, code: (error as? URLError)?.code.rawValue, mainThread: Thread.isMainThread, queue: OperationQueue.current)
+        completions.withLock { $0.append(completion) }
+    }
+
+    /// Waits for `count` completions (a condition, not a time), at most 30 s.
+    func wait(for count: Int) async throws -> [Completion] {
+        let clock = ContinuousClock()
+        let deadline = clock.now + .seconds(30)
+        while completions.withLock({ $0.count }) < count, clock.now < deadline { try await Task.sleep(for: .milliseconds(10)) }
+        return completions.withLock { $0 }
     }
 }
 
@@ -20,12 +38,13 @@ final class RecordingSessionDelegate: NSObject, URLSessionDownloadDelegate {
 /// ends a task at once with Foundation's error, before anything reaches the host.
 @Suite(.serialized)
 struct URLSessionTests {
-    @MainActor @Test func badURLsAndUploadFilesOutsideTheContainerEndTheTaskWithAnError() async throws {
+    @Test func badURLsAndUploadFilesOutsideTheContainerEndTheTaskWithAnError() async throws {
         let delegate = RecordingSessionDelegate()
         let configuration = URLSessionConfiguration.background(withIdentifier: "test.bad-input")
         #expect(configuration.sessionSendsLaunchEvents)
         #expect(!configuration.isDiscretionary)
         let session = URLSession(configuration: configuration, delegate: delegate, delegateQueue: nil)
+        #expect(session.configuration.identifier == "test.bad-input")
         let relative = session.downloadTask(with: try #require(URL(string: "episodes/1.mp3")))
         let ftp = session.downloadTask(with: try #require(URL(string: "ftp://example.com/1.mp3")))
         var request = URLRequest(url: try #require(URL(string: "https://example.com/upload")))
@@ -35,17 +54,45 @@ struct URLSessionTests {
         #expect(identifiers == [1, 2, 3])
         #expect(relative.state == .suspended)
         for task in [relative, ftp, upload] { task.resume() }
-        #expect(relative.state == .running)
-        // The completions come on the session's queue: wait for them (a condition, not a time).
-        let clock = ContinuousClock()
-        let deadline = clock.now + .seconds(30)
-        while delegate.completions.count < 3, clock.now < deadline { try await Task.sleep(for: .milliseconds(10)) }
-        let completed: [Int] = delegate.completions.map(\.0)
-        #expect(completed == [1, 2, 3])
-        #expect(delegate.completions.map(\.1) == [URLError.unsupportedURL.rawValue, URLError.unsupportedURL.rawValue, URLError.fileDoesNotExist.rawValue])
+        let completions = try await delegate.wait(for: 3)
+        #expect(completions.map(\.task) == [1, 2, 3])
+        #expect(completions.map(\.code) == [URLError.unsupportedURL.rawValue, URLError.unsupportedURL.rawValue, URLError.fileDoesNotExist.rawValue])
         #expect(relative.state == .completed)
         #expect((relative.error as? URLError)?.code == .unsupportedURL)
         #expect(await session.allTasks.isEmpty, "ended tasks are not listed")
+    }
+
+    /// As on iOS: `delegateQueue: nil` is a serial queue of the session's own, not the main
+    /// queue (a delegate that calls `DispatchQueue.main.sync` works); a queue given is used.
+    @Test func aSessionsDelegateRunsOnItsDelegateQueue() async throws {
+        let own = RecordingSessionDelegate()
+        let session = URLSession(configuration: .background(withIdentifier: "test.own-queue"), delegate: own, delegateQueue: nil)
+        #expect(session.delegateQueue !== OperationQueue.main)
+        #expect(session.delegateQueue.maxConcurrentOperationCount == 1)
+        session.downloadTask(with: try #require(URL(string: "relative"))).resume()
+        let completion = try #require(try await own.wait(for: 1).first)
+        #expect(!completion.mainThread)
+        #expect(completion.queue === session.delegateQueue)
+
+        let given = OperationQueue()
+        let other = RecordingSessionDelegate()
+        let second = URLSession(configuration: .background(withIdentifier: "test.given-queue"), delegate: other, delegateQueue: given)
+        #expect(second.delegateQueue === given)
+        second.downloadTask(with: try #require(URL(string: "relative"))).resume()
+        #expect(try await other.wait(for: 1).first?.queue === given)
+    }
+
+    /// One URLSession does both, as on iOS: an ordinary session is FoundationNetworking's, in
+    /// this process, and `URLSession.shared` is one of AppHostKit's sessions.
+    @Test func ordinarySessionsAreFoundationNetworkings() throws {
+        let shared: URLSession = URLSession.shared
+        #expect(shared.configuration.identifier == nil)
+        let session = URLSession(configuration: .default)
+        #expect(session.background == nil)
+        var request = URLRequest(url: try #require(URL(string: "http://127.0.0.1:9/")))
+        request.setValue("1", forHTTPHeaderField: "X-Test")
+        #expect(request.value(forHTTPHeaderField: "x-test") == "1")
+        #expect(!(session.dataTask(with: request) is any BackgroundTask))
     }
 }
 

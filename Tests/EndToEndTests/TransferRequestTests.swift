@@ -25,6 +25,8 @@ struct TransferRequestTests {
         }
         #expect(!progress.isEmpty, "the running app heard of its download's progress")
         #expect(progress.allSatisfy { $0["expected"] == "\(size)" && $0["task"] == "1" && $0["state"] == "active" })
+        // The task's own counts are set before its delegate hears of the progress.
+        #expect(progress.allSatisfy { $0["received"] == $0["total"] && $0["expectedToReceive"] == "\(size)" }, "\(progress)")
         let totals = progress.compactMap { $0["total"].flatMap { Int($0) } }
         #expect(totals == totals.sorted() && Set(totals).count == totals.count && (totals.last ?? 0) <= size, "\(totals)")
         #expect(progress.compactMap { $0["written"].flatMap { Int($0) } }.reduce(0, +) == totals.last)

@@ -36,7 +36,7 @@ enum ControlStage: Equatable {
         case .warning, .log: self == .loading || self == .running
         case .ack, .ackThenNext, .taskBegan, .taskEnded, .expirationHandlers, .fetchInterval, .workCompleted, .registerTask, .submitTask, .cancelTask,
              .audio, .callReported, .callEnded, .locationManager, .requestLocationAuthorization, .sceneSessions,
-             .transferCreated, .transferCancelled, .transferDelivered:
+             .transferCreated, .transferCancelled, .transferDelivered, .transferChallengeAnswered:
             self == .running
         }
     }
@@ -81,6 +81,7 @@ extension AppMessage {
         case .transferCreated: "transferCreated"
         case .transferCancelled: "transferCancelled"
         case .transferDelivered: "transferDelivered"
+        case .transferChallengeAnswered: "transferChallengeAnswered"
         }
     }
 }

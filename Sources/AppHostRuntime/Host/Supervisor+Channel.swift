@@ -130,7 +130,7 @@ extension Supervisor {
             handle(record, run, .audio(active: active, playing: playing))
         case .sceneSessions(let sessions):
             if let violation = receiveSceneSessions(sessions, record) { violate(record, run, violation) }
-        case .transferCreated, .transferCancelled, .transferDelivered:
+        case .transferCreated, .transferCancelled, .transferDelivered, .transferChallengeAnswered:
             if let violation = receiveTransferMessage(message, record, run) { violate(record, run, violation) }
         case .callReported(let uuid), .callEnded(let uuid):
             guard let call = UUID(uuidString: uuid) else {

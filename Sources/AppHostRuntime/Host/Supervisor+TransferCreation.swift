@@ -30,6 +30,20 @@ extension Supervisor {
         if problem == nil, transfers.records.count(where: { $0.app == record.bundle.identifier }) >= Self.maximumTransfersPerApp {
             problem = (WireTransfer.ErrorCode.cannotConnectToHost, "the app has \(Self.maximumTransfersPerApp) background transfers already; the host takes no more")
         }
+        // downloadTask(withResumeData:): the part file the host kept for this app's download of
+        // the same URL goes on under the new task. The download it names may not be
+        // acknowledged yet (the app makes the new task in its callbacks for the old one).
+        var resumed: TransferRecord?
+        if problem == nil, let data = transfer.resumeData {
+            let resume = WireResumeData(data)
+            resumed = transfers.records.first {
+                $0.id == resume?.transfer && $0.app == record.bundle.identifier && $0.transfer.url == transfer.url
+                    && ($0.phase == .kept || ($0.phase == .finished && $0.result?.resumeData != nil))
+            }
+            if transfer.kind != .download || resumed == nil {
+                problem = (WireTransfer.ErrorCode.cannotDecodeRawData, "its resume data names no download of this URL whose part file the host keeps for the app")
+            }
+        }
         if problem == nil, transfer.kind == .upload, let file = transfer.file {
             switch UploadBody.open(file, container: container) {
             case .success(let opened):
@@ -51,7 +65,19 @@ extension Supervisor {
             send(.transferFinished(WireTransferEvent(transfer: transfer, errorCode: problem.code, errorMessage: problem.message)), record, run)
             return nil
         }
-        transfers.records.append(TransferRecord(id: id, app: record.bundle.identifier, transfer: transfer, created: Date()))
+        var kept = TransferRecord(id: id, app: record.bundle.identifier, transfer: transfer, created: Date())
+        if let resumed, rename(transfers.store.partFile(resumed.id).path, transfers.store.partFile(id).path) == 0 {
+            kept.validator = resumed.validator
+            kept.bytesReceived = resumed.bytesReceived
+            kept.bytesExpected = resumed.bytesExpected
+            if resumed.phase == .kept {
+                transfers.records.removeAll { $0.id == resumed.id }
+            } else if let index = transfers.records.firstIndex(where: { $0.id == resumed.id }) {
+                // Its acknowledgement removes it: its part file is the new task's now.
+                transfers.records[index].result?.resumeData = nil
+            }
+        }
+        transfers.records.append(kept)
         // Said to be created, and started, once it is on the disk: a host killed at any moment
         // never announced a transfer it then lost, nor ran one it did not keep.
         transfers.unkept.insert(id)

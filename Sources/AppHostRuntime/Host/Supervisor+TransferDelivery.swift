@@ -16,7 +16,7 @@ extension Supervisor {
     /// `backgroundURLSession`) for `handleEventsForBackgroundURLSession`.
     func deliverTransfers(_ record: AppRecord) {
         let id = record.bundle.identifier
-        let owed = transfers.records.filter { $0.app == id && $0.phase == .finished }
+        let owed = transfers.records.filter { $0.app == id && $0.isOwed }
         guard !owed.isEmpty, !scheduler.isForceQuit(id) else { return }
         if let run = record.run, run.machine.isLive, !run.machine.isEnding {
             // A launching app gets them once its launch is over (the pass after its state
@@ -49,7 +49,7 @@ extension Supervisor {
         guard let session = event?.urlSession else { return [] }
         let id = record.bundle.identifier
         transfers.deliveries.woke(.init(app: id, name: session))
-        return transfers.records.filter { $0.app == id && $0.phase == .finished && $0.transfer.session == session }
+        return transfers.records.filter { $0.app == id && $0.isOwed && $0.transfer.session == session }
             .compactMap { transfers.deliveries.wasSent($0.id, to: run.id) ? nil : prepareDelivery($0.id, record, run) }
     }
 
@@ -58,7 +58,7 @@ extension Supervisor {
     private func prepareDelivery(_ id: String, _ record: AppRecord, _ run: AppRun) -> WireTransferEvent? {
         guard let index = transfers.records.firstIndex(where: { $0.id == id }), var event = transfers.records[index].result else { return nil }
         event.id = id
-        if event.errorCode == nil, event.transfer.kind == .download {
+        if event.errorCode == nil, event.challenge == nil, event.transfer.kind == .download {
             do {
                 event.location = try placeDownload(id, container: storage.containerPath(.app(record.bundle.identifier)))
             } catch {
@@ -121,13 +121,14 @@ extension Supervisor {
     /// force-quit app is not launched in the background). Finished ones wait for it as they were.
     func cancelTransfers(of record: AppRecord, because reason: String, reasonCode: Int) {
         let id = record.bundle.identifier
-        let cancelled = transfers.records.indices.filter { transfers.records[$0].app == id && transfers.records[$0].phase != .finished }
+        let cancelled = transfers.records.indices.filter { transfers.records[$0].app == id && ![.finished, .kept].contains(transfers.records[$0].phase) }
         guard !cancelled.isEmpty else { return }
         for index in cancelled {
             let transfer = transfers.records[index]
             transfers.service?.stop(transfer.id)
             transfers.fileRemovals.append(transfer.id)
             transfers.unkept.remove(transfer.id)
+            transfers.deliveries.forget(transfer.id)
             transfers.records[index].phase = .finished
             transfers.records[index].result = WireTransferEvent(
                 transfer: transfer.transfer, bytesReceived: transfer.bytesReceived, bytesSent: transfer.bytesSent,

@@ -28,6 +28,11 @@ struct Transfers {
     var allowances: [String: TransferAllowance] = [:]
     /// The earliest begin date (scheduler time) a timer is armed for, if any.
     var beginArmed: Double?
+    /// The credential each transfer answers its server's challenge with, by transfer: in
+    /// memory only (a `.permanent` one is kept in `credentialStore` too).
+    var credentials: [String: TransferCredential] = [:]
+    /// The credentials the apps gave as `.permanent`, by app and protection space (0600).
+    let credentialStore: TransferCredentialStore
 
     init(stateDirectory: URL, service: (any TransferRunner)?) {
         self.init(store: TransferStore(stateDirectory: stateDirectory), service: service)
@@ -36,6 +41,7 @@ struct Transfers {
     init(store: TransferStore, service: (any TransferRunner)?) {
         self.service = service
         self.store = store
+        credentialStore = TransferCredentialStore(stateDirectory: store.directory.deletingLastPathComponent())
         (records, loadWarnings) = store.load()
         saved = Dictionary(records.map { ($0.id, $0) }) { $1 }
         // A transfer that ran when the host ended resumes from its part file.
@@ -70,18 +76,24 @@ extension Supervisor {
         switch message {
         case .transferCreated(let transfer):
             return created(transfer, record, run)
-        case .transferCancelled(let session, let task):
+        case .transferCancelled(let session, let task, let producingResumeData):
             // A transfer that already ended is delivered as it ended, as on iOS.
-            guard let index = transferIndex(record, session, task), transfers.records[index].phase != .finished else { return nil }
+            guard let index = transferIndex(record, session, task), !transfers.records[index].isDone else { return nil }
             let id = transfers.records[index].id
             transfers.service?.stop(id)
-            transfers.fileRemovals.append(id)
             transfers.records[index].phase = .finished
-            transfers.records[index].result = WireTransferEvent(
+            var result = WireTransferEvent(
                 transfer: transfers.records[index].transfer, bytesReceived: transfers.records[index].bytesReceived,
                 errorCode: WireTransfer.ErrorCode.cancelled, errorMessage: "cancelled")
+            // cancel(byProducingResumeData:): the part file stays, named by the resume data.
+            if producingResumeData == true, let data = resumeData(transfers.records[index]) {
+                result.resumeData = data
+            } else {
+                transfers.fileRemovals.append(id)
+            }
+            transfers.records[index].result = result
             saveTransfers()
-            announce(record, command: .transfer, "\(label(transfers.records[index])) cancelled by the app", nil)
+            announce(record, command: .transfer, "\(label(transfers.records[index])) cancelled by the app\(result.resumeData == nil ? "" : ", its part file kept for resume data")", nil)
             deliverTransfers(record)
             return nil
         case .transferDelivered(let session, let task):
@@ -90,12 +102,21 @@ extension Supervisor {
             else {
                 return "it said task \(task) of background session \(session.cut(to: 64).debugDescription) was delivered, but the host delivered no such transfer to it"
             }
+            transfers.deliveries.forget(transfers.records[index].id)
+            // A download that ended with resume data keeps its part file until a task goes on from it.
+            if transfers.records[index].result?.resumeData != nil {
+                transfers.records[index].phase = .kept
+                saveTransfers()
+                announce(record, command: .transfer, "\(label(transfers.records[index])) delivered; its part file is kept for its resume data", nil)
+                return nil
+            }
             let done = transfers.records.remove(at: index)
             transfers.fileRemovals.append(done.id)
-            transfers.deliveries.forget(done.id)
             saveTransfers()
             announce(record, command: .transfer, "\(label(done)) delivered", nil)
             return nil
+        case .transferChallengeAnswered(let session, let task, let answer):
+            return challengeAnswered(session, task, answer, record, run)
         default:
             return nil
         }
@@ -113,7 +134,7 @@ extension Supervisor {
             transfers.passQueued = false
             reconsiderTransfers()
             // Only the apps that finished transfers are owed to.
-            let owed = Set(transfers.records.filter { $0.phase == .finished }.map(\.app))
+            let owed = Set(transfers.records.filter(\.isOwed).map(\.app))
             for record in apps.records(identifiers: owed) { deliverTransfers(record) }
         }
     }
@@ -136,7 +157,7 @@ extension Supervisor {
     func reconsiderTransfers() -> [String] {
         var started: [String] = []
         var measured: [String: TransferAllowance] = [:]
-        for index in transfers.records.indices where transfers.records[index].phase != .finished {
+        for index in transfers.records.indices where !transfers.records[index].isDone {
             let record = transfers.records[index]
             guard !transfers.unkept.contains(record.id) else { continue }
             let waits = transferWaitsFor(record)
@@ -178,7 +199,9 @@ extension Supervisor {
         let file = record.transfer.kind == .download ? transfers.store.partFile(record.id) : transfers.store.bodyFile(record.id)
         let allowance = measured[record.app] ?? apps.first { $0.bundle.identifier == record.app }.map { transferAllowance(for: $0.bundle) }
         measured[record.app] = allowance
-        let job = TransferJob(id: record.id, app: record.app, transfer: record.transfer, file: file, validator: record.validator, allowance: allowance)
+        var job = TransferJob(id: record.id, app: record.app, transfer: record.transfer, file: file, validator: record.validator, allowance: allowance)
+        job.credential = transfers.credentials[record.id]
+        job.challengeable = record.challengeDeclined != true
         let id = record.id
         transfers.service?.start(job) { [weak self] update in
             guard let self else { return }
@@ -223,8 +246,18 @@ extension Supervisor {
                 record.result = WireTransferEvent(
                     transfer: record.transfer, statusCode: status, bytesReceived: record.bytesReceived, bytesSent: record.bytesSent,
                     errorCode: code, errorMessage: message)
-                transfers.fileRemovals.append(record.id)
+                // A download the connection failed (not the server's refusal, nor the storage
+                // limit) keeps what it had, for its resume data, as on iOS.
+                if [WireTransfer.ErrorCode.networkConnectionLost, WireTransfer.ErrorCode.timedOut].contains(code), let data = resumeData(record) {
+                    record.result?.resumeData = data
+                } else {
+                    transfers.fileRemovals.append(record.id)
+                }
+            case .challenged(let method, let realm):
+                transfers.records[index] = record
+                return challenged(id, method: method, realm: realm)
             }
+            record.result?.bytesExpected = record.bytesExpected
             transfers.records[index] = record
             saveTransfers()
             let result = record.result
@@ -258,6 +291,12 @@ extension Supervisor {
         case .finished:
             state = record.result?.errorCode == nil ? "finished" : "failed"
             waitingFor = "delivery to the app"
+        case .challenged:
+            state = "challenged"
+            waitingFor = "the app's answer to an authentication challenge"
+        case .kept:
+            state = "kept"
+            waitingFor = "a download that goes on from its resume data"
         }
         return TransferListing(
             app: record.app, name: appName(record.app), session: record.transfer.session, task: record.transfer.task,

@@ -25,6 +25,12 @@ package struct TransferJob: Sendable {
     package var validator: String?
     /// The bytes the app's transfers may still write (its storage limit); nil: no limit.
     package var allowance: TransferAllowance?
+    /// The credential to answer the server's challenge with (the app's answer to it, or one the
+    /// host kept for its protection space).
+    package var credential: TransferCredential?
+    /// Whether a 401 that asks for authentication ends the attempt as a challenge for the app;
+    /// false once the app chose default handling: the 401 is then the response.
+    package var challengeable = true
 
     package init(id: String, app: String = "", transfer: WireTransfer, file: URL, validator: String? = nil, allowance: TransferAllowance? = nil) {
         self.id = id
@@ -78,4 +84,20 @@ package final class TransferAllowance: Sendable {
 package enum TransferOutcome: Sendable {
     case completed(status: Int, received: Int64, sent: Int64, responseBody: Data?)
     case failed(code: Int, message: String, status: Int?)
+    /// The server answered 401 with `WWW-Authenticate`: the app is asked (README.md,
+    /// "Background transfers"); nothing of the body was kept.
+    case challenged(method: WireChallenge.Method, realm: String?)
+}
+
+/// A user name and password for a protection space, and the scheme they answer.
+package struct TransferCredential: Codable, Sendable, Equatable {
+    package var user: String
+    package var password: String
+    package var method: WireChallenge.Method
+
+    package init(user: String, password: String, method: WireChallenge.Method) {
+        self.user = user
+        self.password = password
+        self.method = method
+    }
 }

@@ -15,6 +15,11 @@ struct TransferRecord: Codable, Sendable, Equatable {
         case running
         /// Ended (completed or failed): `result` waits for delivery to the app.
         case finished
+        /// The server asked for authentication: `result` (its `challenge`) waits for the app's answer.
+        case challenged
+        /// Delivered as cancelled or failed with resume data: only its part file is kept, for a
+        /// download that goes on from it (`downloadTask(withResumeData:)`).
+        case kept
     }
 
     /// Names its files in the store's directory.
@@ -32,6 +37,15 @@ struct TransferRecord: Codable, Sendable, Equatable {
     var resumes = 0
     var result: WireTransferEvent?
     var created: Date
+    /// The challenges answered with a credential that then failed (`previousFailureCount`).
+    var failedCredentials: Int?
+    /// The app chose default handling for a challenge: a 401 is the response, not a challenge.
+    var challengeDeclined: Bool?
+
+    /// Whether the app is owed a delivery of it: its end, or a challenge.
+    var isOwed: Bool { phase == .finished || phase == .challenged }
+    /// Whether it no longer runs nor waits to.
+    var isDone: Bool { phase == .finished || phase == .challenged || phase == .kept }
 }
 
 /// The background transfers kept in the state directory (`STATE/transfers/`): each record in a

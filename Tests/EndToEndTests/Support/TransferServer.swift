@@ -13,6 +13,7 @@ import Synchronization
 ///   GET /missing           404
 ///   GET /redirect?to=URL   302 to URL
 ///   PUT or POST /upload    answers "received N bytes"
+///   GET /basic/SIZE, GET /digest/SIZE   behind authentication (TransferServer+Authentication)
 /// Every request is recorded with its Range header (and its X-Episode header, if any).
 final class TransferServer: Sendable {
     let port: Int
@@ -67,7 +68,18 @@ final class TransferServer: Sendable {
         guard let request = connection.readRequest() else { return }
         let range = request.headers["range"]
         let parts = request.target.split(separator: "/", omittingEmptySubsequences: true)
-        if request.method == "GET", parts.count == 2, let size = Int(parts[1]), ["files", "drop", "slow", "held"].contains(parts[0]) {
+        if request.method == "GET", parts.count == 2, let size = Int(parts[1]), ["basic", "digest"].contains(parts[0]) {
+            let scheme = String(parts[0])
+            let verdict = Self.authenticated(scheme: scheme, method: request.method, target: request.target, authorization: request.headers["authorization"])
+            log.entries.withLock { $0.append("GET \(request.target) auth=\(verdict.map { $0 ? "ok" : "wrong" } ?? "none")") }
+            guard verdict == true else {
+                let answer = Data("who are you?".utf8)
+                connection.send(head: "401 Unauthorized", ["WWW-Authenticate": Self.challenge(scheme: scheme), "Content-Length": "\(answer.count)"])
+                connection.send(answer)
+                return
+            }
+            sendResource(connection, size: size, range: range, kind: "slow")
+        } else if request.method == "GET", parts.count == 2, let size = Int(parts[1]), ["files", "drop", "slow", "held"].contains(parts[0]) {
             let episode = request.headers["x-episode"].map { " x-episode=\($0)" } ?? ""
             log.entries.withLock { $0.append("GET \(request.target)\(range.map { " range=\($0)" } ?? "")\(episode)") }
             sendResource(connection, size: size, range: range, kind: String(parts[0]))

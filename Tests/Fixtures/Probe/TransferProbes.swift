@@ -1,5 +1,6 @@
 import AppHostKit
 import Foundation
+import Synchronization
 
 // What the Probe does with background URL sessions, from ProbeBehavior:
 //   "transfers": [{"kind": "download" | "upload", "url": URL, "file": PATH, "discretionary": true,
@@ -9,37 +10,96 @@ import Foundation
 //                                  beginIn sets earliestBeginDate that far from now)
 //   "uploadBytes": N               the size of Documents/upload.bin, written before the uploads
 //   "urlSessionCompletion": "never"   never call handleEvents' completion handler
+//   "challengeAnswer": {"disposition": "useCredential" | "performDefaultHandling" | "cancel" | "reject",
+//                       "user": U, "password": P, "persistence": "permanent" | "forSession"}
+//                                  the answer to urlSession(_:task:didReceive:completionHandler:)
+//                                  (default: performDefaultHandling)
+//   "cancelForResumeAt": N         once a download has N bytes, cancel(byProducingResumeData:) and
+//                                  go on from the resume data with downloadTask(withResumeData:)
+//   "urlSessionQueue": "own"        make the session with delegateQueue nil (a serial queue of
+//                                  its own, as on iOS): the delegate records through
+//                                  DispatchQueue.main.sync, which deadlocks on the main queue;
+//                                  else the session's delegate queue is OperationQueue.main
 // The session (com.example.probe.transfers) is made again at every launch. The delegate moves each
 // download to Documents/download-TASK and records every callback with what it got.
-final class TransferProbe: URLSessionDownloadDelegate, URLSessionDataDelegate {
+final class TransferProbe: NSObject, URLSessionDownloadDelegate, URLSessionDataDelegate, Sendable {
     static let sessionIdentifier = "com.example.probe.transfers"
-    let record: (String) -> Void
+    let record: @Sendable (String) -> Void
     let completeEvents: Bool
-    var completionHandler: (@Sendable () -> Void)?
-    var session: URLSession?
+    let completionHandler = Mutex<(@Sendable () -> Void)?>(nil)
+    let challengeAnswer: [String: String]
+    let cancelForResumeAt: Int64?
+    /// Whether a download was cancelled for its resume data (once: not the one that goes on from it).
+    let cancelled = Mutex(false)
 
-    init(record: @escaping (String) -> Void, completeEvents: Bool) {
+    init(record: @escaping @Sendable (String) -> Void, completeEvents: Bool, challengeAnswer: [String: String] = [:], cancelForResumeAt: Int64? = nil) {
         self.record = record
         self.completeEvents = completeEvents
+        self.challengeAnswer = challengeAnswer
+        self.cancelForResumeAt = cancelForResumeAt
+    }
+
+    func urlSession(
+        _ session: URLSession, task: URLSessionTask, didReceive challenge: URLAuthenticationChallenge,
+        completionHandler: @escaping @Sendable (URLSession.AuthChallengeDisposition, URLCredential?) -> Void
+    ) {
+        let space = challenge.protectionSpace
+        let method = space.authenticationMethod == NSURLAuthenticationMethodHTTPDigest ? "Digest" : "Basic"
+        record("didReceiveChallenge task=\(task.taskIdentifier) method=\(method) realm=\(space.realm ?? "nil") host=\(space.host):\(space.port) failures=\(challenge.previousFailureCount)")
+        let persistence: URLCredential.Persistence = challengeAnswer["persistence"] == "permanent" ? .permanent : .forSession
+        switch challengeAnswer["disposition"] {
+        case "useCredential":
+            completionHandler(.useCredential, URLCredential(user: challengeAnswer["user"] ?? "", password: challengeAnswer["password"] ?? "", persistence: persistence))
+        case "cancel": completionHandler(.cancelAuthenticationChallenge, nil)
+        case "reject": completionHandler(.rejectProtectionSpace, nil)
+        default: completionHandler(.performDefaultHandling, nil)
+        }
+    }
+
+    /// `cancelForResumeAt`: the download cancelled for its resume data, and a new one made from it.
+    private func cancelForResume(_ session: URLSession, _ task: URLSessionDownloadTask, at bytes: Int64) {
+        guard let limit = cancelForResumeAt, bytes >= limit else { return }
+        let first = cancelled.withLock { done in
+            defer { done = true }
+            return !done
+        }
+        guard first else { return }
+        let record = record
+        task.cancel { data in
+            record("resumeData task=\(task.taskIdentifier) \(data.map { "bytes=\($0.count)" } ?? "nil")")
+            guard let data else { return }
+            let next = session.downloadTask(withResumeData: data)
+            next.resume()
+            record("resumed task=\(next.taskIdentifier) fromResumeData")
+        }
+    }
+
+    /// Runs `body` on the main thread: at once on the main queue, else with
+    /// `DispatchQueue.main.sync` (which traps where the caller is on the main queue).
+    static func onMain<Value: Sendable>(_ body: @MainActor () -> Value) -> Value {
+        Thread.isMainThread ? MainActor.assumeIsolated(body) : DispatchQueue.main.sync { MainActor.assumeIsolated(body) }
     }
 
     func urlSession(_ session: URLSession, downloadTask: URLSessionDownloadTask, didFinishDownloadingTo location: URL) {
-        let destination = Application.shared.containerURL.appendingPathComponent("Documents/download-\(downloadTask.taskIdentifier)")
+        let destination = FileManager.default.urls(for: .documentDirectory, in: .userDomainMask)[0].deletingLastPathComponent().appendingPathComponent("Documents/download-\(downloadTask.taskIdentifier)")
         try? FileManager.default.removeItem(at: destination)
         let moved = (try? FileManager.default.moveItem(at: location, to: destination)) != nil
         // stat, not attributesOfItem: that looks up the owner's name, through nscd's socket,
         // which the sandbox refuses.
         var info = stat()
         let size = stat(destination.path, &info) == 0 ? Int(info.st_size) : -1
-        record("didFinishDownloading task=\(downloadTask.taskIdentifier) moved=\(moved) bytes=\(size) tmp=\(location.path.contains("/tmp/")) state=\(Application.shared.applicationState)")
+        let state = Self.onMain { Application.shared.applicationState }
+        record("didFinishDownloading task=\(downloadTask.taskIdentifier) moved=\(moved) bytes=\(size) tmp=\(location.path.contains("/tmp/")) state=\(state)")
     }
 
     func urlSession(_ session: URLSession, downloadTask: URLSessionDownloadTask, didWriteData bytesWritten: Int64, totalBytesWritten: Int64, totalBytesExpectedToWrite: Int64) {
-        record("didWriteData task=\(downloadTask.taskIdentifier) written=\(bytesWritten) total=\(totalBytesWritten) expected=\(totalBytesExpectedToWrite) state=\(Application.shared.applicationState)")
+        let state = Self.onMain { Application.shared.applicationState }
+        cancelForResume(session, downloadTask, at: totalBytesWritten)
+        record("didWriteData task=\(downloadTask.taskIdentifier) written=\(bytesWritten) total=\(totalBytesWritten) expected=\(totalBytesExpectedToWrite) received=\(downloadTask.countOfBytesReceived) expectedToReceive=\(downloadTask.countOfBytesExpectedToReceive) state=\(state)")
     }
 
     func urlSession(_ session: URLSession, task: URLSessionTask, didSendBodyData bytesSent: Int64, totalBytesSent: Int64, totalBytesExpectedToSend: Int64) {
-        record("didSendBodyData task=\(task.taskIdentifier) sent=\(bytesSent) total=\(totalBytesSent) expected=\(totalBytesExpectedToSend)")
+        record("didSendBodyData task=\(task.taskIdentifier) sent=\(bytesSent) total=\(totalBytesSent) expected=\(totalBytesExpectedToSend) countOfBytesSent=\(task.countOfBytesSent)")
     }
 
     func urlSession(_ session: URLSession, dataTask: URLSessionDataTask, didReceive data: Data) {
@@ -50,18 +110,17 @@ final class TransferProbe: URLSessionDownloadDelegate, URLSessionDataDelegate {
         let status = (task.response as? HTTPURLResponse)?.statusCode
         let code = (error as? URLError)?.code.rawValue
         let reason = ((error as? URLError)?.backgroundTaskCancelledReason).map { " reason=\($0)" } ?? ""
-        record("didComplete task=\(task.taskIdentifier) error=\(code.map(String.init) ?? "nil") status=\(status.map(String.init) ?? "nil") sent=\(task.countOfBytesSent)\(reason)")
+        let resume = (error as? URLError)?.downloadTaskResumeData.map { " resumeData=\($0.isEmpty ? "empty" : "yes")" } ?? ""
+        record("didComplete task=\(task.taskIdentifier) error=\(code.map(String.init) ?? "nil") status=\(status.map(String.init) ?? "nil") sent=\(task.countOfBytesSent)\(reason)\(resume)")
     }
 
     func urlSessionDidFinishEvents(forBackgroundURLSession session: URLSession) {
         record("didFinishEvents \(session.configuration.identifier ?? "?") main=\(Thread.isMainThread)")
-        guard completeEvents, let handler = completionHandler else { return }
-        completionHandler = nil
+        guard completeEvents, let handler = completionHandler.withLock({ handler in defer { handler = nil }; return handler }) else { return }
+        // As UIKit asks: the completion handler on the main queue.
         DispatchQueue.main.async {
-            MainActor.assumeIsolated {
-                handler()
-                self.record("completed events")
-            }
+            handler()
+            self.record("completed events")
         }
     }
 }
@@ -71,15 +130,19 @@ extension AppDelegate {
     func transferSetup(_ application: Application) -> TransferProbe? {
         let transfers = behavior["transfers"] as? [[String: Any]]
         guard transfers != nil || behavior["urlSession"] as? Bool == true else { return nil }
-        let probe = TransferProbe(record: { [weak self] in self?.record($0) }, completeEvents: behavior["urlSessionCompletion"] as? String != "never")
+        let completeEvents = behavior["urlSessionCompletion"] as? String != "never"
+        let answer = behavior["challengeAnswer"] as? [String: String] ?? [:]
+        let cancelAt = (behavior["cancelForResumeAt"] as? Int).map(Int64.init)
+        let probe = TransferProbe(
+            record: { [weak self] line in TransferProbe.onMain { self?.record(line) } }, completeEvents: completeEvents,
+            challengeAnswer: answer, cancelForResumeAt: cancelAt)
         let configuration = URLSessionConfiguration.background(withIdentifier: TransferProbe.sessionIdentifier)
         configuration.isDiscretionary = (transfers ?? []).contains { $0["discretionary"] as? Bool == true }
-        let session = URLSession(configuration: configuration, delegate: probe, delegateQueue: nil)
-        probe.session = session
+        let session = URLSession(configuration: configuration, delegate: probe, delegateQueue: behavior["urlSessionQueue"] as? String == "own" ? nil : .main)
         let marker = application.containerURL.appendingPathComponent("Documents/transfers-made")
         if FileManager.default.fileExists(atPath: marker.path) {
-            session.getAllTasks { [weak self] tasks in
-                self?.record("getAllTasks \(tasks.map { "\($0.taskIdentifier)" }.joined(separator: ","))")
+            session.getAllTasks { tasks in
+                probe.record("getAllTasks \(tasks.map { "\($0.taskIdentifier)" }.joined(separator: ","))")
             }
             return probe
         }
@@ -114,6 +177,6 @@ extension AppDelegate {
         completionHandler: @escaping @Sendable () -> Void
     ) {
         record("handleEvents \(identifier) \(application.applicationState) main=\(Thread.isMainThread)")
-        transferProbe?.completionHandler = completionHandler
+        transferProbe?.completionHandler.withLock { $0 = completionHandler }
     }
 }
