@@ -42,7 +42,7 @@ public final class Application {
     public internal(set) var applicationState: State = .inactive
 
     /// The object the SDK created from Info.plist's `ApplicationDelegateClassName`.
-    public internal(set) var delegate: (any ApplicationDelegate)?
+    public internal(set) var delegate: (any ApplicationDelegateCallbacks)?
 
     /// The app's windows; visible ones make up its snapshot.
     public var windows: [Window] = []

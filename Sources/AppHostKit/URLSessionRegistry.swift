@@ -120,7 +120,7 @@ final class URLSessionRegistry: Sendable {
 
     /// `application(_:handleEventsForBackgroundURLSession:completionHandler:)`, then the events.
     @MainActor
-    func handleEvents(_ event: WireBackgroundEvent?, _ application: Application, _ delegate: any ApplicationDelegate) {
+    func handleEvents(_ event: WireBackgroundEvent?, _ application: Application, _ delegate: any ApplicationDelegateCallbacks) {
         guard let event, let session = event.urlSession else { return }
         let called = Atomic<Bool>(false)
         let link = link
