@@ -12,8 +12,12 @@ public import AppHostKit
 /// (`UINavigationController > ListViewController "Lists"`).
 @MainActor
 open class UIWindow: Window {
-    /// The view controller the app made the window's root.
-    open var rootViewController: UIViewController?
+    /// The view controller the app made the window's root; its view is loaded once the window
+    /// is visible, as UIKit loads it.
+    open var rootViewController: UIViewController? {
+        didSet { if isVisible { rootViewController?.loadViewHierarchy() } }
+    }
+    private var isVisible = false
     /// What the app set; the screen's bounds unless given.
     open var frame: CGRect = UIScreen.main.bounds
     /// What the app set.
@@ -43,7 +47,9 @@ open class UIWindow: Window {
 
     open override func makeKeyAndVisible() {
         isKeyWindow = true
+        isVisible = true
         super.makeKeyAndVisible()
+        rootViewController?.loadViewHierarchy()
     }
 }
 
@@ -143,6 +149,13 @@ open class UIViewController: UIResponder {
 
     /// The controllers this one shows (a navigation controller's stack).
     var children: [UIViewController] { [] }
+
+    /// Loads this controller's view and those of the controllers it shows on screen, as a window
+    /// does when it becomes visible (`viewDidLoad` runs).
+    func loadViewHierarchy() {
+        loadViewIfNeeded()
+        children.last?.loadViewHierarchy()
+    }
 }
 
 /// `UINavigationController`: a stack of view controllers, as the app pushed and popped them.

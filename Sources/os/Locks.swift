@@ -1,5 +1,7 @@
 #if canImport(Glibc)
-public import Glibc
+// As Apple's os module re-exports Darwin: a library that imports os instead of Glibc (argument
+// parser's Mutex) still calls `pthread_mutex_destroy` behind `#if canImport(Glibc)`.
+@_exported public import Glibc
 #endif
 
 // os's locks, as cross-platform libraries use them behind `#if canImport(os)` (swift-argument-parser's
