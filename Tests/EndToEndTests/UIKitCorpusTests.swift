@@ -31,7 +31,10 @@ struct UIKitCorpusTests {
     static let walks: [Walk] = [
         // 1. @UIApplicationMain (Swift 5), with a window, a navigation controller, a refresh, value(forKey:).
         Walk(bundle: "Recipes", task: "com.example.recipes.refresh",
-             says: ["Recipes launched 1 time(s), root UINavigationController", "Recipes active, screen 390x844", "Recipes refreshed"],
+             says: [
+                "Recipes launched 1 time(s), root UINavigationController", "Bundle com.example.recipes Recipes true Info.plist",
+                "Recipes active, screen 390x844", "Recipes refreshed",
+             ],
              snapshot: #"UINavigationController > RecipeListViewController "Recipes""#),
         Walk(bundle: "Recipes", delegate: "DelegatesLegacyMainFixture.PushAppDelegate",
              says: ["Failed to register for remote notifications: apphost has no push service"],

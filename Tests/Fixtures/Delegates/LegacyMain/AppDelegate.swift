@@ -33,6 +33,9 @@ class AppDelegate: UIResponder, UIApplicationDelegate {
         let launches = (UserDefaults.standard.value(forKey: "launchCount") as? Int ?? 0) + 1
         UserDefaults.standard.setValue(launches, forKey: "launchCount")
         print("Recipes launched \(launches) time(s), root \(type(of: window!.rootViewController!))")
+        let name = Bundle.main.object(forInfoDictionaryKey: "CFBundleName") as? String ?? "?"
+        let plist = Bundle.main.url(forResource: "Info", withExtension: "plist")?.lastPathComponent ?? "none"
+        print("Bundle \(Bundle.main.bundleIdentifier ?? "?") \(name) \(Bundle.main.infoDictionary?["BGTaskSchedulerPermittedIdentifiers"] != nil) \(plist)")
         return true
     }
 
