@@ -257,3 +257,14 @@ private struct BackgroundLedger {
         deadline = now + .milliseconds(Int64(remaining * 1000))
     }
 }
+
+extension Application.BackgroundFetchResult {
+    /// The result's name on the wire and in the host's events.
+    var name: String {
+        switch self {
+        case .newData: "newData"
+        case .noData: "noData"
+        case .failed: "failed"
+        }
+    }
+}

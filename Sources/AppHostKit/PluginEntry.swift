@@ -390,14 +390,3 @@ func fetchCompletion(work: UInt64, notification: Bool, link: HostLink) -> @Senda
         link.send(.workCompleted(id: work, result: result.name))
     }
 }
-
-extension Application.BackgroundFetchResult {
-    /// The result's name on the wire and in the host's events.
-    var name: String {
-        switch self {
-        case .newData: "newData"
-        case .noData: "noData"
-        case .failed: "failed"
-        }
-    }
-}
