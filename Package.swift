@@ -37,6 +37,11 @@ func appPlugin(
     )
 }
 
+/// Every module named after one of Apple's (README.md, "Porting iOS code").
+let appleModules: [Target.Dependency] = [
+    "UIKit", "BackgroundTasks", "os", "OSLog", "AVFoundation", "AVFAudio", "CoreLocation", "PushKit", "CallKit", "UserNotifications",
+]
+
 let apps = [
     appPlugin("HelloExample", path: "Examples/Hello"),
     appPlugin("NotesExample", path: "Examples/Notes"),
@@ -69,6 +74,15 @@ let apps = [
             .swiftLanguageMode(.v5),
             .unsafeFlags(["-Xfrontend", "-entry-point-function-name", "-Xfrontend", "NetworkerFixture_main"]),
         ]),
+    // Delegates written as public iOS projects write them, each built unchanged (README.md, "Porting
+    // iOS code"): @UIApplicationMain, NSObject delegates, Apple's module names, the UI a delegate
+    // sets up. Swift 5 mode as Xcode builds them, or Swift 6; UIKitCorpusTests launches each.
+    appPlugin("DelegatesLegacyMainFixture", path: "Tests/Fixtures/Delegates/LegacyMain", dependencies: appleModules, swiftSettings: [.swiftLanguageMode(.v5)]),
+    appPlugin("DelegatesLegacyScenesFixture", path: "Tests/Fixtures/Delegates/LegacyScenes", dependencies: appleModules, swiftSettings: [.swiftLanguageMode(.v5)]),
+    appPlugin("DelegatesFrameworksFixture", path: "Tests/Fixtures/Delegates/Frameworks", dependencies: appleModules, swiftSettings: [.swiftLanguageMode(.v5)]),
+    appPlugin("DelegatesAdaptorFixture", path: "Tests/Fixtures/Delegates/Adaptor", dependencies: appleModules, swiftSettings: [.swiftLanguageMode(.v6)]),
+    appPlugin("DelegatesScenesFixture", path: "Tests/Fixtures/Delegates/Scenes", dependencies: appleModules, swiftSettings: [.swiftLanguageMode(.v6)]),
+    appPlugin("DelegatesMainSwift6Fixture", path: "Tests/Fixtures/Delegates/MainSwift6", dependencies: appleModules, swiftSettings: [.swiftLanguageMode(.v6)]),
     appPlugin("ProbeFixture", path: "Tests/Fixtures/Probe", dependencies: ["ProbeSyscalls", "CSQLite", "AppHostProtocol", "CAppHostShims", .product(name: "Logging", package: "swift-log")]),
 ]
 
@@ -94,6 +108,13 @@ let package = Package(
         .library(name: "UIKit", targets: ["UIKit"]),
         .library(name: "BackgroundTasks", targets: ["BackgroundTasks"]),
         .library(name: "os", targets: ["os"]),
+        .library(name: "OSLog", targets: ["OSLog"]),
+        .library(name: "AVFoundation", targets: ["AVFoundation"]),
+        .library(name: "AVFAudio", targets: ["AVFAudio"]),
+        .library(name: "CoreLocation", targets: ["CoreLocation"]),
+        .library(name: "PushKit", targets: ["PushKit"]),
+        .library(name: "CallKit", targets: ["CallKit"]),
+        .library(name: "UserNotifications", targets: ["UserNotifications"]),
         // For an app's own tests: a real host on a private instance (README.md, "Testing your app").
         .library(name: "AppHostTesting", targets: ["AppHostTesting"]),
         .plugin(name: "BundleApp", targets: ["BundleApp"]),
@@ -152,15 +173,28 @@ let package = Package(
             ],
             swiftSettings: strictSettings + sdkSettings
         ),
-        .target(name: "UIKit", dependencies: ["AppHostKit", "_Testing_UIKit"], swiftSettings: strictSettings),
+        .target(name: "UIKit", dependencies: ["AppHostKit", "_Testing_UIKit", "AppleModuleMaps"], swiftSettings: strictSettings),
+        // C: the Clang modules UIKit (for @UIApplicationMain) and os.log (for `import os.log`),
+        // passed only to the targets that depend on UIKit or os (its module.modulemap). Never a product.
+        .target(name: "AppleModuleMaps"),
         // Empty: what the compiler imports for a file that imports both Testing and UIKit (Overlay.swift).
         .target(name: "_Testing_UIKit", swiftSettings: strictSettings),
         .target(name: "BackgroundTasks", dependencies: ["AppHostKit"], swiftSettings: strictSettings),
         .target(
             name: "os",
-            dependencies: ["AppHostKit", .product(name: "Logging", package: "swift-log")],
+            dependencies: ["AppHostKit", "AppleModuleMaps", .product(name: "Logging", package: "swift-log")],
             swiftSettings: strictSettings
         ),
+        // Apple's module names for what AppHostKit has of each framework: each re-exports
+        // AppHostKit and Foundation, as the framework's import brings Foundation (README.md,
+        // "Porting iOS code"). OSLog re-exports os.
+        .target(name: "OSLog", dependencies: ["os"], swiftSettings: strictSettings),
+        .target(name: "AVFoundation", dependencies: ["AppHostKit"], swiftSettings: strictSettings),
+        .target(name: "AVFAudio", dependencies: ["AppHostKit"], swiftSettings: strictSettings),
+        .target(name: "CoreLocation", dependencies: ["AppHostKit"], swiftSettings: strictSettings),
+        .target(name: "PushKit", dependencies: ["AppHostKit"], swiftSettings: strictSettings),
+        .target(name: "CallKit", dependencies: ["AppHostKit"], swiftSettings: strictSettings),
+        .target(name: "UserNotifications", dependencies: ["AppHostKit"], swiftSettings: strictSettings),
         .target(
             name: "AppHostSandbox",
             dependencies: ["AppHostSystem", "CCap", "CSeccomp", "CAppHostShims"],

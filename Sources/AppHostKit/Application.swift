@@ -42,7 +42,7 @@ public final class Application {
     public internal(set) var applicationState: State = .inactive
 
     /// The object the SDK created from Info.plist's `ApplicationDelegateClassName`.
-    public internal(set) var delegate: (any ApplicationDelegate)?
+    public internal(set) var delegate: (any ApplicationDelegateCallbacks)?
 
     /// The app's windows; visible ones make up its snapshot.
     public var windows: [Window] = []
@@ -255,5 +255,16 @@ private struct BackgroundLedger {
     mutating func expire(remaining: Double, now: ContinuousClock.Instant) {
         expired = true
         deadline = now + .milliseconds(Int64(remaining * 1000))
+    }
+}
+
+extension Application.BackgroundFetchResult {
+    /// The result's name on the wire and in the host's events.
+    var name: String {
+        switch self {
+        case .newData: "newData"
+        case .noData: "noData"
+        case .failed: "failed"
+        }
     }
 }

@@ -1,6 +1,7 @@
 #if canImport(Glibc)
 import Glibc
 #endif
+public import Foundation
 import AppHostSystem
 
 /// The object that responds to the life-cycle events of an app, as `UIApplicationDelegate` does.
@@ -10,9 +11,17 @@ import AppHostSystem
 /// process starts. Every method is optional and runs on the main queue. Each must return promptly:
 /// the host's watchdog terminates an app whose callback overruns its budget (0x8badf00d).
 @MainActor
-public protocol ApplicationDelegate: AnyObject {
+public protocol ApplicationDelegate: ApplicationDelegateCallbacks {
+    /// What the SDK creates the delegate with.
     init()
+}
 
+/// `ApplicationDelegate`'s callbacks without its `init()`: what UIKit's `UIApplicationDelegate`
+/// refines. UIKit's delegates subclass `UIResponder` or `NSObject`, whose `init()` is not
+/// `required`, so they cannot satisfy an `init()` requirement; the SDK creates such a class
+/// through the `init()` it inherits the slot of (`ClassInstantiation`).
+@MainActor
+public protocol ApplicationDelegateCallbacks: AnyObject {
     /// The launch has begun; return false to fail it (the host writes a report).
     func application(
         _ application: Application, willFinishLaunchingWithOptions launchOptions: [Application.LaunchOptionsKey: Any]?
@@ -67,9 +76,15 @@ public protocol ApplicationDelegate: AnyObject {
     /// for them. A session discarded while the app was not running is told at its next launch,
     /// once didFinishLaunching has returned (README.md, "Scenes").
     func application(_ application: Application, didDiscardSceneSessions sceneSessions: Set<SceneSession>)
+    /// `Application.registerForRemoteNotifications()` succeeded: never here, as apphost has no
+    /// push service to give a device token (README.md, "Porting iOS code").
+    func application(_ application: Application, didRegisterForRemoteNotificationsWithDeviceToken deviceToken: Data)
+    /// `Application.registerForRemoteNotifications()` failed: always here, with a
+    /// `RemoteNotificationRegistrationError` saying why.
+    func application(_ application: Application, didFailToRegisterForRemoteNotificationsWithError error: any Error)
 }
 
-extension ApplicationDelegate {
+extension ApplicationDelegateCallbacks {
     public func application(
         _ application: Application, willFinishLaunchingWithOptions launchOptions: [Application.LaunchOptionsKey: Any]?
     ) -> Bool { true }
@@ -110,9 +125,11 @@ extension ApplicationDelegate {
         SceneConfiguration(name: nil, sessionRole: connectingSceneSession.role)
     }
     public func application(_ application: Application, didDiscardSceneSessions sceneSessions: Set<SceneSession>) {}
+    public func application(_ application: Application, didRegisterForRemoteNotificationsWithDeviceToken deviceToken: Data) {}
+    public func application(_ application: Application, didFailToRegisterForRemoteNotificationsWithError error: any Error) {}
 }
 
-extension ApplicationDelegate {
+extension ApplicationDelegateCallbacks {
     /// What `@main` on the delegate class calls, as UIKit's `UIApplicationDelegate.main()` does,
     /// so that Xcode's `@main class AppDelegate: UIResponder, UIApplicationDelegate` compiles
     /// unchanged. An app is a plugin that the host loads, never an executable: the host creates

@@ -25,9 +25,54 @@ public final class AVAudioSession {
         public static let playback = Category(rawValue: "AVAudioSessionCategoryPlayback")
         /// Recording and playback (VoIP, chat): plays in the background with the audio mode.
         public static let playAndRecord = Category(rawValue: "AVAudioSessionCategoryPlayAndRecord")
+        /// Recording only: plays nothing.
+        public static let record = Category(rawValue: "AVAudioSessionCategoryRecord")
+        /// Several routes at once: plays in the background with the audio mode.
+        public static let multiRoute = Category(rawValue: "AVAudioSessionCategoryMultiRoute")
 
         /// Whether playing in this category can keep the app running in the background.
-        var playsInBackground: Bool { self == .playback || self == .playAndRecord }
+        var playsInBackground: Bool { self == .playback || self == .playAndRecord || self == .multiRoute }
+    }
+
+    /// A mode, as `AVAudioSession.Mode`: what the audio is for. Kept, and not applied (apphost
+    /// has no audio processing to tune).
+    public struct Mode: RawRepresentable, Hashable, Sendable {
+        public var rawValue: String
+        public init(rawValue: String) { self.rawValue = rawValue }
+
+        public static let `default` = Mode(rawValue: "AVAudioSessionModeDefault")
+        public static let voiceChat = Mode(rawValue: "AVAudioSessionModeVoiceChat")
+        public static let videoChat = Mode(rawValue: "AVAudioSessionModeVideoChat")
+        public static let gameChat = Mode(rawValue: "AVAudioSessionModeGameChat")
+        public static let videoRecording = Mode(rawValue: "AVAudioSessionModeVideoRecording")
+        public static let measurement = Mode(rawValue: "AVAudioSessionModeMeasurement")
+        public static let moviePlayback = Mode(rawValue: "AVAudioSessionModeMoviePlayback")
+        public static let spokenAudio = Mode(rawValue: "AVAudioSessionModeSpokenAudio")
+        public static let voicePrompt = Mode(rawValue: "AVAudioSessionModeVoicePrompt")
+    }
+
+    /// A category's options, as `AVAudioSession.CategoryOptions` (raw values as Apple's). Kept,
+    /// and not applied: there are no other apps' audio to mix with and no routes.
+    public struct CategoryOptions: OptionSet, Sendable {
+        public var rawValue: UInt
+        public init(rawValue: UInt) { self.rawValue = rawValue }
+
+        public static let mixWithOthers = CategoryOptions(rawValue: 0x1)
+        public static let duckOthers = CategoryOptions(rawValue: 0x2)
+        public static let allowBluetooth = CategoryOptions(rawValue: 0x4)
+        public static let defaultToSpeaker = CategoryOptions(rawValue: 0x8)
+        public static let interruptSpokenAudioAndMixWithOthers = CategoryOptions(rawValue: 0x11)
+        public static let allowBluetoothA2DP = CategoryOptions(rawValue: 0x20)
+        public static let allowAirPlay = CategoryOptions(rawValue: 0x40)
+        public static let overrideMutedMicrophoneInterruption = CategoryOptions(rawValue: 0x80)
+    }
+
+    /// Options of `setActive(_:options:)`, as `AVAudioSession.SetActiveOptions`.
+    public struct SetActiveOptions: OptionSet, Sendable {
+        public var rawValue: UInt
+        public init(rawValue: UInt) { self.rawValue = rawValue }
+        /// Tell other apps when the session deactivates: there are none here.
+        public static let notifyOthersOnDeactivation = SetActiveOptions(rawValue: 1)
     }
 
     /// The type of an interruption, under `interruptionTypeKey` (a `UInt`), as AVFoundation's.
@@ -57,6 +102,10 @@ public final class AVAudioSession {
     public static func sharedInstance() -> AVAudioSession { shared }
 
     public private(set) var category: Category = .soloAmbient
+    /// The mode the app set last.
+    public private(set) var mode: Mode = .default
+    /// The category options the app set last.
+    public private(set) var categoryOptions: CategoryOptions = []
     /// Whether the session is active (`setActive(true)`, and no interruption since).
     public private(set) var isActive = false
     /// Players playing now, held until they stop as AVFoundation holds them.
@@ -70,6 +119,28 @@ public final class AVAudioSession {
     public func setCategory(_ category: Category) throws {
         self.category = category
         report()
+    }
+
+    /// Sets the category, its mode and options, as `setCategory(_:mode:options:)`.
+    public func setCategory(_ category: Category, mode: Mode, options: CategoryOptions = []) throws {
+        self.mode = mode
+        categoryOptions = options
+        try setCategory(category)
+    }
+
+    /// Sets the category and its options, as `setCategory(_:options:)`.
+    public func setCategory(_ category: Category, options: CategoryOptions) throws {
+        try setCategory(category, mode: mode, options: options)
+    }
+
+    /// Sets the mode, as `setMode(_:)`.
+    public func setMode(_ mode: Mode) throws {
+        self.mode = mode
+    }
+
+    /// `setActive(_:)`; the options change nothing here.
+    public func setActive(_ active: Bool, options: SetActiveOptions) throws {
+        try setActive(active)
     }
 
     /// Activates or deactivates the session. Deactivating it while a player plays stops counting

@@ -181,6 +181,10 @@ public final class BGTaskScheduler: Sendable {
         public let message: String
 
         public var description: String { "BGTaskScheduler.Error(\(code)): \(message)" }
+        /// The code's raw value, as the bridged NSError's `errorCode`.
+        public var errorCode: Int { code.rawValue }
+        /// The bridged NSError's domain.
+        public static var errorDomain: String { "BGTaskSchedulerErrorDomain" }
     }
 
     /// `handler` is the app's, as Apple's SDK takes it: not `@Sendable` (a delegate's closure

@@ -13,6 +13,7 @@ import AppHostSystem
 // and drives its callbacks in the order of README.md's "The life cycle", as the host would.
 
 /// Which detached application `Application.shared` is outside a host.
+@usableFromInline
 enum Detached {
     /// The detached application whose callback, expiration handler or task is running: each
     /// test's own, even when tests run in parallel.
@@ -51,6 +52,17 @@ enum Detached {
     /// The bare detached application's container, removed when the process exits.
     private static var bareContainer: String { NSTemporaryDirectory() + "apphost-detached-\(getpid())" }
 
+    /// A new `Delegate`, made as the host makes the class Info.plist names (`ClassInstantiation`).
+    @MainActor
+    @usableFromInline
+    static func instance<Delegate: ApplicationDelegateCallbacks>(of _: Delegate.Type) -> Delegate {
+        guard let delegate = ClassInstantiation.make(Delegate.self as AnyClass) as? Delegate else {
+            preconditionFailure(
+                "DetachedApplication cannot create \(Delegate.self): subclass UIResponder or NSObject, conform to ApplicationDelegate, or pass delegate:")
+        }
+        return delegate
+    }
+
     /// Documents, Library (Caches, Preferences, Application Support) and tmp, as the host makes them.
     static func makeContainer(at url: URL) {
         for directory in ["Documents", "Library/Caches", "Library/Preferences", "Library/Application Support", "tmp"] {
@@ -86,7 +98,7 @@ enum Detached {
 /// look-ups (`FileManager.urls(for:in:)`, `NSHomeDirectory()`) are the test process's own here,
 /// so an app that finds its files through `containerURL` is the easier one to test.
 @MainActor
-public final class DetachedApplication<Delegate: ApplicationDelegate> {
+public final class DetachedApplication<Delegate: ApplicationDelegateCallbacks> {
     /// The application the delegate is given, with its state, windows and background tasks.
     public let application: Application
     /// The delegate, created before anything else, as the host creates it.
@@ -105,7 +117,7 @@ public final class DetachedApplication<Delegate: ApplicationDelegate> {
     /// `backgroundTime` is what `backgroundTimeRemaining` starts from in the background (the
     /// policy's 30 s by default).
     public init(
-        delegate makeDelegate: @autoclosure () -> Delegate = Delegate(), infoDictionary: [String: Any] = [:], containerURL: URL? = nil,
+        delegate makeDelegate: @autoclosure () -> Delegate = Detached.instance(of: Delegate.self), infoDictionary: [String: Any] = [:], containerURL: URL? = nil,
         backgroundTime: Duration = .seconds(30)
     ) {
         let temporary = TemporaryDirectory()
@@ -156,7 +168,7 @@ public final class DetachedApplication<Delegate: ApplicationDelegate> {
     /// `init(delegate:infoDictionary:…)` with the dictionary of an Info.plist file, such as the
     /// app's own beside its sources.
     public convenience init(
-        delegate makeDelegate: @autoclosure () -> Delegate = Delegate(), infoPlist: URL, containerURL: URL? = nil, backgroundTime: Duration = .seconds(30)
+        delegate makeDelegate: @autoclosure () -> Delegate = Detached.instance(of: Delegate.self), infoPlist: URL, containerURL: URL? = nil, backgroundTime: Duration = .seconds(30)
     ) throws {
         let data = try Data(contentsOf: infoPlist)
         guard let dictionary = try PropertyListSerialization.propertyList(from: data, format: nil) as? [String: Any] else {
@@ -180,6 +192,7 @@ public final class DetachedApplication<Delegate: ApplicationDelegate> {
     public func launch(_ reason: Application.LaunchReason = .user, options: [Application.LaunchOptionsKey: Any] = [:]) -> Bool {
         var launchOptions = options
         launchOptions[.launchReason] = reason
+        if reason == .location { launchOptions[.location] = true }
         let launchState: Application.State = reason == .user ? .inactive : .background
         let willFinish = drive(launchState) { $0.application(application, willFinishLaunchingWithOptions: launchOptions) }
         guard willFinish else { return false }

@@ -9,6 +9,23 @@ extension Application {
         /// For a launch by a background (content-available) remote notification: its payload,
         /// `[AnyHashable: Any]`, as UIKit's key of the same name.
         public static let remoteNotification = LaunchOptionsKey(rawValue: "remoteNotification")
+        /// For a relaunch by a significant location change (`LaunchReason.location`): `true`, as
+        /// UIKit's key: the app starts its location manager again to receive it.
+        public static let location = LaunchOptionsKey(rawValue: "UIApplicationLaunchOptionsLocationKey")
+
+        // UIKit's other keys, so that delegates that look them up compile; apphost launches an app
+        // for none of these, so none is ever present.
+        public static let url = LaunchOptionsKey(rawValue: "UIApplicationLaunchOptionsURLKey")
+        public static let sourceApplication = LaunchOptionsKey(rawValue: "UIApplicationLaunchOptionsSourceApplicationKey")
+        public static let annotation = LaunchOptionsKey(rawValue: "UIApplicationLaunchOptionsAnnotationKey")
+        public static let localNotification = LaunchOptionsKey(rawValue: "UIApplicationLaunchOptionsLocalNotificationKey")
+        public static let userActivityDictionary = LaunchOptionsKey(rawValue: "UIApplicationLaunchOptionsUserActivityDictionaryKey")
+        public static let userActivityType = LaunchOptionsKey(rawValue: "UIApplicationLaunchOptionsUserActivityTypeKey")
+        public static let shortcutItem = LaunchOptionsKey(rawValue: "UIApplicationLaunchOptionsShortcutItemKey")
+        public static let bluetoothCentrals = LaunchOptionsKey(rawValue: "UIApplicationLaunchOptionsBluetoothCentralsKey")
+        public static let bluetoothPeripherals = LaunchOptionsKey(rawValue: "UIApplicationLaunchOptionsBluetoothPeripheralsKey")
+        public static let cloudKitShareMetadata = LaunchOptionsKey(rawValue: "UIApplicationLaunchOptionsCloudKitShareMetadataKey")
+        public static let newsstandDownloads = LaunchOptionsKey(rawValue: "UIApplicationLaunchOptionsNewsstandDownloadsKey")
     }
 
     /// Why the host launched the app. An open set: new reasons arrive with new background modes.

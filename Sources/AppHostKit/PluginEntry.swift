@@ -6,9 +6,9 @@ import Foundation
 import Synchronization
 import AppHostProtocol
 import AppHostSystem
-import CAppHostEpoll
-import CAppHostKitRecord
-import CAppHostShims
+@_implementationOnly import CAppHostEpoll
+@_implementationOnly import CAppHostKitRecord
+@_implementationOnly import CAppHostShims
 import Logging
 
 /// The plugin's C entry point, called by the app process's runner once the plugin is loaded and
@@ -124,19 +124,28 @@ enum AppMain {
                     + "which does not exist in the plugin; name the class as Module.ClassName, e.g. \(module).AppDelegate"
             )
         }
-        guard let delegateType = ownConformance(of: type, to: DelegateProtocolName.application, as: (any ApplicationDelegate.Type).self)
-                ?? type as? any ApplicationDelegate.Type else {
+        // AppHostKit's delegates by the plugin's own record (fast); UIKit's by a cast.
+        let required = ownConformance(of: type, to: DelegateProtocolName.application, as: (any ApplicationDelegate.Type).self)
+        guard let delegateType = required ?? type as? any ApplicationDelegateCallbacks.Type else {
             fail(
                 "\(bundle)/Info.plist: ApplicationDelegateClassName names \(className), "
-                    + "which does not conform to ApplicationDelegate"
+                    + "which does not conform to ApplicationDelegate (or UIKit's UIApplicationDelegate)"
             )
         }
         launchOptions = [.launchReason: Application.LaunchReason(rawValue: configuration.launchReason)]
         if let payload = configuration.launchPayload { launchOptions[.remoteNotification] = notificationPayload(payload) }
+        // As UIKit marks a relaunch for a significant location change.
+        if configuration.launchReason == Application.LaunchReason.location.rawValue { launchOptions[.location] = true }
         if let manifest = configuration.scenes {
             application.scenes = SceneDriver(manifest: manifest, link: hostLink, sessions: configuration.sceneSessions ?? [])
         }
-        application.delegate = delegateType.init()
+        guard let delegate = required.map({ $0.init() }) ?? ClassInstantiation.make(delegateType) as? any ApplicationDelegateCallbacks else {
+            fail(
+                "\(bundle)/Info.plist: ApplicationDelegateClassName names \(className), which apphost cannot create: "
+                    + "subclass UIResponder or NSObject (as iOS requires of a UIApplicationDelegate), or conform to ApplicationDelegate"
+            )
+        }
+        application.delegate = delegate
 
         // The launch's callbacks came with the configuration: they run from the main queue, as
         // the host's messages do, once `start` has sent `ready` and returned, ahead of anything
@@ -379,16 +388,5 @@ func fetchCompletion(work: UInt64, notification: Bool, link: HostLink) -> @Senda
             return
         }
         link.send(.workCompleted(id: work, result: result.name))
-    }
-}
-
-extension Application.BackgroundFetchResult {
-    /// The result's name on the wire and in the host's events.
-    var name: String {
-        switch self {
-        case .newData: "newData"
-        case .noData: "noData"
-        case .failed: "failed"
-        }
     }
 }

@@ -52,7 +52,7 @@ final class SceneDriver {
 
     /// didFinishLaunching has returned: `application(_:didDiscardSceneSessions:)` for the sessions
     /// discarded while the app was not running, as UIKit calls it "the next time your app launches".
-    func launchFinished(_ application: Application, _ delegate: any ApplicationDelegate) {
+    func launchFinished(_ application: Application, _ delegate: any ApplicationDelegateCallbacks) {
         guard !discardedAtLaunch.isEmpty else { return }
         let discarded = Set(discardedAtLaunch)
         discardedAtLaunch = []
@@ -92,7 +92,7 @@ final class SceneDriver {
     /// Runs the scene side of an app-level transition, or a scene operation; true if it stands
     /// in for the app delegate's method (which is then not called, as UIKit does for an app
     /// with scenes). `target` is the session the host names (nil outside a host: the last one).
-    func run(_ callback: WireCallback, target: String?, _ application: Application, _ delegate: any ApplicationDelegate) -> Bool {
+    func run(_ callback: WireCallback, target: String?, _ application: Application, _ delegate: any ApplicationDelegateCallbacks) -> Bool {
         switch callback {
         case .willEnterForeground:
             // The host's front scene comes forward: connected in the background, or connected
@@ -160,7 +160,7 @@ final class SceneDriver {
 
     /// Brings session `target` to the foreground: its scene if connected (in the background),
     /// else a scene connected for it now (a new session if the app does not have it).
-    private func bringForward(_ target: String?, _ application: Application, _ delegate: any ApplicationDelegate) {
+    private func bringForward(_ target: String?, _ application: Application, _ delegate: any ApplicationDelegateCallbacks) {
         let identifier = target ?? front?.session.persistentIdentifier ?? sessions.last?.persistentIdentifier
         if let scene = connectedScenes.first(where: { $0.session.persistentIdentifier == identifier }) {
             if scene.activationState == .background { enterForeground(scene, application) }
@@ -173,14 +173,14 @@ final class SceneDriver {
     /// `configurationForConnecting` first (a session the app has, whose scene was disconnected,
     /// keeps its configuration, as UIKit asks only for new sessions); the scene delegate made from
     /// the configuration's class; `scene(_:willConnectTo:options:)`.
-    private func connect(_ identifier: String, _ application: Application, _ delegate: any ApplicationDelegate) {
+    private func connect(_ identifier: String, _ application: Application, _ delegate: any ApplicationDelegateCallbacks) {
         let options = Scene.ConnectionOptions()
         let session = sessions.first { $0.persistentIdentifier == identifier } ?? newSession(identifier, options, application, delegate)
         let configuration = session.configuration
         let sceneType = (configuration.sceneClass as? Scene.Type) ?? WindowScene.self
         let scene = sceneType.init(session: session, connectionOptions: options)
         session.scene = scene
-        scene.delegate = (configuration.delegateClass as? any SceneDelegate.Type)?.init()
+        scene.delegate = configuration.delegateClass.flatMap(ClassInstantiation.make) as? any SceneDelegateCallbacks
         connectedScenes.append(scene)
         call(scene, application) { $0.scene(scene, willConnectTo: session, options: options) }
         NotificationCenter.default.post(name: Scene.willConnectNotification, object: scene)
@@ -189,7 +189,7 @@ final class SceneDriver {
 
     /// A new session, configured by the app delegate's `configurationForConnecting`.
     private func newSession(
-        _ identifier: String, _ options: Scene.ConnectionOptions, _ application: Application, _ delegate: any ApplicationDelegate
+        _ identifier: String, _ options: Scene.ConnectionOptions, _ application: Application, _ delegate: any ApplicationDelegateCallbacks
     ) -> SceneSession {
         let role = SceneSession.Role.windowApplication
         let first = manifest.configurations.first
@@ -262,7 +262,7 @@ final class SceneDriver {
     }
 
     /// Calls the scene's delegate, if it has one.
-    private func call(_ scene: Scene, _ application: Application, _ body: (any SceneDelegate) -> Void) {
+    private func call(_ scene: Scene, _ application: Application, _ body: (any SceneDelegateCallbacks) -> Void) {
         if let delegate = scene.delegate { body(delegate) }
     }
 
@@ -285,7 +285,7 @@ final class SceneDriver {
             return nil
         }
         guard let delegateType = ownConformance(of: type, to: DelegateProtocolName.scene, as: (any SceneDelegate.Type).self)
-                ?? type as? any SceneDelegate.Type else {
+                ?? type as? any SceneDelegateCallbacks.Type else {
             link.warn("Info.plist: UISceneDelegateClassName names \(name), which does not conform to UISceneDelegate; the scene connects without a delegate")
             return nil
         }

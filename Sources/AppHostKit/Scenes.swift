@@ -24,7 +24,7 @@ open class Scene: Hashable {
     /// The session this scene belongs to.
     public let session: SceneSession
     /// The scene's delegate, created from the scene configuration's delegate class.
-    open var delegate: (any SceneDelegate)?
+    open var delegate: (any SceneDelegateCallbacks)?
     /// Where the scene is in its life cycle.
     open internal(set) var activationState: ActivationState = .unattached
     /// The scene's title, as the app switcher would show it.
@@ -106,8 +106,15 @@ public final class SceneConfiguration {
 /// The object that responds to one scene's life-cycle events, as `UISceneDelegate`. Every method
 /// is optional. Needs `init()`, as UIKit creates it from the configuration's class.
 @MainActor
-public protocol SceneDelegate: AnyObject {
+public protocol SceneDelegate: SceneDelegateCallbacks {
+    /// What the SDK creates the delegate with.
     init()
+}
+
+/// `SceneDelegate`'s methods without its `init()`: what UIKit's `UISceneDelegate` refines (its
+/// delegates subclass `UIResponder`, whose `init()` is not `required`, as on iOS).
+@MainActor
+public protocol SceneDelegateCallbacks: AnyObject {
     /// The scene is being added to the app: attach windows here.
     func scene(_ scene: Scene, willConnectTo session: SceneSession, options connectionOptions: Scene.ConnectionOptions)
     /// The scene was released (its session may reconnect later).
@@ -125,7 +132,7 @@ public protocol SceneDelegate: AnyObject {
     func stateRestorationActivity(for scene: Scene) -> UserActivity?
 }
 
-extension SceneDelegate {
+extension SceneDelegateCallbacks {
     public func scene(_ scene: Scene, willConnectTo session: SceneSession, options connectionOptions: Scene.ConnectionOptions) {}
     public func sceneDidDisconnect(_ scene: Scene) {}
     public func sceneDidBecomeActive(_ scene: Scene) {}

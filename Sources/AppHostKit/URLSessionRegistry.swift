@@ -140,7 +140,7 @@ final class URLSessionRegistry: Sendable {
     /// thread, as UIKit calls it; then the events, on the session's delegate queue. The
     /// completion handler may be called from any thread.
     @MainActor
-    func handleEvents(_ event: WireBackgroundEvent?, _ application: Application, _ delegate: any ApplicationDelegate) {
+    func handleEvents(_ event: WireBackgroundEvent?, _ application: Application, _ delegate: any ApplicationDelegateCallbacks) {
         guard let event, let session = event.urlSession else { return }
         let called = Atomic<Bool>(false)
         let link = link

@@ -14,6 +14,10 @@ public struct PKPushType: RawRepresentable, Hashable, Sendable {
 
     /// VoIP pushes: each must report an incoming call.
     public static let voIP = PKPushType(rawValue: "PKPushTypeVoIP")
+    /// Pushes for a watch complication: accepted in `desiredPushTypes`; the host sends none.
+    public static let complication = PKPushType(rawValue: "PKPushTypeComplication")
+    /// Pushes for a File Provider extension: accepted in `desiredPushTypes`; the host sends none.
+    public static let fileProvider = PKPushType(rawValue: "PKPushTypeFileProvider")
 }
 
 /// A push's content, as PushKit's `PKPushPayload`.

@@ -4,9 +4,9 @@
 /// Hide anything private in `applicationWillResignActive` or `applicationDidEnterBackground`:
 /// whatever the visible windows show when that returns ends up in the snapshot.
 @MainActor
-public final class Window {
+open class Window {
     /// The window's content, as text.
-    public var content: String
+    open var content: String
     /// A hidden window is left out of snapshots.
     public var isHidden = false
 
@@ -15,7 +15,7 @@ public final class Window {
     }
 
     /// Shows the window: it becomes part of the app's snapshot.
-    public func makeKeyAndVisible() {
+    open func makeKeyAndVisible() {
         isHidden = false
         let application = Application.shared
         if !application.windows.contains(where: { $0 === self }) { application.windows.append(self) }

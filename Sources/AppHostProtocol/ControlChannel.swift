@@ -2,7 +2,7 @@
 package import AppHostSystem
 import Glibc
 #endif
-import CAppHostShims
+@_implementationOnly import CAppHostShims
 
 /// One end of the control socket, for both sides: the app process reads it blocking (the
 /// runner) or when its main queue is told there is data (the SDK); the host reads it without

@@ -1,7 +1,7 @@
 #if canImport(Glibc)
 import Glibc
 #endif
-import CAppHostShims
+@_implementationOnly import CAppHostShims
 
 /// The wire format: each frame is an 8-byte little-endian body length and a body: JSON, or one of
 /// the compact forms (CompactCoding.swift).

@@ -1,5 +1,5 @@
 import Foundation
-import CAppHostShims
+@_implementationOnly import CAppHostShims
 
 // The launch template's socket (README.md, "How apps are launched"): the host asks the template
 // to start an app process, the template answers with its pid (and a pidfd) or why it could not.

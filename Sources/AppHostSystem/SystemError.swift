@@ -3,7 +3,7 @@ import Glibc
 #elseif canImport(Musl)
 import Musl
 #endif
-import SystemPackage
+@_implementationOnly import SystemPackage
 
 // The one errno path: every libc call that can fail goes through one of the helpers below, which
 // read errno at once (before anything else can change it) and retry EINTR. C libraries follow

@@ -6,9 +6,13 @@
 // os types map to swift-log levels: debug → debug, info → info, default (notice) → notice,
 // error → error, fault → critical. Logger's trace is debug, warning is error and critical is
 // fault, as Apple documents them. Records below the host's `--log-level` are not sent.
-import AppHostKit
-import Foundation
-import Logging
+// Implementation-only: a library that imports os behind `#if canImport(os)` (README.md,
+// "Porting iOS code") loads this module alone, with Glibc, as Apple's os brings Darwin alone;
+// loading AppHostKit would bring Foundation's members into its look-ups, and their symbols into
+// programs that do not link Foundation.
+@_implementationOnly import AppHostKit
+@_implementationOnly import Foundation
+@_implementationOnly import Logging
 
 /// A log's type (its level), as os's `OSLogType`. Raw values as Apple's.
 public struct OSLogType: RawRepresentable, Hashable, Sendable {

@@ -148,7 +148,7 @@ struct BadInputTests {
         let bundle = try scratch.bundle("Ghost", changes: ["CFBundleName": "Notes", "ApplicationDelegateClassName": "ProbeFixture.NotADelegate"])
         let result = try launch(bundle, scratch: scratch)
         #expect(result.status == 1)
-        expectOneLine(result.error, "Ghost.app cannot launch: Ghost.app/Info.plist: ApplicationDelegateClassName names ProbeFixture.NotADelegate, which does not conform to ApplicationDelegate")
+        expectOneLine(result.error, "Ghost.app cannot launch: Ghost.app/Info.plist: ApplicationDelegateClassName names ProbeFixture.NotADelegate, which does not conform to ApplicationDelegate (or UIKit's UIApplicationDelegate)")
     }
 
     @Test func aDelegateClassThatDoesNotConform() throws {
@@ -156,7 +156,7 @@ struct BadInputTests {
         let bundle = try scratch.bundle("Impostor", changes: ["ApplicationDelegateClassName": "ProbeFixture.NotADelegate"])
         let result = try launch(bundle, scratch: scratch)
         #expect(result.status == 1)
-        expectOneLine(result.error, "Impostor.app cannot launch: Impostor.app/Info.plist: ApplicationDelegateClassName names ProbeFixture.NotADelegate, which does not conform to ApplicationDelegate")
+        expectOneLine(result.error, "Impostor.app cannot launch: Impostor.app/Info.plist: ApplicationDelegateClassName names ProbeFixture.NotADelegate, which does not conform to ApplicationDelegate (or UIKit's UIApplicationDelegate)")
     }
 
     @Test func aSharedObjectThatIsNotAPlugin() throws {

@@ -15,7 +15,7 @@ extension Supervisor {
                     "\(bundle.url.lastPathComponent) cannot be loaded by its app user: \(reason); "
                         + "move the bundle where every user can read it", code: .invalidBundle)
             }
-            let record = try apps.install(bundle)
+            _ = try apps.install(bundle)
             storage.reserveUser(for: bundle)
             queueSchedulerPass()
             queueTransferPass()

@@ -27,4 +27,17 @@ void apphost_set_plugin_image(const char *path);
 /// ms, measured). A NULL answer leaves the caller to the cast.
 const void *apphost_own_conformance(const void *metadata, const char *protocol);
 
+/// A new instance of the class `metadata`, made by the `init()` that it inherits the vtable slot
+/// of from `root` (a class it descends from, whose vtable has exactly one allocating
+/// initializer: Foundation's `NSObject` and its `init()`), returned +1; NULL when `metadata`
+/// does not descend from `root` or `root` is not such a class.
+///
+/// UIKit's delegates subclass `NSObject` (or `UIResponder`, an `NSObject` here, as on iOS), whose
+/// `init()` is not `required`: Swift cannot call it on a metatype, but every subclass that has an
+/// `init()` overrides that slot of `root`'s vtable with its own allocating `init()` (one that
+/// does not inherit it gets a stub that stops with "use of unimplemented initializer"), which is
+/// what `Type.init()` would call if Swift allowed it. Reads the descriptors' layout that the Swift
+/// ABI fixes (docs/ABI/TypeMetadata.rst).
+const void *apphost_instantiate(const void *metadata, const void *root);
+
 #endif
