@@ -57,6 +57,13 @@ struct TransferAuthenticationTests {
         #expect(lines(scratch, "Keyholder").filter { $0.hasPrefix("didReceiveChallenge") }.count == 1, "the app was asked once")
         #expect(lines(scratch, "Keyholder").contains("didComplete task=2 error=nil status=200 sent=0"))
         #expect(transferEvents(host).contains { $0.contains("download task 2") && $0.contains("answered its server's challenge with the credential kept for Basic http://127.0.0.1:\(server.port) realm \"episodes\"") })
+
+        // `apphost erase` forgets the app's kept credentials with the rest of its data.
+        host.closeInput()
+        #expect(try host.waitForExit() == 0)
+        let erased = try runApphost(["erase", "--state-dir", scratch.stateDirectory.path, "Keyholder"])
+        #expect(erased.status == 0 && erased.output.contains("test.keyholder's 1 kept transfer credential"), "\(erased)")
+        #expect(!String(decoding: (try? Data(contentsOf: kept)) ?? Data(), as: UTF8.self).contains(TransferServer.password))
     }
 
     func transferEvents(_ host: HostSession) -> [String] {

@@ -69,7 +69,8 @@ struct URLSessionFidelityTests {
         #expect(server.requests.contains("GET /files/2000 x-episode=async"), "the header field was sent: \(server.requests)")
         let violations = host.allEvents.filter { $0.event == "violation" }.compactMap(\.detail)
         #expect(violations.isEmpty, "an entitled app's own sockets are allowed: \(violations)")
-        #expect(host.allEvents.contains { $0.name == "Networker" && $0.event == "transfer" && $0.detail?.hasSuffix("delivered") == true })
+        // Said once the app has acknowledged it, which may be after its line above.
+        try host.waitFor("the background transfer delivered") { $0.name == "Networker" && $0.event == "transfer" && $0.detail?.hasSuffix("delivered") == true }
     }
 
     /// Without the network entitlement the sandbox refuses the app's own socket (a violation

@@ -90,6 +90,8 @@ public struct StateDirectory: Sendable {
         }
         let transfers = TransferStore(stateDirectory: url).erase(app: identifier)
         if transfers > 0 { removed.append("\(identifier)'s \(transfers) background transfer\(transfers == 1 ? "" : "s")") }
+        let credentials = try TransferCredentialStore(stateDirectory: url).erase(app: identifier)
+        if credentials > 0 { removed.append("\(identifier)'s \(credentials) kept transfer credential\(credentials == 1 ? "" : "s")") }
         return removed
     }
 

@@ -60,13 +60,16 @@ final class TransferCredentialStore: Sendable {
         if let snapshot { store.save(snapshot) }
     }
 
-    /// Forgets every credential of the app (`apphost erase`).
-    func erase(app: String) {
-        let snapshot = entries.withLock { entries -> [Entry] in
+    /// Forgets every credential of the app (`apphost erase`), on the disk before it returns;
+    /// returns how many there were.
+    func erase(app: String) throws -> Int {
+        let (snapshot, removed) = entries.withLock { entries -> ([Entry], Int) in
+            let before = entries.count
             entries.removeAll { $0.space.app == app }
-            return entries
+            return (entries, before - entries.count)
         }
-        try? store.saveNow(snapshot)
+        if removed > 0 { try store.saveNow(snapshot) }
+        return removed
     }
 
     func flush() { store.flush() }
