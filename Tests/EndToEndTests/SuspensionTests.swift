@@ -100,11 +100,19 @@ struct SuspensionTests {
     }
 
     /// The host accrues at most one clock tick of CPU over a second: it has no polling loop.
+    /// A host that polls uses CPU in every second; one whose apps are all suspended uses none
+    /// once what it was finishing (its last lines of output, a standby being made) is done: of
+    /// up to three one-second windows, one must see at most a tick (10 ms).
     private func expectIdle(_ hostPID: Int32, sourceLocation: SourceLocation = #_sourceLocation) throws {
-        let before = try #require(cpuTicks(hostPID), sourceLocation: sourceLocation)
-        Thread.sleep(forTimeInterval: 1.0)  // the measured interval itself
-        let after = try #require(cpuTicks(hostPID), sourceLocation: sourceLocation)
-        #expect(after - before <= 1, "a polling host would accumulate ticks here", sourceLocation: sourceLocation)
+        var windows: [Int] = []
+        for _ in 0..<3 {
+            let before = try #require(cpuTicks(hostPID), sourceLocation: sourceLocation)
+            Thread.sleep(forTimeInterval: 1.0)  // the measured interval itself
+            let after = try #require(cpuTicks(hostPID), sourceLocation: sourceLocation)
+            windows.append(after - before)
+            if after - before <= 1 { break }
+        }
+        #expect(windows.last.map { $0 <= 1 } == true, "a polling host accumulates ticks in every second: \(windows)", sourceLocation: sourceLocation)
     }
 }
 
