@@ -125,7 +125,7 @@ private final class TransferBench {
         let transfer = WireTransfer(session: "benchmark", task: index + 1, kind: kind, url: url, method: kind == .upload ? "PUT" : nil)
         service.start(TransferJob(id: "\(kind)-\(index)", transfer: transfer, file: file)) { update in
             guard case .ended(let outcome) = update else { return }
-            if case .completed(_, let received, let sent, _) = outcome { moved.set(kind == .download ? received : sent) }
+            if case .completed(_, let received, let sent, _, _) = outcome { moved.set(kind == .download ? received : sent) }
             done.signal()
         }
         done.wait()
@@ -149,7 +149,7 @@ private final class TransferBench {
             let file = directory.appendingPathComponent("small-\(index).part")
             service.start(TransferJob(id: "small-\(index)", app: "benchmark", transfer: transfer, file: file)) { update in
                 guard case .ended(let outcome) = update else { return }
-                if case .completed(_, 102_400, _, _) = outcome { completed.update { $0 += 1 } }
+                if case .completed(_, 102_400, _, _, _) = outcome { completed.update { $0 += 1 } }
                 group.leave()
             }
         }

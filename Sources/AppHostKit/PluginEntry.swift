@@ -278,8 +278,8 @@ enum AppMain {
             CLLocationManager.authorizationChanged(status)
         case .transferFinished(let event):
             urlSessionRegistry.received([event], batch: nil)
-        case .transferProgress(let session, let task, let received, let sent, let expected):
-            urlSessionRegistry.progress(session: session, task: task, received: received, sent: sent, expected: expected)
+        case .transferProgress(let session, let task, let received, let sent, let expected, let resumedAt):
+            urlSessionRegistry.progress(session: session, task: task, received: received, sent: sent, expected: expected, resumedAt: resumedAt)
         case .configure:
             writeStandardError("AppHostKit: unexpected configure message\n")
             _exit(70)

@@ -105,14 +105,22 @@ final class URLSessionRegistry: Sendable {
     // MARK: Delivery (on each session's delegate queue)
 
     /// `transferProgress`: the delegate's `didWriteData` (a download) or `didSendBodyData` (an
-    /// upload), with what moved since the last; the task's counts are set at once.
-    func progress(session id: String, task number: Int, received: Int64, sent: Int64, expected: Int64?) {
+    /// upload), with what moved since the last; the task's counts are set at once. With
+    /// `resumedAt`, a download went on from there: `didResumeAtOffset`.
+    func progress(session id: String, task number: Int, received: Int64, sent: Int64, expected: Int64?, resumedAt: Int64? = nil) {
         let found = state.withLock { state -> (URLSession, any BackgroundTask)? in
             guard let session = state.sessions[id], let task = state.tasks[id]?[number] else { return nil }
             return (session, task)
         }
         guard let (session, task) = found else { return }
         let moved = task.core.moved(received: received, sent: sent, expected: expected)
+        if let resumedAt, let download = task as? BackgroundDownloadTask {
+            session.delegateQueue.addOperation {
+                (session.delegate as? any URLSessionDownloadDelegate)?.urlSession(
+                    session, downloadTask: download, didResumeAtOffset: resumedAt, expectedTotalBytes: expected ?? NSURLSessionTransferSizeUnknown)
+            }
+            return
+        }
         session.delegateQueue.addOperation {
             if let download = task as? BackgroundDownloadTask {
                 guard moved.received > 0 else { return }

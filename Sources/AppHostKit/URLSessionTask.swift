@@ -100,7 +100,7 @@ final class BackgroundTaskCore: Sendable {
     /// The task ended; returns the handler of `cancel(byProducingResumeData:)`, if one waits.
     func finish(_ event: WireTransferEvent, error: (any Error)?) -> (@Sendable (Data?) -> Void)? {
         let response = event.statusCode.flatMap { status in
-            URL(string: event.transfer.url).flatMap { HTTPURLResponse(url: $0, statusCode: status, httpVersion: "HTTP/1.1", headerFields: [:]) }
+            URL(string: event.transfer.url).flatMap { HTTPURLResponse(url: $0, statusCode: status, httpVersion: "HTTP/1.1", headerFields: event.headers ?? [:]) }
         }
         return mutable.withLock { value in
             value.state = .completed

@@ -137,8 +137,9 @@ package enum HostMessage: Codable, Sendable, Equatable {
     /// session delegate's callbacks, as they happen.
     case transferFinished(WireTransferEvent)
     /// A running transfer of the running app moved on: bytes received and sent so far, and
-    /// expected in all (`didWriteData`, `didSendBodyData`).
-    case transferProgress(session: String, task: Int, received: Int64, sent: Int64, expected: Int64?)
+    /// expected in all (`didWriteData`, `didSendBodyData`); with `resumedAt`, a download went on
+    /// from that byte with a Range request (`didResumeAtOffset`).
+    case transferProgress(session: String, task: Int, received: Int64, sent: Int64, expected: Int64?, resumedAt: Int64? = nil)
     /// Do not run the configured callback `id` (the launch's didBecomeActive): the host wants
     /// another step after didFinishLaunching. Too late once the app has begun it, which its
     /// acknowledgement of didFinishLaunching says (`AppMessage.ackThenNext`).

@@ -84,6 +84,8 @@ package struct WireTransferEvent: Codable, Sendable, Equatable {
     /// Not an end: the transfer asks for authentication, and waits for the app's answer
     /// (`AppMessage.transferChallengeAnswered`).
     package var challenge: WireChallenge?
+    /// The response's header fields, as the server named them (`allHeaderFields`).
+    package var headers: [String: String]?
 
     package init(
         transfer: WireTransfer, statusCode: Int? = nil, bytesReceived: Int64 = 0, bytesSent: Int64 = 0,

@@ -43,6 +43,9 @@ final class CurlTransfer {
     /// The response head being read: a redirect's or a 100's is replaced by the next.
     private var status = 0
     private(set) var fields: [String: String] = [:]
+    /// The response head's fields as the server named them, for the app (at most
+    /// `TransferService.headerFieldLimit` of them, each value cut at 4 KiB).
+    private var namedFields: [String: String] = [:]
     private var headDone = false
     /// A Digest credential's first 401, which libcurl answers itself (its nonce), has been seen.
     private var digestAsked = false
@@ -239,11 +242,18 @@ final class CurlTransfer {
             let parts = line.split(separator: " ", maxSplits: 2, omittingEmptySubsequences: true)
             status = parts.count > 1 ? Int(parts[1]) ?? 0 : 0
             fields = [:]
+            namedFields = [:]
             return true
         }
         if !line.isEmpty {
             if let colon = line.firstIndex(of: ":") {
-                fields[line[..<colon].lowercased()] = line[line.index(after: colon)...].trimmingCharacters(in: .whitespaces)
+                let name = String(line[..<colon]), value = line[line.index(after: colon)...].trimmingCharacters(in: .whitespaces)
+                fields[name.lowercased()] = value
+                if namedFields.count < TransferService.headerFieldLimit || namedFields[name] != nil {
+                    // A field the server repeats is one, its values joined (as HTTPURLResponse has it).
+                    let joined = namedFields[name].map { "\($0), \(value)" } ?? value
+                    namedFields[name] = String(decoding: joined.utf8.prefix(4096), as: UTF8.self)
+                }
             }
             return true
         }
@@ -349,9 +359,10 @@ final class CurlTransfer {
             if let expected, writeAt != expected {
                 return .failure(Failure(code: WireTransfer.ErrorCode.networkConnectionLost, message: "the response was cut short", retry: true))
             }
-            return .success(.completed(status: status, received: writeAt, sent: 0, responseBody: nil))
+            return .success(.completed(status: status, received: writeAt, sent: 0, responseBody: nil, headers: namedFields))
         }
-        return .success(.completed(status: status, received: Int64(responseBody.count), sent: uploadSize, responseBody: Data(responseBody)))
+        return .success(.completed(
+            status: status, received: Int64(responseBody.count), sent: uploadSize, responseBody: Data(responseBody), headers: namedFields))
     }
 
     // MARK: Helpers

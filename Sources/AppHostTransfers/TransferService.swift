@@ -23,6 +23,8 @@ package final class TransferService: TransferRunner {
     static let maximumAttempts = 5
     /// An upload's response body is cut at this.
     static let responseBodyLimit = 64 * 1024
+    /// A response's header fields kept for the app (`allHeaderFields`), at most.
+    static let headerFieldLimit = 64
     /// Transfers running at once in the host, and of one app; each holds at most one connection.
     package static let maximumRunning = 32
     package static let maximumRunningPerApp = 6

@@ -206,12 +206,21 @@ struct TransferTests {
         let server = try await TransferServer()
         let scratch = try Scratch()
         let size = 1_000_000
-        let host = try HostSession([try app(scratch, "Resumer", [["url": server.url("/drop/\(size)")]])], scratch: scratch, arguments: Self.local)
+        let host = try HostSession(
+            [try app(scratch, "Resumer", [["url": server.url("/drop/\(size)")]], behavior: ["recordHeaders": true])], scratch: scratch, arguments: Self.local)
         try host.waitFor("Resumer transfer", timeout: 20) { $0.name == "Resumer" && $0.event == "transfer" && $0.detail?.hasSuffix("delivered") == true }
         #expect(server.requests == ["GET /drop/\(size)", "GET /drop/\(size) range=bytes=\(size / 2)-"])
         #expect(transferEvents(host, "Resumer").contains { $0.hasSuffix("resumed at byte \(size / 2) with a Range request") })
         #expect(scratch.containerFile("test.resumer", "Documents/download-1") == TransferServer.content(size))
         #expect(sessionLines(scratch, "Resumer").last == "didComplete task=1 error=nil status=206 sent=0")
+        // The app ran meanwhile: its delegate heard where the download went on from.
+        #expect(scratch.recorded("Resumer").filter { $0.hasPrefix("didResumeAtOffset") } == [
+            "didResumeAtOffset task=1 offset=\(size / 2) expected=\(size) received=\(size / 2)",
+        ])
+        // The response's header fields (allHeaderFields, named as Foundation's HTTPURLResponse
+        // names them), found in any case.
+        #expect(scratch.recorded("Resumer").last == "headers task=1 Accept-Ranges=bytes Connection=close Content-Length=\(size / 2) "
+            + "Content-Range=bytes \(size / 2)-\(size - 1)/\(size) Etag=\"v1\" etag=\"v1\"")
     }
 
     /// A transfer that finishes while its app is still in `didFinishLaunching` reaches the app

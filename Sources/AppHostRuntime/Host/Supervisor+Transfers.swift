@@ -220,6 +220,14 @@ extension Supervisor {
             if resumedAt > 0 {
                 transfers.records[index].resumes += 1
                 announceTransfer(transfers.records[index], "resumed at byte \(resumedAt) with a Range request")
+                // The delegate's didResumeAtOffset, while the app runs.
+                let record = transfers.records[index]
+                if record.transfer.kind == .download, let app = apps.record(identifier: record.app), let run = app.run,
+                   [.active, .inactive, .background].contains(run.machine.state) {
+                    send(.transferProgress(
+                        session: record.transfer.session, task: record.transfer.task, received: resumedAt, sent: 0,
+                        expected: record.bytesExpected, resumedAt: resumedAt), app, run)
+                }
             }
             saveTransfers()
         case .progress(let received, let sent):
@@ -236,11 +244,12 @@ extension Supervisor {
             var record = transfers.records[index]
             record.phase = .finished
             switch outcome {
-            case .completed(let status, let received, let sent, let body):
+            case .completed(let status, let received, let sent, let body, let headers):
                 record.bytesReceived = received
                 record.bytesSent = sent
                 record.result = WireTransferEvent(
                     transfer: record.transfer, statusCode: status, bytesReceived: received, bytesSent: sent, responseBody: body)
+                record.result?.headers = headers.isEmpty ? nil : headers
                 if record.transfer.kind == .upload { transfers.fileRemovals.append(record.id) }
             case .failed(let code, let message, let status):
                 record.result = WireTransferEvent(

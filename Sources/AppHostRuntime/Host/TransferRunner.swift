@@ -82,7 +82,9 @@ package final class TransferAllowance: Sendable {
 }
 
 package enum TransferOutcome: Sendable {
-    case completed(status: Int, received: Int64, sent: Int64, responseBody: Data?)
+    /// `headers`: the response's header fields as the server named them (HTTPURLResponse's
+    /// `allHeaderFields`), bounded.
+    case completed(status: Int, received: Int64, sent: Int64, responseBody: Data?, headers: [String: String] = [:])
     case failed(code: Int, message: String, status: Int?)
     /// The server answered 401 with `WWW-Authenticate`: the app is asked (README.md,
     /// "Background transfers"); nothing of the body was kept.

@@ -31,8 +31,14 @@ final class TransferProbe: NSObject, URLSessionDownloadDelegate, URLSessionDataD
     let cancelForResumeAt: Int64?
     /// Whether a download was cancelled for its resume data (once: not the one that goes on from it).
     let cancelled = Mutex(false)
+    /// Whether each completion records its response's header fields too.
+    let recordsHeaders: Bool
 
-    init(record: @escaping @Sendable (String) -> Void, completeEvents: Bool, challengeAnswer: [String: String] = [:], cancelForResumeAt: Int64? = nil) {
+    init(
+        record: @escaping @Sendable (String) -> Void, completeEvents: Bool, challengeAnswer: [String: String] = [:], cancelForResumeAt: Int64? = nil,
+        recordsHeaders: Bool = false
+    ) {
+        self.recordsHeaders = recordsHeaders
         self.record = record
         self.completeEvents = completeEvents
         self.challengeAnswer = challengeAnswer
@@ -98,6 +104,10 @@ final class TransferProbe: NSObject, URLSessionDownloadDelegate, URLSessionDataD
         record("didWriteData task=\(downloadTask.taskIdentifier) written=\(bytesWritten) total=\(totalBytesWritten) expected=\(totalBytesExpectedToWrite) received=\(downloadTask.countOfBytesReceived) expectedToReceive=\(downloadTask.countOfBytesExpectedToReceive) state=\(state)")
     }
 
+    func urlSession(_ session: URLSession, downloadTask: URLSessionDownloadTask, didResumeAtOffset fileOffset: Int64, expectedTotalBytes: Int64) {
+        record("didResumeAtOffset task=\(downloadTask.taskIdentifier) offset=\(fileOffset) expected=\(expectedTotalBytes) received=\(downloadTask.countOfBytesReceived)")
+    }
+
     func urlSession(_ session: URLSession, task: URLSessionTask, didSendBodyData bytesSent: Int64, totalBytesSent: Int64, totalBytesExpectedToSend: Int64) {
         record("didSendBodyData task=\(task.taskIdentifier) sent=\(bytesSent) total=\(totalBytesSent) expected=\(totalBytesExpectedToSend) countOfBytesSent=\(task.countOfBytesSent)")
     }
@@ -112,6 +122,10 @@ final class TransferProbe: NSObject, URLSessionDownloadDelegate, URLSessionDataD
         let reason = ((error as? URLError)?.backgroundTaskCancelledReason).map { " reason=\($0)" } ?? ""
         let resume = (error as? URLError)?.downloadTaskResumeData.map { " resumeData=\($0.isEmpty ? "empty" : "yes")" } ?? ""
         record("didComplete task=\(task.taskIdentifier) error=\(code.map(String.init) ?? "nil") status=\(status.map(String.init) ?? "nil") sent=\(task.countOfBytesSent)\(reason)\(resume)")
+        if recordsHeaders, let response = task.response as? HTTPURLResponse {
+            let fields = response.allHeaderFields.map { "\($0.key)=\($0.value)" }.sorted().joined(separator: " ")
+            record("headers task=\(task.taskIdentifier) \(fields) etag=\(response.value(forHTTPHeaderField: "etag") ?? "none")")
+        }
     }
 
     func urlSessionDidFinishEvents(forBackgroundURLSession session: URLSession) {
@@ -135,7 +149,7 @@ extension AppDelegate {
         let cancelAt = (behavior["cancelForResumeAt"] as? Int).map(Int64.init)
         let probe = TransferProbe(
             record: { [weak self] line in TransferProbe.onMain { self?.record(line) } }, completeEvents: completeEvents,
-            challengeAnswer: answer, cancelForResumeAt: cancelAt)
+            challengeAnswer: answer, cancelForResumeAt: cancelAt, recordsHeaders: behavior["recordHeaders"] as? Bool == true)
         let configuration = URLSessionConfiguration.background(withIdentifier: TransferProbe.sessionIdentifier)
         configuration.isDiscretionary = (transfers ?? []).contains { $0["discretionary"] as? Bool == true }
         let session = URLSession(configuration: configuration, delegate: probe, delegateQueue: behavior["urlSessionQueue"] as? String == "own" ? nil : .main)
