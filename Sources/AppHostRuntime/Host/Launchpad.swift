@@ -303,6 +303,16 @@ final class Launchpad: @unchecked Sendable {
         if configuration.launcher == .standby { prepareStandby() }
     }
 
+    /// Whether a launch now would take a standby that has finished starting: it said hello (it
+    /// does once it has done what it does ahead), which waits unread on its control socket.
+    /// Nil if this launcher makes none here.
+    var isStandbyWarm: Bool? {
+        guard template != nil || (configuration.launcher == .standby && !execsWithoutStandbys) else { return nil }
+        guard let standby, !isMakingStandby else { return false }
+        var socket = pollfd(fd: standby.spawned.control, events: Int16(POLLIN), revents: 0)
+        return poll(&socket, 1, 0) == 1 && socket.revents & Int16(POLLIN) != 0
+    }
+
     /// Whether the spawn thread is making the standby: a launch that comes meanwhile waits for
     /// it without holding the loop (`afterSpawnThread`), and takes it.
     private(set) var isMakingStandby = false

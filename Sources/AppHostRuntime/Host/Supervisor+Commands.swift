@@ -5,6 +5,11 @@ import Dispatch
 // an interruption, a termination, memory running short (the command language's `home`,
 // `switcher`, `interrupt`, `terminate`, `memory-warning`, `memory-pressure`).
 extension Supervisor {
+    /// Whether the next launch would take an app process made ahead that has finished starting
+    /// (README.md, "How apps are launched"); nil under a launcher that makes none. For the
+    /// benchmark, which measures launches from a ready one.
+    public var isStandbyWarm: Bool? { queue.sync { launchpad.isStandbyWarm } }
+
     /// Sends the foreground app to the background (`home`).
     public func home() {
         queue.sync { sendForegroundAppAway(except: nil) }
