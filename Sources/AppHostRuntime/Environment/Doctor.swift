@@ -171,7 +171,9 @@ public struct DoctorReport: Sendable {
 
     /// How `apphost launch` would start app processes here (README.md, "How apps are launched").
     public var launcher: String {
-        "launcher: standby (each app process exec'd ahead of its launch, its own address-space layout; a launch that finds none is exec'd)"
+        (geteuid() == 0
+            ? "launcher: standby (each app process exec'd ahead of its launch, its own address-space layout; a launch that finds none is exec'd)"
+            : "launcher: standby, degraded (each app process exec'd at its launch, its own address-space layout: a host that is not root makes no standbys, its apps' user namespace leaves them no capability to join their mount namespace)")
             + (findings.first { $0.name == "clone3" }?.available == true
                 ? "; --launcher template forks them from one process instead (faster in bursts, one layout shared)"
                 : "; --launcher template is not available (no clone3)")
