@@ -77,7 +77,7 @@ struct Forecast: Codable, Sendable {
     var updated: Date
 
     var line: String {
-        let time = updated.formatted(.dateTime.hour(.twoDigits(amPM: .omitted)).minute(.twoDigits))
+        let time = updated.formatted(.dateTime.hour(.twoDigits(amPM: .abbreviated)).minute(.twoDigits))
         return "\(city) \(celsius)°C, \(summary) (updated \(time))"
     }
 

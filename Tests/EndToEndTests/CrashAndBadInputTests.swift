@@ -133,6 +133,18 @@ struct BadInputTests {
         expectOneLine(result.error, "Nameless.app/Info.plist: ApplicationDelegateClassName is missing; name the class that conforms to ApplicationDelegate, e.g. Nameless.AppDelegate")
     }
 
+    /// An Info.plist without CFBundleName: the app is named after its directory, and the host
+    /// says so (it is not silent about a name the app did not give).
+    @Test func aBundleWithoutANameIsNamedAfterItsDirectoryAndTheHostSaysSo() throws {
+        let scratch = try Scratch()
+        let host = try HostSession([try scratch.bundle("Unnamed", changes: ["CFBundleName": nil])], scratch: scratch)
+        let warning = try host.waitFor("the warning") { $0.event == "warning" && $0.name == "Unnamed" }
+        #expect(warning.detail == "Unnamed.app/Info.plist has no CFBundleName: the app is named Unnamed after its directory")
+        try host.waitFor("Unnamed", "didBecomeActive")
+        host.closeInput()
+        #expect(try host.waitForExit() == 0)
+    }
+
     @Test func aDelegateClassThatDoesNotExist() throws {
         let scratch = try Scratch()
         let bundle = try scratch.bundle("Ghost", changes: ["ApplicationDelegateClassName": "ProbeFixture.Nope"])

@@ -10,6 +10,9 @@ public struct AppBundle: Sendable, Equatable {
     public var identifier: String
     /// `CFBundleName`, or the bundle's directory name without `.app`.
     public var name: String
+    /// Whether Info.plist has no `CFBundleName`, and the app is named after its directory
+    /// (the host says so when it installs the app).
+    public var nameIsDirectoryName = false
     /// The plugin, from `CFBundleExecutable`.
     public var pluginURL: URL
     /// `ApplicationDelegateClassName`, e.g. Notes.AppDelegate.
@@ -75,7 +78,8 @@ public struct AppBundle: Sendable, Equatable {
         }
         let directoryName = String(label.hasSuffix(".app") ? label.dropLast(4) : Substring(label))
         identifier = try string("CFBundleIdentifier", example: "com.example.\(directoryName.lowercased())", purpose: "give the app a unique reverse-DNS identifier")
-        name = plist["CFBundleName"] == nil
+        nameIsDirectoryName = plist["CFBundleName"] == nil
+        name = nameIsDirectoryName
             ? directoryName
             : try string("CFBundleName", example: directoryName, purpose: "name the app")
         delegateClassName = try string(

@@ -16,6 +16,11 @@ extension Supervisor {
                         + "move the bundle where every user can read it", code: .invalidBundle)
             }
             _ = try apps.install(bundle)
+            if bundle.nameIsDirectoryName {
+                publish(HostEvent(
+                    time: Date(), app: bundle.identifier, name: bundle.name, event: .warning,
+                    detail: "\(bundle.url.lastPathComponent)/Info.plist has no CFBundleName: the app is named \(bundle.name) after its directory"), run: nil)
+            }
             storage.reserveUser(for: bundle)
             queueSchedulerPass()
             queueTransferPass()
