@@ -1,6 +1,6 @@
-#if canImport(Glibc)
-import Glibc
-#endif
+// Foundation brings a Dispatch whose C module claims struct stat: its members are visible
+// only with that module imported (MemberImportVisibility).
+import CDispatch
 import Foundation
 import Testing
 
