@@ -33,12 +33,12 @@ final class Launchpad: @unchecked Sendable {
         let publish: (HostEvent) -> Void
     }
 
-    private let context: Context
-    private let template: TemplateLauncher?
+    let context: Context
+    let template: TemplateLauncher?
     private var templateSource: (any DispatchSourceRead)?
     private var supervision = TemplateSupervision()
     private var waitingGroups: WaitingGroups?
-    private var standby: Standby?
+    private(set) var standby: Standby?
     /// Where the spawn thread leaves the standby it made, for the loop to collect.
     private let madeStandby = Mutex<Result<Standby, StandbyFailure>?>(nil)
     /// Set by `shutDown` and `tearDown`: nothing is made after it.
@@ -52,20 +52,12 @@ final class Launchpad: @unchecked Sendable {
         self.template = template
     }
 
-    private var configuration: Supervisor.Configuration { context.configuration }
-    private var environment: HostEnvironment { context.environment }
+    var configuration: Supervisor.Configuration { context.configuration }
+    var environment: HostEnvironment { context.environment }
 
     /// The template, if it runs: a launch forks it.
     var runningTemplate: TemplateLauncher? { template?.current != nil ? template : nil }
 
-    /// A name for a launch's groups, never used before in this process: hosts of one process
-    /// share their instance's cgroup (its name has the process's pid), and a group a released
-    /// host left behind (a process still exiting) is never taken for another host's app.
-    func groupName(_ prefix: String) -> String {
-        "\(prefix)-\(Self.groupCounter.add(1, ordering: .relaxed).newValue)"
-    }
-
-    private static let groupCounter = Atomic<Int>(0)
 
     /// The seccomp filter for these entitlements and own pid, compiled once for a namespace's pid.
     func filter(entitlements: Set<SyscallProfile.Entitlement>, ownPID: pid_t) throws -> Seccomp.Program {
@@ -154,33 +146,6 @@ final class Launchpad: @unchecked Sendable {
 
     private func say(_ detail: String) {
         context.publish(HostEvent(time: Date(), event: .launcher, detail: detail))
-    }
-
-    /// Whether the standby launcher makes no standbys here: its apps' namespaces include a user
-    /// namespace (the host is not root).
-    private var execsWithoutStandbys: Bool {
-        configuration.launcher == .standby && environment.namespaces.flags & APPHOST_NAMESPACE_USER != 0
-    }
-
-    /// Which launcher apps launch with now, for the `started` event.
-    var note: String {
-        if configuration.launcher == .standby {
-            guard !execsWithoutStandbys else {
-                return "standby, degraded (each app process exec'd at its launch, its own address-space layout: "
-                    + "a host that is not root makes no standbys, its apps' user namespace leaves them no capability to join their mount namespace)"
-            }
-            let sdk = URL(fileURLWithPath: configuration.appExecutable).deletingLastPathComponent().appendingPathComponent(launchTemplateSDKFileName)
-            let loaded = FileManager.default.fileExists(atPath: sdk.path) ? "; \(launchTemplateSDKFileName) beside it" : ""
-            return "standby (each launch's app process exec'd ahead, its own address-space layout\(loaded))"
-        }
-        guard let running = template?.current else {
-            if configuration.launcher == .exec { return "exec" }
-            return apphost_clone3_available() != 0 ? "exec (the launch template is not running)" : "exec (this kernel has no clone3)"
-        }
-        let binary = configuration.appExecutable == configuration.executable ? "; app processes run apphost itself: apphost-app is not beside it" : ""
-        let sdk = URL(fileURLWithPath: configuration.appExecutable).deletingLastPathComponent().appendingPathComponent(launchTemplateSDKFileName)
-        let loaded = FileManager.default.fileExists(atPath: sdk.path) ? "; \(launchTemplateSDKFileName) beside it" : ""
-        return "template (pid \(running.pid)\(loaded); each launch's app process made ahead)\(binary)"
     }
 
     /// The host is ending: nothing more is made; the template goes first, on the spawn thread
@@ -301,16 +266,6 @@ final class Launchpad: @unchecked Sendable {
     /// it has started).
     func start() {
         if configuration.launcher == .standby { prepareStandby() }
-    }
-
-    /// Whether a launch now would take a standby that has finished starting: it said hello (it
-    /// does once it has done what it does ahead), which waits unread on its control socket.
-    /// Nil if this launcher makes none here.
-    var isStandbyWarm: Bool? {
-        guard template != nil || (configuration.launcher == .standby && !execsWithoutStandbys) else { return nil }
-        guard let standby, !isMakingStandby else { return false }
-        var socket = pollfd(fd: standby.spawned.control, events: Int16(POLLIN), revents: 0)
-        return poll(&socket, 1, 0) == 1 && socket.revents & Int16(POLLIN) != 0
     }
 
     /// Whether the spawn thread is making the standby: a launch that comes meanwhile waits for
@@ -440,11 +395,4 @@ final class Launchpad: @unchecked Sendable {
         standby?.discard(retryingWith: context.timers)
         standby = nil
     }
-}
-
-/// The next launch's cgroup v1 groups (pids, memory), which the template is moved into ahead of
-/// it: its fork is born in them (as in the freezer group, by CLONE_INTO_CGROUP).
-struct WaitingGroups {
-    var pids: Cgroup?
-    var memory: MemoryGroup?
 }
