@@ -239,6 +239,35 @@ struct TransferTests {
         #expect(!sessionLines(scratch, "Early").contains { $0.hasPrefix("handleEvents") })
     }
 
+    /// A transfer that finishes while the app, in the background with nothing to keep it running,
+    /// is still in didEnterBackground (about to be suspended) wakes it for
+    /// handleEventsForBackgroundURLSession, with the background time that gives: sent to it as to
+    /// a running app, its delegate would run only at the app's next resume.
+    @Test func aTransferThatFinishesAsTheAppIsAboutToBeSuspendedWakesIt() async throws {
+        let server = try await TransferServer()
+        let scratch = try Scratch()
+        let host = try HostSession(
+            [try app(scratch, "Late", [["url": server.url("/gated/3000")]], behavior: ["blockIn": "didEnterBackground", "blockSeconds": 2.0])],
+            scratch: scratch, arguments: Self.local)
+        try host.waitFor("Late", "didBecomeActive")
+        try host.waitFor("the transfer under way", timeout: 20) { $0.name == "Late" && $0.event == "transfer" && $0.detail?.hasSuffix("started") == true }
+        host.send("home")
+        try scratch.waitForRecorded("Late", "didEnterBackground background main=true")
+        server.openGate()
+        let delivered = try host.waitFor("the delivery", timeout: 20) { $0.name == "Late" && $0.event == "transfer" && $0.detail?.hasSuffix("delivered") == true }
+        #expect(delivered.state == "background")
+        #expect(transferEvents(host, "Late").contains { $0.contains("its transfers finished") })
+        #expect(sessionLines(scratch, "Late") == [
+            "resumed task=1 download",
+            "handleEvents com.example.probe.transfers background main=true",
+            "didFinishDownloading task=1 moved=true bytes=3000 tmp=true state=background",
+            "didComplete task=1 error=nil status=200 sent=0",
+            "didFinishEvents com.example.probe.transfers main=true",
+            "completed events",
+        ])
+        try host.waitFor("Late", "suspended")
+    }
+
     /// As on iOS, an HTTP error status is the server's answer, not the task's error: a 404's body
     /// is downloaded and handed over, the status in the task's response; a refused connection is
     /// the client's failure, and the task's error.

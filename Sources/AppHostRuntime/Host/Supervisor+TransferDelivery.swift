@@ -23,7 +23,12 @@ extension Supervisor {
             // changes: active, or the background), directly: not by a wake-up, which would wait
             // for the background. Not between didFinishLaunching and the activation that follows.
             guard run.machine.launchFinished, run.machine.phase != .launched else { return }
-            if [.active, .inactive, .background].contains(run.machine.state) {
+            // Sent at once to an app that runs and will go on running: in the foreground, or in
+            // the background with a task open or a mode holding it. One in the background with
+            // neither is about to be suspended: the delegate would not run before its resume, so
+            // it is woken for them (handleEventsForBackgroundURLSession, with the time that gives).
+            let keptRunning = run.machine.isInForeground || !run.machine.openTasks.isEmpty || !run.machine.holds.isEmpty
+            if [.active, .inactive, .background].contains(run.machine.state), keptRunning {
                 // A session whose wake-up is on its way gets its transfers with handleEvents.
                 for transfer in owed where !transfers.deliveries.wasSent(transfer.id, to: run.id)
                     && !transfers.deliveries.isWaking(.init(app: id, name: transfer.transfer.session)) {

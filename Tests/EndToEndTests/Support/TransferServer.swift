@@ -10,6 +10,8 @@ import Synchronization
 ///   GET /held/SIZE         the first half, then nothing more on that connection until it closes
 ///                          (a request with a Range gets the rest at once): a transfer that is
 ///                          surely under way, whatever the machine's load
+///   GET /gated/SIZE        the first half, then the rest once the test opens the gate
+///                          (`openGate`): a transfer that ends when the test says
 ///   GET /missing           404
 ///   GET /redirect?to=URL   302 to URL
 ///   PUT or POST /upload    answers "received N bytes"
@@ -46,6 +48,9 @@ final class TransferServer: Sendable {
     /// "GET /drop/1000 range=bytes=500-", in the order they came.
     var requests: [String] { log.entries.withLock { $0 } }
 
+    /// Lets every /gated response send its second half.
+    func openGate() { log.gate.withLock { $0 = true } }
+
     /// The byte at `index` of every resource.
     static func byte(_ index: Int) -> UInt8 { UInt8(index % 251) }
 
@@ -59,11 +64,11 @@ final class TransferServer: Sendable {
                 close(listener)
                 return
             }
-            Thread { Self.serve(Connection(fd: connection), log: log) }.start()
+            Thread { Self.serve(Connection(fd: connection), log: log, gate: { log.gate.withLock { $0 } }) }.start()
         }
     }
 
-    private static func serve(_ connection: Connection, log: RequestLog) {
+    private static func serve(_ connection: Connection, log: RequestLog, gate: @escaping @Sendable () -> Bool) {
         defer { close(connection.fd) }
         guard let request = connection.readRequest() else { return }
         let range = request.headers["range"]
@@ -78,11 +83,11 @@ final class TransferServer: Sendable {
                 connection.send(answer)
                 return
             }
-            sendResource(connection, size: size, range: range, kind: "slow")
-        } else if request.method == "GET", parts.count == 2, let size = Int(parts[1]), ["files", "drop", "slow", "held"].contains(parts[0]) {
+            sendResource(connection, size: size, range: range, kind: "slow", gate: gate)
+        } else if request.method == "GET", parts.count == 2, let size = Int(parts[1]), ["files", "drop", "slow", "held", "gated"].contains(parts[0]) {
             let episode = request.headers["x-episode"].map { " x-episode=\($0)" } ?? ""
             log.entries.withLock { $0.append("GET \(request.target)\(range.map { " range=\($0)" } ?? "")\(episode)") }
-            sendResource(connection, size: size, range: range, kind: String(parts[0]))
+            sendResource(connection, size: size, range: range, kind: String(parts[0]), gate: gate)
         } else if request.method == "GET", request.target.hasPrefix("/redirect?to=") {
             log.entries.withLock { $0.append("GET \(request.target)") }
             let location = String(request.target.dropFirst("/redirect?to=".count)).removingPercentEncoding ?? ""
@@ -101,7 +106,7 @@ final class TransferServer: Sendable {
         }
     }
 
-    private static func sendResource(_ connection: Connection, size: Int, range: String?, kind: String) {
+    private static func sendResource(_ connection: Connection, size: Int, range: String?, kind: String, gate: @Sendable () -> Bool) {
         let first = range.flatMap { $0.hasPrefix("bytes=") ? Int($0.dropFirst(6).split(separator: "-").first ?? "") : nil }
         let start = min(first ?? 0, size)
         let partial = start > 0
@@ -112,7 +117,12 @@ final class TransferServer: Sendable {
         let piece = kind == "slow" ? 64 * 1024 : 256 * 1024
         var offset = start
         while offset < stopAt {
-            let end = min(stopAt, offset + piece)
+            // A gated response's second half waits for the gate (a minute at most).
+            if kind == "gated" && offset >= size / 2 {
+                let deadline = Date().addingTimeInterval(60)
+                while !gate(), Date() < deadline { usleep(10_000) }
+            }
+            let end = min(stopAt, offset + (kind == "gated" ? min(piece, max(1, size / 2)) : piece))
             guard connection.send(Data((offset..<end).map(byte))) else { return }
             offset = end
             if kind == "slow" { usleep(50_000) }
@@ -149,6 +159,8 @@ struct ServerDidNotStart: Error {}
 
 /// The requests a TransferServer got.
 final class RequestLog: Sendable {
+    /// Whether /gated responses may send their second half (`openGate`).
+    let gate = Mutex(false)
     let entries = Mutex<[String]>([])
 }
 
