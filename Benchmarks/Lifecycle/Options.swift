@@ -1,4 +1,5 @@
 import ArgumentParser
+import AppHostRuntime
 
 /// The benchmark's command line; `scripts/benchmark` builds the release products and passes its
 /// arguments here.
@@ -28,6 +29,9 @@ struct BenchmarkOptions: ParsableCommand {
     @Flag(help: "Only launches of one Hello, taken in turn with bwrap's /bin/true (for profiling).")
     var launchOnly = false
 
+    @Option(help: ArgumentHelp("The launcher of --launch-only and --scale-only: standby (the default), template or exec.", valueName: "launcher"))
+    var launcher: String = Launcher.standby.rawValue
+
     @Option(help: ArgumentHelp("Only N callback round trips of one Hello (for profiling).", valueName: "N"))
     var callbacksOnly: Int?
 
@@ -44,6 +48,7 @@ struct BenchmarkOptions: ParsableCommand {
     var narrowed: Bool { launchOnly || callbacksOnly != nil || scaleOnly != nil || namespacesOnly || transfersOnly }
 
     func validate() throws {
+        guard Launcher(rawValue: launcher) != nil else { throw ValidationError("--launcher takes standby, template or exec") }
         guard runs >= 1 else { throw ValidationError("--runs takes a number of runs, at least 1") }
         // A tenth of the launches is at least one app.
         for (option, count) in [("--scale", scale), ("--scale-only", scaleOnly)] {

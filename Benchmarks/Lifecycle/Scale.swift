@@ -109,7 +109,7 @@ func cpuTicks(_ pid: pid_t) -> Int? {
 /// be suspended one after another in one real host (`apphost launch --json`, a process of its
 /// own, so that its resident memory and CPU time are the host's alone). Then, with every app
 /// suspended: the host's RSS, its CPU ticks over `idleSeconds`, and each app process's PSS.
-func benchmarkScale(executable: String, bundle: URL, apps count: Int, idleSeconds: Double = 10) -> ScaleResult {
+func benchmarkScale(executable: String, bundle: URL, apps count: Int, launcher: String, idleSeconds: Double = 10) -> ScaleResult {
     raiseTaskLimit(forApps: count)
     let scratch = FileManager.default.temporaryDirectory.appendingPathComponent("apphost-benchmark-scale-\(getpid())")
     defer { try? FileManager.default.removeItem(at: scratch) }
@@ -143,7 +143,7 @@ func benchmarkScale(executable: String, bundle: URL, apps count: Int, idleSecond
     posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0)
     for fd in input + output { posix_spawn_file_actions_addclose(&actions, fd) }
     let arguments = [
-        executable, "launch", "--json", "--state-dir", scratch.appendingPathComponent("state").path,
+        executable, "launch", "--json", "--launcher", launcher, "--state-dir", scratch.appendingPathComponent("state").path,
         "--instance", "benchmark-scale-\(getpid())", "--storage", "accounting",
         // Every app stays: the apps together may use what the machine has.
         "--memory-budget", "\(1 << 20)",

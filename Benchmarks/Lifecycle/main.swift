@@ -364,7 +364,7 @@ do {
 }
 
 @MainActor func reportScale(apps count: Int) {
-    let result = benchmarkScale(executable: executable, bundle: URL(fileURLWithPath: bundlePath), apps: count)
+    let result = benchmarkScale(executable: executable, bundle: URL(fileURLWithPath: bundlePath), apps: count, launcher: options.launcher)
     figures.record(scale: result)
     say("scale: \(result.apps) of \(count) Hello apps launched and suspended one after another in one host, in \(String(format: "%.1f", result.seconds)) s"
         + (result.stopped.map { " (stopped: \($0))" } ?? ""))
@@ -405,7 +405,7 @@ let bwrapOptions = ["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "
 // `--launch-only`: launches of one Hello and bwrap's /bin/true, taken in turn so that drift on
 // a shared machine falls on both alike (for profiling the launch).
 if options.launchOnly {
-    let (supervisor, log, state) = benchmarkHost("launch", bundle: bundle, executable: executable)
+    let (supervisor, log, state) = benchmarkHost("launch", launcher: Launcher(rawValue: options.launcher), bundle: bundle, executable: executable)
     var cursor = 0
     var launches: [Double] = []
     var bwraps: [Double] = []
