@@ -31,7 +31,7 @@ struct NotificationTests {
         first.send("open Refuser")
         try scratch.waitForRecorded("Refuser", "notification authorization granted=false")
         try scratch.waitForRecorded("Refuser", "notification settings 1")  // denied
-        #expect(notificationEvents(first, "Refuser").contains("asked for authorization; it is denied"))
+        try first.waitFor("Refuser's answer") { $0.name == "Refuser" && $0.detail == "asked for authorization; it is denied" }
         first.closeInput()
         _ = try first.waitForExit()
         #expect(FileManager.default.fileExists(atPath: scratch.stateDirectory.appendingPathComponent("notifications.json").path))
@@ -43,7 +43,7 @@ struct NotificationTests {
         #expect(scratch.recorded("Noter").filter { $0.hasPrefix("notification authorization") } == [
             "notification authorization granted=true", "notification authorization granted=true",
         ])
-        #expect(notificationEvents(host, "Noter").contains("asked for authorization; it is granted"))
+        try host.waitFor("answered at once") { $0.name == "Noter" && $0.detail == "asked for authorization; it is granted" }
     }
 
     @Test func requestsAreDeliveredOnTheClockAndATapLaunchesTheApp() throws {
@@ -130,6 +130,6 @@ struct NotificationTests {
         #expect(token.count == 64 && token.allSatisfy(\.isHexDigit), "32 bytes")
         #expect(tokens("Alpha") == ["deviceToken \(token) registered=true", "deviceToken \(token) registered=true"], "the same at every launch")
         #expect(tokens("Beta") != ["deviceToken \(token) registered=true"], "each app its own")
-        #expect(notificationEvents(host, "Alpha").contains("registered for remote notifications: device token \(token)"))
+        try host.waitFor("the token's event") { $0.name == "Alpha" && $0.detail == "registered for remote notifications: device token \(token)" }
     }
 }
