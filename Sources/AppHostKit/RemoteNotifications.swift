@@ -20,7 +20,10 @@ extension Application {
     /// `application(_:didRegisterForRemoteNotificationsWithDeviceToken:)` runs on the main queue
     /// once it answers.
     public func registerForRemoteNotifications() {
-        link.send(.notification(.registerForRemoteNotifications))
+        guard link.isDetached else { return link.send(.notification(.registerForRemoteNotifications)) }
+        // No host: the token the host would hand out, on the main queue after this returns.
+        let token = WireNotificationRequest.deviceToken(for: link.configuration.bundleIdentifier)
+        DispatchQueue.main.async { MainActor.assumeIsolated { self.registered(deviceToken: token) } }
     }
 
     /// The host's answer: the token, to the delegate.

@@ -47,7 +47,13 @@ public final class UNUserNotificationCenter: @unchecked Sendable {
         options: UNAuthorizationOptions = [], completionHandler: @escaping @Sendable (Bool, (any Error)?) -> Void
     ) {
         state.withLock { $0.authorizationWaiters.append(completionHandler) }
-        Application.shared.link.send(.notification(.requestAuthorization))
+        let link = Application.shared.link
+        guard !link.isDetached else {
+            // No host to set it, and no user to ask: denied, as a user who declined.
+            link.warn("UNUserNotificationCenter.requestAuthorization: a detached application has no host to authorize it: denied")
+            return authorizationChanged("denied")
+        }
+        link.send(.notification(.requestAuthorization))
     }
 
     /// `requestAuthorization(options:completionHandler:)`: whether the host grants it.
@@ -59,8 +65,13 @@ public final class UNUserNotificationCenter: @unchecked Sendable {
 
     /// The settings, as the host has them: `.notDetermined` until it has a setting for the app.
     public func getNotificationSettings(completionHandler: @escaping @Sendable (UNNotificationSettings) -> Void) {
-        state.withLock { $0.settingsWaiters.append(completionHandler) }
-        Application.shared.link.send(.notification(.settings))
+        let status = state.withLock { state in
+            state.settingsWaiters.append(completionHandler)
+            return state.status ?? "notDetermined"
+        }
+        let link = Application.shared.link
+        guard !link.isDetached else { return authorizationChanged(status) }
+        link.send(.notification(.settings))
     }
 
     /// `getNotificationSettings(completionHandler:)`'s settings.

@@ -37,6 +37,29 @@ package struct WireNotificationRequest: Codable, Sendable, Equatable {
     }
 }
 
+extension WireNotificationRequest {
+    /// An app's device token: 32 bytes derived from its bundle identifier alone (FNV-1a, then
+    /// SplitMix64), so the same app gets the same token on every host and at every launch, and
+    /// two apps different ones, as a provider's server expects. The host hands it out; a detached
+    /// application's SDK, which has no host, derives the same.
+    package static func deviceToken(for app: String) -> [UInt8] {
+        var seed: UInt64 = 0xcbf2_9ce4_8422_2325
+        for byte in Array("apphost device token \(app)".utf8) {
+            seed = (seed ^ UInt64(byte)) &* 0x0000_0100_0000_01b3
+        }
+        var bytes: [UInt8] = []
+        for _ in 0..<4 {
+            seed &+= 0x9e37_79b9_7f4a_7c15
+            var z = seed
+            z = (z ^ (z >> 30)) &* 0xbf58_476d_1ce4_e5b9
+            z = (z ^ (z >> 27)) &* 0x94d0_49bb_1331_11eb
+            z ^= z >> 31
+            bytes += withUnsafeBytes(of: z.bigEndian, Array.init)
+        }
+        return bytes
+    }
+}
+
 /// App to host: `AppMessage.notification`.
 package enum WireNotificationAsk: Codable, Sendable, Equatable {
     /// `requestAuthorization(options:completionHandler:)`: answered by `authorization` once the

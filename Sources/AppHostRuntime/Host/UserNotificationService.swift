@@ -194,23 +194,6 @@ final class UserNotificationService {
             .timeIntervalSince1970
     }
 
-    /// The app's device token: 32 bytes derived from its bundle identifier alone (FNV-1a, then
-    /// SplitMix64), so the same app gets the same token on every host and every launch, and
-    /// two apps different ones, as a provider's server expects.
-    static func deviceToken(for app: String) -> [UInt8] {
-        var seed: UInt64 = 0xcbf2_9ce4_8422_2325
-        for byte in Array("apphost device token \(app)".utf8) {
-            seed = (seed ^ UInt64(byte)) &* 0x0000_0100_0000_01b3
-        }
-        var bytes: [UInt8] = []
-        for _ in 0..<4 {
-            seed &+= 0x9e37_79b9_7f4a_7c15
-            var z = seed
-            z = (z ^ (z >> 30)) &* 0xbf58_476d_1ce4_e5b9
-            z = (z ^ (z >> 27)) &* 0x94d0_49bb_1331_11eb
-            z ^= z >> 31
-            bytes += withUnsafeBytes(of: z.bigEndian, Array.init)
-        }
-        return bytes
-    }
+    /// The app's device token (`WireNotificationRequest.deviceToken(for:)`): the host hands it out.
+    static func deviceToken(for app: String) -> [UInt8] { WireNotificationRequest.deviceToken(for: app) }
 }
