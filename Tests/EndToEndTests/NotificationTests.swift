@@ -91,6 +91,34 @@ struct NotificationTests {
         try host.waitForStandardError(containing: "Noter has no delivered notification \"soon\"")
     }
 
+    @Test func anAppNotAuthorizedHasNothingShownAndATapResumesASuspendedApp() throws {
+        let scratch = try Scratch()
+        let behavior: [String: Any] = ["notifications": ["add": [["id": "ping", "title": "Ping", "after": 10.0]]]]
+        let loud = try scratch.bundle("Loud", behavior: behavior)
+        let quiet = try scratch.bundle("Quiet", behavior: behavior)
+        let host = try HostSession([loud, quiet], scratch: scratch)
+        try host.waitFor("Loud", "didBecomeActive")
+        host.send("authorize Loud notifications granted")
+        host.send("open Quiet")
+        try host.waitFor("Quiet", "didBecomeActive")
+        try host.waitFor("Quiet's request") { $0.name == "Quiet" && $0.detail?.hasPrefix("kept \"ping\"") == true }
+        host.send("home")
+        try host.waitFor("Quiet", "suspended")
+        try host.waitFor("Loud", "suspended")
+        host.send("advance 20")
+        try host.waitFor("Quiet's drop") { $0.name == "Quiet" && $0.detail == "\"ping\" due, not shown: notifications are notDetermined for the app" }
+        try host.waitFor("Loud's delivery") { $0.name == "Loud" && $0.detail?.hasPrefix("\"ping\" delivered") == true }
+        host.send("tap-notification Quiet ping")
+        try host.waitForStandardError(containing: "Quiet has no delivered notification \"ping\" (delivered: none)")
+
+        let resumed = host.allEvents.filter { $0.name == "Loud" && $0.event == "resumed" }.count
+        host.send("tap-notification Loud ping")
+        try scratch.waitForRecorded("Loud", "didReceive ping com.apple.UNNotificationDefaultActionIdentifier active userInfo=ping")
+        try host.waitFor("Loud", "resumed", occurrence: resumed + 1)
+        #expect(scratch.recorded("Loud").filter { $0.hasPrefix("launch reason=") }.count == 1, "resumed, not launched again")
+        #expect(!scratch.recorded("Quiet").contains { $0.hasPrefix("willPresent") || $0.hasPrefix("didReceive") })
+    }
+
     @Test func theNotificationsTableEscapesWhatTheAppWrote() throws {
         let scratch = try Scratch()
         let lister = try scratch.bundle("Lister", behavior: ["notifications": ["add": [["id": "tea", "title": "Tea\u{1b}time", "after": 3600.0]]]])
