@@ -39,12 +39,21 @@ import Testing
         #expect(notifications.add(request("later", after: 90), for: app, now: 1000) == .added(due: 1090, dropped: nil))
         #expect(notifications.add(request("soon", after: 30), for: app, now: 1000) == .added(due: 1030, dropped: nil))
         #expect(notifications.add(request("now"), for: app, now: 1000) == .added(due: 1000, dropped: nil), "no trigger: due now")
-        #expect(notifications.nextDue == 1000)
-        #expect(notifications.takeDue(now: 1000).map(\.notification.request.identifier) == ["now"])
-        #expect(notifications.takeDue(now: 1029).isEmpty)
-        #expect(notifications.takeDue(now: 2000).map(\.notification.request.identifier) == ["soon", "later"], "soonest first")
-        #expect(notifications.takeDue(now: 3000).isEmpty, "each once")
-        #expect(notifications.nextDue == nil)
+        #expect(notifications.nextDue(installed: [app]) == 1000)
+        #expect(notifications.takeDue(now: 1000, installed: [app]).map(\.notification.request.identifier) == ["now"])
+        #expect(notifications.takeDue(now: 1029, installed: [app]).isEmpty)
+        #expect(notifications.takeDue(now: 2000, installed: [app]).map(\.notification.request.identifier) == ["soon", "later"], "soonest first")
+        #expect(notifications.takeDue(now: 3000, installed: [app]).isEmpty, "each once")
+        #expect(notifications.nextDue(installed: [app]) == nil)
+    }
+
+    @Test func anAppThisHostDoesNotHaveKeepsItsRequests() throws {
+        let notifications = try service()
+        _ = notifications.add(request("elsewhere", after: 5), for: "com.example.other", now: 0)
+        _ = notifications.add(request("here", after: 50), for: app, now: 0)
+        #expect(notifications.nextDue(installed: [app]) == 50, "the other app's request sets no timer")
+        #expect(notifications.takeDue(now: 100, installed: [app]).map(\.notification.request.identifier) == ["here"])
+        #expect(notifications.pending(of: "com.example.other").map(\.request.identifier) == ["elsewhere"])
     }
 
     @Test func aRepeatingRequestStaysPendingAndAReplacedOneKeepsItsNewDate() throws {
@@ -52,7 +61,7 @@ import Testing
         _ = notifications.add(request("tick", after: 60, repeats: true), for: app, now: 0)
         _ = notifications.add(request("once", after: 10), for: app, now: 0)
         _ = notifications.add(request("once", after: 500), for: app, now: 0)
-        #expect(notifications.takeDue(now: 60).map(\.notification.request.identifier) == ["tick"], "the replaced request is not due at 10")
+        #expect(notifications.takeDue(now: 60, installed: [app]).map(\.notification.request.identifier) == ["tick"], "the replaced request is not due at 10")
         #expect(notifications.pending(of: app).map(\.due).sorted() == [120, 500])
     }
 
@@ -71,7 +80,7 @@ import Testing
         #expect(notifications.removePending(["b", "missing"], for: app) == ["b"])
         #expect(notifications.pending(of: app).map(\.request.identifier) == ["a", "c"])
         #expect(notifications.removePending(nil, for: app) == ["a", "c"])
-        #expect(notifications.takeDue(now: 100).isEmpty)
+        #expect(notifications.takeDue(now: 100, installed: [app]).isEmpty)
     }
 
     @Test func aCalendarTriggerIsDueAtTheNextMatchingDateInUTC() throws {

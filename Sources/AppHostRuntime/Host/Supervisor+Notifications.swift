@@ -148,7 +148,7 @@ extension Supervisor {
     func deliverDueNotifications() -> [String] {
         let now = scheduler.now
         var delivered: [String] = []
-        for (app, kept) in notifications.takeDue(now: now) {
+        for (app, kept) in notifications.takeDue(now: now, installed: installedIdentifiers) {
             guard let record = apps.first(where: { $0.bundle.identifier == app }) else { continue }
             let identifier = kept.request.identifier.debugDescription
             guard notifications.authorization(of: app) == .granted else {
@@ -171,8 +171,11 @@ extension Supervisor {
     /// Sets the host's timer for the next pending notification (the scheduler's dates are the
     /// wall clock's, shifted by `advance`; the timer runs on the monotonic clock).
     func armNotificationTimer() {
-        timers.set(.notifications, at: notifications.nextDue.map { clock.now + .seconds(double: max(0, $0 - scheduler.now)) })
+        let next = notifications.nextDue(installed: installedIdentifiers)
+        timers.set(.notifications, at: next.map { clock.now + .seconds(double: max(0, $0 - scheduler.now)) })
     }
+
+    private var installedIdentifiers: Set<String> { Set(apps.map(\.bundle.identifier)) }
 
     /// The app became active: the taps that wait for it reach its center delegate (`didReceive`).
     func deliverTaps(_ record: AppRecord, _ run: AppRun) {

@@ -118,11 +118,12 @@ final class UserNotificationService {
         if kept.delivered.count != before { save() }
     }
 
-    /// The requests due by `now`, soonest first, taken from the pending ones (a repeating one
-    /// stays pending, due again by its trigger after `now`).
-    func takeDue(now: Double) -> [(app: String, notification: KeptNotification)] {
+    /// The requests of `installed` apps due by `now`, soonest first, taken from the pending ones
+    /// (a repeating one stays pending, due again by its trigger after `now`). An app this host
+    /// does not have keeps its requests for a host that has it.
+    func takeDue(now: Double, installed: Set<String>) -> [(app: String, notification: KeptNotification)] {
         var due: [(app: String, notification: KeptNotification)] = []
-        for app in apps.keys.sorted() {
+        for app in apps.keys.sorted() where installed.contains(app) {
             guard var kept = apps[app], kept.pending.contains(where: { $0.due <= now }) else { continue }
             for notification in kept.pending where notification.due <= now { due.append((app, notification)) }
             kept.pending = kept.pending.compactMap { notification in
@@ -149,8 +150,10 @@ final class UserNotificationService {
         save()
     }
 
-    /// When the next pending request is due, if any.
-    var nextDue: Double? { apps.values.flatMap(\.pending).map(\.due).min() }
+    /// When the next pending request of an `installed` app is due, if any.
+    func nextDue(installed: Set<String>) -> Double? {
+        apps.filter { installed.contains($0.key) }.values.flatMap(\.pending).map(\.due).min()
+    }
 
     func pending(of app: String) -> [KeptNotification] { apps[app]?.pending ?? [] }
     func delivered(of app: String) -> [KeptNotification] { apps[app]?.delivered ?? [] }
