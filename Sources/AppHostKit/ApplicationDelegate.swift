@@ -76,11 +76,11 @@ public protocol ApplicationDelegateCallbacks: AnyObject {
     /// for them. A session discarded while the app was not running is told at its next launch,
     /// once didFinishLaunching has returned (README.md, "Scenes").
     func application(_ application: Application, didDiscardSceneSessions sceneSessions: Set<SceneSession>)
-    /// `Application.registerForRemoteNotifications()` succeeded: never here, as apphost has no
-    /// push service to give a device token (README.md, "Porting iOS code").
+    /// `Application.registerForRemoteNotifications()` succeeded: the host's device token for the
+    /// app, 32 bytes derived from its bundle identifier (README.md, "Porting iOS code").
     func application(_ application: Application, didRegisterForRemoteNotificationsWithDeviceToken deviceToken: Data)
-    /// `Application.registerForRemoteNotifications()` failed: always here, with a
-    /// `RemoteNotificationRegistrationError` saying why.
+    /// `Application.registerForRemoteNotifications()` failed: never here (the host always
+    /// answers with a token).
     func application(_ application: Application, didFailToRegisterForRemoteNotificationsWithError error: any Error)
 }
 

@@ -276,6 +276,13 @@ enum AppMain {
             CLLocationManager.fail(code: code)
         case .locationAuthorization(let status):
             CLLocationManager.authorizationChanged(status)
+        case .notification(let tell):
+            switch tell {
+            case .authorization(let status): UNUserNotificationCenter.current().authorizationChanged(status)
+            case .present(let request): UNUserNotificationCenter.current().present(request)
+            case .respond(let request, let action): UNUserNotificationCenter.current().respond(request, action: action)
+            case .deviceToken(let token): Application.hosted.registered(deviceToken: token)
+            }
         case .transferFinished(let event):
             urlSessionRegistry.received([event], batch: nil)
         case .transferProgress(let session, let task, let received, let sent, let expected, let resumedAt):

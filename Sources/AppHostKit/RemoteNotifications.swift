@@ -1,37 +1,45 @@
 public import Foundation
+import Synchronization
+import AppHostProtocol
 
-// Registration for remote notifications, as UIKit's. apphost has no push service: a background
-// push reaches an app from the host's `push APP FILE.json` command (README.md, "Background
-// modes"), addressed by the app, with no device token and no registration. So registering fails,
-// honestly and as iOS reports a failure: the delegate's
-// `application(_:didFailToRegisterForRemoteNotificationsWithError:)` runs on the main queue
-// after the call returns, with an error that says why, and a warning event says it too.
+// Registration for remote notifications, as UIKit's. The host hands each app a device token: 32
+// bytes derived from its bundle identifier, the same at every launch and on every host, as an
+// app's token stays the same on one device. A background push still reaches the app from the
+// host's `push APP FILE.json` command (README.md, "Background modes"), addressed by the app.
 
-/// Why `registerForRemoteNotifications()` failed: apphost has no push service to give a token.
+/// Kept for protocol compatibility of apps that name it; registration no longer fails.
 public struct RemoteNotificationRegistrationError: Error, CustomStringConvertible, Sendable {
-    public var description: String {
-        "apphost has no push service and gives no device token: background pushes reach the app from the host's push command, without registration"
-    }
+    public var description: String { "registration for remote notifications failed" }
 }
 
 extension Application {
-    /// Asks for a device token, as UIKit's method: here the delegate's
-    /// `application(_:didFailToRegisterForRemoteNotificationsWithError:)` is called, on the main
-    /// queue after this returns, with a `RemoteNotificationRegistrationError`.
+    /// Whether the host handed this process a token (`isRegisteredForRemoteNotifications`).
+    private static let registeredForRemote = Atomic<Bool>(false)
+
+    /// Asks the host for the app's device token: the delegate's
+    /// `application(_:didRegisterForRemoteNotificationsWithDeviceToken:)` runs on the main queue
+    /// once it answers.
     public func registerForRemoteNotifications() {
-        link.warn("registerForRemoteNotifications(): \(RemoteNotificationRegistrationError()); the delegate hears didFailToRegisterForRemoteNotificationsWithError")
-        DispatchQueue.main.async {
-            MainActor.assumeIsolated {
-                self.delegate?.application(self, didFailToRegisterForRemoteNotificationsWithError: RemoteNotificationRegistrationError())
-            }
-        }
+        guard link.isDetached else { return link.send(.notification(.registerForRemoteNotifications)) }
+        // No host: the token the host would hand out, on the main queue after this returns.
+        let token = WireNotificationRequest.deviceToken(for: link.configuration.bundleIdentifier)
+        DispatchQueue.main.async { MainActor.assumeIsolated { self.registered(deviceToken: token) } }
     }
 
-    /// Does nothing: the app was never registered.
-    public func unregisterForRemoteNotifications() {}
+    /// The host's answer: the token, to the delegate.
+    @MainActor
+    func registered(deviceToken: [UInt8]) {
+        Self.registeredForRemote.store(true, ordering: .relaxed)
+        delegate?.application(self, didRegisterForRemoteNotificationsWithDeviceToken: Data(deviceToken))
+    }
 
-    /// False: registration never succeeds here.
-    public var isRegisteredForRemoteNotifications: Bool { false }
+    /// The app forgets its registration (the host keeps the token: the same one comes back).
+    public func unregisterForRemoteNotifications() {
+        Self.registeredForRemote.store(false, ordering: .relaxed)
+    }
+
+    /// Whether the host has handed this process its token.
+    public var isRegisteredForRemoteNotifications: Bool { Self.registeredForRemote.load(ordering: .relaxed) }
 }
 
 extension UserDefaults {

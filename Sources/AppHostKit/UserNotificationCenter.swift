@@ -1,15 +1,25 @@
 import Foundation
 import Synchronization
+import AppHostProtocol
 
-/// The app's notification center, as `UNUserNotificationCenter.current()`: answers authorization
-/// honestly (not determined, then denied), keeps categories and pending requests, and shows
-/// nothing (UserNotifications.swift). Safe from any thread; completion handlers run on a global
-/// queue, as on iOS.
+/// The app's notification center, as `UNUserNotificationCenter.current()`. The host decides
+/// (README.md, "Porting iOS code", UserNotifications): authorization is its setting, which a
+/// request waits for when it has none (as iOS's prompt waits for the user); requests are kept and
+/// delivered by the host on its scheduler's clock. Safe from any thread; completion handlers run
+/// on a global queue and the delegate on the main queue, as on iOS.
 public final class UNUserNotificationCenter: @unchecked Sendable {
     private struct State {
-        var asked = false
+        /// The host's last answer (UNAuthorizationStatus's name); nil: not asked yet.
+        var status: String?
+        /// `requestAuthorization` completions waiting for the host to have a setting.
+        var authorizationWaiters: [@Sendable (Bool, (any Error)?) -> Void] = []
+        /// `getNotificationSettings` completions waiting for the host's answer.
+        var settingsWaiters: [@Sendable (UNNotificationSettings) -> Void] = []
         var categories: Set<UNNotificationCategory> = []
-        var pending: [UNNotificationRequest] = []
+        /// The requests this process added and that have not been removed or delivered to it,
+        /// by identifier: what the delegate is handed back (with the content's own userInfo).
+        var pending: [String: UNNotificationRequest] = [:]
+        var order: [String] = []
     }
 
     private static let shared = UNUserNotificationCenter()
@@ -23,41 +33,71 @@ public final class UNUserNotificationCenter: @unchecked Sendable {
     /// The app's center.
     public static func current() -> UNUserNotificationCenter { shared }
 
-    /// Kept, and never called: apphost delivers no notifications.
+    /// Told of notifications presented in the foreground (`willPresent`) and tapped (`didReceive`).
     public var delegate: (any UNUserNotificationCenterDelegate)? {
         get { delegateLock.withLock { storedDelegate } }
         set { delegateLock.withLock { storedDelegate = newValue } }
     }
 
-    private var status: UNAuthorizationStatus { state.withLock { $0.asked } ? .denied : .notDetermined }
+    // MARK: Authorization
 
-    /// Answers `granted` false, as a user who declined would: apphost shows no notifications. A
-    /// warning event says so.
+    /// Asks the host: with a setting (`authorize APP notifications granted|denied`) it answers at
+    /// once, granted true or false; without one the completion waits until the host sets it.
     public func requestAuthorization(
         options: UNAuthorizationOptions = [], completionHandler: @escaping @Sendable (Bool, (any Error)?) -> Void
     ) {
-        state.withLock { $0.asked = true }
-        Application.shared.link.warn("UNUserNotificationCenter.requestAuthorization: denied, as apphost shows no user notifications")
-        DispatchQueue.global().async { completionHandler(false, nil) }
+        state.withLock { $0.authorizationWaiters.append(completionHandler) }
+        let link = Application.shared.link
+        guard !link.isDetached else {
+            // No host to set it, and no user to ask: denied, as a user who declined.
+            link.warn("UNUserNotificationCenter.requestAuthorization: a detached application has no host to authorize it: denied")
+            return authorizationChanged("denied")
+        }
+        link.send(.notification(.requestAuthorization))
     }
 
-    /// `requestAuthorization(options:completionHandler:)`: false.
+    /// `requestAuthorization(options:completionHandler:)`: whether the host grants it.
     public func requestAuthorization(options: UNAuthorizationOptions = []) async throws -> Bool {
         await withCheckedContinuation { continuation in
             requestAuthorization(options: options) { granted, _ in continuation.resume(returning: granted) }
         }
     }
 
-    /// The settings: `.notDetermined` until the app asks for authorization, then `.denied`.
+    /// The settings, as the host has them: `.notDetermined` until it has a setting for the app.
     public func getNotificationSettings(completionHandler: @escaping @Sendable (UNNotificationSettings) -> Void) {
-        let settings = UNNotificationSettings(authorizationStatus: status)
-        DispatchQueue.global().async { completionHandler(settings) }
+        let status = state.withLock { state in
+            state.settingsWaiters.append(completionHandler)
+            return state.status ?? "notDetermined"
+        }
+        let link = Application.shared.link
+        guard !link.isDetached else { return authorizationChanged(status) }
+        link.send(.notification(.settings))
     }
 
     /// `getNotificationSettings(completionHandler:)`'s settings.
     public func notificationSettings() async -> UNNotificationSettings {
-        UNNotificationSettings(authorizationStatus: status)
+        await withCheckedContinuation { continuation in getNotificationSettings { continuation.resume(returning: $0) } }
     }
+
+    /// The host's answer (HostMessage.notification's authorization): settings waiters hear it,
+    /// and requests waiting for a setting are answered once there is one.
+    func authorizationChanged(_ status: String) {
+        let (settings, requests) = state.withLock { state in
+            state.status = status
+            let settings = state.settingsWaiters
+            state.settingsWaiters = []
+            guard status != "notDetermined" else { return (settings, [@Sendable (Bool, (any Error)?) -> Void]()) }
+            defer { state.authorizationWaiters = [] }
+            return (settings, state.authorizationWaiters)
+        }
+        let answer = UNNotificationSettings(authorizationStatus: UNAuthorizationStatus(wire: status))
+        DispatchQueue.global().async {
+            settings.forEach { $0(answer) }
+            requests.forEach { $0(status == "authorized", nil) }
+        }
+    }
+
+    // MARK: Categories
 
     /// Keeps the app's categories.
     public func setNotificationCategories(_ categories: Set<UNNotificationCategory>) {
@@ -70,14 +110,29 @@ public final class UNUserNotificationCenter: @unchecked Sendable {
         DispatchQueue.global().async { completionHandler(categories) }
     }
 
-    /// Keeps `request` pending (replacing one of its identifier), as iOS does; it is never shown,
-    /// which a warning event says. No error: iOS reports none for an app that is not authorized.
+    // MARK: Requests
+
+    /// Hands `request` to the host, which keeps it (replacing one of its identifier, at most 64
+    /// per app) and delivers it at its trigger: a time interval, calendar components (UTC), or
+    /// none (now). Other triggers are delivered now, with a warning.
     public func add(_ request: UNNotificationRequest, withCompletionHandler completionHandler: (@Sendable ((any Error)?) -> Void)? = nil) {
-        state.withLock { state in
-            state.pending.removeAll { $0.identifier == request.identifier }
-            state.pending.append(request)
+        var wire = WireNotificationRequest(
+            identifier: request.identifier, title: request.content.title, subtitle: request.content.subtitle, body: request.content.body,
+            categoryIdentifier: request.content.categoryIdentifier, repeats: request.trigger?.repeats ?? false)
+        let info = Dictionary(uniqueKeysWithValues: request.content.userInfo.compactMap { key, value in (key.base as? String).map { ($0, value) } })
+        if !info.isEmpty, JSONSerialization.isValidJSONObject(info), let data = try? JSONSerialization.data(withJSONObject: info, options: [.sortedKeys]) {
+            wire.userInfo = String(decoding: data, as: UTF8.self)
         }
-        Application.shared.link.warn("UNUserNotificationCenter.add: request \(request.identifier) is kept pending and not shown: apphost shows no user notifications")
+        switch request.trigger {
+        case let trigger as UNTimeIntervalNotificationTrigger: wire.interval = trigger.timeInterval
+        case let trigger as UNCalendarNotificationTrigger: wire.calendar = Self.fields(of: trigger.dateComponents)
+        case nil: break
+        case let trigger?: Application.shared.link.warn("UNUserNotificationCenter.add: \(type(of: trigger)) is not simulated; \(request.identifier) is delivered now")
+        }
+        state.withLock { state in
+            if state.pending.updateValue(request, forKey: request.identifier) == nil { state.order.append(request.identifier) }
+        }
+        Application.shared.link.send(.notification(.add(wire)))
         if let completionHandler { DispatchQueue.global().async { completionHandler(nil) } }
     }
 
@@ -86,31 +141,102 @@ public final class UNUserNotificationCenter: @unchecked Sendable {
         add(request, withCompletionHandler: nil)
     }
 
-    /// The requests added and not removed.
+    /// The requests this process added that were not removed nor presented or opened in it (the
+    /// host's own list, delivered ones included, is the `notifications` command's).
     public func getPendingNotificationRequests(completionHandler: @escaping @Sendable ([UNNotificationRequest]) -> Void) {
-        let pending = state.withLock { $0.pending }
+        let pending = pendingRequests
         DispatchQueue.global().async { completionHandler(pending) }
     }
 
     /// `getPendingNotificationRequests(completionHandler:)`'s requests.
-    public func pendingNotificationRequests() async -> [UNNotificationRequest] {
-        state.withLock { $0.pending }
+    public func pendingNotificationRequests() async -> [UNNotificationRequest] { pendingRequests }
+
+    private var pendingRequests: [UNNotificationRequest] {
+        state.withLock { state in state.order.compactMap { state.pending[$0] } }
     }
 
+    /// Removes them at the host too: they are not delivered.
     public func removePendingNotificationRequests(withIdentifiers identifiers: [String]) {
-        state.withLock { $0.pending.removeAll { identifiers.contains($0.identifier) } }
+        forget(identifiers)
+        Application.shared.link.send(.notification(.removePending(identifiers)))
     }
 
     public func removeAllPendingNotificationRequests() {
-        state.withLock { $0.pending.removeAll() }
+        state.withLock { $0 = State(status: $0.status, authorizationWaiters: $0.authorizationWaiters, settingsWaiters: $0.settingsWaiters, categories: $0.categories) }
+        Application.shared.link.send(.notification(.removePending(nil)))
     }
 
-    /// None are ever delivered.
+    /// None are listed here (the host keeps them: `notifications` lists them).
     public func getDeliveredNotifications(completionHandler: @escaping @Sendable ([UNNotification]) -> Void) {
         DispatchQueue.global().async { completionHandler([]) }
     }
 
-    public func removeDeliveredNotifications(withIdentifiers identifiers: [String]) {}
+    public func removeDeliveredNotifications(withIdentifiers identifiers: [String]) {
+        Application.shared.link.send(.notification(.removeDelivered(identifiers)))
+    }
 
-    public func removeAllDeliveredNotifications() {}
+    public func removeAllDeliveredNotifications() {
+        Application.shared.link.send(.notification(.removeDelivered(nil)))
+    }
+
+    // MARK: Delivery (from the host, on the main queue)
+
+    /// A notification due while the app is in the foreground: the delegate's `willPresent`.
+    @MainActor
+    func present(_ wire: WireNotificationRequest) {
+        let notification = UNNotification(request: take(wire), date: Date())
+        delegate?.userNotificationCenter(self, willPresent: notification) { _ in }
+    }
+
+    /// The user tapped a notification: the delegate's `didReceive` with `action`.
+    @MainActor
+    func respond(_ wire: WireNotificationRequest, action: String) {
+        let response = UNNotificationResponse(notification: UNNotification(request: take(wire), date: Date()), actionIdentifier: action)
+        delegate?.userNotificationCenter(self, didReceive: response) {}
+    }
+
+    /// The request as the app made it, if this process did (a repeating one stays pending);
+    /// else as the host kept it.
+    private func take(_ wire: WireNotificationRequest) -> UNNotificationRequest {
+        let made = state.withLock { $0.pending[wire.identifier] }
+        if let made {
+            if !wire.repeats { forget([wire.identifier]) }
+            return made
+        }
+        let content = UNMutableNotificationContent()
+        content.title = wire.title
+        content.subtitle = wire.subtitle
+        content.body = wire.body
+        content.categoryIdentifier = wire.categoryIdentifier
+        if let json = wire.userInfo, let object = try? JSONSerialization.jsonObject(with: Data(json.utf8)) as? [String: Any] {
+            content.userInfo = Dictionary(uniqueKeysWithValues: object.map { (AnyHashable($0.key), $0.value) })
+        }
+        let trigger: UNNotificationTrigger? = wire.interval.map { UNTimeIntervalNotificationTrigger(timeInterval: $0, repeats: wire.repeats) }
+        return UNNotificationRequest(identifier: wire.identifier, content: content, trigger: trigger)
+    }
+
+    private func forget(_ identifiers: [String]) {
+        state.withLock { state in
+            for identifier in identifiers { state.pending[identifier] = nil }
+            state.order.removeAll { identifiers.contains($0) }
+        }
+    }
+
+    private static func fields(of components: DateComponents) -> [String: Int] {
+        let pairs: [(String, Int?)] = [
+            ("year", components.year), ("month", components.month), ("day", components.day), ("hour", components.hour),
+            ("minute", components.minute), ("second", components.second), ("weekday", components.weekday),
+        ]
+        return Dictionary(uniqueKeysWithValues: pairs.compactMap { name, value in value.map { (name, $0) } })
+    }
+}
+
+extension UNAuthorizationStatus {
+    init(wire: String) {
+        switch wire {
+        case "authorized": self = .authorized
+        case "denied": self = .denied
+        default: self = .notDetermined
+        }
+    }
 }

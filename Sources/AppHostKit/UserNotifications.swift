@@ -1,11 +1,11 @@
 public import Foundation
 
 // UserNotifications, as an iOS app's delegate uses it: the center, its delegate, authorization,
-// categories and requests. apphost shows no notifications (the host has no user to show them to)
-// and asks no user for permission, so authorization is answered honestly: not determined until
-// the app asks, then denied, each answer with a warning event that says so, never a pretended
-// grant. Requests the app adds are kept as pending, as iOS keeps them, and never delivered: the
-// delegate's `willPresent` and `didReceive` are not called (README.md, "Porting iOS code").
+// categories and requests. The host decides, as iOS's notification center does (README.md,
+// "Porting iOS code"): authorization is its setting (`authorize APP notifications
+// granted|denied`), which a request waits for when it has none; requests are kept by the host and
+// delivered on its scheduler's clock, to the delegate's `willPresent` in the foreground, else kept
+// as delivered until `tap-notification` opens the app for `didReceive` (UserNotificationCenter.swift).
 
 /// What a notification may do, as `UNAuthorizationOptions` (raw values as Apple's).
 public struct UNAuthorizationOptions: OptionSet, Sendable {
@@ -178,7 +178,11 @@ public final class UNNotificationCategory: Hashable, @unchecked Sendable {
 }
 
 /// What the center tells the app, as `UNUserNotificationCenterDelegate`: every method optional.
-/// apphost delivers no notifications, so neither is called here.
+/// The SDK calls the completion-handler forms on the main queue: `willPresent` when a
+/// notification is due while the app is in the foreground, `didReceive` when the user tapped one
+/// (`tap-notification`) and the app is active. A delegate that implements the async forms
+/// instead (as Swift concurrency code does) has them called by the completion-handler forms'
+/// defaults, as Apple's bridging does.
 @MainActor
 public protocol UNUserNotificationCenterDelegate: AnyObject {
     func userNotificationCenter(
@@ -187,17 +191,30 @@ public protocol UNUserNotificationCenterDelegate: AnyObject {
     func userNotificationCenter(
         _ center: UNUserNotificationCenter, didReceive response: UNNotificationResponse,
         withCompletionHandler completionHandler: @escaping @Sendable () -> Void)
+    func userNotificationCenter(_ center: UNUserNotificationCenter, willPresent notification: UNNotification) async -> UNNotificationPresentationOptions
+    func userNotificationCenter(_ center: UNUserNotificationCenter, didReceive response: UNNotificationResponse) async
     func userNotificationCenter(_ center: UNUserNotificationCenter, openSettingsFor notification: UNNotification?)
 }
 
 extension UNUserNotificationCenterDelegate {
+    /// The async form's answer (none: not shown).
     public func userNotificationCenter(
         _ center: UNUserNotificationCenter, willPresent notification: UNNotification,
         withCompletionHandler completionHandler: @escaping @Sendable (UNNotificationPresentationOptions) -> Void
-    ) { completionHandler([]) }
+    ) {
+        Task { @MainActor in completionHandler(await self.userNotificationCenter(center, willPresent: notification)) }
+    }
+    /// The async form, then the completion.
     public func userNotificationCenter(
         _ center: UNUserNotificationCenter, didReceive response: UNNotificationResponse,
         withCompletionHandler completionHandler: @escaping @Sendable () -> Void
-    ) { completionHandler() }
+    ) {
+        Task { @MainActor in
+            await self.userNotificationCenter(center, didReceive: response)
+            completionHandler()
+        }
+    }
+    public func userNotificationCenter(_ center: UNUserNotificationCenter, willPresent notification: UNNotification) async -> UNNotificationPresentationOptions { [] }
+    public func userNotificationCenter(_ center: UNUserNotificationCenter, didReceive response: UNNotificationResponse) async {}
     public func userNotificationCenter(_ center: UNUserNotificationCenter, openSettingsFor notification: UNNotification?) {}
 }

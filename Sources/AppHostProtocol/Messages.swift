@@ -18,7 +18,9 @@ package let appProcessArgument = "__app-process"
 /// 6: a transfer may ask the app to authenticate (`WireTransferEvent.challenge`, answered by
 /// `transferChallengeAnswered`), a cancelled or failed download carries resume data and a
 /// transfer may go on from it, and a cancel may ask for resume data.
-package let wireProtocolVersion = 6
+/// 7: user notifications (`AppMessage.notification`, `HostMessage.notification`: authorization,
+/// requests kept and delivered by the host, taps, the device token).
+package let wireProtocolVersion = 7
 
 /// `applicationState` as the app observes it. Raw values as UIKit's.
 package enum WireApplicationState: Int, Codable, Sendable {
@@ -144,6 +146,8 @@ package enum HostMessage: Codable, Sendable, Equatable {
     /// another step after didFinishLaunching. Too late once the app has begun it, which its
     /// acknowledgement of didFinishLaunching says (`AppMessage.ackThenNext`).
     case withdraw(id: UInt64)
+    /// User notifications: authorization, a notification presented or tapped, the device token.
+    case notification(WireNotificationTell)
 }
 
 /// App to host.
@@ -210,6 +214,8 @@ package enum AppMessage: Codable, Sendable, Equatable {
     /// The session delegate's callbacks for a finished transfer returned (the downloaded file
     /// was moved or is gone): the host forgets it; it is never delivered again.
     case transferDelivered(session: String, task: Int)
+    /// User notifications: authorization asked for, requests added or removed, registration.
+    case notification(WireNotificationAsk)
 }
 
 /// Coding of messages: JSON, one shared encoder and decoder per process, but for the messages

@@ -83,6 +83,16 @@ extension TestHost {
         try await send("authorize \(app) location \(authorization.rawValue)")
     }
 
+    /// `authorize APP notifications granted|denied`.
+    public func authorizeNotifications(_ app: String, _ authorization: NotificationAuthorization) async throws {
+        try await send("authorize \(app) notifications \(authorization.rawValue)")
+    }
+
+    /// `tap-notification APP IDENTIFIER`: opens APP with its delivered notification.
+    public func tapNotification(_ app: String, _ identifier: String) async throws {
+        try await send("tap-notification \(app) \(identifier)")
+    }
+
     /// Runs `body` with the path of a file holding `text`, removed afterwards.
     private func withFile(_ text: String, _ prefix: String, extension: String = "json", _ body: (String) async throws -> Void) async throws {
         let file = directory.appendingPathComponent("\(prefix)-\(UUID().uuidString).\(`extension`)")

@@ -122,6 +122,12 @@ struct CommandSession {
                 answer(supervisor.clearLocation(), as: .location)
             case .authorize(let app, let authorization):
                 answer(try await supervisor.authorizeLocation(app, authorization), as: .location)
+            case .authorizeNotifications(let app, let authorization):
+                answer(try await supervisor.authorizeNotifications(app, authorization), as: .notification)
+            case .notifications:
+                printNotifications()
+            case .tapNotification(let app, let identifier):
+                answer(try supervisor.tapNotification(app, identifier: identifier), as: .notification)
             case .audioInterrupt(let app):
                 try supervisor.audioInterruption(app, began: true)
             case .audioResume(let app):
@@ -204,6 +210,23 @@ struct CommandSession {
                 transfer.url, "\(transfer.bytesDone) of \(transfer.bytesExpected.map(String.init) ?? "?")", transfer.state,
                 transfer.waitingFor ?? "-",
             ])
+        }
+        tableLines(rows).forEach(printer.write)
+    }
+
+    private func printNotifications() {
+        let listed = supervisor.notificationListing()
+        if printer.json {
+            listed.forEach { printer.write(HostEvent.jsonLine($0)) }
+            return
+        }
+        guard !listed.isEmpty else {
+            printer.write("no pending or delivered notifications")
+            return
+        }
+        var rows = [["APP", "IDENTIFIER", "TITLE", "DUE", "STATE"]]
+        for line in listed {
+            rows.append([line.name, line.identifier, line.title, HostEvent.isoFormatter.string(from: line.due), line.state + (line.repeats ? " (repeats)" : "")])
         }
         tableLines(rows).forEach(printer.write)
     }

@@ -51,6 +51,18 @@ struct TestHostTests {
         _ = await host.shutdown()
     }
 
+    @Test("notifications: Habits asks, and the host's setting answers it")
+    func notificationAuthorization() async throws {
+        let host = try await TestHost.launch([try bundle("Habits")])
+        try await host.open("Habits")
+        let asked = try await host.nextEvent("Habits asks") { $0.event == .notification && $0.concerns("Habits") }
+        #expect(asked.detail == "asked for authorization; it is notDetermined (answer with authorize Habits notifications granted|denied)")
+        try await host.authorizeNotifications("Habits", .granted)
+        let set = try await host.nextEvent("the setting") { $0.event == .notification && $0.concerns("Habits") }
+        #expect(set.detail == "authorization granted")
+        _ = await host.shutdown()
+    }
+
     @Test("scenes: a new scene, one closed and one discarded, through TestHost's methods")
     func scenes() async throws {
         let host = try await TestHost.launch([try bundle("Pages")])

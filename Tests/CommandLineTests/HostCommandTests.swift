@@ -58,7 +58,7 @@ import Testing
         #expect(throws: CommandError("usage: run-task APP IDENTIFIER")) { try HostCommand.parse("run-task Weather") }
         #expect(throws: CommandError("usage: storage-pressure")) { try HostCommand.parse("storage-pressure 100") }
         #expect(throws: CommandError("SECONDS must be a number of seconds, not tomorrow")) { try HostCommand.parse("advance tomorrow") }
-        #expect(throws: CommandError("unknown command launch; commands: home, open, close-scene, discard-scene, scenes, interrupt, switcher, wake, terminate, memory-warning, memory-pressure, storage-pressure, fetch, run-task, expire, push, voip-push, audio-interrupt, audio-resume, location, authorize, power, network, advance, tasks, transfers, sleep, wait, ps, help, quit")) {
+        #expect(throws: CommandError("unknown command launch; commands: home, open, close-scene, discard-scene, scenes, interrupt, switcher, wake, terminate, memory-warning, memory-pressure, storage-pressure, fetch, run-task, expire, push, voip-push, audio-interrupt, audio-resume, location, authorize, notifications, tap-notification, power, network, advance, tasks, transfers, sleep, wait, ps, help, quit")) {
             try HostCommand.parse("launch Notes")
         }
     }
@@ -75,6 +75,20 @@ import Testing
         #expect(try HostCommand.parse("location set 1,2")?.settling == .everyApp)
         #expect(try HostCommand.parse("voip-push Phone call.json")?.settling == .app("Phone"))
         #expect(try HostCommand.parse("authorize Runner location always")?.settling == .app("Runner"))
+    }
+
+    @Test func notificationCommandsParse() throws {
+        #expect(try HostCommand.parse("authorize Probe notifications granted") == .authorizeNotifications("Probe", .granted))
+        #expect(try HostCommand.parse("authorize Probe notifications denied")?.settling == .app("Probe"))
+        #expect(try HostCommand.parse("notifications") == .notifications)
+        #expect(try HostCommand.parse("tap-notification Probe hello") == .tapNotification("Probe", identifier: "hello"))
+        #expect(try HostCommand.parse("tap-notification Probe hello")?.settling == .everyApp)
+        #expect(throws: CommandError("a notification authorization is granted or denied, not maybe")) {
+            try HostCommand.parse("authorize Probe notifications maybe")
+        }
+        #expect(throws: CommandError("usage: tap-notification APP IDENTIFIER")) { try HostCommand.parse("tap-notification Probe") }
+        #expect(throws: CommandError("usage: notifications")) { try HostCommand.parse("notifications all") }
+        #expect(HostCommand.helpLines.contains { $0.hasPrefix("tap-notification APP IDENTIFIER") })
     }
 
     @Test func continuousModeMistakesSayWhatIsWrong() {
@@ -94,7 +108,7 @@ import Testing
         #expect(throws: CommandError("a location authorization is always, whenInUse or denied, not sometimes")) {
             try HostCommand.parse("authorize Runner location sometimes")
         }
-        #expect(throws: CommandError("authorize sets location authorization only: authorize APP location always|whenInUse|denied")) {
+        #expect(throws: CommandError("authorize sets location or notifications authorization: authorize APP location always|whenInUse|denied | authorize APP notifications granted|denied")) {
             try HostCommand.parse("authorize Runner camera always")
         }
         #expect(throws: CommandError("usage: voip-push APP FILE.json")) { try HostCommand.parse("voip-push Phone") }

@@ -24,6 +24,10 @@ struct UIKitCorpusTests {
         var warns: [String] = []
         /// The snapshot taken when it first goes to the background.
         var snapshot: String?
+        /// Host commands sent once it is first active (a setting it waits for).
+        var commands: [String] = []
+        /// The starts of the `notification` events the host publishes for it: each comes, no other does.
+        var notifies: [String] = []
 
         var testDescription: String { "\(bundle) \(delegate ?? "AppDelegate")" }
     }
@@ -37,8 +41,8 @@ struct UIKitCorpusTests {
              ],
              snapshot: #"UINavigationController > RecipeListViewController "Recipes""#),
         Walk(bundle: "Recipes", delegate: "DelegatesLegacyMainFixture.PushAppDelegate",
-             says: ["Failed to register for remote notifications: apphost has no push service"],
-             warns: ["registerForRemoteNotifications(): apphost has no push service"]),
+             says: ["Device token: c132be5f3421b70b48ed5bf84de9f307ebf502bf3a3e76fcee999126627dc7c2"],
+             notifies: ["registered for remote notifications: device token c132be5f3421b70b48ed5bf84de9f307ebf502bf3a3e76fcee999126627dc7c2"]),
         // @UIApplicationMain on an NSObject, with scenes; the app-delegate life cycle without them.
         Walk(bundle: "Gallery", task: "com.example.gallery.refresh",
              says: ["Gallery launched in state 1", "Gallery scene in the background after 1 visit(s)", "Gallery refreshed its albums"],
@@ -51,11 +55,12 @@ struct UIKitCorpusTests {
              says: ["Calls ready, push types 1, complication PKPushTypeComplication"]),
         Walk(bundle: "Radio", delegate: "DelegatesFrameworksFixture.LocationAppDelegate"),
         // 2. NSObject delegates (Swift 6), UserNotifications.
-        Walk(bundle: "Habits", says: ["Habits: notifications granted=false", "Habits launched", "Habits in the background"],
-             warns: ["UNUserNotificationCenter.requestAuthorization: denied, as apphost shows no user notifications"]),
+        Walk(bundle: "Habits", says: ["Habits: notifications granted=true", "Habits launched", "Habits in the background"],
+             commands: ["authorize Habits notifications granted"],
+             notifies: ["asked for authorization; it is notDetermined (answer with authorize Habits notifications granted|denied)", "authorization granted"]),
         Walk(bundle: "Habits", delegate: "DelegatesAdaptorFixture.ReminderAppDelegate", task: "com.example.habits.refresh",
              says: ["ReminderAppDelegate created", "Habits: authorization status 0", "Habits: reminder scheduled"],
-             warns: ["UNUserNotificationCenter.add: request daily-reminder is kept pending and not shown"]),
+             notifies: ["kept \"daily-reminder\", due "]),
         // 7. Scenes whose windows are made in code (Swift 6), override init().
         Walk(bundle: "Notebook", task: "com.example.notebook.cleanup",
              says: ["Notebook delegate created", "Notebook cleaned up"], snapshot: #"UINavigationController > NotesViewController "Notes""#),
@@ -80,6 +85,7 @@ struct UIKitCorpusTests {
         }
         let host = try HostSession([app], scratch: scratch)
         try host.waitFor(name, "didBecomeActive")
+        walk.commands.forEach(host.send)
         if walk.bundle == "Gallery" && walk.withoutScenes { host.send("memory-warning \(name)") }
         host.send("home")
         try host.waitFor(name, "suspended")
@@ -102,6 +108,10 @@ struct UIKitCorpusTests {
         for warning in walk.warns {
             #expect(host.allEvents.contains { $0.name == name && $0.event == "warning" && $0.detail?.hasPrefix(warning) == true })
         }
+        let notified = host.allEvents.filter { $0.name == name && $0.event == "notification" }.compactMap(\.detail)
+        // Each expected event came, and no other (a request added again is kept again).
+        #expect(walk.notifies.allSatisfy { start in notified.contains { $0.hasPrefix(start) } }, "\(notified)")
+        #expect(notified.allSatisfy { detail in walk.notifies.contains { detail.hasPrefix($0) } }, "\(notified)")
         if let snapshot = walk.snapshot {
             #expect(host.allEvents.first { $0.name == name && $0.event == "snapshot" }?.detail == snapshot)
         }

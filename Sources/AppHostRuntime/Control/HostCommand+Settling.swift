@@ -16,11 +16,11 @@ extension HostCommand {
         switch self {
         case .interrupt(let app, _), .wake(let app), .terminate(let app), .fetch(let app), .runTask(let app, _),
              .expire(let app, _), .push(let app, _), .voipPush(let app, _), .audioInterrupt(let app), .audioResume(let app),
-             .authorize(let app, _), .closeScene(let app, _), .discardScene(let app, _):
+             .authorize(let app, _), .authorizeNotifications(let app, _), .closeScene(let app, _), .discardScene(let app, _):
             .app(app)
         case .memoryWarning(let app):
             app.map(Settling.app) ?? .everyApp
-        case .home, .open, .openNewScene, .scenes, .switcher, .memoryPressure, .storagePressure, .locationSet, .locationRoute, .locationClear, .power, .network, .advance, .resetClock, .tasks, .transfers, .ps:
+        case .home, .open, .openNewScene, .scenes, .switcher, .memoryPressure, .storagePressure, .locationSet, .locationRoute, .locationClear, .power, .network, .advance, .resetClock, .tasks, .transfers, .notifications, .tapNotification, .ps:
             .everyApp
         case .sleep, .wait, .help, .quit:
             .nothing

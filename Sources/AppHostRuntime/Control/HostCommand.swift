@@ -51,6 +51,12 @@ package enum HostCommand: Sendable, Equatable {
     case locationClear
     /// Set an app's location authorization.
     case authorize(String, LocationAuthorization)
+    /// Set an app's notification authorization.
+    case authorizeNotifications(String, NotificationAuthorization)
+    /// List the pending and delivered user notifications.
+    case notifications
+    /// Tap an app's delivered notification: open the app, which hears `didReceive`.
+    case tapNotification(String, identifier: String)
     /// Set the simulated power source.
     case power(PowerState)
     /// Set the simulated network.
@@ -97,7 +103,10 @@ package enum HostCommand: Sendable, Equatable {
         ("audio-interrupt APP", "interrupt APP's audio session (interruption began)"),
         ("audio-resume APP", "end the interruption of APP's audio session (interruption ended)"),
         ("location set LAT,LON | route FILE.gpx [--speed M/S] | clear", "move the simulated device, replay a route, or clear it"),
-        ("authorize APP location always|whenInUse|denied", "set APP's location authorization (kept by the host)"),
+        ("authorize APP location always|whenInUse|denied | notifications granted|denied",
+         "set APP's location or notification authorization (kept by the host; answers a request that waits)"),
+        ("notifications", "list the pending and delivered user notifications: app, identifier, title, due, state"),
+        ("tap-notification APP IDENTIFIER", "tap APP's delivered notification: open APP (launching it if needed); didReceive once it is active"),
         ("power plugged|battery", "set the simulated power source"),
         ("network online|offline", "set the simulated network"),
         ("advance SECONDS", "move the scheduler's clock on"),
@@ -232,9 +241,15 @@ package enum HostCommand: Sendable, Equatable {
                 throw CommandError("usage: \(usage)")
             }
         case "authorize":
-            try count(3...3, "authorize APP location always|whenInUse|denied")
+            try count(3...3, "authorize APP location always|whenInUse|denied | authorize APP notifications granted|denied")
+            if arguments[1] == "notifications" {
+                guard let authorization = NotificationAuthorization(rawValue: arguments[2]) else {
+                    throw CommandError("a notification authorization is granted or denied, not \(arguments[2])")
+                }
+                return .authorizeNotifications(arguments[0], authorization)
+            }
             guard arguments[1] == "location" else {
-                throw CommandError("authorize sets location authorization only: authorize APP location always|whenInUse|denied")
+                throw CommandError("authorize sets location or notifications authorization: authorize APP location always|whenInUse|denied | authorize APP notifications granted|denied")
             }
             guard let authorization = LocationAuthorization(rawValue: arguments[2]) else {
                 throw CommandError("a location authorization is always, whenInUse or denied, not \(arguments[2])")
@@ -255,6 +270,12 @@ package enum HostCommand: Sendable, Equatable {
         case "tasks":
             try count(0...0, "tasks")
             return .tasks
+        case "notifications":
+            try count(0...0, "notifications")
+            return .notifications
+        case "tap-notification":
+            try count(2...2, "tap-notification APP IDENTIFIER")
+            return .tapNotification(arguments[0], identifier: arguments[1])
         case "transfers":
             try count(0...0, "transfers")
             return .transfers

@@ -13,6 +13,9 @@ final class HostStores: Sendable {
     let location: StateStore<[String: LocationAuthorization]>
     /// STATE/transfers/: a record a file, with part files and upload bodies.
     let transfers: TransferStore
+    /// STATE/notifications.json: each app's notification authorization, pending and delivered
+    /// notifications, by bundle identifier.
+    let notifications: StateStore<[String: AppNotifications]>
 
     init(stateDirectory: URL) {
         schedule = ScheduleStore(stateDirectory: stateDirectory)
@@ -21,6 +24,8 @@ final class HostStores: Sendable {
             json: stateDirectory.appendingPathComponent("location-authorization.json").path, what: "the location authorizations",
             readable: true)
         transfers = TransferStore(stateDirectory: stateDirectory)
+        notifications = StateStore(
+            json: stateDirectory.appendingPathComponent("notifications.json").path, what: "the notifications", readable: true)
     }
 
     /// Where a write that fails is reported (the host publishes a warning).
@@ -29,6 +34,7 @@ final class HostStores: Sendable {
         scenes.onFailure(report)
         location.onFailure(report)
         transfers.onFailure(report)
+        notifications.onFailure(report)
     }
 
     /// Returns once every save queued so far is written.
@@ -37,5 +43,6 @@ final class HostStores: Sendable {
         scenes.flush()
         location.flush()
         transfers.flush()
+        notifications.flush()
     }
 }

@@ -36,7 +36,7 @@ enum ControlStage: Equatable {
         case .warning, .log: self == .loading || self == .running
         case .ack, .ackThenNext, .taskBegan, .taskEnded, .expirationHandlers, .fetchInterval, .workCompleted, .registerTask, .submitTask, .cancelTask,
              .audio, .callReported, .callEnded, .locationManager, .requestLocationAuthorization, .sceneSessions,
-             .transferCreated, .transferCancelled, .transferDelivered, .transferChallengeAnswered:
+             .transferCreated, .transferCancelled, .transferDelivered, .transferChallengeAnswered, .notification:
             self == .running
         }
     }
@@ -82,6 +82,7 @@ extension AppMessage {
         case .transferCancelled: "transferCancelled"
         case .transferDelivered: "transferDelivered"
         case .transferChallengeAnswered: "transferChallengeAnswered"
+        case .notification: "notification"
         }
     }
 }

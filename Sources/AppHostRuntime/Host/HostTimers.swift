@@ -13,6 +13,8 @@ enum HostDeadline: Hashable, Sendable {
     case scheduler
     /// The next position of a replayed route.
     case route
+    /// The next pending user notification that becomes due.
+    case notifications
     /// Work to run later (`after`): a command's timeout, a suspension looked at again, a cgroup
     /// the kernel still holds removed again.
     case work(Int)

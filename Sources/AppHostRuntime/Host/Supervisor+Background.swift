@@ -120,7 +120,7 @@ extension Supervisor {
     public func advance(by duration: Duration) -> String {
         queue.sync {
             scheduler.advance(by: duration)
-            let started = runDueWork() + reconsiderTransfers()
+            let started = runDueWork() + reconsiderTransfers() + deliverDueNotifications()
             let now = HostEvent.isoFormatter.string(from: Date(timeIntervalSince1970: scheduler.now))
             // Requests whose date has come but whose identifier ran too recently: say so, or
             // "nothing became due" would hide why they did not run.

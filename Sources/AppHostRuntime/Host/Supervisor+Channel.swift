@@ -126,6 +126,8 @@ extension Supervisor {
             receiveLocationManager(LocationRequest(updating: updating, background: background, significant: significant), record, run)
         case .requestLocationAuthorization(let always):
             receiveAuthorizationRequest(always: always, record, run)
+        case .notification(let ask):
+            receiveNotificationAsk(ask, record, run)
         case .audio(let active, let playing):
             handle(record, run, .audio(active: active, playing: playing))
         case .sceneSessions(let sessions):

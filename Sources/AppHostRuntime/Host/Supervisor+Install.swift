@@ -24,6 +24,8 @@ extension Supervisor {
             storage.reserveUser(for: bundle)
             queueSchedulerPass()
             queueTransferPass()
+            // Its kept notifications (of an earlier host) may be due, or due later.
+            queue.async { [weak self] in self?.deliverDueNotifications() }
         }
     }
 

@@ -47,6 +47,7 @@ extension Supervisor {
             case .pressure: stepPressure()
             case .scheduler: runDueWork()
             case .route: stepRoute()
+            case .notifications: deliverDueNotifications()
             case .work(let number): timers.run(number)
             }
         }
@@ -176,6 +177,7 @@ extension Supervisor {
             run.lastState = event.state
             run.stateSince = clock.now
             stateChanged(record, run, from: previous)
+            if event.state == .active { deliverTaps(record, run) }
             queueSchedulerPass()
             queueTransferPass()
         }

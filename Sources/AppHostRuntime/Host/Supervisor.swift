@@ -41,6 +41,8 @@ public final class Supervisor: @unchecked Sendable {
     let stores: HostStores
     /// The simulated device's position, its route, the apps' authorizations (LocationSimulator).
     let location: LocationSimulator
+    /// Notification authorizations, pending and delivered notifications (UserNotificationService).
+    let notifications: UserNotificationService
     /// The scene sessions of the apps that adopt scenes (SceneStore).
     let scenes: SceneStore
     let reports: ReportStore
@@ -121,11 +123,12 @@ public final class Supervisor: @unchecked Sendable {
         stores = HostStores(stateDirectory: configuration.stateDirectory)
         location = LocationSimulator(store: stores.location)
         scenes = SceneStore(store: stores.scenes)
+        notifications = UserNotificationService(store: stores.notifications)
         transfers = Transfers(store: stores.transfers, service: configuration.transferRunner)
         scheduler = Scheduler(
             store: stores.schedule, policy: policy, refreshAvailable: configuration.backgroundAppRefresh,
             power: configuration.power, network: configuration.network)
-        warnings += [location.loadWarning, scenes.loadWarning].compactMap { $0 } + transfers.loadWarnings
+        warnings += [location.loadWarning, scenes.loadWarning, notifications.loadWarning].compactMap { $0 } + transfers.loadWarnings
             + [scheduler.loadWarning, storage.usersLoadWarning].compactMap { $0 }
             + scheduler.returned.map { "\($0.app): \($0.identifiers.joined(separator: ", ")) taken to run by a host that ended before the app began \($0.identifiers.count == 1 ? "it" : "them"): pending again" }
         let sandboxNote = environment.sandboxNote(

@@ -41,6 +41,9 @@ public struct EventName: RawRepresentable, Hashable, Sendable, Codable, CustomSt
     public static let call = EventName(rawValue: "call")
     /// Location: updates started or stopped, a position delivered, authorization changed.
     public static let location = EventName(rawValue: "location")
+    /// User notifications: authorization asked for or set, a request kept, removed, delivered
+    /// or tapped, a device token handed out.
+    public static let notification = EventName(rawValue: "notification")
     // The life cycle.
     public static let interrupted = EventName(rawValue: "interrupted")
     /// The app switcher opened over the app (`switcher`, or a user's `terminate` of the active app).

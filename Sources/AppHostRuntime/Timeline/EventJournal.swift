@@ -23,7 +23,7 @@ public final class EventJournal: Sendable {
     /// The events an app makes as often as it likes (a loop of log records, of transfers).
     static let appMade: Set<EventName> = [
         .log, .warning, .transfer, .backgroundTaskBegan, .backgroundTaskEnded, .taskSubmitted, .taskCancelled,
-        .fetchInterval, .scene, .snapshot, .violation, .didUpdateLocations,
+        .fetchInterval, .scene, .snapshot, .violation, .didUpdateLocations, .notification,
     ]
 
     private final class State {

@@ -61,6 +61,7 @@ final class AppDelegate: ApplicationDelegate {
         if behavior["spinIn"] as? String == name { spinForever() }
         backgroundSetup(in: name, application)
         continuous.step(name)
+        notificationProbes(in: name)
         storageProbes(in: name)
         loggingProbes(in: name)
     }
