@@ -2,12 +2,27 @@ import AppHostKit
 import Foundation
 import Testing
 
-/// A delegate that registers for remote notifications and records its token.
+/// A delegate that asks for notification authorization and registers for remote notifications
+/// from its launch, and records what it heard. Its work runs in a task made in its callback,
+/// which is therefore this application's (`Application.shared` and the notification center are,
+/// whatever other tests run meanwhile).
 @MainActor
 final class TokenDelegate: ApplicationDelegate {
     var tokens: [Data] = []
+    var heard: (before: UNAuthorizationStatus, granted: Bool, after: UNAuthorizationStatus)?
 
     init() {}
+
+    func application(_ application: Application, didFinishLaunchingWithOptions launchOptions: [Application.LaunchOptionsKey: Any]?) -> Bool {
+        Task { @MainActor in
+            let center = UNUserNotificationCenter.current()
+            let before = await center.notificationSettings().authorizationStatus
+            let granted = (try? await center.requestAuthorization(options: [.alert])) ?? true
+            heard = (before, granted, await center.notificationSettings().authorizationStatus)
+            application.registerForRemoteNotifications()
+        }
+        return true
+    }
 
     func application(_ application: Application, didRegisterForRemoteNotificationsWithDeviceToken deviceToken: Data) {
         tokens.append(deviceToken)
@@ -23,16 +38,13 @@ struct DetachedNotificationTests {
     func authorizationIsDeniedAndRegistrationGivesTheHostsToken() async throws {
         let app = DetachedApplication<TokenDelegate>(infoDictionary: ["CFBundleIdentifier": "test.recipesvariant"])
         app.launch()
-        #expect(await UNUserNotificationCenter.current().notificationSettings().authorizationStatus == .notDetermined)
-        #expect(try await UNUserNotificationCenter.current().requestAuthorization(options: [.alert]) == false)
-        #expect(await UNUserNotificationCenter.current().notificationSettings().authorizationStatus == .denied)
+        while app.delegate.heard == nil || app.delegate.tokens.isEmpty { await Task.yield() }
+        let heard = try #require(app.delegate.heard)
+        #expect(heard.before == .notDetermined && heard.granted == false && heard.after == .denied)
         #expect(app.warnings.contains("UNUserNotificationCenter.requestAuthorization: a detached application has no host to authorize it: denied"))
-        Application.shared.registerForRemoteNotifications()
-        while app.delegate.tokens.isEmpty { await Task.yield() }
         // The same token as the host hands test.recipesvariant (UIKitCorpusTests' PushAppDelegate walk).
         #expect(app.delegate.tokens.map { $0.map { String(format: "%02x", $0) }.joined() } == [
             "c132be5f3421b70b48ed5bf84de9f307ebf502bf3a3e76fcee999126627dc7c2",
         ])
-        #expect(Application.shared.isRegisteredForRemoteNotifications)
     }
 }

@@ -215,7 +215,7 @@ struct BadInputTests {
         try Data("wait Probe active\nfly Probe\n".utf8).write(to: script)
         let result = try runApphost(["launch", "--state-dir", scratch.stateDirectory.path, "--script", script.path, try scratch.bundle("Probe").path])
         #expect(result.status == 1)
-        #expect(result.error.contains("apphost: \(script.path):2: unknown command fly; commands: home, open, close-scene, discard-scene, scenes, interrupt, switcher, wake, terminate, memory-warning, memory-pressure, storage-pressure, fetch, run-task, expire, push, voip-push, audio-interrupt, audio-resume, location, authorize, power, network, advance, tasks, transfers, sleep, wait, ps, help, quit"))
+        #expect(result.error.contains("apphost: \(script.path):2: unknown command fly; commands: home, open, close-scene, discard-scene, scenes, interrupt, switcher, wake, terminate, memory-warning, memory-pressure, storage-pressure, fetch, run-task, expire, push, voip-push, audio-interrupt, audio-resume, location, authorize, notifications, tap-notification, power, network, advance, tasks, transfers, sleep, wait, ps, help, quit"))
     }
 
     @Test func aWaitThatTimesOutFailsTheHost() throws {
