@@ -290,6 +290,23 @@ int apphost_list_open_files(pid_t pid, struct apphost_open_file *files, int capa
     return count;
 }
 
+/// Reads a unix_diag_msg's attributes into `entry`.
+static void read_unix_diag(struct nlmsghdr *header, struct apphost_unix_socket *entry) {
+    struct unix_diag_msg *socket_message = NLMSG_DATA(header);
+    entry->inode = socket_message->udiag_ino;
+    int attributes = (int)(header->nlmsg_len - NLMSG_LENGTH(sizeof *socket_message));
+    for (struct rtattr *attribute = (void *)(socket_message + 1); RTA_OK(attribute, attributes); attribute = RTA_NEXT(attribute, attributes)) {
+        if (attribute->rta_type == UNIX_DIAG_PEER) {
+            memcpy(&entry->peer, RTA_DATA(attribute), sizeof entry->peer);
+        } else if (attribute->rta_type == UNIX_DIAG_VFS) {
+            struct unix_diag_vfs vfs;
+            memcpy(&vfs, RTA_DATA(attribute), sizeof vfs);
+            entry->device = makedev(vfs.udiag_vfs_dev >> 20, vfs.udiag_vfs_dev & 0xfffff);
+            entry->inode_of_path = vfs.udiag_vfs_ino;
+        }
+    }
+}
+
 int apphost_list_unix_sockets(struct apphost_unix_socket *sockets, int capacity) {
     int fd = socket(AF_NETLINK, SOCK_DGRAM | SOCK_CLOEXEC, NETLINK_SOCK_DIAG);
     if (fd < 0) return -1;
@@ -335,27 +352,57 @@ int apphost_list_unix_sockets(struct apphost_unix_socket *sockets, int capacity)
                 errno = -error->error;
                 return -1;
             }
-            struct unix_diag_msg *socket_message = NLMSG_DATA(header);
-            struct apphost_unix_socket entry = {.inode = socket_message->udiag_ino};
-            int attributes = (int)(header->nlmsg_len - NLMSG_LENGTH(sizeof *socket_message));
-            for (struct rtattr *attribute = (void *)(socket_message + 1); RTA_OK(attribute, attributes);
-                 attribute = RTA_NEXT(attribute, attributes)) {
-                if (attribute->rta_type == UNIX_DIAG_PEER) {
-                    memcpy(&entry.peer, RTA_DATA(attribute), sizeof entry.peer);
-                } else if (attribute->rta_type == UNIX_DIAG_VFS) {
-                    struct unix_diag_vfs vfs;
-                    memcpy(&vfs, RTA_DATA(attribute), sizeof vfs);
-                    // The kernel's own dev_t (major << 20 | minor), re-encoded as stat(2) gives it.
-                    entry.device = makedev(vfs.udiag_vfs_dev >> 20, vfs.udiag_vfs_dev & 0xfffff);
-                    entry.inode_of_path = vfs.udiag_vfs_ino;
-                }
-            }
+            struct apphost_unix_socket entry = {0};
+            read_unix_diag(header, &entry);
             if (count < capacity) sockets[count] = entry;
             count++;
         }
     }
     close(fd);
     return count;
+}
+
+int apphost_find_unix_socket(uint32_t inode, struct apphost_unix_socket *socket_entry) {
+    int fd = socket(AF_NETLINK, SOCK_DGRAM | SOCK_CLOEXEC, NETLINK_SOCK_DIAG);
+    if (fd < 0) return -1;
+    struct {
+        struct nlmsghdr header;
+        struct unix_diag_req request;
+    } message;
+    memset(&message, 0, sizeof message);
+    message.header.nlmsg_len = sizeof message;
+    message.header.nlmsg_type = SOCK_DIAG_BY_FAMILY;
+    message.header.nlmsg_flags = NLM_F_REQUEST;
+    message.request.sdiag_family = AF_UNIX;
+    message.request.udiag_ino = inode;
+    message.request.udiag_show = UDIAG_SHOW_PEER | UDIAG_SHOW_VFS;
+    // No cookie to check: the socket is named by its inode alone.
+    message.request.udiag_cookie[0] = message.request.udiag_cookie[1] = ~0U;
+    struct sockaddr_nl kernel = {.nl_family = AF_NETLINK};
+    long buffer[1024];
+    ssize_t length = -1;
+    if (sendto(fd, &message, sizeof message, 0, (struct sockaddr *)&kernel, sizeof kernel) >= 0) {
+        do { length = recv(fd, buffer, sizeof buffer, 0); } while (length < 0 && errno == EINTR);
+    }
+    int saved = errno;
+    close(fd);
+    if (length < 0) {
+        errno = saved;
+        return -1;
+    }
+    struct nlmsghdr *header = (void *)buffer;
+    if (!NLMSG_OK(header, (int)length)) {
+        errno = EPROTO;
+        return -1;
+    }
+    if (header->nlmsg_type == NLMSG_ERROR) {
+        struct nlmsgerr *error = NLMSG_DATA(header);
+        errno = error->error ? -error->error : ENOENT;
+        return -1;
+    }
+    memset(socket_entry, 0, sizeof *socket_entry);
+    read_unix_diag(header, socket_entry);
+    return 0;
 }
 
 int apphost_eventfd(void) { return eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK); }

@@ -119,11 +119,12 @@ public struct SharedResourceCheck: Sendable {
             }
         }
         if !sockets.isEmpty {
-            let table = unixSockets()
             for socket in sockets {
-                guard let entry = table[socket.inode] else { continue }
+                // Each end looked up by its inode: a dump of every socket may skip one while
+                // others come and go.
+                guard let entry = Self.unixSocket(socket.inode) else { continue }
                 // Connected to the declared socket (its peer is bound there), or bound there itself.
-                let ends = [entry] + (table[entry.peer].map { [$0] } ?? [])
+                let ends = [entry] + (entry.peer == 0 ? [] : Self.unixSocket(entry.peer).map { [$0] } ?? [])
                 if let declared = ends.lazy.compactMap({ declaredSockets[FileID(device: $0.device, inode: $0.inode_of_path)] }).first {
                     held.append(HeldResource(what: .sharedResource(declared: declared), path: declared, pid: socket.pid, fd: socket.fd))
                 }
@@ -184,16 +185,9 @@ public struct SharedResourceCheck: Sendable {
         return String(decoding: buffer[0..<count].map { UInt8(bitPattern: $0) }, as: UTF8.self)
     }
 
-    private func unixSockets() -> [UInt32: apphost_unix_socket] {
-        var capacity = 1024
-        while true {
-            var sockets = [apphost_unix_socket](repeating: apphost_unix_socket(), count: capacity)
-            let count = Int(apphost_list_unix_sockets(&sockets, Int32(capacity)))
-            if count < 0 { return [:] }
-            if count <= capacity {
-                return Dictionary(sockets.prefix(count).map { ($0.inode, $0) }, uniquingKeysWith: { first, _ in first })
-            }
-            capacity = count + 256
-        }
+    /// The Unix-domain socket with this inode, if it is there.
+    private static func unixSocket(_ inode: UInt32) -> apphost_unix_socket? {
+        var entry = apphost_unix_socket()
+        return apphost_find_unix_socket(inode, &entry) == 0 ? entry : nil
     }
 }

@@ -116,6 +116,10 @@ struct apphost_unix_socket {
 /// UDIAG_SHOW_VFS). Returns how many there are, which may exceed `capacity`; -1 and errno on
 /// failure.
 int apphost_list_unix_sockets(struct apphost_unix_socket *sockets, int capacity);
+/// The Unix-domain socket with this inode (an exact NETLINK_SOCK_DIAG request, not a dump: a
+/// dump of a machine whose sockets come and go may skip one). Returns 0, or -1 and errno
+/// (ENOENT: no such socket, or it is gone).
+int apphost_find_unix_socket(uint32_t inode, struct apphost_unix_socket *socket);
 
 /// eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)
 int apphost_eventfd(void);
