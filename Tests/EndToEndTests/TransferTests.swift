@@ -257,6 +257,8 @@ struct TransferTests {
         let delivered = try host.waitFor("the delivery", timeout: 20) { $0.name == "Late" && $0.event == "transfer" && $0.detail?.hasSuffix("delivered") == true }
         #expect(delivered.state == "background")
         #expect(transferEvents(host, "Late").contains { $0.contains("its transfers finished") })
+        // The session's end of events comes after the delivery is acknowledged.
+        try scratch.waitForRecorded("Late", "completed events")
         #expect(sessionLines(scratch, "Late") == [
             "resumed task=1 download",
             "handleEvents com.example.probe.transfers background main=true",
