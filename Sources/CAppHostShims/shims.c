@@ -307,7 +307,10 @@ static void read_unix_diag(struct nlmsghdr *header, struct apphost_unix_socket *
     }
 }
 
-int apphost_list_unix_sockets(struct apphost_unix_socket *sockets, int capacity) {
+/// Opens a NETLINK_SOCK_DIAG socket and sends a Unix-socket request for UDIAG_SHOW_PEER and
+/// UDIAG_SHOW_VFS: a dump of every socket (`inode` 0), or the one socket with `inode`.
+/// Returns the socket, or -1 and errno.
+static int request_unix_diag(uint32_t inode) {
     int fd = socket(AF_NETLINK, SOCK_DGRAM | SOCK_CLOEXEC, NETLINK_SOCK_DIAG);
     if (fd < 0) return -1;
     struct {
@@ -317,10 +320,13 @@ int apphost_list_unix_sockets(struct apphost_unix_socket *sockets, int capacity)
     memset(&message, 0, sizeof message);
     message.header.nlmsg_len = sizeof message;
     message.header.nlmsg_type = SOCK_DIAG_BY_FAMILY;
-    message.header.nlmsg_flags = NLM_F_REQUEST | NLM_F_DUMP;
+    message.header.nlmsg_flags = NLM_F_REQUEST | (inode == 0 ? NLM_F_DUMP : 0);
     message.request.sdiag_family = AF_UNIX;
-    message.request.udiag_states = ~0U;
+    message.request.udiag_states = inode == 0 ? ~0U : 0;
+    message.request.udiag_ino = inode;
     message.request.udiag_show = UDIAG_SHOW_PEER | UDIAG_SHOW_VFS;
+    // An exact request names the socket by its inode alone: no cookie to check.
+    if (inode != 0) message.request.udiag_cookie[0] = message.request.udiag_cookie[1] = ~0U;
     struct sockaddr_nl kernel = {.nl_family = AF_NETLINK};
     if (sendto(fd, &message, sizeof message, 0, (struct sockaddr *)&kernel, sizeof kernel) < 0) {
         int saved = errno;
@@ -328,6 +334,12 @@ int apphost_list_unix_sockets(struct apphost_unix_socket *sockets, int capacity)
         errno = saved;
         return -1;
     }
+    return fd;
+}
+
+int apphost_list_unix_sockets(struct apphost_unix_socket *sockets, int capacity) {
+    int fd = request_unix_diag(0);
+    if (fd < 0) return -1;
     int count = 0;
     long buffer[4096];
     for (;;) {
@@ -363,27 +375,11 @@ int apphost_list_unix_sockets(struct apphost_unix_socket *sockets, int capacity)
 }
 
 int apphost_find_unix_socket(uint32_t inode, struct apphost_unix_socket *socket_entry) {
-    int fd = socket(AF_NETLINK, SOCK_DGRAM | SOCK_CLOEXEC, NETLINK_SOCK_DIAG);
+    int fd = request_unix_diag(inode);
     if (fd < 0) return -1;
-    struct {
-        struct nlmsghdr header;
-        struct unix_diag_req request;
-    } message;
-    memset(&message, 0, sizeof message);
-    message.header.nlmsg_len = sizeof message;
-    message.header.nlmsg_type = SOCK_DIAG_BY_FAMILY;
-    message.header.nlmsg_flags = NLM_F_REQUEST;
-    message.request.sdiag_family = AF_UNIX;
-    message.request.udiag_ino = inode;
-    message.request.udiag_show = UDIAG_SHOW_PEER | UDIAG_SHOW_VFS;
-    // No cookie to check: the socket is named by its inode alone.
-    message.request.udiag_cookie[0] = message.request.udiag_cookie[1] = ~0U;
-    struct sockaddr_nl kernel = {.nl_family = AF_NETLINK};
     long buffer[1024];
-    ssize_t length = -1;
-    if (sendto(fd, &message, sizeof message, 0, (struct sockaddr *)&kernel, sizeof kernel) >= 0) {
-        do { length = recv(fd, buffer, sizeof buffer, 0); } while (length < 0 && errno == EINTR);
-    }
+    ssize_t length;
+    do { length = recv(fd, buffer, sizeof buffer, 0); } while (length < 0 && errno == EINTR);
     int saved = errno;
     close(fd);
     if (length < 0) {
