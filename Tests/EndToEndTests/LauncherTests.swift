@@ -525,7 +525,7 @@ struct LauncherTests {
         try host.waitFor("First", "didBecomeActive")
         let first = try #require(templates(of: host).first)
         kill(first, SIGKILL)
-        let ended = try host.waitFor("the template's end") { $0.event == "launcher" }
+        let ended = try host.waitFor("the template's end") { $0.event == "launcher" && $0.detail?.hasPrefix("exec:") == true }
         #expect(ended.detail == "exec: the launch template (pid \(first)) killed by signal 9 (Killed); apps launch by exec until it is back")
         let again = try host.waitFor("the template's restart") { $0.event == "launcher" && $0.detail?.hasPrefix("template: started again") == true }
         let second = try #require(templates(of: host).first, "no template after \(again.detail ?? "")")

@@ -36,6 +36,7 @@ extension Launchpad {
         }
         guard let running = template?.current else {
             if configuration.launcher == .exec { return "exec" }
+            if isStartingTemplate { return "template (starting; each launch's app process made ahead)" }
             return apphost_clone3_available() != 0 ? "exec (the launch template is not running)" : "exec (this kernel has no clone3)"
         }
         let binary = configuration.appExecutable == configuration.executable ? "; app processes run apphost itself: apphost-app is not beside it" : ""

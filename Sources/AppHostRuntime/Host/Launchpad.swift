@@ -50,6 +50,7 @@ final class Launchpad: @unchecked Sendable {
     init(_ context: Context, template: TemplateLauncher?) {
         self.context = context
         self.template = template
+        isStartingTemplate = template != nil
     }
 
     var configuration: Supervisor.Configuration { context.configuration }
@@ -69,12 +70,32 @@ final class Launchpad: @unchecked Sendable {
 
     // MARK: The template
 
-    /// Starts the template at the host's start, on the spawn thread, and watches for its end.
-    /// Returns its pid, or why it could not start. The host's start waits for it (before the
-    /// host serves anything): the `started` event says which launcher apps launch with.
-    func startTemplateAtHostStart() -> Result<pid_t, SystemError> {
-        guard let template else { return .failure(SystemError("no launch template", errno: ENOENT)) }
-        return templateStarted(context.spawner.run { Result { () throws(SystemError) in try template.start() } })
+    /// Whether the template is to be or being started at the host's start, on the spawn thread:
+    /// a launch that comes meanwhile waits for it without holding the loop (`afterSpawnThread`).
+    private(set) var isStartingTemplate: Bool
+
+    /// Starts the template at the host's start, on the spawn thread, and watches for its end;
+    /// nothing waits for it. Once it runs, a `launcher` event names it (its pid); if it cannot
+    /// start, a warning says why and apps launch by exec.
+    private func startTemplateAtHostStart() {
+        guard let template else { return }
+        let queue = context.queue
+        context.spawner.async { [weak self] in
+            let started = Result { () throws(SystemError) in try template.start() }
+            queue.async { [weak self] in
+                guard let self, !isOver else {
+                    if case .success = started { template.stop() }
+                    return
+                }
+                isStartingTemplate = false
+                switch templateStarted(started) {
+                case .success: say(note)
+                case .failure(let error):
+                    context.publish(HostEvent(
+                        time: Date(), event: .warning, detail: "the launch template cannot start (\(error)): apps launch by exec"))
+                }
+            }
+        }
     }
 
     /// Starts the template again, on the spawn thread; `then` hears how, on the loop, which
@@ -262,11 +283,16 @@ final class Launchpad: @unchecked Sendable {
         if standby == nil, !isMakingStandby, template != nil || configuration.launcher == .standby { prepareStandby() }
     }
 
-    /// Makes the first standby, under the standby launcher (the template's first is made once
-    /// it has started).
+    /// What is made ahead from the host's start: the template (whose first standby is made once
+    /// it has started), or the first standby under the standby launcher.
     func start() {
+        startTemplateAtHostStart()
         if configuration.launcher == .standby { prepareStandby() }
     }
+
+    /// Whether the spawn thread is making what a launch now would take (the standby, the
+    /// template at the host's start): the launch waits for it first (`afterSpawnThread`).
+    var isPreparing: Bool { isMakingStandby || isStartingTemplate }
 
     /// Whether the spawn thread is making the standby: a launch that comes meanwhile waits for
     /// it without holding the loop (`afterSpawnThread`), and takes it.

@@ -36,23 +36,6 @@ final class SpawnThread: @unchecked Sendable {
         condition.signal()
         condition.unlock()
     }
-
-    /// Runs `body` on the spawn thread and waits for its result. Only the host's start waits so
-    /// (for the launch template, before the host serves anything): the loop never does; it
-    /// queues its work with `async` and takes the result back as an input of its own.
-    func run<Result: Sendable>(_ body: @escaping @Sendable () -> Result) -> Result {
-        let done = DispatchSemaphore(value: 0)
-        nonisolated(unsafe) var result: Result?
-        condition.lock()
-        jobs.append {
-            result = body()
-            done.signal()
-        }
-        condition.signal()
-        condition.unlock()
-        done.wait()
-        return result!
-    }
 }
 
 /// The descriptors of a freshly spawned app process, owned by the supervisor.

@@ -43,8 +43,9 @@ extension Supervisor {
     }
 
     func spawn(_ record: AppRecord, _ run: AppRun, reason: String) {
-        // A standby being made is this launch's: it waits for it off the loop, and takes it.
-        if launchpad.isMakingStandby {
+        // A standby (or the template) being made is this launch's: it waits for it off the
+        // loop, and takes it.
+        if launchpad.isPreparing {
             run.isSpawning = true
             launchpad.afterSpawnThread { [weak self, weak record, weak run] in
                 guard let self, let record, let run else { return }

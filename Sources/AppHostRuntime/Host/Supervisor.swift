@@ -146,12 +146,6 @@ public final class Supervisor: @unchecked Sendable {
         let backgroundNote = "power \(configuration.power.rawValue), network \(configuration.network.rawValue), "
             + "background app refresh \(configuration.backgroundAppRefresh ? "on" : "off"), \(pending) pending task request\(pending == 1 ? "" : "s"), "
             + "scheduler clock \(schedulerClock.description)"
-        var launcherFailure: String?
-        // On the queue, as every later start is: the template's end is handled there.
-        if template != nil, case .failure(let error) = queue.sync(execute: { launchpad.startTemplateAtHostStart() }) {
-            launcherFailure = "the launch template cannot start (\(error)): apps launch by exec"
-        }
-        queue.sync { launchpad.start() }
         let started = HostEvent(
             time: Date(), event: .started,
             detail: "suspension: \(suspensionNote); sandbox: \(sandboxNote); memory: \(memoryNote); background: \(backgroundNote); "
@@ -160,19 +154,21 @@ public final class Supervisor: @unchecked Sendable {
                 + "launcher: \(launchpad.note); capacity: \(capacity.description)",
             host: HostSummary(
                 launcher: configuration.launcher == .standby
-                    ? Launcher.standby.rawValue : launchpad.runningTemplate != nil ? Launcher.template.rawValue : Launcher.exec.rawValue,
+                    ? Launcher.standby.rawValue : template != nil ? Launcher.template.rawValue : Launcher.exec.rawValue,
                 suspension: suspensionMechanism.rawValue, sandbox: sandboxNote, memory: memoryEnforcement.rawValue,
                 storage: storageMechanism.rawValue, instance: configuration.instance, stateDirectory: configuration.stateDirectory.path,
                 schedulerClock: schedulerClock.offset == .zero ? nil : HostEvent.isoFormatter.string(from: schedulerClock.now),
                 capacity: capacity.apps, capacityBoundBy: capacity.boundBy))
         // Then the event, then what it means for the apps to come.
-        let later = [launcherFailure].compactMap { $0 }
-            + (storageProbe.mechanism == .accounting && configuration.storageMechanism == nil ? ["storage: accounting only, \(storageNote)"] : [])
+        let later = (storageProbe.mechanism == .accounting && configuration.storageMechanism == nil ? ["storage: accounting only, \(storageNote)"] : [])
             + policy.sharedResources.filter { access($0, F_OK) != 0 }
                 .map { "the shared resource \($0) does not exist (yet); it is checked at each suspension" }
         let events = warnings.map { HostEvent(time: Date(), event: .warning, detail: $0) } + [started]
             + later.map { HostEvent(time: Date(), event: .warning, detail: $0) }
         queue.async { events.forEach(observer) }
+        // On the queue, as every later start is, after the events: what the template's start
+        // says comes after `started`.
+        queue.sync { launchpad.start() }
         queue.setSpecific(key: Self.queueKey, value: ())
         // A store that cannot be written says so; what it holds lives on in this host.
         stores.onFailure { [weak self, queue] line in
