@@ -184,6 +184,7 @@ enum AppMain {
     /// thread woke to see the socket readable, and again to re-arm the source once its handler
     /// had run on the main thread), and its decoding was done on the main thread.
     private static func startReading(fd: Int32) {
+        let socket = identity(of: fd)  // now: the thread may begin after the app closed its fd 3
         let reader = Thread {
             var receiver = FrameReceiver(channel: ControlChannel(fd: fd))
             // Waits in epoll, never in a read or poll on the socket: those hold the socket open
@@ -191,10 +192,10 @@ enum AppMain {
             // open and the host would not see it close. An epoll set holds no reference.
             let epoll = apphost_epoll_create()
             guard epoll >= 0, apphost_epoll_add(epoll, fd, 0) == 0 else {
+                guard isStill(socket, fd) else { return }  // the app closed it first: the host sees it
                 end("AppHostKit: cannot wait on the control socket (errno \(errno))\n", status: 70)
                 return
             }
-            let socket = identity(of: fd)
             var key: UInt64 = 0
             while true {
                 if apphost_epoll_wait(epoll, &key, 1) < 0 {

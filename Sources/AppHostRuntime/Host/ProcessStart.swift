@@ -7,7 +7,7 @@ import CAppHostShims
 /// One app process to start, as the loop prepared it, run on the spawn thread (`run`): the loop
 /// never waits for a fork, an exec, the template's answer or a move between cgroups (one waits
 /// out an RCU grace period, milliseconds). The loop hands it over with `SpawnThread.async` and
-/// takes the result back as an input of its own (Supervisor.started).
+/// takes the result back as an input of its own (Launchpad.launch, Supervisor.launched).
 ///
 /// What it holds is the launch's alone until it comes back (the groups were made or taken for
 /// it), hence `@unchecked Sendable`.

@@ -24,8 +24,6 @@ public final class Supervisor: @unchecked Sendable {
     let queue = DispatchQueue(label: "apphost.supervisor", qos: .userInitiated)
     /// Reads the apps' control sockets and runs their handlers on `queue` (ControlReader.swift).
     let controlReader: ControlReader
-    /// Where the apps' libraries live: the host runs the same binary, so its own.
-    static let libraryDirectories = Landlock.libraryDirectories()
     let clock: any HostClock
     /// The host's one timer: every app's machine's deadline and every subsystem's (the sampler,
     /// the scheduler, a pressure episode's grace, a route's next step, a command's timeout).
