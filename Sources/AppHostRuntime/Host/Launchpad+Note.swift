@@ -5,9 +5,25 @@ import CAppHostShims
 import AppHostSandbox
 import AppHostSystem
 
-// What Launchpad says of itself (the launcher in use, for the `started` event), the names of a
-// launch's groups, and the groups the template waits in.
+// What Launchpad needs of the host and says of itself (the launcher in use, for the `started`
+// event), the names of a launch's groups, and the groups the template waits in.
 extension Launchpad {
+    /// What it needs of the host.
+    struct Context {
+        let configuration: Supervisor.Configuration
+        let environment: HostEnvironment
+        let spawner: SpawnThread
+        let queue: DispatchQueue
+        let timers: HostTimers
+        let clock: any HostClock
+        /// The host's count of container mounts (a standby made before a mount misses it).
+        let mountChanges: () -> Int
+        /// Whether the host is shutting down (nothing is made then).
+        let isShuttingDown: () -> Bool
+        /// Where the template's ends and restarts are said.
+        let publish: (HostEvent) -> Void
+    }
+
     /// A name for a launch's groups, never used before in this process: hosts of one process
     /// share their instance's cgroup (its name has the process's pid), and a group a released
     /// host left behind (a process still exiting) is never taken for another host's app.

@@ -17,22 +17,6 @@ import CAppHostShims
 /// host's loop (hence unchecked): the spawn thread hands back a standby through `madeStandby`, a
 /// mutex, and returns to the loop by `queue.async`.
 final class Launchpad: @unchecked Sendable {
-    /// What it needs of the host.
-    struct Context {
-        let configuration: Supervisor.Configuration
-        let environment: HostEnvironment
-        let spawner: SpawnThread
-        let queue: DispatchQueue
-        let timers: HostTimers
-        let clock: any HostClock
-        /// The host's count of container mounts (a standby made before a mount misses it).
-        let mountChanges: () -> Int
-        /// Whether the host is shutting down (nothing is made then).
-        let isShuttingDown: () -> Bool
-        /// Where the template's ends and restarts are said.
-        let publish: (HostEvent) -> Void
-    }
-
     let context: Context
     let template: TemplateLauncher?
     private var templateSource: (any DispatchSourceRead)?
@@ -59,7 +43,6 @@ final class Launchpad: @unchecked Sendable {
     /// The template, if it runs: a launch forks it.
     var runningTemplate: TemplateLauncher? { template?.current != nil ? template : nil }
 
-
     /// The seccomp filter for these entitlements and own pid, compiled once for a namespace's pid.
     func filter(entitlements: Set<SyscallProfile.Entitlement>, ownPID: pid_t) throws -> Seccomp.Program {
         let key = entitlements.map(\.rawValue).sorted().joined(separator: ",") + "/\(ownPID)"
@@ -74,10 +57,25 @@ final class Launchpad: @unchecked Sendable {
     /// a launch that comes meanwhile waits for it without holding the loop (`afterSpawnThread`).
     private(set) var isStartingTemplate: Bool
 
-    /// Starts the template at the host's start, on the spawn thread, and watches for its end;
-    /// nothing waits for it. Once it runs, a `launcher` event names it (its pid); if it cannot
-    /// start, a warning says why and apps launch by exec.
+    /// Starts the template at the host's start; nothing waits for it. Once it runs, a
+    /// `launcher` event names it (its pid); if it cannot start, a warning says why and apps
+    /// launch by exec.
     private func startTemplateAtHostStart() {
+        startTemplate { [weak self] result in
+            guard let self else { return }
+            isStartingTemplate = false
+            switch result {
+            case .success: say(note)
+            case .failure(let error): context.publish(HostEvent(
+                time: Date(), event: .warning, detail: "the launch template cannot start (\(error)): apps launch by exec"))
+            }
+        }
+    }
+
+    /// Starts the template on the spawn thread, and watches for its end; `then` hears how, on
+    /// the loop, which does not wait meanwhile (apps launch by exec). One that starts after the
+    /// host is over is stopped.
+    private func startTemplate(then: @escaping @Sendable (Result<pid_t, SystemError>) -> Void) {
         guard let template else { return }
         let queue = context.queue
         context.spawner.async { [weak self] in
@@ -87,26 +85,6 @@ final class Launchpad: @unchecked Sendable {
                     if case .success = started { template.stop() }
                     return
                 }
-                isStartingTemplate = false
-                switch templateStarted(started) {
-                case .success: say(note)
-                case .failure(let error):
-                    context.publish(HostEvent(
-                        time: Date(), event: .warning, detail: "the launch template cannot start (\(error)): apps launch by exec"))
-                }
-            }
-        }
-    }
-
-    /// Starts the template again, on the spawn thread; `then` hears how, on the loop, which
-    /// does not wait meanwhile (apps launch by exec).
-    private func restartTemplate(then: @escaping @Sendable (Result<pid_t, SystemError>) -> Void) {
-        guard let template else { return }
-        let queue = context.queue
-        context.spawner.async { [weak self] in
-            let started = Result { () throws(SystemError) in try template.start() }
-            queue.async { [weak self] in
-                guard let self else { return }
                 then(templateStarted(started))
             }
         }
@@ -157,7 +135,7 @@ final class Launchpad: @unchecked Sendable {
             return
         }
         say(ended + "; apps launch by exec until it is back")
-        restartTemplate { [weak self] result in
+        startTemplate { [weak self] result in
             switch result {
             case .success(let pid): self?.say("template: started again (pid \(pid))")
             case .failure(let error): self?.say("exec: the launch template cannot start again: \(error)")
@@ -165,9 +143,7 @@ final class Launchpad: @unchecked Sendable {
         }
     }
 
-    private func say(_ detail: String) {
-        context.publish(HostEvent(time: Date(), event: .launcher, detail: detail))
-    }
+    private func say(_ detail: String) { context.publish(HostEvent(time: Date(), event: .launcher, detail: detail)) }
 
     /// The host is ending: nothing more is made; the template goes first, on the spawn thread
     /// once that is done with it (a standby being made; the template waits in groups of its own,
