@@ -15,9 +15,9 @@ import Testing
     }
 
     /// The plugins written in Swift 5 mode, checked in Swift 6 mode: only what the language
-    /// refuses everywhere. `@UIApplicationMain` is an error in Swift 6 (use `@main`), and a
-    /// `completion: @escaping () -> Void` (PushKit's, not `@Sendable` in Apple's SDK either)
-    /// cannot be called from CallKit's `@Sendable` completion.
+    /// refuses whatever the SDK: `@UIApplicationMain` is an error in Swift 6 (use `@main`), and
+    /// a closure the delegate declares `completion: @escaping () -> Void` (not `Sendable`)
+    /// cannot be captured by CallKit's `@Sendable` completion.
     @Test(arguments: [
         ("LegacyMain", ["AppDelegate.swift: 'UIApplicationMain' is deprecated"]),
         ("LegacyScenes", ["AppDelegate.swift: 'UIApplicationMain' is deprecated"]),
