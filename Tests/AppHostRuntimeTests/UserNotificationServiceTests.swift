@@ -192,7 +192,8 @@ import Testing
         let notifications = try service()
         notifications.keepDelivered(KeptNotification(request: request("a"), due: 5), for: app, at: 5)
         #expect(notifications.becameActive(app).isEmpty, "not tapped")
-        _ = notifications.tap("a", for: app)
+        #expect(throws: SupervisorError.self, "not delivered") { try notifications.tap("b", of: notes()) }
+        try notifications.tap("a", of: notes())
         #expect(notifications.becameActive(app) == [
             .send(app, .respond(request("a"), action: "com.apple.UNNotificationDefaultActionIdentifier")),
             .event(app, "\"a\" opened by the user (didReceive)"),

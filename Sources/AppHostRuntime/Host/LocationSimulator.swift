@@ -248,3 +248,26 @@ final class LocationSimulator {
         return true
     }
 }
+
+/// An app's location authorization, a setting of the host (`authorize APP location …`).
+public enum LocationAuthorization: String, Sendable, Codable, CaseIterable {
+    case always
+    case whenInUse
+    case denied
+
+    /// `CLAuthorizationStatus`'s name, as the SDK reads it.
+    var wireName: String {
+        switch self {
+        case .always: "authorizedAlways"
+        case .whenInUse: "authorizedWhenInUse"
+        case .denied: "denied"
+        }
+    }
+}
+
+/// What an app's location managers ask for (AppMessage.locationManager), for one run.
+struct LocationRequest: Equatable {
+    var updating = false
+    var background = false
+    var significant = false
+}

@@ -33,6 +33,11 @@ final class SceneStore {
         case operation(WireCallback, session: String)
         /// Open the app: it comes to the foreground with its front session.
         case open
+
+        /// The session an operation is on.
+        var session: String? {
+            if case .operation(_, let session) = self { session } else { nil }
+        }
     }
 
     private var sessions: [String: SceneSessions]

@@ -8,30 +8,8 @@ import AppHostProtocol
 // updates, authorized, in the foreground — and in the background only with the location mode
 // and allowsBackgroundLocationUpdates, which then holds it running (the machine's `holds`).
 // Significant-change monitoring wakes a suspended app, or relaunches a terminated one that the
-// user did not force quit, after a move of `significantChangeDistance` metres.
-
-/// An app's location authorization, a setting of the host (`authorize APP location …`).
-public enum LocationAuthorization: String, Sendable, Codable, CaseIterable {
-    case always
-    case whenInUse
-    case denied
-
-    /// `CLAuthorizationStatus`'s name, as the SDK reads it.
-    var wireName: String {
-        switch self {
-        case .always: "authorizedAlways"
-        case .whenInUse: "authorizedWhenInUse"
-        case .denied: "denied"
-        }
-    }
-}
-
-/// What an app's location managers ask for (AppMessage.locationManager), for one run.
-struct LocationRequest: Equatable {
-    var updating = false
-    var background = false
-    var significant = false
-}
+// user did not force quit, after a move of `significantChangeDistance` metres. LocationSimulator
+// decides all of it; this gives it the apps as it needs them and performs what it says.
 
 extension Supervisor {
     // MARK: Commands

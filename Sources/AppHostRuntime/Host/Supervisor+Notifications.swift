@@ -1,4 +1,4 @@
-public import Foundation
+import Foundation
 import Dispatch
 import AppHostProtocol
 
@@ -9,33 +9,6 @@ import AppHostProtocol
 // an app in the foreground (`willPresent`), else kept as delivered until `tap-notification`
 // opens the app with them (`didReceive`, once it is active). UserNotificationService decides;
 // this delivers.
-
-/// One line of `notifications`: a pending or delivered notification.
-public struct NotificationListing: Sendable, Equatable, Encodable {
-    public var app: String
-    public var name: String
-    public var identifier: String
-    public var title: String
-    /// When it is (or was) due, on the scheduler's clock.
-    public var due: Date
-    /// `pending` or `delivered`.
-    public var state: String
-    public var repeats: Bool
-
-    private enum CodingKeys: String, CodingKey { case event, app, name, identifier, title, due, state, repeats }
-
-    public func encode(to encoder: any Encoder) throws {
-        var container = encoder.container(keyedBy: CodingKeys.self)
-        try container.encode("notificationListing", forKey: .event)
-        try container.encode(app, forKey: .app)
-        try container.encode(name, forKey: .name)
-        try container.encode(identifier, forKey: .identifier)
-        try container.encode(title, forKey: .title)
-        try container.encode(HostEvent.isoFormatter.string(from: due), forKey: .due)
-        try container.encode(state, forKey: .state)
-        try container.encode(repeats, forKey: .repeats)
-    }
-}
 
 extension Supervisor {
     // MARK: Commands
@@ -64,12 +37,7 @@ extension Supervisor {
     public func tapNotification(_ name: String, identifier: String) throws -> String {
         try queue.sync {
             let record = try app(named: name)
-            guard notifications.tap(identifier, for: record.bundle.identifier) != nil else {
-                let delivered = notifications.delivered(of: record.bundle.identifier).map(\.request.identifier)
-                throw SupervisorError(
-                    "\(record.bundle.name) has no delivered notification \(identifier.debugDescription) (delivered: \(delivered.isEmpty ? "none" : delivered.joined(separator: ", ")))",
-                    code: .refused)
-            }
+            try notifications.tap(identifier, of: notificationFacts(record))
             let line = announce(record, command: .notification, "tapped \(identifier.debugDescription); opening the app", nil)
             open(record)
             // Active already (open changes nothing): no state change will deliver it.

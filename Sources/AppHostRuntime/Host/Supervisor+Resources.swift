@@ -171,12 +171,8 @@ extension Supervisor {
         apps.compactMap { record -> String? in
             let effects = scenes.disconnectBackgroundScenes(of: sceneFacts(record))
             guard !effects.isEmpty else { return nil }
-            var sessions: [String] = []
-            for effect in effects {
-                if case .operation(_, let session) = effect { sessions.append(session) }
-                perform(effect, record)
-            }
-            return "\(record.bundle.name) (\(sessions.joined(separator: ", ")))"
+            for effect in effects { perform(effect, record) }
+            return "\(record.bundle.name) (\(effects.compactMap(\.session).joined(separator: ", ")))"
         }
     }
 

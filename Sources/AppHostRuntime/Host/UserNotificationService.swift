@@ -1,4 +1,4 @@
-import Foundation
+public import Foundation
 import AppHostProtocol
 
 // User notifications (README.md, "Porting iOS code", UserNotifications): each app's
@@ -286,6 +286,16 @@ final class UserNotificationService {
         nextDue(installed: installed).map { now + .seconds(double: max(0, $0 - schedulerNow)) }
     }
 
+    /// The user taps the app's delivered notification `identifier` (`tap-notification`): it waits
+    /// for the app to become active (`becameActive`), which the host opens; or why not.
+    func tap(_ identifier: String, of app: App) throws(SupervisorError) {
+        guard tap(identifier, for: app.identifier) == nil else { return }
+        let delivered = delivered(of: app.identifier).map(\.request.identifier)
+        throw SupervisorError(
+            "\(app.name) has no delivered notification \(identifier.debugDescription) (delivered: \(delivered.isEmpty ? "none" : delivered.joined(separator: ", ")))",
+            code: .refused)
+    }
+
     /// The app became active: the taps that wait for it reach its center delegate (`didReceive`).
     func becameActive(_ app: String) -> [Effect] {
         takeTaps(for: app).flatMap { request -> [Effect] in
@@ -331,4 +341,31 @@ final class UserNotificationService {
 
     /// The app's device token (`WireNotificationRequest.deviceToken(for:)`): the host hands it out.
     static func deviceToken(for app: String) -> [UInt8] { WireNotificationRequest.deviceToken(for: app) }
+}
+
+/// One line of `notifications`: a pending or delivered notification.
+public struct NotificationListing: Sendable, Equatable, Encodable {
+    public var app: String
+    public var name: String
+    public var identifier: String
+    public var title: String
+    /// When it is (or was) due, on the scheduler's clock.
+    public var due: Date
+    /// `pending` or `delivered`.
+    public var state: String
+    public var repeats: Bool
+
+    private enum CodingKeys: String, CodingKey { case event, app, name, identifier, title, due, state, repeats }
+
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode("notificationListing", forKey: .event)
+        try container.encode(app, forKey: .app)
+        try container.encode(name, forKey: .name)
+        try container.encode(identifier, forKey: .identifier)
+        try container.encode(title, forKey: .title)
+        try container.encode(HostEvent.isoFormatter.string(from: due), forKey: .due)
+        try container.encode(state, forKey: .state)
+        try container.encode(repeats, forKey: .repeats)
+    }
 }
