@@ -109,4 +109,106 @@ import Testing
         #expect(token == UserNotificationService.deviceToken(for: app))
         #expect(token != UserNotificationService.deviceToken(for: "com.example.other"))
     }
+
+    // MARK: Rules
+
+    private func notes(live: Bool = true, presents: Bool = false) -> UserNotificationService.App {
+        UserNotificationService.App(identifier: app, name: "Notes", isLive: live, presents: presents)
+    }
+
+    @Test func aDueNotificationIsPresentedInTheForegroundElseKeptDeliveredAndNeverShownUngranted() throws {
+        let notifications = try service()
+        _ = notifications.add(request("a", after: 10), for: app, now: 0)
+        let ungranted = notifications.deliverDue(now: 10, apps: [notes()])
+        #expect(ungranted.delivered.isEmpty)
+        #expect(ungranted.effects == [.event(app, "\"a\" due, not shown: notifications are notDetermined for the app")])
+        #expect(notifications.delivered(of: app).isEmpty)
+        notifications.authorize(app, .granted) {}
+        _ = notifications.add(request("b", after: 10), for: app, now: 0)
+        let presented = notifications.deliverDue(now: 10, apps: [notes(presents: true)])
+        #expect(presented.delivered == ["notification Notes b"])
+        #expect(presented.effects == [.send(app, .present(request("b", after: 10))), .event(app, "\"b\" presented to the app in the foreground (willPresent)")])
+        #expect(notifications.delivered(of: app).isEmpty, "presented: not kept")
+        _ = notifications.add(request("c", after: 10), for: app, now: 0)
+        let kept = notifications.deliverDue(now: 10, apps: [notes(live: false)])
+        #expect(kept.effects == [.event(app, "\"c\" delivered: \"Title c\" (tap-notification Notes c opens it)")])
+        #expect(notifications.delivered(of: app).map(\.request.identifier) == ["c"])
+        #expect(notifications.delivered(of: app).first?.deliveredAt == 10)
+        // An app not given (not installed here) keeps its requests.
+        _ = notifications.add(request("d", after: 10), for: app, now: 0)
+        #expect(notifications.deliverDue(now: 10, apps: []).effects.isEmpty)
+        #expect(notifications.pending(of: app).map(\.request.identifier) == ["d"])
+    }
+
+    @Test func theTimerIsSetOnTheHostsClockForTheSchedulersDate() throws {
+        let notifications = try service()
+        let now = HostInstant(nanoseconds: 5_000_000_000)
+        #expect(notifications.nextDeadline(now: now, schedulerNow: 1000, installed: [app]) == nil)
+        _ = notifications.add(request("a", after: 30), for: app, now: 1000)
+        #expect(notifications.nextDeadline(now: now, schedulerNow: 1000, installed: [app]) == now + .seconds(30))
+        #expect(notifications.nextDeadline(now: now, schedulerNow: 2000, installed: [app]) == now, "overdue: now")
+        #expect(notifications.nextDeadline(now: now, schedulerNow: 1000, installed: []) == nil)
+    }
+
+    @Test func theAppsQuestionsAreAnswered() throws {
+        let notifications = try service()
+        #expect(notifications.answer(.requestAuthorization, from: notes(), now: 0, textLimit: 8) == [
+            .event(app, "asked for authorization; it is notDetermined (answer with authorize Notes notifications granted|denied)"),
+        ], "waits for the host's setting")
+        #expect(notifications.answer(.settings, from: notes(), now: 0, textLimit: 8) == [.send(app, .authorization("notDetermined"))])
+        notifications.authorize(app, .denied) {}
+        #expect(notifications.answer(.requestAuthorization, from: notes(), now: 0, textLimit: 8) == [
+            .send(app, .authorization("denied")), .event(app, "asked for authorization; it is denied"),
+        ])
+        let token = UserNotificationService.deviceToken(for: app)
+        #expect(notifications.answer(.registerForRemoteNotifications, from: notes(), now: 0, textLimit: 8).first == .send(app, .deviceToken(token)))
+    }
+
+    @Test func aRequestIsCutToTheLimitAndOneNeverDueIsRefused() throws {
+        let notifications = try service()
+        var long = request("a", after: 60)
+        long.title = String(repeating: "t", count: 20)
+        let added = notifications.answer(.add(long), from: notes(), now: 1000, textLimit: 8)
+        #expect(added.last == .deliverDue)
+        #expect(notifications.pending(of: app).map(\.request.title) == ["tttttttt [cut at 8 bytes]"])
+        #expect(notifications.pending(of: app).map(\.due) == [1060])
+        #expect(notifications.answer(.add(request("zero", after: 0)), from: notes(), now: 1000, textLimit: 8) == [
+            .warning(app, "notification request \"zero\" refused: its time interval must be greater than 0"),
+        ])
+        #expect(notifications.pending(of: app).count == 1)
+        #expect(notifications.answer(.removePending(nil), from: notes(), now: 1000, textLimit: 8) == [.event(app, "removed pending \"a\"")])
+        #expect(notifications.pending(of: app).isEmpty)
+    }
+
+    @Test func aKeptAuthorizationIsToldToARunningAppOnly() throws {
+        let notifications = try service()
+        notifications.authorize(app, .granted) {}
+        #expect(notifications.authorizationKept(.granted, for: notes()) == [.send(app, .authorization("authorized")), .event(app, "authorization granted")])
+        #expect(notifications.authorizationKept(.granted, for: notes(live: false)) == [.event(app, "authorization granted")])
+        #expect(notifications.authorizationKept(.denied, for: notes()).isEmpty, "changed meanwhile")
+    }
+
+    @Test func aTapReachesTheAppWhenItBecomesActiveOnce() throws {
+        let notifications = try service()
+        notifications.keepDelivered(KeptNotification(request: request("a"), due: 5), for: app, at: 5)
+        #expect(notifications.becameActive(app).isEmpty, "not tapped")
+        #expect(throws: SupervisorError.self, "not delivered") { try notifications.tap("b", of: notes()) }
+        try notifications.tap("a", of: notes())
+        #expect(notifications.becameActive(app) == [
+            .send(app, .respond(request("a"), action: "com.apple.UNNotificationDefaultActionIdentifier")),
+            .event(app, "\"a\" opened by the user (didReceive)"),
+        ])
+        #expect(notifications.becameActive(app).isEmpty, "once")
+    }
+
+    @Test func theListingIsPendingByDueTimeThenDelivered() throws {
+        let notifications = try service()
+        _ = notifications.add(request("later", after: 90), for: app, now: 0)
+        _ = notifications.add(request("soon", after: 30), for: app, now: 0)
+        notifications.keepDelivered(KeptNotification(request: request("old"), due: 5), for: app, at: 5)
+        let listed = notifications.listing([notes()])
+        #expect(listed.map(\.identifier) == ["soon", "later", "old"])
+        #expect(listed.map(\.state) == ["pending", "pending", "delivered"])
+        #expect(notifications.listing([]).isEmpty)
+    }
 }

@@ -47,8 +47,6 @@ final class AppRun: @unchecked Sendable {
     private(set) var violationCount = 0
     /// BGTaskScheduler identifiers the app registered a launch handler for in this run.
     var registeredTasks: Set<String> = []
-    /// What its location managers ask for.
-    var location = LocationRequest()
     /// The latest violations (at most 32).
     private(set) var violations: [SandboxViolation] = []
     let id: RunID

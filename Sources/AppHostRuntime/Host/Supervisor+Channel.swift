@@ -123,11 +123,11 @@ extension Supervisor {
         case .fetchInterval, .workCompleted, .registerTask, .submitTask, .cancelTask:
             receiveBackgroundMessage(message, record, run)
         case .locationManager(let updating, let background, let significant):
-            receiveLocationManager(LocationRequest(updating: updating, background: background, significant: significant), record, run)
+            receiveLocationManager(LocationRequest(updating: updating, background: background, significant: significant), record)
         case .requestLocationAuthorization(let always):
-            receiveAuthorizationRequest(always: always, record, run)
+            receiveAuthorizationRequest(always: always, record)
         case .notification(let ask):
-            receiveNotificationAsk(ask, record, run)
+            receiveNotificationAsk(ask, record)
         case .audio(let active, let playing):
             handle(record, run, .audio(active: active, playing: playing))
         case .sceneSessions(let sessions):

@@ -32,7 +32,7 @@ extension Supervisor {
         guard !waiters.isShuttingDown else { return }
         if kind == .background { record.backgroundWakeups += 1 }
         // A new process: no scene is connected yet (the sessions stay).
-        if record.bundle.adoptsScenes { scenes.change(record.bundle.identifier) { $0.disconnectAll() } }
+        if record.bundle.adoptsScenes { scenes.processStarts(record.bundle.identifier) }
         let modes = Set(ContinuousMode.allCases.filter { record.bundle.backgroundModes.contains($0.backgroundMode) })
         let run = AppRun(
             machine: LifecycleMachine(policy: configuration.policy, continuousModes: modes, activatesOnLaunch: !record.bundle.adoptsScenes),
@@ -125,8 +125,7 @@ extension Supervisor {
         message.logLevel = configuration.appLogLevel.rawValue
         message.scenes = bundle.sceneManifest
         if bundle.adoptsScenes {
-            message.sceneSessions = scenes[bundle.identifier].forLaunch
-            scenes.change(bundle.identifier) { $0.launched() }
+            message.sceneSessions = scenes.sessionsForLaunch(bundle.identifier)
         }
         message.transfers = transfers.records.filter { $0.app == bundle.identifier && $0.phase != .kept }.map(\.transfer)
         // The app runs them without the host's sending them (README.md, "How apps are launched").

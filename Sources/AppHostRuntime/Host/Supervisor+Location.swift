@@ -8,30 +8,8 @@ import AppHostProtocol
 // updates, authorized, in the foreground — and in the background only with the location mode
 // and allowsBackgroundLocationUpdates, which then holds it running (the machine's `holds`).
 // Significant-change monitoring wakes a suspended app, or relaunches a terminated one that the
-// user did not force quit, after a move of `significantChangeDistance` metres.
-
-/// An app's location authorization, a setting of the host (`authorize APP location …`).
-public enum LocationAuthorization: String, Sendable, Codable, CaseIterable {
-    case always
-    case whenInUse
-    case denied
-
-    /// `CLAuthorizationStatus`'s name, as the SDK reads it.
-    var wireName: String {
-        switch self {
-        case .always: "authorizedAlways"
-        case .whenInUse: "authorizedWhenInUse"
-        case .denied: "denied"
-        }
-    }
-}
-
-/// What an app's location managers ask for (AppMessage.locationManager), for one run.
-struct LocationRequest: Equatable {
-    var updating = false
-    var background = false
-    var significant = false
-}
+// user did not force quit, after a move of `significantChangeDistance` metres. LocationSimulator
+// decides all of it; this gives it the apps as it needs them and performs what it says.
 
 extension Supervisor {
     // MARK: Commands
@@ -39,11 +17,8 @@ extension Supervisor {
     /// Sets the device's position (`location set LAT,LON`); a route being replayed stops.
     public func setLocation(_ coordinate: Coordinate) -> String {
         queue.sync {
-            location.set(coordinate)
-            timers.set(.route, at: nil)
-            let line = "the device is at \(coordinate)"
-            publish(HostEvent(time: Date(), event: .location, detail: line), run: nil)
-            deliverMove(to: coordinate)
+            let (line, effects) = location.set(coordinate, apps: apps.map(locationFacts))
+            perform(effects)
             return line
         }
     }
@@ -52,12 +27,8 @@ extension Supervisor {
     /// the host's clock, and updates reach apps every `locationUpdateInterval`.
     public func replayRoute(_ route: LocationRoute, name: String) -> String {
         queue.sync {
-            let start = location.replay(route, name: name, now: clock.now)
-            let line = "replaying \(name): \(route.points.count) points over \(String(format: "%.1f", route.duration)) s"
-            publish(HostEvent(time: Date(), event: .location, detail: line), run: nil)
-            // At its start now, then every interval until its end.
-            deliverMove(to: start)
-            timers.set(.route, at: clock.now + configuration.policy.locationUpdateInterval)
+            let (line, effects) = location.replay(route, name: name, now: clock.now, apps: apps.map(locationFacts))
+            perform(effects)
             return line
         }
     }
@@ -65,10 +36,8 @@ extension Supervisor {
     /// Clears the simulated position (`location clear`): no updates until one is set again.
     public func clearLocation() -> String {
         queue.sync {
-            location.set(nil)
-            timers.set(.route, at: nil)
-            let line = "the device's position is cleared"
-            publish(HostEvent(time: Date(), event: .location, detail: line), run: nil)
+            let (line, effects) = location.clear()
+            perform(effects)
             return line
         }
     }
@@ -82,115 +51,81 @@ extension Supervisor {
         await withCheckedContinuation { (saved: CheckedContinuation<Void, Never>) in
             queue.async { [self] in location.authorize(record.bundle.identifier, authorization) { saved.resume() } }
         }
-        queue.sync {
-            guard let run = record.run, run.machine.isLive, location.authorization(of: record.bundle.identifier) == authorization else { return }
-            send(.locationAuthorization(authorization.wireName), record, run)
-            publish(HostEvent(
-                time: Date(), app: record.bundle.identifier, name: record.bundle.name, pid: run.process?.pid, event: .location,
-                state: currentState(of: record), detail: "authorization \(authorization.rawValue)"), run: run)
-            if authorization == .denied && run.location.updating { send(.locationFailed(code: 1), record, run) }
-            updateLocationHold(record, run)
-            if let position = location.position { deliver(position, to: record, run) }
-        }
+        queue.sync { perform(location.authorizationKept(authorization, for: locationFacts(record))) }
         return "\(record.bundle.name): location authorization \(authorization.rawValue)"
     }
 
     // MARK: The app's requests
 
     /// The app's location managers changed what they ask for.
-    func receiveLocationManager(_ request: LocationRequest, _ record: AppRecord, _ run: AppRun) {
-        let before = run.location
-        run.location = request
-        let authorization = location.authorization(of: record.bundle.identifier)
-        if request.significant != before.significant { location.monitorSignificantChanges(record.id, request.significant) }
-        var parts = [request.updating ? "updating" : "not updating"]
-        if request.background { parts.append("in the background too") }
-        if request.significant { parts.append("monitoring significant changes") }
-        parts.append("authorization \(authorization?.rawValue ?? "notDetermined")")
-        publish(HostEvent(
-            time: Date(), app: record.bundle.identifier, name: record.bundle.name, pid: run.process?.pid, event: .location,
-            state: currentState(of: record), detail: parts.joined(separator: ", ")), run: run)
-        if request.updating && !before.updating && authorization == .denied {
-            send(.locationFailed(code: 1), record, run)
+    func receiveLocationManager(_ request: LocationRequest, _ record: AppRecord) {
+        perform(location.receive(request, from: locationFacts(record)))
+    }
+
+    func receiveAuthorizationRequest(always: Bool, _ record: AppRecord) {
+        perform(location.authorizationAsked(always: always, by: locationFacts(record), name: record.bundle.name))
+    }
+
+    /// A route's step is due.
+    func stepRoute() {
+        perform(location.step(now: clock.now, apps: apps.map(locationFacts)))
+    }
+
+    // MARK: Routing
+
+    /// What the location rules need to know of the app now.
+    private func locationFacts(_ record: AppRecord) -> LocationSimulator.App {
+        var facts = LocationSimulator.App(
+            id: record.id, identifier: record.bundle.identifier, run: record.run?.id,
+            mayWake: !scheduler.isForceQuit(record.bundle.identifier) && !waiters.isShuttingDown)
+        if let machine = record.run?.machine {
+            facts.isAlive = machine.isAlive
+            facts.isLive = machine.isLive
+            facts.launchFinished = machine.launchFinished
+            facts.isSuspended = machine.phase == .suspending || machine.phase == .suspended
+            facts.isInForeground = machine.isInForeground
+            facts.heldByLocation = machine.holds.contains(.location)
+            facts.updatesInBackground = machine.updatesLocationInBackground
         }
-        updateLocationHold(record, run)
-        if request.updating && !before.updating, let position = location.position { deliver(position, to: record, run) }
+        return facts
     }
 
-    func receiveAuthorizationRequest(always: Bool, _ record: AppRecord, _ run: AppRun) {
-        let current = location.authorization(of: record.bundle.identifier)
-        let detail = "asked for \(always ? "always" : "whenInUse") authorization; it is \(current?.rawValue ?? "notDetermined")"
-            + (current == nil ? " (answer with authorize \(record.bundle.name) location always|whenInUse|denied)" : "")
-        publish(HostEvent(
-            time: Date(), app: record.bundle.identifier, name: record.bundle.name, pid: run.process?.pid, event: .location,
-            state: currentState(of: record), detail: detail), run: run)
-    }
-
-    // MARK: Delivering
-
-    /// Whether the app's updates continue in the background: it updates, allows background
-    /// updates and is authorized. The machine holds it only with the location mode declared.
-    func updateLocationHold(_ record: AppRecord, _ run: AppRun) {
-        let background = run.location.updating && run.location.background && location.isAuthorized(record.bundle.identifier)
-        guard background != run.machine.updatesLocationInBackground else { return }
-        handle(record, run, .backgroundLocation(background, why: background ? "updates continue in the background" : "updates stop in the background"))
-    }
-
-    /// Whether the app receives standard updates now: it updates, is authorized, runs, and is in
-    /// the foreground or held in the background by its location updates.
-    func receivesUpdates(_ record: AppRecord, _ run: AppRun) -> Bool {
-        guard run.location.updating, location.isAuthorized(record.bundle.identifier), run.machine.isLive, run.machine.launchFinished
-        else { return false }
-        switch run.machine.phase {
-        case .suspending, .suspended: return false
-        default: return run.machine.isInForeground || run.machine.holds.contains(.location)
-        }
-    }
-
-    func deliver(_ position: Coordinate, to record: AppRecord, _ run: AppRun) {
-        guard receivesUpdates(record, run) else { return }
-        send(.location(wire(position)), record, run)
-        publish(HostEvent(
-            time: Date(), app: record.bundle.identifier, name: record.bundle.name, pid: run.process?.pid, event: .location,
-            state: currentState(of: record), detail: "delivered \(position)"), run: run)
-    }
-
-    func wire(_ position: Coordinate) -> WireLocation {
-        WireLocation(latitude: position.latitude, longitude: position.longitude, timestamp: Date().timeIntervalSince1970)
-    }
-
-    /// The device moved: updates to the apps that receive them, then significant changes.
-    func deliverMove(to position: Coordinate) {
-        for record in apps {
-            if let run = record.run { deliver(position, to: record, run) }
-            significantChange(position, record)
-        }
-    }
-
-    /// A move far enough from the app's last significant position wakes it (or relaunches it)
-    /// for `locationManager(_:didUpdateLocations:)`, if it monitors and is authorized always.
-    func significantChange(_ position: Coordinate, _ record: AppRecord) {
-        guard location.isSignificantChange(to: position, for: record.id, identifier: record.bundle.identifier) else { return }
-        if let run = record.run, run.machine.isAlive {
-            if receivesUpdates(record, run) { return }  // it has this position already
-            switch run.machine.phase {
-            case .suspended, .suspending: break
-            default:
-                if run.machine.isLive, run.machine.launchFinished { send(.location(wire(position)), record, run) }
-                return
+    /// Performs the location simulator's effects, in order.
+    private func perform(_ effects: [LocationSimulator.Effect]) {
+        for effect in effects {
+            switch effect {
+            case .send(let id, let message):
+                let record = apps[id]
+                guard let run = record.run else { continue }
+                switch message {
+                case .position(let position): send(.location(wire(position)), record, run)
+                case .denied: send(.locationFailed(code: 1), record, run)
+                case .authorization(let authorization): send(.locationAuthorization(authorization.wireName), record, run)
+                }
+            case .event(nil, let detail):
+                publish(HostEvent(time: Date(), event: .location, detail: detail), run: nil)
+            case .event(let id?, let detail):
+                let record = apps[id]
+                publish(HostEvent(
+                    time: Date(), app: record.bundle.identifier, name: record.bundle.name, pid: record.run?.process?.pid, event: .location,
+                    state: currentState(of: record), detail: detail), run: record.run)
+            case .hold(let id, let on, let why):
+                let record = apps[id]
+                if let run = record.run { handle(record, run, .backgroundLocation(on, why: why)) }
+            case .wake(let id, let position):
+                let record = apps[id]
+                let payload = String(decoding: WireCoding.encode(wire(position)), as: UTF8.self)
+                let how = deliver(BackgroundEvent(kind: .significantLocationChange, payload: payload), reason: "location", to: record)
+                announce(record, command: .location, "significant location change to \(position)", how)
+            case .routeDeadline(let deadline):
+                timers.set(.route, at: deadline)
+            case .deliverCurrent(let id):
+                perform(location.current(for: locationFacts(apps[id])))
             }
         }
-        guard !scheduler.isForceQuit(record.bundle.identifier), !waiters.isShuttingDown else { return }
-        let payload = String(decoding: WireCoding.encode(wire(position)), as: UTF8.self)
-        let how = deliver(BackgroundEvent(kind: .significantLocationChange, payload: payload), reason: "location", to: record)
-        announce(record, command: .location, "significant location change to \(position)", how)
     }
 
-    /// A route's step: the device moves to where the route has it now.
-    func stepRoute() {
-        guard let (position, finished) = location.step(now: clock.now) else { return }
-        deliverMove(to: position)
-        timers.set(.route, at: location.isReplaying ? clock.now + configuration.policy.locationUpdateInterval : nil)
-        if let finished { publish(HostEvent(time: Date(), event: .location, detail: finished), run: nil) }
+    private func wire(_ position: Coordinate) -> WireLocation {
+        WireLocation(latitude: position.latitude, longitude: position.longitude, timestamp: Date().timeIntervalSince1970)
     }
 }

@@ -63,8 +63,8 @@ extension Supervisor {
             logger.debug("\(name): spawned for a \(reason) launch, pid \(run.process.map { String($0.pid) } ?? "none")")
         case .send(var request):
             // A scene app comes to the foreground with its front session (README.md, "Scenes").
-            if record.bundle.adoptsScenes, request.scene == nil, [.willEnterForeground, .didBecomeActive].contains(request.callback) {
-                request.scene = scenes.change(record.bundle.identifier) { $0.connectFront() }
+            if record.bundle.adoptsScenes, request.scene == nil {
+                request.scene = scenes.sceneComingForward(record.bundle.identifier, with: request.callback)
             }
             if request.callback == .handleEventsForBackgroundURLSession, let event = request.event {
                 request.event?.transfers = transferEvents(for: event, record, run)
@@ -177,7 +177,7 @@ extension Supervisor {
             run.lastState = event.state
             run.stateSince = clock.now
             stateChanged(record, run, from: previous)
-            if event.state == .active { deliverTaps(record, run) }
+            if event.state == .active { deliverTaps(record) }
             queueSchedulerPass()
             queueTransferPass()
         }

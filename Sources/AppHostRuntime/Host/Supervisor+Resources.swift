@@ -169,16 +169,10 @@ extension Supervisor {
     /// being resumed into the background for it. Returns "APP (SESSION, …)" per app.
     private func disconnectBackgroundScenes() -> [String] {
         apps.compactMap { record -> String? in
-            guard record.bundle.adoptsScenes, let run = record.run, run.machine.isLive else { return nil }
-            let kept = scenes[record.bundle.identifier]
-            let inForeground = run.machine.isInForeground ? kept.front : nil
-            let sessions = kept.sessions.filter { $0.connected && $0.identifier != inForeground }.map(\.identifier)
-            guard !sessions.isEmpty else { return nil }
-            for session in sessions {
-                scenes.change(record.bundle.identifier) { $0.disconnect(session) }
-                handle(record, run, .scene(.init(.disconnectScene, session: session)))
-            }
-            return "\(record.bundle.name) (\(sessions.joined(separator: ", ")))"
+            let effects = scenes.disconnectBackgroundScenes(of: sceneFacts(record))
+            guard !effects.isEmpty else { return nil }
+            for effect in effects { perform(effect, record) }
+            return "\(record.bundle.name) (\(effects.compactMap(\.session).joined(separator: ", ")))"
         }
     }
 

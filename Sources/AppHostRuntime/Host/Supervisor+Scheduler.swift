@@ -121,7 +121,7 @@ extension Supervisor {
         scheduler.setForceQuit(true, for: record.bundle.identifier)
         cancelTransfers(of: record, because: "the user force quit the app", reasonCode: 0)
         // Removed from the app switcher: its scene sessions are discarded (told at its next launch).
-        if record.bundle.adoptsScenes { scenes.change(record.bundle.identifier) { $0.discardAll() } }
+        if record.bundle.adoptsScenes { scenes.forceQuit(record.bundle.identifier) }
     }
 
     func backgroundTasksConfiguration(for bundle: AppBundle) -> WireBackgroundTasks {

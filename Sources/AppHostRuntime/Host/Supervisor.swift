@@ -119,7 +119,7 @@ public final class Supervisor: @unchecked Sendable {
         let capacity = Self.measureCapacity(descriptorLimit: Self.raiseDescriptorLimit())
         controlReader = try ControlReader(queue: queue)
         stores = HostStores(stateDirectory: configuration.stateDirectory)
-        location = LocationSimulator(store: stores.location)
+        location = LocationSimulator(store: stores.location, updateInterval: policy.locationUpdateInterval)
         scenes = SceneStore(store: stores.scenes)
         notifications = UserNotificationService(store: stores.notifications)
         transfers = Transfers(store: stores.transfers, service: configuration.transferRunner)

@@ -1,4 +1,4 @@
-import Foundation
+public import Foundation
 import AppHostProtocol
 
 // User notifications (README.md, "Porting iOS code", UserNotifications): each app's
@@ -30,14 +30,37 @@ struct AppNotifications: Codable, Equatable, Sendable {
     var delivered: [KeptNotification] = []
 }
 
-/// The host's notification center: decides when requests are due, which are kept, and what a
-/// tap opens; the supervisor delivers (Supervisor+Notifications.swift). Touched only on the
-/// host's loop; every change is saved off it through the store.
+/// The host's notification center: decides when requests are due, to which app and how they
+/// are delivered, which are kept, what a tap opens and how an app's questions are answered, as
+/// effects the supervisor performs (Supervisor+Notifications.swift). Touched only on the host's
+/// loop; every change is saved off it through the store.
 final class UserNotificationService {
     /// iOS keeps an app's 64 soonest pending requests and drops the rest; delivered
     /// notifications are bounded the same way here (the oldest go).
     static let pendingLimit = 64
     static let deliveredLimit = 64
+
+    /// What the rules need to know of an installed app, as the host sees it now.
+    struct App: Equatable {
+        var identifier: String
+        var name: String
+        /// Its process runs and is not ending.
+        var isLive = false
+        /// It runs in the foreground past its launch: a notification due is presented to it.
+        var presents = false
+    }
+
+    /// What the host does for a decision, in order, to the app of that bundle identifier.
+    enum Effect: Equatable {
+        /// Tell the app's run.
+        case send(String, WireNotificationTell)
+        /// A `notification` event of the app.
+        case event(String, String)
+        /// A warning of the app's run (a request refused).
+        case warning(String, String)
+        /// Deliver what is due, behind the message being handled (not inside it).
+        case deliverDue
+    }
 
     private var apps: [String: AppNotifications]
     private let store: StateStore<[String: AppNotifications]>
@@ -176,6 +199,125 @@ final class UserNotificationService {
         taps.removeValue(forKey: app) ?? []
     }
 
+    // MARK: Rules
+
+    /// The app's authorization `authorization`, set by the host, is on the disk: a running app
+    /// is told (which answers a `requestAuthorization` that waits for it). Nothing if the setting
+    /// changed meanwhile.
+    func authorizationKept(_ authorization: NotificationAuthorization, for app: App) -> [Effect] {
+        guard self.authorization(of: app.identifier) == authorization else { return [] }
+        return (app.isLive ? [.send(app.identifier, .authorization(authorization.wireName))] : [])
+            + [.event(app.identifier, "authorization \(authorization.rawValue)")]
+    }
+
+    /// Answers the app's request: its authorization (waiting for the host's setting if there is
+    /// none), its settings, a request kept (cut to `textLimit`, refused if it would never be due),
+    /// requests removed, its device token. `now` is the scheduler's clock.
+    func answer(_ ask: WireNotificationAsk, from app: App, now: Double, textLimit: Int) -> [Effect] {
+        let id = app.identifier
+        switch ask {
+        case .requestAuthorization:
+            guard let authorization = authorization(of: id) else {
+                return [.event(id, "asked for authorization; it is notDetermined (answer with authorize \(app.name) notifications granted|denied)")]
+            }
+            return [.send(id, .authorization(authorization.wireName)), .event(id, "asked for authorization; it is \(authorization.rawValue)")]
+        case .settings:
+            return [.send(id, .authorization(status(of: id)))]
+        case .add(var request):
+            request.identifier = request.identifier.cut(to: 256)
+            request.title = request.title.cut(to: textLimit)
+            request.subtitle = request.subtitle.cut(to: textLimit)
+            request.body = request.body.cut(to: textLimit)
+            request.userInfo = request.userInfo?.cut(to: textLimit)
+            if let interval = request.interval, !(interval > 0 && interval.isFinite) {
+                return [.warning(id, "notification request \(request.identifier.debugDescription) refused: its time interval must be greater than 0")]
+            }
+            switch add(request, for: id, now: now) {
+            case .added(let due, let dropped):
+                let when = HostEvent.isoFormatter.string(from: Date(timeIntervalSince1970: due))
+                return [.event(id, "kept \(request.identifier.debugDescription), due \(when)"
+                    + (dropped.map { "; \($0.debugDescription) dropped: an app keeps its \(Self.pendingLimit) soonest requests" } ?? "")),
+                    .deliverDue]
+            case .refused(let why):
+                return [.warning(id, "notification request \(request.identifier.debugDescription) refused: \(why)"), .deliverDue]
+            }
+        case .removePending(let identifiers):
+            let removed = removePending(identifiers, for: id)
+            return [.event(id, "removed pending \(removed.isEmpty ? "nothing" : removed.map(\.debugDescription).joined(separator: ", "))")]
+        case .removeDelivered(let identifiers):
+            removeDelivered(identifiers, for: id)
+            return []
+        case .registerForRemoteNotifications:
+            let token = Self.deviceToken(for: id)
+            return [.send(id, .deviceToken(token)),
+                    .event(id, "registered for remote notifications: device token \(token.map { String(format: "%02x", $0) }.joined())")]
+        }
+    }
+
+    /// The notifications of these installed apps due by `now` (the scheduler's clock): not
+    /// shown if the app is not granted them, presented to an app in the foreground
+    /// (`willPresent`), else kept as delivered until tapped. `delivered` names those shown, for
+    /// `advance`.
+    func deliverDue(now: Double, apps: [App]) -> (delivered: [String], effects: [Effect]) {
+        let byIdentifier = Dictionary(apps.map { ($0.identifier, $0) }, uniquingKeysWith: { first, _ in first })
+        var delivered: [String] = []
+        var effects: [Effect] = []
+        for (id, kept) in takeDue(now: now, installed: Set(byIdentifier.keys)) {
+            guard let app = byIdentifier[id] else { continue }
+            let identifier = kept.request.identifier.debugDescription
+            guard authorization(of: id) == .granted else {
+                effects.append(.event(id, "\(identifier) due, not shown: notifications are \(status(of: id)) for the app"))
+                continue
+            }
+            delivered.append("notification \(app.name) \(kept.request.identifier)")
+            if app.presents {
+                effects += [.send(id, .present(kept.request)), .event(id, "\(identifier) presented to the app in the foreground (willPresent)")]
+            } else {
+                keepDelivered(kept, for: id, at: now)
+                effects.append(.event(id, "\(identifier) delivered: \(kept.request.title.debugDescription) (tap-notification \(app.name) \(kept.request.identifier) opens it)"))
+            }
+        }
+        return (delivered, effects)
+    }
+
+    /// When the host's timer (on `now`, the monotonic clock) is due for the next pending request
+    /// of an `installed` app, which is due on the scheduler's clock (`schedulerNow`).
+    func nextDeadline(now: HostInstant, schedulerNow: Double, installed: Set<String>) -> HostInstant? {
+        nextDue(installed: installed).map { now + .seconds(double: max(0, $0 - schedulerNow)) }
+    }
+
+    /// The user taps the app's delivered notification `identifier` (`tap-notification`): it waits
+    /// for the app to become active (`becameActive`), which the host opens; or why not.
+    func tap(_ identifier: String, of app: App) throws(SupervisorError) {
+        guard tap(identifier, for: app.identifier) == nil else { return }
+        let delivered = delivered(of: app.identifier).map(\.request.identifier)
+        throw SupervisorError(
+            "\(app.name) has no delivered notification \(identifier.debugDescription) (delivered: \(delivered.isEmpty ? "none" : delivered.joined(separator: ", ")))",
+            code: .refused)
+    }
+
+    /// The app became active: the taps that wait for it reach its center delegate (`didReceive`).
+    func becameActive(_ app: String) -> [Effect] {
+        takeTaps(for: app).flatMap { request -> [Effect] in
+            [.send(app, .respond(request, action: "com.apple.UNNotificationDefaultActionIdentifier")),
+             .event(app, "\(request.identifier.debugDescription) opened by the user (didReceive)")]
+        }
+    }
+
+    /// The notifications of these apps as `notifications` lists them: per app in the order given,
+    /// pending ones by due time, then delivered ones.
+    func listing(_ apps: [App]) -> [NotificationListing] {
+        apps.flatMap { app -> [NotificationListing] in
+            func line(_ kept: KeptNotification, _ state: String) -> NotificationListing {
+                NotificationListing(
+                    app: app.identifier, name: app.name, identifier: kept.request.identifier, title: kept.request.title,
+                    due: Date(timeIntervalSince1970: kept.due), state: state, repeats: kept.request.repeats)
+            }
+            return pending(of: app.identifier).sorted { $0.due < $1.due }.map { line($0, "pending") }
+                + delivered(of: app.identifier).map { line($0, "delivered") }
+        }
+    }
+
     // MARK: Triggers and tokens
 
     /// When the request is first due after `now`: its interval from now, the next date its
@@ -199,4 +341,31 @@ final class UserNotificationService {
 
     /// The app's device token (`WireNotificationRequest.deviceToken(for:)`): the host hands it out.
     static func deviceToken(for app: String) -> [UInt8] { WireNotificationRequest.deviceToken(for: app) }
+}
+
+/// One line of `notifications`: a pending or delivered notification.
+public struct NotificationListing: Sendable, Equatable, Encodable {
+    public var app: String
+    public var name: String
+    public var identifier: String
+    public var title: String
+    /// When it is (or was) due, on the scheduler's clock.
+    public var due: Date
+    /// `pending` or `delivered`.
+    public var state: String
+    public var repeats: Bool
+
+    private enum CodingKeys: String, CodingKey { case event, app, name, identifier, title, due, state, repeats }
+
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode("notificationListing", forKey: .event)
+        try container.encode(app, forKey: .app)
+        try container.encode(name, forKey: .name)
+        try container.encode(identifier, forKey: .identifier)
+        try container.encode(title, forKey: .title)
+        try container.encode(HostEvent.isoFormatter.string(from: due), forKey: .due)
+        try container.encode(state, forKey: .state)
+        try container.encode(repeats, forKey: .repeats)
+    }
 }
