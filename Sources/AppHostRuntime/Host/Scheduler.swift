@@ -13,7 +13,7 @@ final class Scheduler {
     private let store: ScheduleStore
     private let policy: Policy
     /// Background app refresh: off, no refresh request is accepted or run, and no fetch.
-    let refreshAvailable: Bool
+    private let refreshAvailable: Bool
     /// The wall clock (a test's own).
     private let wallClock: () -> Date
     /// What was wrong with the store at start, if anything.
@@ -153,6 +153,24 @@ final class Scheduler {
         save(then: kept)
     }
 
+    /// What the app's `setMinimumBackgroundFetchInterval(_:)` gets.
+    enum FetchIntervalAnswer: Equatable {
+        /// Without the fetch mode it gets no fetch: this warning says so.
+        case refused(String)
+        /// Kept: "at least 15 min between fetches", "never".
+        case granted(String)
+    }
+
+    /// The answer to an app with `modes` asking for `interval` between fetches (nil: never); a
+    /// granted one is kept with `setFetchInterval`.
+    func answerFetchInterval(_ interval: Double?, modes: Set<BackgroundMode>) -> FetchIntervalAnswer {
+        guard modes.contains(.fetch) else {
+            return .refused("setMinimumBackgroundFetchInterval(_:) called, but Info.plist UIBackgroundModes has no fetch: the app gets no background fetch")
+        }
+        let floor = policy.minimumBackgroundFetchInterval
+        return .granted(interval.map { "at least \(Duration.seconds(double: max($0, floor.seconds)).formatted) between fetches" } ?? "never")
+    }
+
     /// `run-task`: the kind of task `identifier` is for the app (its pending request's, else its
     /// last request's, else refresh with the fetch mode), and its pending request, taken: it runs
     /// early, and the next run keeps its interval from now.
@@ -181,6 +199,67 @@ final class Scheduler {
         schedule.takeDue(
             for: app, now: now, conditions: conditions, refreshAvailable: refreshAvailable,
             fetchFloor: policy.minimumBackgroundFetchInterval.seconds, running: running, minimumInterval: minimumInterval)
+    }
+
+    /// What a pass over the due work decided: what to hand to which app and what to warn, in
+    /// the order to do it, and how what it took is to be saved before any of it is done.
+    struct DuePass: Equatable {
+        enum Effect: Equatable {
+            /// Say this warning as the app's event.
+            case warn(AppID, String)
+            /// Hand the event to the app, launching or resuming it in the background as needed.
+            case deliver(AppID, BackgroundEvent)
+        }
+
+        /// How the pass's changes are kept.
+        enum Save: Equatable {
+            /// Off the loop, coalesced: nothing taken is run or dropped.
+            case later
+            /// Now (`keepTaken`), before anything is delivered or said: a request taken runs,
+            /// or is dropped, once its removal is on the disk.
+            case now
+        }
+
+        var effects: [Effect] = []
+        /// Nil: nothing changed.
+        var save: Save?
+    }
+
+    /// Takes every due fetch and request whose conditions hold, for the apps among `apps` (in
+    /// installation order) that may be woken now: a fetch for an app with the fetch mode, a
+    /// request for an app that may still run it. A due request of an app whose launch is over
+    /// without a launch handler for it is spent, dropped with a warning. Nothing is saved: the
+    /// host does as `save` says, then performs the effects.
+    func takeDueWork(apps: [AppFacts], shuttingDown: Bool) -> DuePass {
+        var pass = DuePass()
+        var deliveries: [DuePass.Effect] = []
+        var changed = false
+        for app in apps where mayWake(app, shuttingDown: shuttingDown) {
+            let (fetch, tasks) = takeDue(for: app.identifier, running: app.runningTasks)
+            changed = changed || fetch || !tasks.isEmpty
+            if fetch && app.backgroundModes.contains(.fetch) { deliveries.append(.deliver(app.id, BackgroundEvent(kind: .fetch))) }
+            for request in tasks {
+                if Self.lacksHandler(app, for: request.identifier) {
+                    _ = schedule.began(request.identifier, for: app.identifier)  // spent: dropped, never run
+                    pass.effects.append(.warn(app.id, "dropped the due request \(request.identifier): the app registered no launch handler for it"))
+                    continue
+                }
+                deliveries.append(.deliver(app.id, BackgroundEvent(
+                    kind: request.kind == .appRefresh ? .appRefresh : .processing, taskIdentifier: request.identifier,
+                    requiresExternalPower: request.requiresExternalPower, requiresNetworkConnectivity: request.requiresNetworkConnectivity)))
+            }
+        }
+        pass.effects += deliveries
+        if changed { pass.save = pass.effects.isEmpty ? .later : .now }
+        return pass
+    }
+
+    /// How long until something of these apps next becomes due (zero: it is due now), for the
+    /// host's timer, which runs on the monotonic clock: the scheduler's dates are the wall
+    /// clock's (moved on by `advance`), so each pass sets it again from the wall clock's now.
+    func untilNextDue(apps names: [String]) -> Duration? {
+        let now = now
+        return nextDate(apps: names).map { .seconds(double: max(0, $0 - now)) }
     }
 
     /// Saves what `takeDue` took, now, on the caller's thread: a request taken runs once its

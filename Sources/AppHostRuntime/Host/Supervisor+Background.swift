@@ -37,7 +37,7 @@ extension Supervisor {
             }
             let (kind, pending) = scheduler.runEarly(identifier, for: bundle)
             try require(kind == .appRefresh ? .fetch : .processing, of: record, for: kind == .appRefresh ? "a refresh task" : "a processing task")
-            if let run = record.run, run.machine.isAlive, run.machine.launchFinished, !run.registeredTasks.contains(identifier) {
+            if Scheduler.lacksHandler(scheduleFacts(record), for: identifier) {
                 throw SupervisorError(
                     "\(bundle.name) registered no launch handler for \(identifier) while it launched; register it before application(_:didFinishLaunchingWithOptions:) returns", code: .refused)
             }
@@ -213,20 +213,8 @@ extension Supervisor {
     /// Refuses an event iOS would not deliver now: to a force-quit app, to an app being
     /// terminated, or (except a notification) to the foreground app.
     func refuseUnreachable(_ record: AppRecord, pushOnly: Bool) throws {
-        let name = record.bundle.name
-        if scheduler.isForceQuit(record.bundle.identifier) {
-            throw SupervisorError(
-                "\(name) was force quit by the user: iOS wakes it in the background only after the user opens it again (open \(name))", code: .refused)
-        }
-        guard let run = record.run, run.machine.isAlive else {
-            if waiters.isShuttingDown { throw SupervisorError("the host is shutting down", code: .shuttingDown) }
-            return
-        }
-        if run.machine.isEnding || run.machine.phase == .terminated {
-            throw SupervisorError("\(name) is being terminated", code: .wrongState)
-        }
-        if !pushOnly && run.machine.isInForeground {
-            throw SupervisorError("\(name) is in the foreground (\(run.machine.state.rawValue)); background events reach it in the background (home first)", code: .wrongState)
+        if let refusal = scheduler.refusalToWake(scheduleFacts(record), pushOnly: pushOnly, shuttingDown: waiters.isShuttingDown) {
+            throw refusal
         }
     }
 

@@ -50,12 +50,12 @@ extension Supervisor {
         let state = run.lastState
         switch state {
         case .active, .inactive, .background:
-            run.cpuWindow = state == .background ? ProcFS.cpuTime(pid: run.process?.pid ?? 0).map { .init(startingAt: now, total: $0) } : nil
+            resources.stateChanged(record.id, to: state, cpu: state == .background ? ProcFS.cpuTime(pid: run.process?.pid ?? 0) : nil, now: now)
             // A resumed app keeps the background limit it was held to.
             if state != .background || previous != .suspended { applyMemoryLimit(record, run) }
         case .suspended:
             run.lastRunning = now
-            run.cpuWindow = nil
+            resources.stateChanged(record.id, to: state, cpu: nil, now: now)
             recordUsage(run)
         default:
             break
@@ -70,7 +70,7 @@ extension Supervisor {
     /// callback, say) is under way: a measurement reads each of its processes' memory.
     private func applyMemoryLimit(_ record: AppRecord, _ run: AppRun) {
         guard run.machine.isLive, let process = run.process else { return }
-        let limit = ResourceRules.memoryLimit(state: run.lastState, inForeground: run.machine.isInForeground, policy: configuration.policy)
+        let limit = resources.memoryLimit(state: run.lastState, inForeground: run.machine.isInForeground)
         if process.memoryGroup?.limit == limit.bytes, run.peakMemory > 0 {
             queue.async { [weak self, weak run] in
                 guard let self, let run else { return }
@@ -91,7 +91,7 @@ extension Supervisor {
     func memoryGroupFull(_ record: AppRecord, _ run: AppRun) {
         guard run.machine.isLive, let group = run.process?.memoryGroup else { return }
         recordUsage(run)
-        let limit = ResourceRules.memoryLimit(state: run.machine.state, inForeground: run.machine.isInForeground, policy: configuration.policy)
+        let limit = resources.memoryLimit(state: run.machine.state, inForeground: run.machine.isInForeground)
         handle(record, run, .enforce(ResourceRules.limitByCgroup(limit: (group.limit, limit.label), memory: run.memory, peak: run.peakMemory)))
     }
 
@@ -100,33 +100,30 @@ extension Supervisor {
     func updateSampler() {
         let needed = !apps.running.isEmpty
         guard needed != (timers.instant(of: .sample) != nil) else { return }
-        timers.set(.sample, at: needed ? clock.now + configuration.policy.resourceSampleInterval : nil)
+        timers.set(.sample, at: resources.nextSample(anyRunning: needed, now: clock.now))
     }
 
-    /// One measurement of every running app: memory against its limit (where no cgroup holds
-    /// it) and the host's budget, CPU in the background against its share.
+    /// One measurement of every live app (ResourceMonitor says what it means): memory against
+    /// its limit where no cgroup holds it, and the host's budget; CPU in the background against
+    /// its share.
     func sample() {
-        let policy = configuration.policy
-        var total: UInt64 = 0
-        for record in apps {
-            guard let run = record.run, run.machine.isLive, let process = run.process else { continue }
+        let samples = apps.compactMap { record -> ResourceMonitor.Sample? in
+            guard let run = record.run, run.machine.isLive, let process = run.process else { return nil }
             let state = run.machine.state
             if state != .suspended { recordUsage(run) }
-            total += run.memory
-            if process.memoryGroup == nil, state != .suspended,
-               let termination = ResourceRules.limitBySampling(
-                   memory: run.memory, limit: ResourceRules.memoryLimit(state: state, inForeground: run.machine.isInForeground, policy: policy),
-                   interval: policy.resourceSampleInterval) {
-                handle(record, run, .enforce(termination))
-                continue
-            }
-            if state == .background, run.machine.phase != .suspending, let cpu = ProcFS.cpuTime(pid: process.pid),
-               let termination = run.cpuWindow?.add(cpu, at: clock.now, policy: policy) {
-                handle(record, run, .enforce(termination))
-            }
+            return ResourceMonitor.Sample(
+                id: record.id, state: state, inForeground: run.machine.isInForeground, memory: run.memory,
+                limitedByGroup: process.memoryGroup != nil, suspending: run.machine.phase == .suspending,
+                cpu: state == .background ? ProcFS.cpuTime(pid: process.pid) : nil)
         }
-        if resources.isOverBudget(total) {
-            beginPressure(target: resources.budget, usage: total, cause: "over the memory budget")
+        for effect in resources.sample(samples, now: clock.now) {
+            switch effect {
+            case .end(let id, let termination):
+                guard let run = apps[id].run else { continue }
+                handle(apps[id], run, .enforce(termination))
+            case .beginPressure(let target, let usage, let cause):
+                beginPressure(target: target, usage: usage, cause: cause)
+            }
         }
     }
 

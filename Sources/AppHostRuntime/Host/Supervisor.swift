@@ -103,7 +103,7 @@ public final class Supervisor: @unchecked Sendable {
         let suspensionNote = environment.suspensionNote
         let memoryEnforcement = environment.memoryEnforcement
         let memoryBudget = policy.memoryBudget ?? MemoryFootprint.hostCapacity() / 4 * 3
-        resources = ResourceMonitor(budget: memoryBudget, sharedResources: SharedResourceCheck(
+        resources = ResourceMonitor(budget: memoryBudget, policy: policy, sharedResources: SharedResourceCheck(
             groupsDirectory: configuration.stateDirectory.resolvingSymlinksInPath().appendingPathComponent("groups").path,
             declared: policy.sharedResources))
         let template = configuration.launcher == .template && apphost_clone3_available() != 0
