@@ -5,11 +5,12 @@ import Foundation
 import Dispatch
 import AppHostProtocol
 import AppHostSystem
-import CAppHostShims
 
-/// Measuring for the resource rules (Rules/ResourceRules.swift decides): what an app holds at
-/// suspension (0xdead10cc), its memory against its limits and the host's budget (jetsam), and
-/// its CPU in the background (EXC_RESOURCE). All of it runs on the supervisor's queue.
+/// Measuring for the resource rules (ResourceMonitor decides, with Rules/ResourceRules.swift and
+/// Rules/MemoryPressure.swift, and returns what to do): what an app holds at suspension
+/// (0xdead10cc), its memory against its limits and the host's budget (jetsam), and its CPU in
+/// the background (EXC_RESOURCE). This gathers the measurements and performs the effects, on the
+/// supervisor's queue.
 ///
 /// Measuring is event-driven where the kernel allows it (the memory cgroup's OOM eventfd) and
 /// otherwise a sample every `resourceSampleInterval`, taken only while some app is running:
@@ -209,38 +210,5 @@ extension Supervisor {
 
     private func armPressureTimer() {
         timers.set(.pressure, at: resources.pressureDeadline)
-    }
-}
-
-extension Supervisor {
-    /// Raises the host's open-file limit to its hard limit: each app holds about eight of the
-    /// host's descriptors (its control socket, pidfd, output pipe, diagnostics socket, seccomp
-    /// listener…), and the usual soft limit of 1,024 would end a host at about a hundred apps.
-    /// App processes get their own limit from the policy.
-    /// Raises the host's soft open-file limit to its hard limit (which is the administrator's:
-    /// `ulimit -Hn`, LimitNOFILE=, or the benchmark's raised one). Apps set their own (the
-    /// policy's openFiles). Returns the limit in force.
-    @discardableResult
-    static func raiseDescriptorLimit() -> Int {
-        let resource = __rlimit_resource_t(RLIMIT_NOFILE.rawValue)
-        var limit = rlimit()
-        guard getrlimit(resource, &limit) == 0 else { return 1024 }
-        if limit.rlim_cur < limit.rlim_max {
-            limit.rlim_cur = limit.rlim_max
-            _ = setrlimit(resource, &limit)
-            _ = getrlimit(resource, &limit)
-        }
-        return Int(min(limit.rlim_cur, rlim_t(Int.max)))
-    }
-
-    /// How many apps this host can hold, under the limits it runs with now.
-    static func measureCapacity(descriptorLimit: Int) -> HostCapacity {
-        let open = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd").count) ?? 0
-        let pidMax = Int(readSmallFile("/proc/sys/kernel/pid_max").trimmingCharacters(in: .whitespacesAndNewlines)) ?? 32768
-        // /proc/loadavg: "0.20 0.18 0.12 1/80 11206": the fourth field's second half is every
-        // task (process and thread) of the machine.
-        let tasks = readSmallFile("/proc/loadavg").split(separator: " ").dropFirst(3).first?
-            .split(separator: "/").last.flatMap { Int($0) } ?? 0
-        return HostCapacity(descriptors: descriptorLimit, openAtStart: open, pidMax: pidMax, tasksAtStart: tasks)
     }
 }

@@ -118,7 +118,7 @@ public final class Supervisor: @unchecked Sendable {
                 mountChanges: { [storage] in storage.mountChanges }, isShuttingDown: { [waiters] in waiters.isShuttingDown },
                 publish: observer),
             template: template)
-        let capacity = Self.measureCapacity(descriptorLimit: Self.raiseDescriptorLimit())
+        let capacity = HostCapacity.measure(descriptorLimit: HostCapacity.raiseDescriptorLimit())
         controlReader = try ControlReader(queue: queue)
         stores = HostStores(stateDirectory: configuration.stateDirectory)
         location = LocationSimulator(store: stores.location)
