@@ -18,11 +18,11 @@ import Testing
             info: ["UIBackgroundModes": modes, "BGTaskSchedulerPermittedIdentifiers": ["refresh", "prune"]])
     }
 
-    private func scheduler(policy: Policy = Policy()) throws -> Scheduler {
+    private func scheduler(policy: Policy = Policy(), refresh: Bool = true) throws -> Scheduler {
         let wall = wall
         return Scheduler(
             store: ScheduleStore(stateDirectory: try files.url("state-\(UUID().uuidString)")), policy: policy,
-            refreshAvailable: true, power: .plugged, network: .online, wallClock: { wall.now })
+            refreshAvailable: refresh, power: .plugged, network: .online, wallClock: { wall.now })
     }
 
     /// The app as the host would describe it: not running (`run` nil), or alive in `state`.
@@ -31,7 +31,7 @@ import Testing
         registered: Set<String> = [], modes: Set<BackgroundMode> = [.fetch, .processing]
     ) -> Scheduler.AppFacts {
         Scheduler.AppFacts(
-            id: weatherID, identifier: "com.example.weather", name: "Weather", backgroundModes: modes,
+            id: weatherID, identifier: "com.example.weather", name: "Weather", backgroundModes: modes, permittedTasks: ["refresh", "prune"],
             run: state.map {
                 Scheduler.RunFacts(state: $0, launchFinished: launchFinished, inForeground: inForeground, isEnding: ending, registeredTasks: registered)
             })
@@ -78,6 +78,34 @@ import Testing
         let forceQuit = scheduler.refusalToWake(weather(.suspended), pushOnly: true, shuttingDown: false)
         #expect(forceQuit?.code == .refused)
         #expect(forceQuit?.message == "Weather was force quit by the user: iOS wakes it in the background only after the user opens it again (open Weather)")
+    }
+
+    /// `fetch APP`: the mode first, then background app refresh, then whether the app can be
+    /// reached.
+    @Test func aFetchOnDemandNeedsTheModeRefreshAndAReachableApp() throws {
+        let scheduler = try scheduler()
+        #expect(scheduler.refusalToFetch(weather(.suspended), shuttingDown: false) == nil)
+        let noMode = scheduler.refusalToFetch(weather(.active, inForeground: true, modes: [.processing]), shuttingDown: false)
+        #expect(noMode?.code == .refused)
+        #expect(noMode?.message == "Weather has no fetch in Info.plist UIBackgroundModes: iOS would not wake it for a background fetch")
+        #expect(scheduler.refusalToFetch(weather(.active, inForeground: true), shuttingDown: false)?.code == .wrongState)
+        let off = try self.scheduler(refresh: false).refusalToFetch(weather(.suspended), shuttingDown: false)
+        #expect(off?.message == "background app refresh is off on this host (--no-background-app-refresh): iOS would not fetch")
+    }
+
+    /// `run-task APP IDENTIFIER`: permitted, the kind's mode, a handler once launched, reachable.
+    @Test func aTaskRunOnDemandIsRefusedWithItsReason() throws {
+        let scheduler = try scheduler()
+        #expect(scheduler.refusalToRun("refresh", kind: .appRefresh, weather(.suspended, registered: ["refresh"]), shuttingDown: false) == nil)
+        #expect(scheduler.refusalToRun("refresh", kind: .appRefresh, weather(), shuttingDown: false) == nil, "its launch registers it")
+        #expect(scheduler.refusalToRun("other", kind: .appRefresh, weather(), shuttingDown: false)?.message
+            == "other is not in Weather's BGTaskSchedulerPermittedIdentifiers (refresh, prune): iOS would not run it")
+        #expect(scheduler.refusalToRun("prune", kind: .processing, weather(modes: [.fetch]), shuttingDown: false)?.message
+            == "Weather has no processing in Info.plist UIBackgroundModes: iOS would not wake it for a processing task")
+        #expect(scheduler.refusalToRun("refresh", kind: .appRefresh, weather(.suspended, registered: ["prune"]), shuttingDown: false)?.message
+            == "Weather registered no launch handler for refresh while it launched; register it before application(_:didFinishLaunchingWithOptions:) returns")
+        #expect(scheduler.refusalToRun("refresh", kind: .appRefresh, weather(.active, inForeground: true, registered: ["refresh"]), shuttingDown: false)?.code
+            == .wrongState)
     }
 
     // MARK: The due-work pass

@@ -12,6 +12,8 @@ extension Scheduler {
         var identifier: String
         var name: String
         var backgroundModes: Set<BackgroundMode>
+        /// Its Info.plist's BGTaskSchedulerPermittedIdentifiers.
+        var permittedTasks: [String] = []
         /// Its process, while it is alive (started and not yet ended); nil if it has none.
         var run: RunFacts?
         /// The task identifiers under way in its last run (handed to it, or queued for it): a
@@ -58,6 +60,44 @@ extension Scheduler {
                 "\(name) is in the foreground (\(run.state.rawValue)); background events reach it in the background (home first)", code: .wrongState)
         }
         return nil
+    }
+
+    /// The refusal of a wake for `what` that needs `mode`, if the app lacks it in its
+    /// UIBackgroundModes.
+    static func lacking(_ mode: BackgroundMode, _ app: AppFacts, for what: String) -> SupervisorError? {
+        guard !app.backgroundModes.contains(mode) else { return nil }
+        return SupervisorError("\(app.name) has no \(mode.rawValue) in Info.plist UIBackgroundModes: iOS would not wake it for \(what)", code: .refused)
+    }
+
+    /// Why `fetch` would not deliver a fetch to the app now: it lacks the fetch mode, background
+    /// app refresh is off, or it cannot be reached (`refusalToWake`). Nil: it may be sent.
+    func refusalToFetch(_ app: AppFacts, shuttingDown: Bool) -> SupervisorError? {
+        if let lacking = Self.lacking(.fetch, app, for: "a background fetch") { return lacking }
+        guard refreshAvailable else {
+            return SupervisorError("background app refresh is off on this host (--no-background-app-refresh): iOS would not fetch", code: .refused)
+        }
+        return refusalToWake(app, pushOnly: false, shuttingDown: shuttingDown)
+    }
+
+    /// Why `run-task` would not run the task `identifier` of `kind` (`runEarly` says which) in
+    /// the app now: not permitted, a mode the app lacks, a launch over without a handler for it,
+    /// or an app that cannot be reached (`refusalToWake`). Nil: it may be run.
+    func refusalToRun(_ identifier: String, kind: WireTaskRequest.Kind, _ app: AppFacts, shuttingDown: Bool) -> SupervisorError? {
+        guard app.permittedTasks.contains(identifier) else {
+            let permitted = app.permittedTasks.isEmpty ? "none" : app.permittedTasks.joined(separator: ", ")
+            return SupervisorError(
+                "\(identifier) is not in \(app.name)'s BGTaskSchedulerPermittedIdentifiers (\(permitted)): iOS would not run it", code: .refused)
+        }
+        if let lacking = Self.lacking(
+            kind == .appRefresh ? .fetch : .processing, app, for: kind == .appRefresh ? "a refresh task" : "a processing task") {
+            return lacking
+        }
+        if Self.lacksHandler(app, for: identifier) {
+            return SupervisorError(
+                "\(app.name) registered no launch handler for \(identifier) while it launched; register it before application(_:didFinishLaunchingWithOptions:) returns",
+                code: .refused)
+        }
+        return refusalToWake(app, pushOnly: false, shuttingDown: shuttingDown)
     }
 
     /// Whether the app's launch is over without a launch handler for the task `identifier`:

@@ -4,8 +4,10 @@ import AppHostProtocol
 /// The host's BGTaskScheduler (README.md, "Background modes"; README.md, "How the code is laid out"): each
 /// app's pending requests, fetch interval and force quit (BackgroundSchedule, kept in its store),
 /// the conditions requests wait for (power, network), and the scheduler's clock (the wall clock,
-/// moved on by `advance`). It decides what is due, what is refused and why a request waits; the
-/// host wakes the apps. Every change is saved off the loop; `kept` runs once it is on the disk.
+/// moved on by `advance`). It decides what is due and for which apps (a pass over the due work
+/// returns what to deliver and what to warn), which apps may be woken (Scheduler+Wake.swift),
+/// what is refused and why a request waits, on values the host takes of the apps; the host
+/// wakes them. Every change is saved off the loop; `kept` runs once it is on the disk.
 /// Touched only on the host's loop.
 final class Scheduler {
     private var schedule: BackgroundSchedule
@@ -13,7 +15,7 @@ final class Scheduler {
     private let store: ScheduleStore
     private let policy: Policy
     /// Background app refresh: off, no refresh request is accepted or run, and no fetch.
-    private let refreshAvailable: Bool
+    let refreshAvailable: Bool
     /// The wall clock (a test's own).
     private let wallClock: () -> Date
     /// What was wrong with the store at start, if anything.
@@ -216,7 +218,8 @@ final class Scheduler {
             /// Off the loop, coalesced: nothing taken is run or dropped.
             case later
             /// Now (`keepTaken`), before anything is delivered or said: a request taken runs,
-            /// or is dropped, once its removal is on the disk.
+            /// or is dropped, once its removal is on the disk (a host killed in between neither
+            /// ran it nor lost it, and a command that comes next sees it under way).
             case now
         }
 
@@ -254,7 +257,7 @@ final class Scheduler {
         return pass
     }
 
-    /// How long until something of these apps next becomes due (zero: it is due now), for the
+    /// How long until something of these apps next becomes due (nil: nothing will be), for the
     /// host's timer, which runs on the monotonic clock: the scheduler's dates are the wall
     /// clock's (moved on by `advance`), so each pass sets it again from the wall clock's now.
     func untilNextDue(apps names: [String]) -> Duration? {

@@ -77,6 +77,7 @@ extension Supervisor {
         let machine = run?.machine
         return Scheduler.AppFacts(
             id: record.id, identifier: record.bundle.identifier, name: record.bundle.name, backgroundModes: record.bundle.backgroundModes,
+            permittedTasks: record.bundle.permittedTaskIdentifiers,
             run: machine.flatMap { machine in
                 guard let run, machine.isAlive else { return nil }
                 return Scheduler.RunFacts(
