@@ -514,9 +514,9 @@ private final class TestClock: HostClock, @unchecked Sendable {
         let resources = monitor()
         #expect(resources.sample([measured(0, 100)], now: start) == [])
         #expect(resources.sample([measured(0, 101)], now: start) == [.beginPressure(target: 100 * mebibyte, usage: 101 * mebibyte, cause: "over the memory budget")])
-        #expect(resources.beginPressure(target: 100 * mebibyte, cause: "over the memory budget", now: start, grace: .seconds(2), sparingRunningApps: false))
+        #expect(resources.beginPressure(target: 100 * mebibyte, cause: "over the memory budget", now: start, sparingRunningApps: false, apps: []) == [])
         #expect(resources.sample([measured(0, 200)], now: start) == [], "one under way")
-        #expect(!resources.beginPressure(target: 80 * mebibyte, cause: "memory-pressure", now: start, grace: .seconds(2), sparingRunningApps: false))
+        #expect(resources.beginPressure(target: 80 * mebibyte, cause: "memory-pressure", now: start, sparingRunningApps: false, apps: []) == nil)
         #expect(resources.pressureDeadline == start + .seconds(2))
     }
 
@@ -524,7 +524,7 @@ private final class TestClock: HostClock, @unchecked Sendable {
     /// go, then ends once usage fits.
     @Test func theEpisodeEndsTheLongestSuspendedAppThenEnds() {
         let resources = monitor()
-        _ = resources.beginPressure(target: 100 * mebibyte, cause: "over the memory budget", now: start, grace: .seconds(2), sparingRunningApps: false)
+        _ = resources.beginPressure(target: 100 * mebibyte, cause: "over the memory budget", now: start, sparingRunningApps: false, apps: [])
         let apps = [suspended(0, 60, since: 5), suspended(1, 60, since: 1)]
         #expect(resources.stepPressure(now: start + .seconds(1), usage: 120 * mebibyte, candidates: apps) == .wait, "in its grace")
         guard case .end(let victim, _) = resources.stepPressure(now: start + .seconds(2), usage: 120 * mebibyte, candidates: apps) else {

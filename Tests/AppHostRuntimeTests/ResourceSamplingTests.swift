@@ -66,6 +66,20 @@ import Testing
             == [.beginPressure(target: 100 * mebibyte, usage: 100 * mebibyte + 1, cause: "over the memory budget")])
     }
 
+    /// Memory pressure warns the apps that run and can hear it, then waits the policy's grace.
+    @Test func pressureWarnsTheRunningAppsWhoseProcessStartedThenWaitsItsGrace() {
+        var policy = Policy()
+        policy.memoryWarningGrace = .seconds(3)
+        let resources = monitor(policy)
+        let ids = (0..<4).map { AppID(index: $0) }
+        let warned = resources.beginPressure(
+            target: 10 * mebibyte, cause: "memory-pressure", now: start, sparingRunningApps: false,
+            apps: [.init(id: ids[0], state: .suspended, starting: false), .init(id: ids[1], state: .background, starting: false),
+                   .init(id: ids[2], state: .launching, starting: true), .init(id: ids[3], state: .active, starting: false)])
+        #expect(warned == [ids[1], ids[3]])
+        #expect(resources.pressureDeadline == start + .seconds(3))
+    }
+
     /// Where no memory cgroup holds an app, a sample over its state's limit ends it (a
     /// suspended app is never measured over one: it does not allocate).
     @Test func aSampleOverItsStatesLimitEndsAnAppNoCgroupHolds() {

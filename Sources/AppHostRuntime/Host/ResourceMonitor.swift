@@ -114,14 +114,24 @@ final class ResourceMonitor {
     /// none under way.
     private func isOverBudget(_ total: UInt64) -> Bool { episode == nil && total > budget }
 
-    /// Begins an episode (true), or tightens the one under way to `target` (false).
-    func beginPressure(target: UInt64, cause: String, now: HostInstant, grace: Duration, sparingRunningApps: Bool) -> Bool {
+    /// What the host is told of a live app when memory pressure begins.
+    struct LiveApp: Equatable {
+        var id: AppID
+        var state: AppState
+        /// Its process is still starting: it cannot hear a warning yet.
+        var starting: Bool
+    }
+
+    /// Begins an episode down to `target` (apps are ended once the policy's grace is over), and
+    /// returns the apps among `apps` to warn now: those running (not suspended) whose process
+    /// has started. With an episode under way, only tightens it to `target`, and returns nil.
+    func beginPressure(target: UInt64, cause: String, now: HostInstant, sparingRunningApps: Bool, apps: [LiveApp]) -> [AppID]? {
         guard episode == nil else {
             episode?.tighten(to: target)
-            return false
+            return nil
         }
-        episode = MemoryPressure(target: target, cause: cause, now: now, grace: grace, sparesRunningApps: sparingRunningApps)
-        return true
+        episode = MemoryPressure(target: target, cause: cause, now: now, grace: policy.memoryWarningGrace, sparesRunningApps: sparingRunningApps)
+        return apps.filter { $0.state != .suspended && !$0.starting }.map(\.id)
     }
 
     /// The episode's next step, given the apps' memory now; an episode that is over ends.

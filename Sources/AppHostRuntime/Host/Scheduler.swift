@@ -142,6 +142,18 @@ final class Scheduler {
         return .submitted
     }
 
+    /// A request in one line, for the event that says it is kept: "BGAppRefreshTaskRequest
+    /// com.example.refresh, earliest 2026-…, requires network".
+    static func describe(_ request: WireTaskRequest) -> String {
+        var parts = [request.kind == .appRefresh ? "BGAppRefreshTaskRequest \(request.identifier)" : "BGProcessingTaskRequest \(request.identifier)"]
+        if let date = request.earliestBeginDate {
+            parts.append("earliest \(HostEvent.isoFormatter.string(from: Date(timeIntervalSince1970: date)))")
+        }
+        if request.requiresExternalPower { parts.append("requires external power") }
+        if request.requiresNetworkConnectivity { parts.append("requires network") }
+        return parts.joined(separator: ", ")
+    }
+
     /// Cancels the app's request of `identifier` (nil: all); returns the identifiers cancelled.
     func cancel(_ identifier: String?, for app: String) -> [String] {
         let removed = schedule.cancel(identifier, for: app)
@@ -293,6 +305,16 @@ final class Scheduler {
     /// The policy's least time between two runs of one task identifier of this kind, in seconds.
     func minimumInterval(_ kind: WireTaskRequest.Kind) -> Double {
         (kind == .appRefresh ? policy.minimumRefreshTaskInterval : policy.minimumProcessingTaskInterval).seconds
+    }
+
+    /// What the app is told of BGTaskScheduler at its launch: its modes and permitted
+    /// identifiers, its pending requests (on its wall clock), the limits, whether refresh is on.
+    func launchConfiguration(for bundle: AppBundle) -> WireBackgroundTasks {
+        WireBackgroundTasks(
+            modes: bundle.backgroundModes.map(\.rawValue).sorted(), permittedIdentifiers: bundle.permittedTaskIdentifiers,
+            pending: pending(for: bundle.identifier),
+            maximumPendingRefresh: policy.maximumPendingRefreshRequests, maximumPendingProcessing: policy.maximumPendingProcessingRequests,
+            available: refreshAvailable)
     }
 
     /// The app's pending requests, their dates on the app's wall clock (for its launch).

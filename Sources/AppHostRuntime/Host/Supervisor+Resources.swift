@@ -143,12 +143,15 @@ extension Supervisor {
 
     /// Warns the running apps, then (after the policy's grace) ends apps until usage fits `target`.
     func beginPressure(target: UInt64, usage: UInt64, cause: String, sparingRunningApps: Bool = false) {
-        let grace = configuration.policy.memoryWarningGrace
-        guard resources.beginPressure(target: target, cause: cause, now: clock.now, grace: grace, sparingRunningApps: sparingRunningApps) else { return }
-        let running = apps.filter { record in
-            guard let run = record.run, run.machine.isLive else { return false }
-            return run.machine.state != .suspended && run.machine.phase != .starting
+        let live = apps.compactMap { record -> ResourceMonitor.LiveApp? in
+            guard let run = record.run, run.machine.isLive else { return nil }
+            return ResourceMonitor.LiveApp(id: record.id, state: run.machine.state, starting: run.machine.phase == .starting)
         }
+        guard let warn = resources.beginPressure(target: target, cause: cause, now: clock.now, sparingRunningApps: sparingRunningApps, apps: live) else {
+            return
+        }
+        let grace = configuration.policy.memoryWarningGrace
+        let running = warn.map { apps[$0] }
         let warned = running.isEmpty ? "no app is running to warn" : "memory warning to \(running.map(\.bundle.name).joined(separator: ", "))"
         let disconnected = disconnectBackgroundScenes()
         publish(HostEvent(

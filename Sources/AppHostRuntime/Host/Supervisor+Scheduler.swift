@@ -114,12 +114,7 @@ extension Supervisor {
     }
 
     func backgroundTasksConfiguration(for bundle: AppBundle) -> WireBackgroundTasks {
-        WireBackgroundTasks(
-            modes: bundle.backgroundModes.map(\.rawValue).sorted(), permittedIdentifiers: bundle.permittedTaskIdentifiers,
-            pending: scheduler.pending(for: bundle.identifier),
-            maximumPendingRefresh: configuration.policy.maximumPendingRefreshRequests,
-            maximumPendingProcessing: configuration.policy.maximumPendingProcessingRequests,
-            available: configuration.backgroundAppRefresh)
+        scheduler.launchConfiguration(for: bundle)
     }
 
     // MARK: The app's messages
@@ -141,7 +136,7 @@ extension Supervisor {
         case .submitTask(let request):
             // What tells anyone that it is kept (the taskSubmitted event) waits for it to be on
             // the disk, so a host killed at any moment never said it kept a request it lost.
-            let submitted = describe(request)
+            let submitted = Scheduler.describe(request)
             switch scheduler.submit(request, for: bundle, kept: onTheLoop { [weak self] in self?.sayKept(.taskSubmitted, submitted, record, run) }) {
             case .refused(let refusal):
                 handle(record, run, .warning("the host refused the task request \(request.identifier): \(refusal)"))
@@ -171,15 +166,5 @@ extension Supervisor {
         default:
             break
         }
-    }
-
-    func describe(_ request: WireTaskRequest) -> String {
-        var parts = [request.kind == .appRefresh ? "BGAppRefreshTaskRequest \(request.identifier)" : "BGProcessingTaskRequest \(request.identifier)"]
-        if let date = request.earliestBeginDate {
-            parts.append("earliest \(HostEvent.isoFormatter.string(from: Date(timeIntervalSince1970: date)))")
-        }
-        if request.requiresExternalPower { parts.append("requires external power") }
-        if request.requiresNetworkConnectivity { parts.append("requires network") }
-        return parts.joined(separator: ", ")
     }
 }
