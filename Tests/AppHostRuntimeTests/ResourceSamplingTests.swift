@@ -1,3 +1,7 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import Foundation
 import Testing
 @testable import AppHostRuntime
 
@@ -119,6 +123,28 @@ import Testing
         policy.maximumViolations = nil
         #expect(monitor(policy).refusedCall("socket(…)", dangerous: false, state: .active, count: 1000) == nil)
         #expect(monitor(policy).refusedCall("ptrace(…)", dangerous: true, state: .active, count: 1)?.kind == .forbiddenSyscall)
+    }
+
+    /// 0xdead10cc: a lock in an app-group container, held by the process the host would
+    /// suspend, ends it, naming the lock; once released, nothing does. (This test's own process
+    /// takes the lock.)
+    @Test func aLockInAnAppGroupHeldAtSuspensionEndsTheApp() throws {
+        let files = TemporaryFiles()
+        let groups = try files.url("groups").resolvingSymlinksInPath()
+        try FileManager.default.createDirectory(at: groups.appendingPathComponent("group.example"), withIntermediateDirectories: true)
+        let path = groups.appendingPathComponent("group.example/db").path
+        let fd = open(path, O_CREAT | O_RDWR | O_CLOEXEC, 0o600)
+        try #require(fd >= 0)
+        defer { close(fd) }
+        let resources = ResourceMonitor(budget: 1 << 30, policy: Policy(), sharedResources: SharedResourceCheck(groupsDirectory: groups.path, declared: []))
+        #expect(resources.heldAtSuspension(by: [getpid()]) == nil)
+        try #require(flock(fd, LOCK_EX) == 0)
+        let held = try #require(resources.heldAtSuspension(by: [getpid()]))
+        #expect(held.held.map(\.path) == [path])
+        #expect(held.end.kind == .sharedResource && held.end.code == TerminationCode.sharedResourceHeld.rawValue)
+        #expect(held.end.reason == "held a flock write lock on \(path) when it would have been suspended")
+        flock(fd, LOCK_UN)
+        #expect(resources.heldAtSuspension(by: [getpid()]) == nil)
     }
 
     /// The sampler runs only while some app runs.

@@ -107,8 +107,13 @@ final class ResourceMonitor {
 
     // MARK: Shared resources and pressure
 
-    /// What these processes hold of the shared resources (app-group locks, declared resources).
-    func held(by processes: [pid_t]) -> [HeldResource] { sharedResources.held(by: processes) }
+    /// The end of an app whose `processes` hold a shared resource (an app-group lock, a declared
+    /// resource) now that it would be suspended (0xdead10cc), with what they hold; nil if they
+    /// hold nothing.
+    func heldAtSuspension(by processes: [pid_t]) -> (held: [HeldResource], end: Termination)? {
+        let held = sharedResources.held(by: processes)
+        return ResourceRules.sharedResourceTermination(held: held).map { (held, $0) }
+    }
 
     /// Whether a sample of `total` bytes over every app begins an episode: over the budget, and
     /// none under way.

@@ -35,8 +35,7 @@ extension Supervisor {
     /// Ends the app if it holds a lock in an app-group container or has a declared shared
     /// resource open, now that it would be suspended. Returns whether it did.
     func endIfHoldingSharedResources(_ record: AppRecord, _ run: AppRun) -> Bool {
-        let held = resources.held(by: processes(of: run))
-        guard let termination = ResourceRules.sharedResourceTermination(held: held) else { return false }
+        guard let (held, termination) = resources.heldAtSuspension(by: processes(of: run)) else { return false }
         run.held = held
         handle(record, run, .enforce(termination))
         return true
