@@ -147,6 +147,23 @@ import Testing
         #expect(resources.heldAtSuspension(by: [getpid()]) == nil)
     }
 
+    /// Entering a running state: a resumed app keeps its background limit; a limit its group
+    /// holds it to already is only measured again later (if it was measured before); otherwise
+    /// the state's limit is applied.
+    @Test func enteringAStateAppliesItsLimitUnlessItHoldsAlready() {
+        let policy = Policy()
+        let resources = monitor(policy)
+        let background = policy.backgroundMemoryLimit, foreground = policy.foregroundMemoryLimit
+        #expect(resources.limitStep(entering: .background, from: .suspended, inForeground: false, groupLimit: nil, measuredBefore: true) == .keep)
+        #expect(resources.limitStep(entering: .background, from: .inactive, inForeground: false, groupLimit: foreground, measuredBefore: true)
+            == .apply(bytes: background, label: "background"))
+        #expect(resources.limitStep(entering: .active, from: .inactive, inForeground: true, groupLimit: foreground, measuredBefore: true) == .measureLater)
+        #expect(resources.limitStep(entering: .active, from: .inactive, inForeground: true, groupLimit: foreground, measuredBefore: false)
+            == .apply(bytes: foreground, label: "foreground"), "never measured: its report needs figures")
+        #expect(resources.limitStep(entering: .inactive, from: .launching, inForeground: true, groupLimit: nil, measuredBefore: true)
+            == .apply(bytes: foreground, label: "foreground"), "no group: the limit is sampled, and checked now")
+    }
+
     /// The sampler runs only while some app runs.
     @Test func theSamplerRunsOnlyWhileAnAppRuns() {
         let resources = monitor()

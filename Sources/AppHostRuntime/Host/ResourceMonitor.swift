@@ -32,6 +32,29 @@ final class ResourceMonitor {
         ResourceRules.memoryLimit(state: state, inForeground: inForeground, policy: policy)
     }
 
+    /// What holding an app to the limit of the state it enters takes.
+    enum LimitStep: Equatable {
+        /// Nothing: a resumed app keeps the background limit it was held to.
+        case keep
+        /// Its memory group holds it to this limit already (the kernel has kept the app under
+        /// it; the states of a launch share one) and it was measured before (its report has
+        /// figures if it dies now): measure it again once what its new state started (the next
+        /// callback, say) is under way.
+        case measureLater
+        /// Measure it now, then hold it to this limit: `ResourceRules.limitOnEntering` ends it if
+        /// it uses more or its group cannot be brought down to it.
+        case apply(bytes: UInt64, label: String)
+    }
+
+    /// The step for an app entering a running state (active, inactive, background) from
+    /// `previous`, whose memory group (if it has one) holds it to `groupLimit`.
+    func limitStep(entering state: AppState, from previous: AppState, inForeground: Bool, groupLimit: UInt64?, measuredBefore: Bool) -> LimitStep {
+        guard state != .background || previous != .suspended else { return .keep }
+        let limit = memoryLimit(state: state, inForeground: inForeground)
+        if groupLimit == limit.bytes, measuredBefore { return .measureLater }
+        return .apply(bytes: limit.bytes, label: limit.label)
+    }
+
     // MARK: Sampling
 
     /// When the next sample is due: one interval from now while some app runs (live, not

@@ -51,8 +51,7 @@ extension Supervisor {
         switch state {
         case .active, .inactive, .background:
             resources.stateChanged(record.id, to: state, cpu: state == .background ? ProcFS.cpuTime(pid: run.process?.pid ?? 0) : nil, now: now)
-            // A resumed app keeps the background limit it was held to.
-            if state != .background || previous != .suspended { applyMemoryLimit(record, run) }
+            applyMemoryLimit(record, run, from: previous)
         case .suspended:
             run.lastRunning = now
             resources.stateChanged(record.id, to: state, cpu: nil, now: now)
@@ -63,25 +62,26 @@ extension Supervisor {
         updateSampler()
     }
 
-    /// Holds the app to its state's limit: ends it if it already uses more, else sets its group's.
-    /// A limit its memory group holds it to already (the kernel has kept the app under it; the
-    /// states of a launch share one) is left as it is, and an app measured before (its report
-    /// has figures if it dies now) is measured again once what its new state started (the next
-    /// callback, say) is under way: a measurement reads each of its processes' memory.
-    private func applyMemoryLimit(_ record: AppRecord, _ run: AppRun) {
+    /// Holds the app to its new state's limit as ResourceMonitor says: ends it if it already
+    /// uses more, else sets its group's (a measurement reads each of its processes' memory).
+    private func applyMemoryLimit(_ record: AppRecord, _ run: AppRun, from previous: AppState) {
         guard run.machine.isLive, let process = run.process else { return }
-        let limit = resources.memoryLimit(state: run.lastState, inForeground: run.machine.isInForeground)
-        if process.memoryGroup?.limit == limit.bytes, run.peakMemory > 0 {
+        switch resources.limitStep(
+            entering: run.lastState, from: previous, inForeground: run.machine.isInForeground, groupLimit: process.memoryGroup?.limit,
+            measuredBefore: run.peakMemory > 0) {
+        case .keep:
+            return
+        case .measureLater:
             queue.async { [weak self, weak run] in
                 guard let self, let run else { return }
                 recordUsage(run)
             }
-            return
-        }
-        recordUsage(run)
-        let fits = run.memory <= limit.bytes && run.process?.memoryGroup?.setLimit(limit.bytes) != false
-        if let termination = ResourceRules.limitOnEntering(limit.label, limit: limit.bytes, memory: run.memory, peak: run.peakMemory, fits: fits) {
-            handle(record, run, .enforce(termination))
+        case .apply(let bytes, let label):
+            recordUsage(run)
+            let fits = run.memory <= bytes && process.memoryGroup?.setLimit(bytes) != false
+            if let termination = ResourceRules.limitOnEntering(label, limit: bytes, memory: run.memory, peak: run.peakMemory, fits: fits) {
+                handle(record, run, .enforce(termination))
+            }
         }
     }
 
