@@ -399,7 +399,7 @@ private final class TestClock: HostClock, @unchecked Sendable {
     private let mebibyte: UInt64 = 1 << 20
 
     private func monitor() -> ResourceMonitor {
-        ResourceMonitor(budget: 100 * mebibyte, sharedResources: SharedResourceCheck(groupsDirectory: "/nonexistent", declared: []))
+        ResourceMonitor(budget: 100 * mebibyte, policy: Policy(), sharedResources: SharedResourceCheck(groupsDirectory: "/nonexistent", declared: []))
     }
 
     private func suspended(_ index: Int, _ mebibytes: UInt64, since seconds: Double) -> ResourceRules.Candidate<AppID> {
@@ -407,13 +407,18 @@ private final class TestClock: HostClock, @unchecked Sendable {
               since: start + .seconds(double: seconds), memory: mebibytes * mebibyte)
     }
 
+    /// A sample of a suspended app.
+    private func measured(_ index: Int, _ mebibytes: UInt64) -> ResourceMonitor.Sample {
+        .init(id: AppID(index: index), state: .suspended, inForeground: false, memory: mebibytes * mebibyte, limitedByGroup: false, suspending: false)
+    }
+
     @Test func overTheBudgetBeginsOneEpisodeAtATime() {
         let resources = monitor()
-        #expect(!resources.isOverBudget(100 * mebibyte))
-        #expect(resources.isOverBudget(101 * mebibyte))
-        #expect(resources.beginPressure(target: 100 * mebibyte, cause: "over the memory budget", now: start, grace: .seconds(2), sparingRunningApps: false))
-        #expect(!resources.isOverBudget(200 * mebibyte), "one under way")
-        #expect(!resources.beginPressure(target: 80 * mebibyte, cause: "memory-pressure", now: start, grace: .seconds(2), sparingRunningApps: false))
+        #expect(resources.sample([measured(0, 100)], now: start) == [])
+        #expect(resources.sample([measured(0, 101)], now: start) == [.beginPressure(target: 100 * mebibyte, usage: 101 * mebibyte, cause: "over the memory budget")])
+        #expect(resources.beginPressure(target: 100 * mebibyte, cause: "over the memory budget", now: start, sparingRunningApps: false, apps: []) == [])
+        #expect(resources.sample([measured(0, 200)], now: start) == [], "one under way")
+        #expect(resources.beginPressure(target: 80 * mebibyte, cause: "memory-pressure", now: start, sparingRunningApps: false, apps: []) == nil)
         #expect(resources.pressureDeadline == start + .seconds(2))
     }
 
@@ -421,7 +426,7 @@ private final class TestClock: HostClock, @unchecked Sendable {
     /// go, then ends once usage fits.
     @Test func theEpisodeEndsTheLongestSuspendedAppThenEnds() {
         let resources = monitor()
-        _ = resources.beginPressure(target: 100 * mebibyte, cause: "over the memory budget", now: start, grace: .seconds(2), sparingRunningApps: false)
+        _ = resources.beginPressure(target: 100 * mebibyte, cause: "over the memory budget", now: start, sparingRunningApps: false, apps: [])
         let apps = [suspended(0, 60, since: 5), suspended(1, 60, since: 1)]
         #expect(resources.stepPressure(now: start + .seconds(1), usage: 120 * mebibyte, candidates: apps) == .wait, "in its grace")
         guard case .end(let victim, _) = resources.stepPressure(now: start + .seconds(2), usage: 120 * mebibyte, candidates: apps) else {

@@ -79,21 +79,6 @@ import Testing
         #expect(over?.kind == .cpuResource)
         #expect(over?.reason == "used 5.00 s of CPU in 10.00 s in the background (50 % of a core); the limit is 50 % of a core over 10.0 s")
     }
-
-    @Test func taskRegistrationRules() {
-        let permitted = ["com.example.refresh"]
-        #expect(ResourceRules.register("com.example.refresh", registered: [], launchFinished: false, permitted: permitted) == .accepted)
-        #expect(ResourceRules.register("com.example.other", registered: [], launchFinished: false, permitted: permitted)
-            == .ignored("registered com.example.other, which is not in BGTaskSchedulerPermittedIdentifiers; ignored"))
-        guard case .terminated(let twice) = ResourceRules.register("com.example.refresh", registered: ["com.example.refresh"], launchFinished: false, permitted: permitted),
-              case .terminated(let late) = ResourceRules.register("com.example.refresh", registered: [], launchFinished: true, permitted: permitted)
-        else {
-            Issue.record("registering twice or late must end the app")
-            return
-        }
-        #expect(twice.kind == .taskRegistration && twice.reason.hasSuffix("twice"))
-        #expect(late.kind == .taskRegistration && late.reason.contains("after application(_:didFinishLaunchingWithOptions:) returned"))
-    }
 }
 
 /// Memory pressure as a pure state machine on a virtual clock.

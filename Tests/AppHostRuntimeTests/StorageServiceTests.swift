@@ -37,9 +37,34 @@ import Testing
         let (storage, _) = try service()
         let app = AppID(index: 3)
         #expect(!storage.takePendingPurge(app))
-        storage.purgeWhenGone(app)
+        let effects = storage.storagePressure([.init(id: app, state: .suspended, isEnding: false, inForeground: false)])
+        #expect(effects.last == .end(app, StoragePressure.termination))
         #expect(storage.takePendingPurge(app))
         #expect(!storage.takePendingPurge(app))
+    }
+
+    /// Storage pressure's effects, app by app and in order: purge what is not running, end a
+    /// suspended app (said first) and purge it once gone, wait for one being ended, leave a
+    /// running one and say why.
+    @Test func storagePressurePurgesEndsWaitsOrLeavesEachApp() throws {
+        let (storage, _) = try service()
+        let ids = (0..<5).map { AppID(index: $0) }
+        let effects = storage.storagePressure([
+            .init(id: ids[0], state: .notRunning, isEnding: false, inForeground: false),
+            .init(id: ids[1], state: .suspended, isEnding: false, inForeground: false),
+            .init(id: ids[2], state: .background, isEnding: true, inForeground: false),
+            .init(id: ids[3], state: .launching, isEnding: false, inForeground: true),
+            .init(id: ids[4], state: .background, isEnding: false, inForeground: false),
+        ])
+        #expect(effects == [
+            .purge(ids[0]),
+            .say(ids[1], "suspended: ending it (\(TerminationCode.cachesReclaimed)) to reclaim its caches; they are purged once it is gone"),
+            .end(ids[1], StoragePressure.termination),
+            .say(ids[2], "being ended: its caches are purged once it is gone"),
+            .say(ids[3], "left alone: launching in the foreground"),
+            .say(ids[4], "left alone: running in the background"),
+        ])
+        #expect(ids.map(storage.takePendingPurge) == [false, true, true, false, false])
     }
 
     @Test func aPurgeEmptiesCachesAndTmpAndKeepsDocuments() throws {

@@ -111,7 +111,7 @@ public struct DoctorReport: Sendable {
         // What a host started from here inherits: its soft open-file limit raised to the hard one.
         var files = rlimit()
         let hard = getrlimit(__rlimit_resource_t(RLIMIT_NOFILE.rawValue), &files) == 0 ? Int(min(files.rlim_max, rlim_t(Int.max))) : 1024
-        let capacity = Supervisor.measureCapacity(descriptorLimit: hard)
+        let capacity = HostCapacity.measure(descriptorLimit: hard)
         report.add("app capacity", capacity.apps >= 1000, "a host started from here \(capacity.description)"
             + (capacity.apps >= 1000 ? "" : "; to hold more, \(capacity.remedy)"))
 

@@ -39,8 +39,6 @@ final class AppRun: @unchecked Sendable {
     private(set) var peakMemory: UInt64 = 0
     /// When the app last stopped running (was suspended): the order of memory-pressure kills.
     var lastRunning: HostInstant
-    /// CPU time samples while in the background, within the policy's window.
-    var cpuWindow: ResourceRules.CPUWindow?
     /// What it held when it would have been suspended (0xdead10cc).
     var held: [HeldResource] = []
     var backgroundTimeRemainingAtEnd: Duration?

@@ -4,8 +4,10 @@ import AppHostProtocol
 /// The host's BGTaskScheduler (README.md, "Background modes"; README.md, "How the code is laid out"): each
 /// app's pending requests, fetch interval and force quit (BackgroundSchedule, kept in its store),
 /// the conditions requests wait for (power, network), and the scheduler's clock (the wall clock,
-/// moved on by `advance`). It decides what is due, what is refused and why a request waits; the
-/// host wakes the apps. Every change is saved off the loop; `kept` runs once it is on the disk.
+/// moved on by `advance`). It decides what is due and for which apps (a pass over the due work
+/// returns what to deliver and what to warn), which apps may be woken (Scheduler+Wake.swift),
+/// what is refused and why a request waits, on values the host takes of the apps; the host
+/// wakes them. Every change is saved off the loop; `kept` runs once it is on the disk.
 /// Touched only on the host's loop.
 final class Scheduler {
     private var schedule: BackgroundSchedule
@@ -140,6 +142,18 @@ final class Scheduler {
         return .submitted
     }
 
+    /// A request in one line, for the event that says it is kept: "BGAppRefreshTaskRequest
+    /// com.example.refresh, earliest 2026-…, requires network".
+    static func describe(_ request: WireTaskRequest) -> String {
+        var parts = [request.kind == .appRefresh ? "BGAppRefreshTaskRequest \(request.identifier)" : "BGProcessingTaskRequest \(request.identifier)"]
+        if let date = request.earliestBeginDate {
+            parts.append("earliest \(HostEvent.isoFormatter.string(from: Date(timeIntervalSince1970: date)))")
+        }
+        if request.requiresExternalPower { parts.append("requires external power") }
+        if request.requiresNetworkConnectivity { parts.append("requires network") }
+        return parts.joined(separator: ", ")
+    }
+
     /// Cancels the app's request of `identifier` (nil: all); returns the identifiers cancelled.
     func cancel(_ identifier: String?, for app: String) -> [String] {
         let removed = schedule.cancel(identifier, for: app)
@@ -151,6 +165,24 @@ final class Scheduler {
     func setFetchInterval(_ interval: Double?, for app: String, kept: (@Sendable () -> Void)?) {
         schedule.setFetchInterval(interval, for: app, now: now, floor: policy.minimumBackgroundFetchInterval.seconds)
         save(then: kept)
+    }
+
+    /// What the app's `setMinimumBackgroundFetchInterval(_:)` gets.
+    enum FetchIntervalAnswer: Equatable {
+        /// Without the fetch mode it gets no fetch: this warning says so.
+        case refused(String)
+        /// Kept: "at least 15 min between fetches", "never".
+        case granted(String)
+    }
+
+    /// The answer to an app with `modes` asking for `interval` between fetches (nil: never); a
+    /// granted one is kept with `setFetchInterval`.
+    func answerFetchInterval(_ interval: Double?, modes: Set<BackgroundMode>) -> FetchIntervalAnswer {
+        guard modes.contains(.fetch) else {
+            return .refused("setMinimumBackgroundFetchInterval(_:) called, but Info.plist UIBackgroundModes has no fetch: the app gets no background fetch")
+        }
+        let floor = policy.minimumBackgroundFetchInterval
+        return .granted(interval.map { "at least \(Duration.seconds(double: max($0, floor.seconds)).formatted) between fetches" } ?? "never")
     }
 
     /// `run-task`: the kind of task `identifier` is for the app (its pending request's, else its
@@ -183,6 +215,68 @@ final class Scheduler {
             fetchFloor: policy.minimumBackgroundFetchInterval.seconds, running: running, minimumInterval: minimumInterval)
     }
 
+    /// What a pass over the due work decided: what to hand to which app and what to warn, in
+    /// the order to do it, and how what it took is to be saved before any of it is done.
+    struct DuePass: Equatable {
+        enum Effect: Equatable {
+            /// Say this warning as the app's event.
+            case warn(AppID, String)
+            /// Hand the event to the app, launching or resuming it in the background as needed.
+            case deliver(AppID, BackgroundEvent)
+        }
+
+        /// How the pass's changes are kept.
+        enum Save: Equatable {
+            /// Off the loop, coalesced: nothing taken is run or dropped.
+            case later
+            /// Now (`keepTaken`), before anything is delivered or said: a request taken runs,
+            /// or is dropped, once its removal is on the disk (a host killed in between neither
+            /// ran it nor lost it, and a command that comes next sees it under way).
+            case now
+        }
+
+        var effects: [Effect] = []
+        /// Nil: nothing changed.
+        var save: Save?
+    }
+
+    /// Takes every due fetch and request whose conditions hold, for the apps among `apps` (in
+    /// installation order) that may be woken now: a fetch for an app with the fetch mode, a
+    /// request for an app that may still run it. A due request of an app whose launch is over
+    /// without a launch handler for it is spent, dropped with a warning. Nothing is saved: the
+    /// host does as `save` says, then performs the effects.
+    func takeDueWork(apps: [AppFacts], shuttingDown: Bool) -> DuePass {
+        var pass = DuePass()
+        var deliveries: [DuePass.Effect] = []
+        var changed = false
+        for app in apps where mayWake(app, shuttingDown: shuttingDown) {
+            let (fetch, tasks) = takeDue(for: app.identifier, running: app.runningTasks)
+            changed = changed || fetch || !tasks.isEmpty
+            if fetch && app.backgroundModes.contains(.fetch) { deliveries.append(.deliver(app.id, BackgroundEvent(kind: .fetch))) }
+            for request in tasks {
+                if Self.lacksHandler(app, for: request.identifier) {
+                    _ = schedule.began(request.identifier, for: app.identifier)  // spent: dropped, never run
+                    pass.effects.append(.warn(app.id, "dropped the due request \(request.identifier): the app registered no launch handler for it"))
+                    continue
+                }
+                deliveries.append(.deliver(app.id, BackgroundEvent(
+                    kind: request.kind == .appRefresh ? .appRefresh : .processing, taskIdentifier: request.identifier,
+                    requiresExternalPower: request.requiresExternalPower, requiresNetworkConnectivity: request.requiresNetworkConnectivity)))
+            }
+        }
+        pass.effects += deliveries
+        if changed { pass.save = pass.effects.isEmpty ? .later : .now }
+        return pass
+    }
+
+    /// How long until something of these apps next becomes due (nil: nothing will be), for the
+    /// host's timer, which runs on the monotonic clock: the scheduler's dates are the wall
+    /// clock's (moved on by `advance`), so each pass sets it again from the wall clock's now.
+    func untilNextDue(apps names: [String]) -> Duration? {
+        let now = now
+        return nextDate(apps: names).map { .seconds(double: max(0, $0 - now)) }
+    }
+
     /// Saves what `takeDue` took, now, on the caller's thread: a request taken runs once its
     /// removal is on the disk (a host killed in between neither ran it nor lost it).
     func keepTaken() throws {
@@ -211,6 +305,16 @@ final class Scheduler {
     /// The policy's least time between two runs of one task identifier of this kind, in seconds.
     func minimumInterval(_ kind: WireTaskRequest.Kind) -> Double {
         (kind == .appRefresh ? policy.minimumRefreshTaskInterval : policy.minimumProcessingTaskInterval).seconds
+    }
+
+    /// What the app is told of BGTaskScheduler at its launch: its modes and permitted
+    /// identifiers, its pending requests (on its wall clock), the limits, whether refresh is on.
+    func launchConfiguration(for bundle: AppBundle) -> WireBackgroundTasks {
+        WireBackgroundTasks(
+            modes: bundle.backgroundModes.map(\.rawValue).sorted(), permittedIdentifiers: bundle.permittedTaskIdentifiers,
+            pending: pending(for: bundle.identifier),
+            maximumPendingRefresh: policy.maximumPendingRefreshRequests, maximumPendingProcessing: policy.maximumPendingProcessingRequests,
+            available: refreshAvailable)
     }
 
     /// The app's pending requests, their dates on the app's wall clock (for its launch).

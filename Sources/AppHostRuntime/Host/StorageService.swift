@@ -84,8 +84,49 @@ final class StorageService {
 
     // MARK: Storage pressure
 
-    /// The app's caches are purged once its process is gone (`takePendingPurge`).
-    func purgeWhenGone(_ app: AppID) { pendingPurges.insert(app) }
+    /// What the host is told of an app when storage runs short.
+    struct PressureFacts: Equatable {
+        var id: AppID
+        var state: AppState
+        /// The host already decided to end it (for another reason).
+        var isEnding: Bool
+        /// It is in the foreground, or launching to it.
+        var inForeground: Bool
+    }
+
+    /// What storage pressure does to an app, in the order the host does it.
+    enum PressureEffect: Equatable {
+        /// Empty its caches now (`purge`), and say what was freed.
+        case purge(AppID)
+        /// End it without a callback; its caches are purged once its process is gone
+        /// (`takePendingPurge`).
+        case end(AppID, Termination)
+        /// Say this of it, as its `storagePressure` event.
+        case say(AppID, String)
+    }
+
+    /// Storage runs short (StoragePressure decides for each app): an app not running is purged
+    /// now; a suspended one is ended and purged once it is gone, as is one being ended already;
+    /// a running one is left alone, and the host says why.
+    func storagePressure(_ apps: [PressureFacts]) -> [PressureEffect] {
+        apps.flatMap { app -> [PressureEffect] in
+            switch StoragePressure.decision(state: app.state, isEnding: app.isEnding, inForeground: app.inForeground) {
+            case .purge:
+                return [.purge(app.id)]
+            case .end(let termination):
+                pendingPurges.insert(app.id)
+                return [
+                    .say(app.id, "suspended: ending it (\(TerminationCode.cachesReclaimed)) to reclaim its caches; they are purged once it is gone"),
+                    .end(app.id, termination),
+                ]
+            case .purgeWhenGone:
+                pendingPurges.insert(app.id)
+                return [.say(app.id, "being ended: its caches are purged once it is gone")]
+            case .leave(let reason):
+                return [.say(app.id, "left alone: \(reason)")]
+            }
+        }
+    }
 
     /// Whether the app's caches wait to be purged now that its process is gone.
     func takePendingPurge(_ app: AppID) -> Bool { pendingPurges.remove(app) != nil }

@@ -14,11 +14,7 @@ extension Supervisor {
     public func fetch(_ name: String) throws -> String {
         try queue.sync {
             let record = try app(named: name)
-            try require(.fetch, of: record, for: "a background fetch")
-            guard configuration.backgroundAppRefresh else {
-                throw SupervisorError("background app refresh is off on this host (--no-background-app-refresh): iOS would not fetch", code: .refused)
-            }
-            try refuseUnreachable(record, pushOnly: false)
+            if let refusal = scheduler.refusalToFetch(scheduleFacts(record), shuttingDown: waiters.isShuttingDown) { throw refusal }
             return announce(record, command: .fetch, "performFetch", deliver(BackgroundEvent(kind: .fetch), reason: "backgroundFetch", to: record))
         }
     }
@@ -30,18 +26,10 @@ extension Supervisor {
         try queue.sync {
             let record = try app(named: name)
             let bundle = record.bundle
-            guard bundle.permittedTaskIdentifiers.contains(identifier) else {
-                let permitted = bundle.permittedTaskIdentifiers
-                throw SupervisorError(
-                    "\(identifier) is not in \(bundle.name)'s BGTaskSchedulerPermittedIdentifiers (\(permitted.isEmpty ? "none" : permitted.joined(separator: ", "))): iOS would not run it", code: .refused)
-            }
             let (kind, pending) = scheduler.runEarly(identifier, for: bundle)
-            try require(kind == .appRefresh ? .fetch : .processing, of: record, for: kind == .appRefresh ? "a refresh task" : "a processing task")
-            if let run = record.run, run.machine.isAlive, run.machine.launchFinished, !run.registeredTasks.contains(identifier) {
-                throw SupervisorError(
-                    "\(bundle.name) registered no launch handler for \(identifier) while it launched; register it before application(_:didFinishLaunchingWithOptions:) returns", code: .refused)
+            if let refusal = scheduler.refusalToRun(identifier, kind: kind, scheduleFacts(record), shuttingDown: waiters.isShuttingDown) {
+                throw refusal
             }
-            try refuseUnreachable(record, pushOnly: false)
             // Run early, but run: the scheduler's next run of it keeps its interval from now.
             scheduler.ran(identifier, for: bundle.identifier)
             let event = BackgroundEvent(
@@ -83,7 +71,7 @@ extension Supervisor {
     public func push(_ name: String, payload: Data, source: String) throws -> String {
         try queue.sync {
             let record = try app(named: name)
-            try require(.remoteNotification, of: record, for: "a background notification")
+            if let lacking = Scheduler.lacking(.remoteNotification, scheduleFacts(record), for: "a background notification") { throw lacking }
             guard let object = try? JSONSerialization.jsonObject(with: payload), let notification = object as? [String: Any] else {
                 throw SupervisorError("\(source) is not a JSON object (a notification payload such as {\"aps\": {\"content-available\": 1}})", code: .refused)
             }
@@ -203,30 +191,11 @@ extension Supervisor {
         return line
     }
 
-    func require(_ mode: BackgroundMode, of record: AppRecord, for what: String) throws {
-        guard record.bundle.backgroundModes.contains(mode) else {
-            throw SupervisorError(
-                "\(record.bundle.name) has no \(mode.rawValue) in Info.plist UIBackgroundModes: iOS would not wake it for \(what)", code: .refused)
-        }
-    }
-
     /// Refuses an event iOS would not deliver now: to a force-quit app, to an app being
     /// terminated, or (except a notification) to the foreground app.
     func refuseUnreachable(_ record: AppRecord, pushOnly: Bool) throws {
-        let name = record.bundle.name
-        if scheduler.isForceQuit(record.bundle.identifier) {
-            throw SupervisorError(
-                "\(name) was force quit by the user: iOS wakes it in the background only after the user opens it again (open \(name))", code: .refused)
-        }
-        guard let run = record.run, run.machine.isAlive else {
-            if waiters.isShuttingDown { throw SupervisorError("the host is shutting down", code: .shuttingDown) }
-            return
-        }
-        if run.machine.isEnding || run.machine.phase == .terminated {
-            throw SupervisorError("\(name) is being terminated", code: .wrongState)
-        }
-        if !pushOnly && run.machine.isInForeground {
-            throw SupervisorError("\(name) is in the foreground (\(run.machine.state.rawValue)); background events reach it in the background (home first)", code: .wrongState)
+        if let refusal = scheduler.refusalToWake(scheduleFacts(record), pushOnly: pushOnly, shuttingDown: waiters.isShuttingDown) {
+            throw refusal
         }
     }
 

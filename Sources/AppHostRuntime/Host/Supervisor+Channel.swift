@@ -198,8 +198,7 @@ extension Supervisor {
                 time: violation.time, app: record.bundle.identifier, name: record.bundle.name, pid: process.pid,
                 event: .violation, state: state,
                 detail: fatal ? "\(call.description) is forbidden: killed by SIGSYS" : "\(call.description) refused (EPERM)"), run: run)
-            if let termination = ResourceRules.violationTermination(
-                call: call.description, dangerous: fatal, state: state, count: run.violationCount, limit: configuration.policy.maximumViolations) {
+            if let termination = resources.refusedCall(call.description, dangerous: fatal, state: state, count: run.violationCount) {
                 // Left unanswered: a call that ends the app never returns.
                 handle(record, run, .enforce(termination))
                 return

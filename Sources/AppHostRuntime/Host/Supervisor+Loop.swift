@@ -43,7 +43,7 @@ extension Supervisor {
                 handle(record, run, .tick)
             case .sample:
                 sample()
-                if !apps.running.isEmpty { timers.set(.sample, at: clock.now + configuration.policy.resourceSampleInterval) }
+                timers.set(.sample, at: resources.nextSample(anyRunning: !apps.running.isEmpty, now: clock.now))
             case .pressure: stepPressure()
             case .scheduler: runDueWork()
             case .route: stepRoute()

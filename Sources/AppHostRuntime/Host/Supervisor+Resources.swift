@@ -5,11 +5,12 @@ import Foundation
 import Dispatch
 import AppHostProtocol
 import AppHostSystem
-import CAppHostShims
 
-/// Measuring for the resource rules (Rules/ResourceRules.swift decides): what an app holds at
-/// suspension (0xdead10cc), its memory against its limits and the host's budget (jetsam), and
-/// its CPU in the background (EXC_RESOURCE). All of it runs on the supervisor's queue.
+/// Measuring for the resource rules (ResourceMonitor decides, with Rules/ResourceRules.swift and
+/// Rules/MemoryPressure.swift, and returns what to do): what an app holds at suspension
+/// (0xdead10cc), its memory against its limits and the host's budget (jetsam), and its CPU in
+/// the background (EXC_RESOURCE). This gathers the measurements and performs the effects, on the
+/// supervisor's queue.
 ///
 /// Measuring is event-driven where the kernel allows it (the memory cgroup's OOM eventfd) and
 /// otherwise a sample every `resourceSampleInterval`, taken only while some app is running:
@@ -34,8 +35,7 @@ extension Supervisor {
     /// Ends the app if it holds a lock in an app-group container or has a declared shared
     /// resource open, now that it would be suspended. Returns whether it did.
     func endIfHoldingSharedResources(_ record: AppRecord, _ run: AppRun) -> Bool {
-        let held = resources.held(by: processes(of: run))
-        guard let termination = ResourceRules.sharedResourceTermination(held: held) else { return false }
+        guard let (held, termination) = resources.heldAtSuspension(by: processes(of: run)) else { return false }
         run.held = held
         handle(record, run, .enforce(termination))
         return true
@@ -50,12 +50,11 @@ extension Supervisor {
         let state = run.lastState
         switch state {
         case .active, .inactive, .background:
-            run.cpuWindow = state == .background ? ProcFS.cpuTime(pid: run.process?.pid ?? 0).map { .init(startingAt: now, total: $0) } : nil
-            // A resumed app keeps the background limit it was held to.
-            if state != .background || previous != .suspended { applyMemoryLimit(record, run) }
+            resources.stateChanged(record.id, to: state, cpu: state == .background ? ProcFS.cpuTime(pid: run.process?.pid ?? 0) : nil, now: now)
+            applyMemoryLimit(record, run, from: previous)
         case .suspended:
             run.lastRunning = now
-            run.cpuWindow = nil
+            resources.stateChanged(record.id, to: state, cpu: nil, now: now)
             recordUsage(run)
         default:
             break
@@ -63,25 +62,26 @@ extension Supervisor {
         updateSampler()
     }
 
-    /// Holds the app to its state's limit: ends it if it already uses more, else sets its group's.
-    /// A limit its memory group holds it to already (the kernel has kept the app under it; the
-    /// states of a launch share one) is left as it is, and an app measured before (its report
-    /// has figures if it dies now) is measured again once what its new state started (the next
-    /// callback, say) is under way: a measurement reads each of its processes' memory.
-    private func applyMemoryLimit(_ record: AppRecord, _ run: AppRun) {
+    /// Holds the app to its new state's limit as ResourceMonitor says: ends it if it already
+    /// uses more, else sets its group's (a measurement reads each of its processes' memory).
+    private func applyMemoryLimit(_ record: AppRecord, _ run: AppRun, from previous: AppState) {
         guard run.machine.isLive, let process = run.process else { return }
-        let limit = ResourceRules.memoryLimit(state: run.lastState, inForeground: run.machine.isInForeground, policy: configuration.policy)
-        if process.memoryGroup?.limit == limit.bytes, run.peakMemory > 0 {
+        switch resources.limitStep(
+            entering: run.lastState, from: previous, inForeground: run.machine.isInForeground, groupLimit: process.memoryGroup?.limit,
+            measuredBefore: run.peakMemory > 0) {
+        case .keep:
+            return
+        case .measureLater:
             queue.async { [weak self, weak run] in
                 guard let self, let run else { return }
                 recordUsage(run)
             }
-            return
-        }
-        recordUsage(run)
-        let fits = run.memory <= limit.bytes && run.process?.memoryGroup?.setLimit(limit.bytes) != false
-        if let termination = ResourceRules.limitOnEntering(limit.label, limit: limit.bytes, memory: run.memory, peak: run.peakMemory, fits: fits) {
-            handle(record, run, .enforce(termination))
+        case .apply(let bytes, let label):
+            recordUsage(run)
+            let fits = run.memory <= bytes && process.memoryGroup?.setLimit(bytes) != false
+            if let termination = ResourceRules.limitOnEntering(label, limit: bytes, memory: run.memory, peak: run.peakMemory, fits: fits) {
+                handle(record, run, .enforce(termination))
+            }
         }
     }
 
@@ -91,7 +91,7 @@ extension Supervisor {
     func memoryGroupFull(_ record: AppRecord, _ run: AppRun) {
         guard run.machine.isLive, let group = run.process?.memoryGroup else { return }
         recordUsage(run)
-        let limit = ResourceRules.memoryLimit(state: run.machine.state, inForeground: run.machine.isInForeground, policy: configuration.policy)
+        let limit = resources.memoryLimit(state: run.machine.state, inForeground: run.machine.isInForeground)
         handle(record, run, .enforce(ResourceRules.limitByCgroup(limit: (group.limit, limit.label), memory: run.memory, peak: run.peakMemory)))
     }
 
@@ -100,33 +100,30 @@ extension Supervisor {
     func updateSampler() {
         let needed = !apps.running.isEmpty
         guard needed != (timers.instant(of: .sample) != nil) else { return }
-        timers.set(.sample, at: needed ? clock.now + configuration.policy.resourceSampleInterval : nil)
+        timers.set(.sample, at: resources.nextSample(anyRunning: needed, now: clock.now))
     }
 
-    /// One measurement of every running app: memory against its limit (where no cgroup holds
-    /// it) and the host's budget, CPU in the background against its share.
+    /// One measurement of every live app (ResourceMonitor says what it means): memory against
+    /// its limit where no cgroup holds it, and the host's budget; CPU in the background against
+    /// its share.
     func sample() {
-        let policy = configuration.policy
-        var total: UInt64 = 0
-        for record in apps {
-            guard let run = record.run, run.machine.isLive, let process = run.process else { continue }
+        let samples = apps.compactMap { record -> ResourceMonitor.Sample? in
+            guard let run = record.run, run.machine.isLive, let process = run.process else { return nil }
             let state = run.machine.state
             if state != .suspended { recordUsage(run) }
-            total += run.memory
-            if process.memoryGroup == nil, state != .suspended,
-               let termination = ResourceRules.limitBySampling(
-                   memory: run.memory, limit: ResourceRules.memoryLimit(state: state, inForeground: run.machine.isInForeground, policy: policy),
-                   interval: policy.resourceSampleInterval) {
-                handle(record, run, .enforce(termination))
-                continue
-            }
-            if state == .background, run.machine.phase != .suspending, let cpu = ProcFS.cpuTime(pid: process.pid),
-               let termination = run.cpuWindow?.add(cpu, at: clock.now, policy: policy) {
-                handle(record, run, .enforce(termination))
-            }
+            return ResourceMonitor.Sample(
+                id: record.id, state: state, inForeground: run.machine.isInForeground, memory: run.memory,
+                limitedByGroup: process.memoryGroup != nil, suspending: run.machine.phase == .suspending,
+                cpu: state == .background ? ProcFS.cpuTime(pid: process.pid) : nil)
         }
-        if resources.isOverBudget(total) {
-            beginPressure(target: resources.budget, usage: total, cause: "over the memory budget")
+        for effect in resources.sample(samples, now: clock.now) {
+            switch effect {
+            case .end(let id, let termination):
+                guard let run = apps[id].run else { continue }
+                handle(apps[id], run, .enforce(termination))
+            case .beginPressure(let target, let usage, let cause):
+                beginPressure(target: target, usage: usage, cause: cause)
+            }
         }
     }
 
@@ -145,12 +142,15 @@ extension Supervisor {
 
     /// Warns the running apps, then (after the policy's grace) ends apps until usage fits `target`.
     func beginPressure(target: UInt64, usage: UInt64, cause: String, sparingRunningApps: Bool = false) {
-        let grace = configuration.policy.memoryWarningGrace
-        guard resources.beginPressure(target: target, cause: cause, now: clock.now, grace: grace, sparingRunningApps: sparingRunningApps) else { return }
-        let running = apps.filter { record in
-            guard let run = record.run, run.machine.isLive else { return false }
-            return run.machine.state != .suspended && run.machine.phase != .starting
+        let live = apps.compactMap { record -> ResourceMonitor.LiveApp? in
+            guard let run = record.run, run.machine.isLive else { return nil }
+            return ResourceMonitor.LiveApp(id: record.id, state: run.machine.state, starting: run.machine.phase == .starting)
         }
+        guard let warn = resources.beginPressure(target: target, cause: cause, now: clock.now, sparingRunningApps: sparingRunningApps, apps: live) else {
+            return
+        }
+        let grace = configuration.policy.memoryWarningGrace
+        let running = warn.map { apps[$0] }
         let warned = running.isEmpty ? "no app is running to warn" : "memory warning to \(running.map(\.bundle.name).joined(separator: ", "))"
         let disconnected = disconnectBackgroundScenes()
         publish(HostEvent(
@@ -206,38 +206,5 @@ extension Supervisor {
 
     private func armPressureTimer() {
         timers.set(.pressure, at: resources.pressureDeadline)
-    }
-}
-
-extension Supervisor {
-    /// Raises the host's open-file limit to its hard limit: each app holds about eight of the
-    /// host's descriptors (its control socket, pidfd, output pipe, diagnostics socket, seccomp
-    /// listener…), and the usual soft limit of 1,024 would end a host at about a hundred apps.
-    /// App processes get their own limit from the policy.
-    /// Raises the host's soft open-file limit to its hard limit (which is the administrator's:
-    /// `ulimit -Hn`, LimitNOFILE=, or the benchmark's raised one). Apps set their own (the
-    /// policy's openFiles). Returns the limit in force.
-    @discardableResult
-    static func raiseDescriptorLimit() -> Int {
-        let resource = __rlimit_resource_t(RLIMIT_NOFILE.rawValue)
-        var limit = rlimit()
-        guard getrlimit(resource, &limit) == 0 else { return 1024 }
-        if limit.rlim_cur < limit.rlim_max {
-            limit.rlim_cur = limit.rlim_max
-            _ = setrlimit(resource, &limit)
-            _ = getrlimit(resource, &limit)
-        }
-        return Int(min(limit.rlim_cur, rlim_t(Int.max)))
-    }
-
-    /// How many apps this host can hold, under the limits it runs with now.
-    static func measureCapacity(descriptorLimit: Int) -> HostCapacity {
-        let open = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd").count) ?? 0
-        let pidMax = Int(readSmallFile("/proc/sys/kernel/pid_max").trimmingCharacters(in: .whitespacesAndNewlines)) ?? 32768
-        // /proc/loadavg: "0.20 0.18 0.12 1/80 11206": the fourth field's second half is every
-        // task (process and thread) of the machine.
-        let tasks = readSmallFile("/proc/loadavg").split(separator: " ").dropFirst(3).first?
-            .split(separator: "/").last.flatMap { Int($0) } ?? 0
-        return HostCapacity(descriptors: descriptorLimit, openAtStart: open, pidMax: pidMax, tasksAtStart: tasks)
     }
 }

@@ -25,63 +25,44 @@ extension Supervisor {
         }
     }
 
-    /// Starts every due fetch and request whose conditions hold, for apps that may be woken now,
-    /// and sets the timer for the next date something becomes due. Returns what it started.
+    /// Starts every due fetch and request whose conditions hold, for apps that may be woken now
+    /// (the scheduler decides), and sets the timer for the next date something becomes due.
+    /// Returns what it started.
     @discardableResult
     func runDueWork() -> [String] {
-        var started: [String] = []
-        var due: [(AppRecord, BackgroundEvent)] = []
-        var changed = false
         // Only apps with something scheduled, in installation order: a pass runs after every
         // state change, and a host may hold thousands of suspended apps that asked for nothing.
-        for record in scheduledApps where mayWakeForSchedule(record) {
-            let id = record.bundle.identifier
-            let running = record.run.map { run in
-                Set((run.machine.work.values.map(\.event) + run.machine.pendingEvents).compactMap(\.taskIdentifier))
-            } ?? []
-            let (fetch, tasks) = scheduler.takeDue(for: id, running: running)
-            changed = changed || fetch || !tasks.isEmpty
-            var events: [BackgroundEvent] = []
-            if fetch && record.bundle.backgroundModes.contains(.fetch) { events.append(BackgroundEvent(kind: .fetch)) }
-            for request in tasks {
-                if let run = record.run, run.machine.isAlive, run.machine.launchFinished, !run.registeredTasks.contains(request.identifier) {
-                    try? scheduler.began(request.identifier, for: id)  // spent: dropped, never run
-                    publish(HostEvent(
-                        time: Date(), app: id, name: record.bundle.name, pid: run.process?.pid, event: .warning,
-                        detail: "dropped the due request \(request.identifier): the app registered no launch handler for it"), run: run)
-                    continue
-                }
-                events.append(BackgroundEvent(
-                    kind: request.kind == .appRefresh ? .appRefresh : .processing, taskIdentifier: request.identifier,
-                    requiresExternalPower: request.requiresExternalPower, requiresNetworkConnectivity: request.requiresNetworkConnectivity))
+        let pass = scheduler.takeDueWork(apps: scheduledApps.map(scheduleFacts), shuttingDown: waiters.isShuttingDown)
+        switch pass.save {
+        case nil:
+            break
+        case .later:
+            scheduler.save()
+        case .now:
+            // On the loop, as a rare exception (once per due request or fetch, a small file).
+            do {
+                try scheduler.keepTaken()
+            } catch {
+                publish(HostEvent(time: Date(), event: .warning, detail: "cannot save the scheduler's store: \(error)"), run: nil)
             }
-            for event in events {
-                due.append((record, event))
+        }
+        var started: [String] = []
+        for effect in pass.effects {
+            switch effect {
+            case .warn(let id, let warning):
+                let record = apps[id]
+                publish(HostEvent(
+                    time: Date(), app: record.bundle.identifier, name: record.bundle.name, pid: record.run?.process?.pid, event: .warning,
+                    detail: warning), run: record.run)
+            case .deliver(let id, let event):
+                let record = apps[id]
                 started.append("\(record.bundle.name) \(event.label)")
+                let how = deliver(event, reason: event.kind == .fetch ? "backgroundFetch" : "backgroundTask", to: record)
+                announce(record, command: .scheduler, "due: \(event.label)", how)
             }
         }
-        if changed {
-            if due.isEmpty {
-                scheduler.save()
-            } else {
-                // A request taken runs once its removal is on the disk: a host killed in between
-                // neither ran it nor lost it, and a command that comes next sees it under way.
-                // On the loop, as a rare exception (once per due request or fetch, a small file).
-                do {
-                    try scheduler.keepTaken()
-                } catch {
-                    publish(HostEvent(time: Date(), event: .warning, detail: "cannot save the scheduler's store: \(error)"), run: nil)
-                }
-            }
-        }
-        for (record, event) in due {
-            let how = deliver(event, reason: event.kind == .fetch ? "backgroundFetch" : "backgroundTask", to: record)
-            announce(record, command: .scheduler, "due: \(event.label)", how)
-        }
-        // The scheduler's dates are the wall clock's (shifted by `advance`); the host's timer
-        // runs on the monotonic clock: each pass sets it again from the wall clock's now.
-        let next = scheduler.nextDate(apps: scheduledApps.map(\.bundle.identifier))
-        timers.set(.scheduler, at: next.map { clock.now + .seconds(double: max(0, $0 - scheduler.now)) })
+        let next = scheduler.untilNextDue(apps: scheduledApps.map(\.bundle.identifier))
+        timers.set(.scheduler, at: next.map { clock.now + $0 })
         return started
     }
 
@@ -90,12 +71,20 @@ extension Supervisor {
         apps.records(identifiers: scheduler.apps)
     }
 
-    /// Whether the scheduler may wake the app now: not force quit, not in the foreground, not
-    /// launching to it nor being terminated.
-    func mayWakeForSchedule(_ record: AppRecord) -> Bool {
-        guard !scheduler.isForceQuit(record.bundle.identifier) else { return false }
-        guard let run = record.run, run.machine.isAlive else { return !waiters.isShuttingDown }
-        return !run.machine.isInForeground && !run.machine.isEnding
+    /// What the scheduler is told of the app: its modes, and its process while it is alive.
+    func scheduleFacts(_ record: AppRecord) -> Scheduler.AppFacts {
+        let run = record.run
+        let machine = run?.machine
+        return Scheduler.AppFacts(
+            id: record.id, identifier: record.bundle.identifier, name: record.bundle.name, backgroundModes: record.bundle.backgroundModes,
+            permittedTasks: record.bundle.permittedTaskIdentifiers,
+            run: machine.flatMap { machine in
+                guard let run, machine.isAlive else { return nil }
+                return Scheduler.RunFacts(
+                    state: machine.state, launchFinished: machine.launchFinished, inForeground: machine.isInForeground,
+                    isEnding: machine.isEnding, registeredTasks: run.registeredTasks)
+            },
+            runningTasks: machine.map { Set(($0.work.values.map(\.event) + $0.pendingEvents).compactMap(\.taskIdentifier)) } ?? [])
     }
 
     /// Says, once it is on the disk, that a change the app asked for is kept: through its machine
@@ -125,12 +114,7 @@ extension Supervisor {
     }
 
     func backgroundTasksConfiguration(for bundle: AppBundle) -> WireBackgroundTasks {
-        WireBackgroundTasks(
-            modes: bundle.backgroundModes.map(\.rawValue).sorted(), permittedIdentifiers: bundle.permittedTaskIdentifiers,
-            pending: scheduler.pending(for: bundle.identifier),
-            maximumPendingRefresh: configuration.policy.maximumPendingRefreshRequests,
-            maximumPendingProcessing: configuration.policy.maximumPendingProcessingRequests,
-            available: configuration.backgroundAppRefresh)
+        scheduler.launchConfiguration(for: bundle)
     }
 
     // MARK: The app's messages
@@ -142,7 +126,7 @@ extension Supervisor {
             handle(record, run, .workCompleted(id: id, result: result))
 
         case .registerTask(let identifier):
-            switch ResourceRules.register(
+            switch Scheduler.registration(
                 identifier, registered: run.registeredTasks, launchFinished: run.machine.launchFinished, permitted: bundle.permittedTaskIdentifiers) {
             case .accepted: run.registeredTasks.insert(identifier)
             case .ignored(let warning): handle(record, run, .warning(warning))
@@ -152,7 +136,7 @@ extension Supervisor {
         case .submitTask(let request):
             // What tells anyone that it is kept (the taskSubmitted event) waits for it to be on
             // the disk, so a host killed at any moment never said it kept a request it lost.
-            let submitted = describe(request)
+            let submitted = Scheduler.describe(request)
             switch scheduler.submit(request, for: bundle, kept: onTheLoop { [weak self] in self?.sayKept(.taskSubmitted, submitted, record, run) }) {
             case .refused(let refusal):
                 handle(record, run, .warning("the host refused the task request \(request.identifier): \(refusal)"))
@@ -169,29 +153,18 @@ extension Supervisor {
             handle(record, run, .info(.taskCancelled, removed.isEmpty ? "no pending request \(identifier ?? "")" : removed.joined(separator: ", ")))
 
         case .fetchInterval(let interval):
-            guard bundle.backgroundModes.contains(.fetch) else {
-                handle(record, run, .warning(
-                    "setMinimumBackgroundFetchInterval(_:) called, but Info.plist UIBackgroundModes has no fetch: the app gets no background fetch"))
+            switch scheduler.answerFetchInterval(interval, modes: bundle.backgroundModes) {
+            case .refused(let warning):
+                handle(record, run, .warning(warning))
                 return
+            case .granted(let detail):
+                // Said once it is kept, as a submission is.
+                scheduler.setFetchInterval(interval, for: bundle.identifier, kept: onTheLoop { [weak self] in self?.sayKept(.fetchInterval, detail, record, run) })
             }
-            let floor = configuration.policy.minimumBackgroundFetchInterval
-            let detail = interval.map { "at least \(Duration.seconds(double: max($0, floor.seconds)).formatted) between fetches" } ?? "never"
-            // Said once it is kept, as a submission is.
-            scheduler.setFetchInterval(interval, for: bundle.identifier, kept: onTheLoop { [weak self] in self?.sayKept(.fetchInterval, detail, record, run) })
             queueSchedulerPass()
 
         default:
             break
         }
-    }
-
-    func describe(_ request: WireTaskRequest) -> String {
-        var parts = [request.kind == .appRefresh ? "BGAppRefreshTaskRequest \(request.identifier)" : "BGProcessingTaskRequest \(request.identifier)"]
-        if let date = request.earliestBeginDate {
-            parts.append("earliest \(HostEvent.isoFormatter.string(from: Date(timeIntervalSince1970: date)))")
-        }
-        if request.requiresExternalPower { parts.append("requires external power") }
-        if request.requiresNetworkConnectivity { parts.append("requires network") }
-        return parts.joined(separator: ", ")
     }
 }

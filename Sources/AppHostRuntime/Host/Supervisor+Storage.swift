@@ -6,7 +6,7 @@ import Foundation
 import AppHostSystem
 
 /// Storage (StorageService owns it): its notices published, and storage pressure, which
-/// Rules/StoragePressure.swift decides for each app and this performs.
+/// StorageService decides for each app (Rules/StoragePressure.swift) and this performs.
 extension Supervisor {
     /// Sets up the storage of the app's containers before they are prepared (StorageService).
     func prepareStorage(for bundle: AppBundle, run: AppRun) {
@@ -39,24 +39,20 @@ extension Supervisor {
     /// `storagePressure` event per app says what was freed, in bytes, or why it was left.
     public func storagePressure() {
         queue.sync {
-            for record in apps {
-                let run = record.run
-                let decision = StoragePressure.decision(
-                    state: currentState(of: record), isEnding: run?.machine.isEnding ?? false,
-                    inForeground: run?.machine.isInForeground ?? false)
-                switch decision {
-                case .purge:
-                    purge(record)
-                case .end(let termination):
-                    guard let run else { continue }
-                    storage.purgeWhenGone(record.id)
-                    announce(record, "suspended: ending it (\(TerminationCode.cachesReclaimed)) to reclaim its caches; they are purged once it is gone")
-                    handle(record, run, .enforce(termination))
-                case .purgeWhenGone:
-                    storage.purgeWhenGone(record.id)
-                    announce(record, "being ended: its caches are purged once it is gone")
-                case .leave(let reason):
-                    announce(record, "left alone: \(reason)")
+            let facts = apps.map { record in
+                StorageService.PressureFacts(
+                    id: record.id, state: currentState(of: record), isEnding: record.run?.machine.isEnding ?? false,
+                    inForeground: record.run?.machine.isInForeground ?? false)
+            }
+            for effect in storage.storagePressure(facts) {
+                switch effect {
+                case .purge(let id):
+                    purge(apps[id])
+                case .end(let id, let termination):
+                    guard let run = apps[id].run else { continue }
+                    handle(apps[id], run, .enforce(termination))
+                case .say(let id, let detail):
+                    announce(apps[id], detail)
                 }
             }
         }

@@ -101,7 +101,7 @@ public final class Supervisor: @unchecked Sendable {
         let suspensionNote = environment.suspensionNote
         let memoryEnforcement = environment.memoryEnforcement
         let memoryBudget = policy.memoryBudget ?? MemoryFootprint.hostCapacity() / 4 * 3
-        resources = ResourceMonitor(budget: memoryBudget, sharedResources: SharedResourceCheck(
+        resources = ResourceMonitor(budget: memoryBudget, policy: policy, sharedResources: SharedResourceCheck(
             groupsDirectory: configuration.stateDirectory.resolvingSymlinksInPath().appendingPathComponent("groups").path,
             declared: policy.sharedResources))
         let template = configuration.launcher == .template && apphost_clone3_available() != 0
@@ -116,7 +116,7 @@ public final class Supervisor: @unchecked Sendable {
                 mountChanges: { [storage] in storage.mountChanges }, isShuttingDown: { [waiters] in waiters.isShuttingDown },
                 publish: observer),
             template: template)
-        let capacity = Self.measureCapacity(descriptorLimit: Self.raiseDescriptorLimit())
+        let capacity = HostCapacity.measure(descriptorLimit: HostCapacity.raiseDescriptorLimit())
         controlReader = try ControlReader(queue: queue)
         stores = HostStores(stateDirectory: configuration.stateDirectory)
         location = LocationSimulator(store: stores.location, updateInterval: policy.locationUpdateInterval)

@@ -4,9 +4,8 @@ import Foundation
 /// victim) out. The host measures (memory, CPU, what an app holds) and acts; what the
 /// measurements mean is decided here, so each rule is unit tested without a process.
 enum ResourceRules {
-    // MARK: Shared resources (0xdead10cc)
+    // MARK: The sandbox's violation limit
 
-    /// The end of an app that holds something shared when it would be suspended: a lock in an
     /// What a refused system call means for the app: its end if the call is dangerous (SIGSYS),
     /// or if it brings the app's refused calls to the policy's limit (`count` includes it; the
     /// call is then left unanswered); nil: it is refused (EPERM) and the app goes on.
@@ -22,6 +21,9 @@ enum ResourceRules {
             reason: "made \(count) refused system calls (the policy allows \(limit)); the last: \(call)")
     }
 
+    // MARK: Shared resources (0xdead10cc)
+
+    /// The end of an app that holds something shared when it would be suspended: a lock in an
     /// app-group container, or a declared shared resource open. Nil if it holds nothing.
     static func sharedResourceTermination(held: [HeldResource]) -> Termination? {
         guard let first = held.first else { return nil }
@@ -130,32 +132,5 @@ enum ResourceRules {
                     used.seconds, span.seconds, used.seconds / max(span.seconds, 0.001) * 100, policy.backgroundCPULimit,
                     policy.backgroundCPUWindow.formatted))
         }
-    }
-
-    // MARK: BGTaskScheduler registration
-
-    /// What registering a launch handler means.
-    enum Registration: Equatable {
-        case accepted
-        /// Not permitted in Info.plist: `register` returns false, with this warning.
-        case ignored(String)
-        case terminated(Termination)
-    }
-
-    /// Identifiers must be permitted and registered once, before `didFinishLaunching` returns;
-    /// registering one twice or late ends the app.
-    static func register(_ identifier: String, registered: Set<String>, launchFinished: Bool, permitted: [String]) -> Registration {
-        if registered.contains(identifier) {
-            return .terminated(Termination(
-                kind: .taskRegistration, namespace: .host, code: nil,
-                reason: "registered a launch handler for the task \(identifier) twice"))
-        }
-        if launchFinished {
-            return .terminated(Termination(
-                kind: .taskRegistration, namespace: .host, code: nil,
-                reason: "registered a launch handler for the task \(identifier) after application(_:didFinishLaunchingWithOptions:) returned; register every task while launching"))
-        }
-        if permitted.contains(identifier) { return .accepted }
-        return .ignored("registered \(identifier), which is not in BGTaskSchedulerPermittedIdentifiers; ignored")
     }
 }
