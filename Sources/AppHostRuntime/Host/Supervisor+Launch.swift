@@ -341,7 +341,7 @@ extension Supervisor {
             message.sceneSessions = scenes[bundle.identifier].forLaunch
             scenes.change(bundle.identifier) { $0.launched() }
         }
-        message.transfers = transfers.records.filter { $0.app == bundle.identifier && $0.phase != .kept }.map(\.transfer)
+        message.transfers = transferDesk.atLaunch(of: bundle.identifier)
         // The app runs them without the host's sending them (README.md, "How apps are launched").
         message.launchCallbacks = run.launchCallbacks
         return message
