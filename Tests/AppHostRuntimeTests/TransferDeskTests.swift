@@ -178,6 +178,42 @@ import Testing
         #expect(jobs.first?.credential == TransferCredential(user: "ann", password: "secret", method: .basic))
     }
 
+    /// A server certificate the system does not trust is asked of the app as a 401 is, with the
+    /// certificate; trusting it restarts the transfer trusting that certificate alone, any other
+    /// answer fails it as iOS does (-1202), and cancelling cancels it (-999).
+    @Test(arguments: [("trust", nil), ("performDefaultHandling", -1202), ("reject", -1202), ("cancel", -999)] as [(String, Int?)])
+    func anUntrustedCertificateIsTheAppsToTrust(answer: String, error: Int?) throws {
+        let bench = try Bench()
+        bench.run(Self.app, 0)
+        let run = try bench.runID(Self.app)
+        let id = try bench.create(Self.app)
+        let certificate = ServerCertificate(der: Data([0x30, 0x03, 0x02, 0x01, 0x01]), subject: "apphost-untrusted")
+        let asked = bench.desk.update(id, .ended(.untrusted(certificate)), bench.facts)
+        #expect(bench.describe(asked) == ["send \(id) challenge to \(Self.app) \(run)"])
+        guard case .send(.transferFinished(let challenge), _, _)? = asked.first(where: { if case .send = $0 { true } else { false } }) else { return }
+        #expect(challenge.challenge?.method == .serverTrust && challenge.challenge?.certificate == certificate.der)
+        #expect(challenge.challenge?.subject == "apphost-untrusted" && challenge.challenge?.host == "example.com" && challenge.challenge?.port == 443)
+        let reply = switch answer {
+        case "trust": WireChallengeAnswer(disposition: .useCredential, trustsServer: true)
+        case "reject": WireChallengeAnswer(disposition: .rejectProtectionSpace)
+        case "cancel": WireChallengeAnswer(disposition: .cancelAuthenticationChallenge)
+        default: WireChallengeAnswer(disposition: .performDefaultHandling)
+        }
+        let (violation, effects) = bench.desk.receive(
+            .transferChallengeAnswered(session: "s", task: 1, answer: reply), from: try #require(bench.apps[Self.app]), networkEntitled: true, bench.facts)
+        #expect(violation == nil)
+        let jobs = effects.compactMap { if case .start(let job) = $0 { job } else { nil } }
+        let ends = effects.compactMap { if case .send(.transferFinished(let event), _, _) = $0 { event } else { nil } }
+        if let error {
+            #expect(jobs.isEmpty)
+            #expect(ends.map(\.errorCode) == [error])
+        } else {
+            #expect(ends.isEmpty)
+            #expect(jobs.map(\.id) == [id])
+            #expect(jobs.first?.credential == TransferCredential(user: "", password: "", method: .serverTrust, certificate: certificate.der))
+        }
+    }
+
     /// Wakes are keyed by app and session: a session's wake does not hold another app's session
     /// of the same name, and the wake's callback carries its own session's transfers only.
     @Test func wakesAreKeyedByAppAndSession() throws {

@@ -37,6 +37,43 @@ extension Transfers {
         return [said] + (facts.app(record.app).map { deliver(to: $0, facts) } ?? [])
     }
 
+    /// The server's certificate is not one the system trusts: the app is asked
+    /// (`NSURLAuthenticationMethodServerTrust`, with the certificate) as for a 401.
+    mutating func untrusted(_ id: String, _ certificate: ServerCertificate, _ facts: TransferDesk.Facts) -> [Effect] {
+        guard let index = index(id) else { return [] }
+        let record = records[index]
+        let url = URLComponents(string: record.transfer.url)
+        records[index].phase = .challenged
+        records[index].result = WireTransferEvent(
+            transfer: record.transfer, bytesReceived: record.bytesReceived, bytesSent: record.bytesSent,
+            challenge: WireChallenge(
+                method: .serverTrust, host: url?.host?.lowercased() ?? "", port: url?.port ?? 443, protocol: "https", realm: nil,
+                previousFailureCount: 0, certificate: certificate.der, subject: certificate.subject))
+        save()
+        let said = Self.announce(record, "has a server certificate the system does not trust (\(certificate.subject ?? "no subject")): the app is asked")
+        return [said] + (facts.app(record.app).map { deliver(to: $0, facts) } ?? [])
+    }
+
+    /// The app's answer to a server-trust challenge: `useCredential` with `URLCredential(trust:)`
+    /// goes on trusting that certificate (and no other); cancelling cancels; anything else fails
+    /// as iOS fails an untrusted server (NSURLErrorServerCertificateUntrusted).
+    private mutating func trustAnswered(_ index: Int, _ answer: WireChallengeAnswer, _ challenge: WireChallenge) -> [Effect] {
+        let id = records[index].id
+        if answer.disposition == .useCredential, answer.trustsServer == true, let certificate = challenge.certificate {
+            credentials[id] = TransferCredential(user: "", password: "", method: .serverTrust, certificate: certificate)
+            records[index].phase = .waiting
+            return [Self.announce(records[index], "goes on trusting the server's certificate (\(challenge.subject ?? "no subject")), as the app does")]
+        }
+        let cancelled = answer.disposition == .cancelAuthenticationChallenge
+        records[index].phase = .finished
+        records[index].result = WireTransferEvent(
+            transfer: records[index].transfer,
+            errorCode: cancelled ? WireTransfer.ErrorCode.cancelled : WireTransfer.ErrorCode.serverCertificateUntrusted,
+            errorMessage: cancelled ? "the app cancelled the authentication challenge" : "the server's certificate is not trusted (the app chose \(answer.disposition.rawValue))")
+        fileRemovals.append(id)
+        return [Self.announce(records[index], cancelled ? "cancelled: the app cancelled its authentication challenge" : "failed: the app did not trust the server's certificate")]
+    }
+
     /// `transferChallengeAnswered` from the app's run `run`: the transfer goes on with the app's
     /// answer; a run that was not asked the challenge violates.
     mutating func challengeAnswered(
@@ -55,6 +92,8 @@ extension Transfers {
         records[index].result = nil
         var effects: [Effect]
         switch answer.disposition {
+        case _ where challenge.method == .serverTrust:
+            effects = trustAnswered(index, answer, challenge)
         case .useCredential where answer.user != nil:
             let credential = TransferCredential(user: answer.user ?? "", password: answer.password ?? "", method: challenge.method)
             credentials[id] = credential

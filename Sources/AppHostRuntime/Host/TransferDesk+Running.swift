@@ -106,6 +106,9 @@ extension Transfers {
         case .challenged(let method, let realm):
             records[index] = record
             return challenged(record.id, method: method, realm: realm, facts)
+        case .untrusted(let certificate):
+            records[index] = record
+            return untrusted(record.id, certificate, facts)
         }
         record.result?.bytesExpected = record.bytesExpected
         records[index] = record
