@@ -25,25 +25,39 @@ extension URLSessionRegistry {
             }
             link.send(.transferChallengeAnswered(session: id, task: number, answer: Self.wireAnswer(disposition, credential)))
         }
-        let space = URLProtectionSpace(
-            host: wire.host, port: wire.port, protocol: wire.protocol, realm: wire.realm,
-            authenticationMethod: wire.method == .digest ? NSURLAuthenticationMethodHTTPDigest : NSURLAuthenticationMethodHTTPBasic)
+        let space = wire.method == .serverTrust
+            ? ServerTrustProtectionSpace(
+                host: wire.host, port: wire.port,
+                trust: SecTrust(certificates: wire.certificate.map { [SecCertificate(data: $0, subject: wire.subject)] } ?? []))
+            : URLProtectionSpace(
+                host: wire.host, port: wire.port, protocol: wire.protocol, realm: wire.realm,
+                authenticationMethod: wire.method == .digest ? NSURLAuthenticationMethodHTTPDigest : NSURLAuthenticationMethodHTTPBasic)
         let response = event.statusCode.flatMap { status in
             URL(string: event.transfer.url).flatMap { HTTPURLResponse(url: $0, statusCode: status, httpVersion: "HTTP/1.1", headerFields: [:]) }
         }
+        let sender = ChallengeSender(answer)
         let challenge = URLAuthenticationChallenge(
             protectionSpace: space, proposedCredential: nil, previousFailureCount: wire.previousFailureCount, failureResponse: response,
-            error: nil, sender: ChallengeSender(answer))
-        guard let delegate = session.delegate as? any URLSessionTaskDelegate else {
-            // No delegate to ask: as iOS does, default handling.
-            return answer(.performDefaultHandling, nil)
+            error: nil, sender: sender)
+        let askTask = {
+            guard let delegate = session.delegate as? any URLSessionTaskDelegate else {
+                // No delegate to ask: as iOS does, default handling.
+                return answer(.performDefaultHandling, nil)
+            }
+            delegate.urlSession(session, task: task, didReceive: challenge, completionHandler: answer)
         }
-        delegate.urlSession(session, task: task, didReceive: challenge, completionHandler: answer)
+        // A server's certificate is a connection's challenge: the session delegate's, and the
+        // task delegate's where the session delegate does not implement the method (its default
+        // implementation hands the challenge on through the sender).
+        guard wire.method == .serverTrust, let delegate = session.delegate as? any URLSessionDelegate else { return askTask() }
+        sender.unanswered = askTask
+        delegate.urlSession(session, didReceive: challenge, completionHandler: answer)
     }
 
     static func wireAnswer(_ disposition: URLSession.AuthChallengeDisposition, _ credential: URLCredential?) -> WireChallengeAnswer {
         switch disposition {
         case .useCredential:
+            if credential?.trust != nil { return WireChallengeAnswer(disposition: .useCredential, trustsServer: true) }
             guard let credential, let user = credential.user else { return WireChallengeAnswer(disposition: .useCredential) }
             let persistence: WireChallengeAnswer.Persistence = switch credential.persistence {
             case .none: .none
@@ -62,8 +76,19 @@ extension URLSessionRegistry {
 }
 
 /// The challenge's sender, for code that answers through `challenge.sender` as older iOS code does.
-private final class ChallengeSender: NSObject, URLAuthenticationChallengeSender {
+final class ChallengeSender: NSObject, URLAuthenticationChallengeSender, @unchecked Sendable {
     let answer: @Sendable (URLSession.AuthChallengeDisposition, URLCredential?) -> Void
+    /// A server-trust challenge offered to the session delegate: asks the task delegate
+    /// instead, where the session delegate does not implement the method.
+    var unanswered: (() -> Void)?
+
+    /// The session delegate's default implementation ran: true if the task delegate is asked.
+    func handOn() -> Bool {
+        guard let unanswered else { return false }
+        self.unanswered = nil
+        unanswered()
+        return true
+    }
 
     init(_ answer: @escaping @Sendable (URLSession.AuthChallengeDisposition, URLCredential?) -> Void) {
         self.answer = answer

@@ -64,6 +64,8 @@ extension URLSessionDelegate {
         _ session: URLSession, didReceive challenge: URLAuthenticationChallenge,
         completionHandler: @escaping @Sendable (URLSession.AuthChallengeDisposition, URLCredential?) -> Void
     ) {
+        // Not implemented: a background transfer's server-trust challenge goes to the task delegate.
+        if (challenge.sender as? ChallengeSender)?.handOn() == true { return }
         completionHandler(.performDefaultHandling, nil)
     }
     public func urlSessionDidFinishEvents(forBackgroundURLSession session: URLSession) {}

@@ -120,6 +120,8 @@ extension WireTransfer {
         /// Resume data that names no download the host keeps for the app.
         package static let cannotDecodeRawData = -1015
         package static let secureConnectionFailed = -1200
+        /// A server certificate the system does not trust, and the app did not either.
+        package static let serverCertificateUntrusted = -1202
         package static let fileDoesNotExist = -1100
         package static let noPermissionsToReadFile = -1102
         package static let cannotWriteToFile = -3003
@@ -157,6 +159,8 @@ package struct WireChallenge: Codable, Sendable, Equatable {
     package enum Method: String, Codable, Sendable {
         /// `NSURLAuthenticationMethodHTTPBasic`, `NSURLAuthenticationMethodHTTPDigest`.
         case basic, digest
+        /// `NSURLAuthenticationMethodServerTrust`: a server certificate the system does not trust.
+        case serverTrust
     }
 
     package var method: Method
@@ -166,8 +170,16 @@ package struct WireChallenge: Codable, Sendable, Equatable {
     package var `protocol`: String
     package var realm: String?
     package var previousFailureCount: Int
+    /// A server-trust challenge's certificate, the server's own (DER), and its subject (CN).
+    package var certificate: Data?
+    package var subject: String?
 
-    package init(method: Method, host: String, port: Int, protocol: String, realm: String?, previousFailureCount: Int) {
+    package init(
+        method: Method, host: String, port: Int, protocol: String, realm: String?, previousFailureCount: Int,
+        certificate: Data? = nil, subject: String? = nil
+    ) {
+        self.certificate = certificate
+        self.subject = subject
         self.method = method
         self.host = host
         self.port = port
@@ -192,8 +204,13 @@ package struct WireChallengeAnswer: Codable, Sendable, Equatable {
     package var user: String?
     package var password: String?
     package var persistence: Persistence?
+    /// `.useCredential` with `URLCredential(trust:)`: the server's certificate is trusted.
+    package var trustsServer: Bool?
 
-    package init(disposition: Disposition, user: String? = nil, password: String? = nil, persistence: Persistence? = nil) {
+    package init(
+        disposition: Disposition, user: String? = nil, password: String? = nil, persistence: Persistence? = nil, trustsServer: Bool? = nil
+    ) {
+        self.trustsServer = trustsServer
         self.disposition = disposition
         self.user = user
         self.password = password

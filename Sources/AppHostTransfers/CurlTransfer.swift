@@ -75,6 +75,7 @@ final class CurlTransfer {
         curl_slist_free_all(headers)
         errorBuffer.deallocate()
         if fd >= 0 { close(fd) }
+        if job.credential?.method == .serverTrust { unlink(trustFile) }
     }
 
     private var isDownload: Bool { job.transfer.kind == .download }
@@ -131,7 +132,9 @@ final class CurlTransfer {
 
         // The app's answer to a challenge, or the credential the host kept for its protection
         // space: libcurl sends it for this scheme only, and never to another host (a redirect's).
-        if let credential = job.credential {
+        if let credential = job.credential, credential.method == .serverTrust {
+            trust(credential.certificate ?? Data())
+        } else if let credential = job.credential {
             apphost_curl_set_string(handle, CURLOPT_USERNAME, credential.user)
             apphost_curl_set_string(handle, CURLOPT_PASSWORD, credential.password)
             apphost_curl_set_long(handle, CURLOPT_HTTPAUTH, credential.method == .digest ? Self.curlAuthDigest : Self.curlAuthBasic)
@@ -208,7 +211,7 @@ final class CurlTransfer {
 
     // MARK: libcurl's callbacks
 
-    private func openSocket(_ address: UnsafeMutablePointer<curl_sockaddr>) -> curl_socket_t {
+    func openSocket(_ address: UnsafeMutablePointer<curl_sockaddr>) -> curl_socket_t {
         let family = address.pointee.family
         let raw = UnsafeRawPointer(address).advanced(by: MemoryLayout<curl_sockaddr>.offset(of: \.addr)!)
         let bytes: [UInt8]
@@ -351,6 +354,7 @@ final class CurlTransfer {
     func outcome(_ code: CURLcode) -> Result<TransferOutcome, Failure> {
         if let failure { return .failure(failure) }
         if let challenge { return .success(.challenged(method: challenge.method, realm: challenge.realm)) }
+        if code == CURLE_PEER_FAILED_VERIFICATION { return untrusted() }
         guard code == CURLE_OK else { return .failure(classify(code)) }
         guard headDone else {
             return .failure(Failure(code: WireTransfer.ErrorCode.badServerResponse, message: "the server sent no response", retry: true))

@@ -119,7 +119,7 @@ import AppHostProtocol
     @Test func transfersAreKeptOneFileEachAndOnlyWhatChangedIsWritten() throws {
         let directory = try Self.directory()
         defer { try? FileManager.default.removeItem(at: directory) }
-        var transfers = Transfers(stateDirectory: directory, service: nil)
+        var transfers = Transfers(stateDirectory: directory, hasService: false)
         transfers.records = [Self.record("b", 2), Self.record("a", 1)]
         transfers.store.write(transfers.changes())
         transfers.store.flush()
@@ -133,7 +133,7 @@ import AppHostProtocol
         transfers.store.write(removal)
         transfers.store.flush()
         #expect(try FileManager.default.contentsOfDirectory(atPath: folder) == ["b.json"])
-        #expect(Transfers(stateDirectory: directory, service: nil).records.map(\.id) == ["b"])
+        #expect(Transfers(stateDirectory: directory, hasService: false).records.map(\.id) == ["b"])
     }
 
     @Test func anUnreadableTransferIsKeptAsideAndAnEarlierHostsListIsTakenIn() throws {
@@ -148,7 +148,7 @@ import AppHostProtocol
         // A body copied for an upload whose record never reached the disk, and a kept one's part.
         try Data("x".utf8).write(to: folder.appendingPathComponent("orphan.body"))
         try Data("y".utf8).write(to: folder.appendingPathComponent("old1.part"))
-        let loaded = Transfers(stateDirectory: directory, service: nil)
+        let loaded = Transfers(stateDirectory: directory, hasService: false)
         #expect(loaded.records.map(\.id) == ["old1", "old2"])
         #expect(loaded.loadWarnings.count == 1)
         #expect(loaded.loadWarnings.first?.contains("kept it as torn.json.unreadable-1") == true)

@@ -127,7 +127,7 @@ extension Supervisor {
         if bundle.adoptsScenes {
             message.sceneSessions = scenes.sessionsForLaunch(bundle.identifier)
         }
-        message.transfers = transfers.records.filter { $0.app == bundle.identifier && $0.phase != .kept }.map(\.transfer)
+        message.transfers = transferDesk.atLaunch(of: bundle.identifier)
         // The app runs them without the host's sending them (README.md, "How apps are launched").
         message.launchCallbacks = run.launchCallbacks
         return message

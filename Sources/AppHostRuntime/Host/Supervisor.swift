@@ -57,8 +57,8 @@ public final class Supervisor: @unchecked Sendable {
     let inputs = InputQueue()
     /// The containers' volumes and limits, their owners, storage pressure's purges (StorageService).
     let storage: StorageService
-    /// Background URL session transfers, kept in the state directory (Supervisor+Transfers).
-    var transfers: Transfers
+    /// Background URL session transfers: records, what is owed to which run, wakes (TransferDesk).
+    let transferDesk: TransferDesk
 
     /// Creates a host. `observer` receives every event, on the supervisor's queue.
     public init(
@@ -122,11 +122,11 @@ public final class Supervisor: @unchecked Sendable {
         location = LocationSimulator(store: stores.location, updateInterval: policy.locationUpdateInterval)
         scenes = SceneStore(store: stores.scenes)
         notifications = UserNotificationService(store: stores.notifications)
-        transfers = Transfers(store: stores.transfers, service: configuration.transferRunner)
+        transferDesk = TransferDesk(store: stores.transfers, hasService: configuration.transferRunner != nil)
         scheduler = Scheduler(
             store: stores.schedule, policy: policy, refreshAvailable: configuration.backgroundAppRefresh,
             power: configuration.power, network: configuration.network)
-        warnings += [location.loadWarning, scenes.loadWarning, notifications.loadWarning].compactMap { $0 } + transfers.loadWarnings
+        warnings += [location.loadWarning, scenes.loadWarning, notifications.loadWarning].compactMap { $0 } + transferDesk.loadWarnings
             + [scheduler.loadWarning, storage.usersLoadWarning].compactMap { $0 }
             + scheduler.returned.map { "\($0.app): \($0.identifiers.joined(separator: ", ")) taken to run by a host that ended before the app began \($0.identifiers.count == 1 ? "it" : "them"): pending again" }
         let sandboxNote = environment.sandboxNote(

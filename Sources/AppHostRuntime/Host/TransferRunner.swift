@@ -89,15 +89,36 @@ package enum TransferOutcome: Sendable {
     /// The server answered 401 with `WWW-Authenticate`: the app is asked (README.md,
     /// "Background transfers"); nothing of the body was kept.
     case challenged(method: WireChallenge.Method, realm: String?)
+    /// The server's certificate is not one the system trusts (self-signed, an unknown issuer):
+    /// the app is asked whether it trusts it (`NSURLAuthenticationMethodServerTrust`).
+    case untrusted(ServerCertificate)
 }
 
-/// A user name and password for a protection space, and the scheme they answer.
+/// A TLS server's own certificate, as a server-trust challenge shows it to the app.
+package struct ServerCertificate: Codable, Sendable, Equatable {
+    /// DER, as `SecCertificateCopyData` gives it.
+    package var der: Data
+    /// Its subject's common name, as `SecCertificateCopySubjectSummary` gives it.
+    package var subject: String?
+
+    package init(der: Data, subject: String?) {
+        self.der = der
+        self.subject = subject
+    }
+}
+
+/// A user name and password for a protection space, and the scheme they answer; or, for
+/// `.serverTrust`, the one server certificate the app trusts (the transfer goes on trusting that
+/// certificate alone, never with verification off).
 package struct TransferCredential: Codable, Sendable, Equatable {
     package var user: String
     package var password: String
     package var method: WireChallenge.Method
+    /// `.serverTrust`: the certificate trusted (DER).
+    package var certificate: Data?
 
-    package init(user: String, password: String, method: WireChallenge.Method) {
+    package init(user: String, password: String, method: WireChallenge.Method, certificate: Data? = nil) {
+        self.certificate = certificate
         self.user = user
         self.password = password
         self.method = method

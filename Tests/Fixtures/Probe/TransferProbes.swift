@@ -10,10 +10,11 @@ import Synchronization
 //                                  beginIn sets earliestBeginDate that far from now)
 //   "uploadBytes": N               the size of Documents/upload.bin, written before the uploads
 //   "urlSessionCompletion": "never"   never call handleEvents' completion handler
-//   "challengeAnswer": {"disposition": "useCredential" | "performDefaultHandling" | "cancel" | "reject",
+//   "challengeAnswer": {"disposition": "useCredential" | "trust" | "performDefaultHandling" | "cancel" | "reject",
 //                       "user": U, "password": P, "persistence": "permanent" | "forSession"}
-//                                  the answer to urlSession(_:task:didReceive:completionHandler:)
-//                                  (default: performDefaultHandling)
+//                                  the answer to urlSession(_:task:didReceive:completionHandler:),
+//                                  and to the session's for a server's certificate ("trust":
+//                                  URLCredential(trust:)) (default: performDefaultHandling)
 //   "cancelForResumeAt": N         once a download has N bytes, cancel(byProducingResumeData:) and
 //                                  go on from the resume data with downloadTask(withResumeData:)
 //   "urlSessionQueue": "own"        make the session with delegateQueue nil (a serial queue of
@@ -56,6 +57,26 @@ final class TransferProbe: NSObject, URLSessionDownloadDelegate, URLSessionDataD
         switch challengeAnswer["disposition"] {
         case "useCredential":
             completionHandler(.useCredential, URLCredential(user: challengeAnswer["user"] ?? "", password: challengeAnswer["password"] ?? "", persistence: persistence))
+        case "cancel": completionHandler(.cancelAuthenticationChallenge, nil)
+        case "reject": completionHandler(.rejectProtectionSpace, nil)
+        default: completionHandler(.performDefaultHandling, nil)
+        }
+    }
+
+    /// A server's certificate the system does not trust (the session delegate's, as on iOS):
+    /// "trust" answers with `URLCredential(trust:)`, the others as for a 401.
+    func urlSession(
+        _ session: URLSession, didReceive challenge: URLAuthenticationChallenge,
+        completionHandler: @escaping @Sendable (URLSession.AuthChallengeDisposition, URLCredential?) -> Void
+    ) {
+        let space = challenge.protectionSpace
+        guard space.authenticationMethod == NSURLAuthenticationMethodServerTrust, let trust = space.serverTrust else {
+            return completionHandler(.performDefaultHandling, nil)
+        }
+        let certificate = SecTrustCopyCertificateChain(trust)?.first
+        record("didReceiveSessionChallenge method=ServerTrust host=\(space.host):\(space.port) subject=\(certificate.flatMap(SecCertificateCopySubjectSummary) ?? "nil") der=\(certificate.map { SecCertificateCopyData($0).first == 0x30 } ?? false)")
+        switch challengeAnswer["disposition"] {
+        case "trust": completionHandler(.useCredential, URLCredential(trust: trust))
         case "cancel": completionHandler(.cancelAuthenticationChallenge, nil)
         case "reject": completionHandler(.rejectProtectionSpace, nil)
         default: completionHandler(.performDefaultHandling, nil)
