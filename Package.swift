@@ -242,8 +242,11 @@ let package = Package(
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ],
-            swiftSettings: strictSettings
+            swiftSettings: strictSettings,
+            plugins: ["BuildInfo"]
         ),
+        // Bakes the git commit of the build into apphost (`apphost --version`).
+        .plugin(name: "BuildInfo", capability: .buildTool()),
         // The app processes' binary: the launch template and the exec launcher's app process
         // (Sources/apphost-app/main.swift). The runner alone: nothing of the host's.
         .executableTarget(name: "apphost-app", dependencies: ["AppHostRunner"], swiftSettings: strictSettings),
