@@ -28,11 +28,11 @@ import AppHostSystem
 public final class TestHost: Sendable {
     /// How to start the host.
     public struct Options: Sendable {
-        /// The apphost binary. When nil: `$APPHOST_EXECUTABLE`, else `apphost` beside the test
-        /// binary — where `swift build --product apphost` puts it in the package under test.
-        /// `apphost-init` must be beside it (`swift build --product apphost-init`), and
-        /// `apphost-app` should be (`swift build --product apphost-app`; without it app processes
-        /// run apphost itself, more slowly).
+        /// The apphost binary. When nil: `$APPHOST_EXECUTABLE`, else the `apphost` on the PATH
+        /// (installed by `scripts/install`); nothing is built (in apphost's own package, the
+        /// `apphost` built beside its tests). `apphost-init` must be beside the file, and
+        /// `apphost-app` should be (without it app processes run apphost itself, more slowly);
+        /// `scripts/install` puts both there, as `swift build` does in a checkout.
         public var executable: URL?
         /// Launch the first app directly into the background (`--background`).
         public var background: Bool

@@ -238,6 +238,25 @@ struct TestHostTests {
         #expect(error.message == "TestHost.Options.executable names /nonexistent/apphost, which is not an executable file")
     }
 
+    /// Issue 41: every app package compiled a host for its tests. TestHost builds none: it takes
+    /// $APPHOST_EXECUTABLE, else an installed apphost on the PATH (a link to it is followed, so
+    /// apphost-init is found beside the file), and otherwise says how to get one.
+    @Test("an installed apphost on the PATH is found, and none found says how to get one")
+    func executableOnThePath() throws {
+        let built = try #require(Executable.apphostsOwnBuild(), "scripts/test builds apphost beside the tests").resolvingSymlinksInPath()
+        let bin = FileManager.default.temporaryDirectory.appendingPathComponent("apphost-path-\(UUID().uuidString.prefix(8))")
+        try FileManager.default.createDirectory(at: bin, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: bin) }
+        try FileManager.default.createSymbolicLink(at: bin.appendingPathComponent("apphost"), withDestinationURL: built)
+        #expect(try Executable.locate(nil, environment: ["PATH": "/nonexistent:\(bin.path)"], ownBuild: nil) == built)
+        #expect(try Executable.locate(nil, environment: ["PATH": bin.path, "APPHOST_EXECUTABLE": built.path], ownBuild: nil) == built)
+
+        let error = try #require(throws: TestHostError.self) { try Executable.locate(nil, environment: ["PATH": "/nonexistent"], ownBuild: nil) }
+        #expect(error.code == .executableNotFound)
+        #expect(error.message == "no apphost to run the tests: none is on the PATH (/nonexistent) and APPHOST_EXECUTABLE is not set; install one from "
+            + "an apphost checkout with scripts/install [--prefix DIR], or set APPHOST_EXECUTABLE to a checkout's .build/debug/apphost after swift build")
+    }
+
     @Test("a TestHost released while its host runs kills it and removes its directory")
     func releasedWhileRunning() async throws {
         var pid: Int32 = 0
