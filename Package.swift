@@ -118,6 +118,8 @@ let package = Package(
         // For an app's own tests: a real host on a private instance (README.md, "Testing your app").
         .library(name: "AppHostTesting", targets: ["AppHostTesting"]),
         .plugin(name: "BundleApp", targets: ["BundleApp"]),
+        // An app author's loop in one command: build, bundle into .build/apps, test.
+        .plugin(name: "AppHostTest", targets: ["AppHostTest"]),
         // A shared object that is not an apphost plugin, and one whose ABI record is forged:
         // the runner must refuse both with a clear message.
         .library(name: "NotAPluginFixture", type: .dynamic, targets: ["NotAPluginFixture"]),
@@ -242,8 +244,11 @@ let package = Package(
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ],
-            swiftSettings: strictSettings
+            swiftSettings: strictSettings,
+            plugins: ["BuildInfo"]
         ),
+        // Bakes the git commit of the build into apphost (`apphost --version`).
+        .plugin(name: "BuildInfo", capability: .buildTool()),
         // The app processes' binary: the launch template and the exec launcher's app process
         // (Sources/apphost-app/main.swift). The runner alone: nothing of the host's.
         .executableTarget(name: "apphost-app", dependencies: ["AppHostRunner"], swiftSettings: strictSettings),
@@ -254,6 +259,12 @@ let package = Package(
             capability: .command(
                 intent: .custom(verb: "bundle-app", description: "Build app plugin products into Name.app bundles"),
                 permissions: [.writeToPackageDirectory(reason: "writes Name.app bundles into the output directory")]
+            )
+        ),
+        .plugin(
+            name: "AppHostTest",
+            capability: .command(
+                intent: .custom(verb: "apphost-test", description: "Build the package, bundle its apps into .build/apps and run its tests")
             )
         ),
         .executableTarget(

@@ -3,10 +3,11 @@ import PackageDescription
 
 // An app in a package of its own, as an app author writes one (README.md, "Writing an app" and
 // "Testing your app"): the app plugin, unit tests that drive its delegate detached, and
-// integration tests that run it under a real host with AppHostTesting. Before `swift test`:
+// integration tests that run it under a real host with AppHostTesting. One command builds it,
+// bundles it into .build/apps and runs the tests, with an installed apphost (scripts/install) or
+// the one $APPHOST_EXECUTABLE names; the package never builds the host:
 //
-//     swift build --product apphost && swift build --product apphost-init && swift build --product apphost-app
-//     swift package --allow-writing-to-package-directory bundle-app --all
+//     swift package apphost-test
 let package = Package(
     name: "TodoApp",
     products: [.library(name: "TodoApp", type: .dynamic, targets: ["TodoApp"])],

@@ -93,10 +93,13 @@ enum Detached {
 /// started: for the real thing, with budgets, suspension and reports, use `TestHost` from
 /// AppHostTesting.
 ///
-/// The app's container is a temporary directory, removed when this is released, unless a
-/// `containerURL` is given; `Application.containerURL` names it. Foundation's directory
-/// look-ups (`FileManager.urls(for:in:)`, `NSHomeDirectory()`) are the test process's own here,
-/// so an app that finds its files through `containerURL` is the easier one to test.
+/// The app's container is a temporary directory of its own (Documents, Library, tmp), removed
+/// when this is released, unless a `containerURL` is given; `Application.containerURL` names it.
+/// Foundation's directory look-ups (`FileManager.urls(for:in:)`, `NSHomeDirectory()`) answer
+/// with it, and `Bundle.main`'s Info.plist values are the app's (`infoDictionary`), as in its
+/// app process: a unit test never writes the real `~/Documents`. Both are the process's, so they
+/// belong to the detached application made last that is still alive (`NSTemporaryDirectory()`
+/// stays the test process's own temporary directory).
 @MainActor
 public final class DetachedApplication<Delegate: ApplicationDelegateCallbacks> {
     /// The application the delegate is given, with its state, windows and background tasks.
@@ -161,8 +164,15 @@ public final class DetachedApplication<Delegate: ApplicationDelegateCallbacks> {
         self.backgroundTime = backgroundTime
         self.application = application
         Detached.makeLatest(application)
+        // Before the delegate is made: its initializer may ask for a directory or a value.
+        DetachedWorld.enter(ObjectIdentifier(application), container: container.path, infoDictionary: infoDictionary)
         delegate = Detached.$driving.withValue(application) { makeDelegate() }
         application.delegate = delegate
+    }
+
+    deinit {
+        // Before the temporary container goes (with the stored properties, after this).
+        DetachedWorld.leave(ObjectIdentifier(application))
     }
 
     /// `init(delegate:infoDictionary:…)` with the dictionary of an Info.plist file, such as the

@@ -261,7 +261,11 @@ public enum AppProcessRunner {
     /// is never unloaded: unmapping a Swift image leaves the runtime pointing at freed metadata.
     static func loadPlugin(_ configuration: WireConfiguration, socket: ControlChannel) -> apphost_plugin_main_function {
         // For the failures' reasons only: bridging to NSString runs cold Foundation code.
-        var plugin: String { "\(configuration.bundleName).app/\((configuration.pluginPath as NSString).lastPathComponent)" }
+        // The bundle as its directory is named (a bundle's CFBundleName need not be its directory's).
+        var plugin: String {
+            let bundle = configuration.bundlePath.isEmpty ? "\(configuration.bundleName).app" : (configuration.bundlePath as NSString).lastPathComponent
+            return "\(bundle)/\((configuration.pluginPath as NSString).lastPathComponent)"
+        }
         guard let handle = dlopen(configuration.pluginPath, RTLD_NOW | RTLD_LOCAL) else {
             let reason = dlerror().map { String(cString: $0) } ?? "unknown error"
             fail(socket, "\(plugin) cannot be loaded: \(reason)")
@@ -289,8 +293,9 @@ public enum AppProcessRunner {
         guard theirs == ours else {
             fail(
                 socket,
-                "\(plugin) was built by another Swift toolchain (\(theirs)) than this apphost (\(ours)); "
-                    + "Swift has no stable ABI on Linux, so rebuild the plugin with this toolchain"
+                "\(plugin) was built by another Swift toolchain than this apphost, which Swift \(Toolchain.swiftVersion) built; "
+                    + "Swift has no stable ABI on Linux, so rebuild the plugin with Swift \(Toolchain.swiftVersion) "
+                    + "(its compiler: \(theirs); this apphost's: \(ours))"
             )
         }
         guard let entrySymbol = dlsym(handle, "apphost_plugin_main") else {

@@ -5,39 +5,49 @@ import Foundation
 import AppHostRuntime
 import AppHostSystem
 
-/// Where the apphost binary a test runs is.
+/// Where the apphost binary a test runs is. Nothing is built: an app's package never compiles
+/// the host (README.md, "Testing your app": install one, or point at a checkout's build).
 enum Executable {
-    /// The variable that names an apphost binary to use instead of the one beside the tests.
+    /// The variable that names an apphost binary to use instead of the one on the PATH.
     static let variable = "APPHOST_EXECUTABLE"
 
-    /// `explicit`, else `$APPHOST_EXECUTABLE`, else `apphost` beside the running test binary
-    /// (SwiftPM builds every product of a package, and of its dependencies, into one directory).
-    /// Throws a message that says how to build it.
-    static func locate(_ explicit: URL?) throws(TestHostError) -> URL {
-        let candidate: URL
-        let origin: String
-        if let explicit {
-            candidate = explicit
-            origin = "TestHost.Options.executable"
-        } else if let path = ProcessInfo.processInfo.environment[variable], !path.isEmpty {
-            candidate = URL(fileURLWithPath: path)
-            origin = "$\(variable)"
-        } else {
-            let testBinary = (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? CommandLine.arguments[0]
-            candidate = URL(fileURLWithPath: testBinary).deletingLastPathComponent().appendingPathComponent("apphost")
-            guard access(candidate.path, X_OK) == 0 else {
-                throw TestHostError(
-                    "apphost is not built beside the tests (\(candidate.path)); build it in this package before swift test: "
-                        + "swift build --product apphost && swift build --product apphost-init && swift build --product apphost-app "
-                        + "(or set \(variable) to an apphost binary built by this Swift toolchain)",
-                    code: .executableNotFound)
-            }
-            return try withInit(candidate)
+    /// `explicit`, else `$APPHOST_EXECUTABLE`, else (in apphost's own package only) the
+    /// `apphost` its tests were built beside, else the `apphost` on the PATH (an installed one,
+    /// `scripts/install`). Symbolic links are resolved: `apphost-init` is found beside the file
+    /// itself. Throws a message that says how to get one.
+    static func locate(
+        _ explicit: URL?, environment: [String: String] = ProcessInfo.processInfo.environment, ownBuild: URL? = apphostsOwnBuild()
+    ) throws(TestHostError) -> URL {
+        if let explicit { return try checked(explicit, origin: "TestHost.Options.executable") }
+        if let path = environment[variable], !path.isEmpty { return try checked(URL(fileURLWithPath: path), origin: "$\(variable)") }
+        if let ownBuild { return try withInit(ownBuild) }
+        let path = environment["PATH"] ?? ""
+        for directory in path.split(separator: ":") where !directory.isEmpty {
+            let candidate = URL(fileURLWithPath: String(directory)).appendingPathComponent("apphost")
+            if access(candidate.path, X_OK) == 0 { return try withInit(candidate.resolvingSymlinksInPath()) }
         }
+        throw TestHostError(
+            "no apphost to run the tests: none is on the PATH (\(path)) and \(variable) is not set; install one from an apphost "
+                + "checkout with scripts/install [--prefix DIR], or set \(variable) to a checkout's .build/debug/apphost after swift build",
+            code: .executableNotFound)
+    }
+
+    /// `candidate`, named by `origin`, if it is an executable file with apphost-init beside it.
+    private static func checked(_ candidate: URL, origin: String) throws(TestHostError) -> URL {
         guard access(candidate.path, X_OK) == 0 else {
             throw TestHostError("\(origin) names \(candidate.path), which is not an executable file", code: .executableNotFound)
         }
-        return try withInit(candidate)
+        return try withInit(candidate.resolvingSymlinksInPath())
+    }
+
+    /// The `apphost` beside the running test binary when the package under test is apphost
+    /// itself (its tests test the host they were built with, never an installed one).
+    static func apphostsOwnBuild() -> URL? {
+        guard let package = PackageUnderTest.directory,
+              FileManager.default.fileExists(atPath: package.appendingPathComponent("Sources/AppHostTesting/TestHost.swift").path)
+        else { return nil }
+        let candidate = PackageUnderTest.testBinary.deletingLastPathComponent().appendingPathComponent("apphost")
+        return access(candidate.path, X_OK) == 0 ? candidate : nil
     }
 
     /// apphost runs each app under apphost-init, found beside it.
@@ -45,7 +55,8 @@ enum Executable {
         let initPath = executable.deletingLastPathComponent().appendingPathComponent("apphost-init").path
         guard access(initPath, X_OK) == 0 else {
             throw TestHostError(
-                "apphost-init is missing beside \(executable.path): build it with swift build --product apphost-init", code: .executableNotFound)
+                "apphost-init is missing beside \(executable.path): install apphost with scripts/install, which puts it there "
+                    + "(in a checkout: swift build --product apphost-init)", code: .executableNotFound)
         }
         return executable
     }

@@ -28,11 +28,11 @@ import AppHostSystem
 public final class TestHost: Sendable {
     /// How to start the host.
     public struct Options: Sendable {
-        /// The apphost binary. When nil: `$APPHOST_EXECUTABLE`, else `apphost` beside the test
-        /// binary — where `swift build --product apphost` puts it in the package under test.
-        /// `apphost-init` must be beside it (`swift build --product apphost-init`), and
-        /// `apphost-app` should be (`swift build --product apphost-app`; without it app processes
-        /// run apphost itself, more slowly).
+        /// The apphost binary. When nil: `$APPHOST_EXECUTABLE`, else the `apphost` on the PATH
+        /// (installed by `scripts/install`); nothing is built (in apphost's own package, the
+        /// `apphost` built beside its tests). `apphost-init` must be beside the file, and
+        /// `apphost-app` should be (without it app processes run apphost itself, more slowly);
+        /// `scripts/install` puts both there, as `swift build` does in a checkout.
         public var executable: URL?
         /// Launch the first app directly into the background (`--background`).
         public var background: Bool
@@ -326,30 +326,30 @@ public final class TestHost: Sendable {
 
 extension TestHost {
     /// `Name.app` in `directory`, by default the `.build/apps` of the package under test, where
-    /// `swift package --allow-writing-to-package-directory bundle-app --all` writes its bundles
-    /// (found above the test binary's build directory). Throws, naming the command that makes
-    /// it, if it is not there.
+    /// `swift package apphost-test` puts its bundles before it runs the tests (found above the
+    /// test binary's build directory). Throws, naming the command that makes it, if it is not
+    /// there, or if it is older than the library or the sources it was made from (stale: the
+    /// test would run last build's app).
     public static func bundle(_ name: String, in directory: URL? = nil) throws -> URL {
         let apps: URL
         if let directory {
             apps = directory
         } else {
-            let testBinary = URL(fileURLWithPath: (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? CommandLine.arguments[0])
-            let components = testBinary.pathComponents
-            guard let build = components.lastIndex(of: ".build") else {
+            guard let package = PackageUnderTest.directory else {
                 throw TestHostError(
-                    "cannot tell the package of the test binary \(testBinary.path) (it is not under a .build directory); pass the bundles' directory",
+                    "cannot tell the package of the test binary \(PackageUnderTest.testBinary.path) (it is not under a .build directory); pass the bundles' directory",
                     code: .setupFailed)
             }
-            apps = URL(fileURLWithPath: NSString.path(withComponents: Array(components[..<build]))).appendingPathComponent(".build/apps")
+            apps = package.appendingPathComponent(".build/apps")
         }
         let bundle = apps.appendingPathComponent(name.hasSuffix(".app") ? name : "\(name).app", isDirectory: true)
         guard FileManager.default.fileExists(atPath: bundle.appendingPathComponent("Info.plist").path) else {
             throw TestHostError(
-                "\(bundle.path) is missing: bundle the app before swift test with "
-                    + "swift package --allow-writing-to-package-directory bundle-app --all --output \(apps.path)",
+                "\(bundle.path) is missing: run \(PackageUnderTest.command) in the app's package, which bundles its apps into "
+                    + "\(apps.path) and runs its tests (or bundle them with swift package bundle-app --all --output \(apps.path))",
                 code: .setupFailed)
         }
+        if let stale = PackageUnderTest.staleness(of: bundle) { throw TestHostError(stale, code: .staleBundle) }
         return bundle
     }
 }

@@ -15,6 +15,9 @@ public struct TestHostError: Error, CustomStringConvertible, Sendable {
         /// A bundle, the private directory or the policy file could not be prepared, or the host
         /// could not be started.
         public static let setupFailed = Code(rawValue: "setup-failed")
+        /// A bundle is older than the library or the sources it was made from: the test would
+        /// run last build's app (`swift package apphost-test` bundles before it tests).
+        public static let staleBundle = Code(rawValue: "stale-bundle")
         /// The host ended before it was ready: bad input, or a first app that cannot launch.
         public static let launchFailed = Code(rawValue: "launch-failed")
         /// A command was refused or failed; the message is the host's.

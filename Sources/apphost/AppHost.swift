@@ -1,17 +1,19 @@
 import ArgumentParser
+import AppHostRunner
 import AppHostRuntime
 import AppHostSystem
 import Foundation
 
 struct AppHost: AsyncParsableCommand {
-    /// apphost's version, which `apphost --version` prints as "apphost 0.1.0".
+    /// apphost's version, which `apphost --version` prints with the build's commit
+    /// (Plugins/BuildInfo) and its Swift: "apphost 0.1.0 (c4f3427b1e2a, Swift 6.3.1)".
     static let version = "0.1.0"
 
     static let configuration = CommandConfiguration(
         commandName: "apphost",
         abstract: "Run Swift app plugins through the iOS life cycle, each in its own process.",
         discussion: "Start with `apphost launch Name.app`; README.md explains the rest.",
-        version: "apphost \(version)",
+        version: "apphost \(version) (\(buildCommit), Swift \(Toolchain.swiftVersion))",
         subcommands: [Launch.self, Ctl.self, Container.self, Erase.self, Doctor.self, Reports.self]
     )
 

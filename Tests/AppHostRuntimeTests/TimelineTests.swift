@@ -66,6 +66,25 @@ import Testing
         #expect(SwimLanes.render([]) == ["no events"])
     }
 
+    /// After a system kill the host still says things of the app (its report, in state
+    /// terminated): its lane filled with `????` to the host's end, a letter the legend lacks.
+    @Test func anEndedAppsLaneIsEmptyAfterItsEndAndEveryLetterIsInTheLegend() {
+        let killed = [
+            event(0, "launching", .launching, app: "com.example.weather"),
+            event(1, "didBecomeActive", .active, app: "com.example.weather"),
+            event(4, "terminated", .terminated, app: "com.example.weather", termination: watchdog),
+            event(4.5, "report", .terminated, app: "com.example.weather", detail: "written"),
+            event(0, "launching", .launching),
+            event(10, "didBecomeActive", .active),
+        ]
+        let lines = SwimLanes.render(killed, width: 20)
+        #expect(lines.contains("Weather  LLAAAAAAx"))
+        let lanes = lines.filter { $0.hasPrefix("Weather  ") || $0.hasPrefix("Notes    ") }
+        let letters = Set(lanes.flatMap { $0.dropFirst(9) }).subtracting([" "])
+        let legend = Set(SwimLanes.legend.split(separator: "  ").compactMap(\.first))
+        #expect(letters.isSubset(of: legend), "\(letters.subtracting(legend)) missing from the legend")
+    }
+
     @Test func onlyEndsTheSystemImposedFailTheRun() {
         func status(_ namespace: TerminationNamespace, _ kind: Termination.Kind) -> HostExitStatus? {
             HostExitStatus(Termination(kind: kind, namespace: namespace, code: nil, reason: ""))

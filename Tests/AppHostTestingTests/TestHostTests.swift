@@ -205,12 +205,35 @@ struct TestHostTests {
         #expect(leftovers() == before)
     }
 
-    @Test("bundles: found in the package's .build/apps, or a message naming bundle-app")
+    @Test("bundles: found in the package's .build/apps, or a message naming apphost-test")
     func bundles() throws {
         #expect(try TestHost.bundle("Notes") == apps.appendingPathComponent("Notes.app", isDirectory: true))
         let error = try #require(throws: TestHostError.self) { try TestHost.bundle("Nowhere") }
-        #expect(error.message == "\(apps.path)/Nowhere.app is missing: bundle the app before swift test with "
-            + "swift package --allow-writing-to-package-directory bundle-app --all --output \(apps.path)")
+        #expect(error.message == "\(apps.path)/Nowhere.app is missing: run swift package apphost-test in the app's package, which bundles "
+            + "its apps into \(apps.path) and runs its tests (or bundle them with swift package bundle-app --all --output \(apps.path))")
+    }
+
+    /// Issue 41: `swift test` ran last build's bundle with no word. A bundle whose sources
+    /// changed after it was bundled is refused, in one line naming the command that bundles.
+    @Test("a bundle older than its sources is refused as stale")
+    func staleBundles() throws {
+        let scratch = FileManager.default.temporaryDirectory.appendingPathComponent("stale-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: scratch) }
+        let sources = scratch.appendingPathComponent("Sources/Todo"), bundle = scratch.appendingPathComponent("apps/Todo.app")
+        try FileManager.default.createDirectory(at: sources, withIntermediateDirectories: true)
+        try FileManager.default.createDirectory(at: bundle, withIntermediateDirectories: true)
+        let source = sources.appendingPathComponent("AppDelegate.swift")
+        try Data("// first\n".utf8).write(to: source)
+        try Data("<plist><dict/></plist>".utf8).write(to: bundle.appendingPathComponent("Info.plist"))
+        let record = try JSONSerialization.data(withJSONObject: ["library": scratch.appendingPathComponent("libTodo.so").path, "sources": [sources.path]])
+        try record.write(to: bundle.appendingPathComponent(".apphost-bundled-from.json"))
+        #expect(try TestHost.bundle("Todo", in: bundle.deletingLastPathComponent()).path == bundle.path)
+
+        // A second later by the file's clock, whatever the file system's granularity.
+        try FileManager.default.setAttributes([.modificationDate: Date().addingTimeInterval(2)], ofItemAtPath: source.path)
+        let error = try #require(throws: TestHostError.self) { try TestHost.bundle("Todo", in: bundle.deletingLastPathComponent()) }
+        #expect(error.code == .staleBundle)
+        #expect(error.message == "Todo.app is stale: \(source.path) changed after it was bundled; run swift package apphost-test, which bundles the app before its tests")
     }
 
     @Test(
@@ -236,6 +259,25 @@ struct TestHostTests {
         }
         #expect(error.code == .executableNotFound)
         #expect(error.message == "TestHost.Options.executable names /nonexistent/apphost, which is not an executable file")
+    }
+
+    /// Issue 41: every app package compiled a host for its tests. TestHost builds none: it takes
+    /// $APPHOST_EXECUTABLE, else an installed apphost on the PATH (a link to it is followed, so
+    /// apphost-init is found beside the file), and otherwise says how to get one.
+    @Test("an installed apphost on the PATH is found, and none found says how to get one")
+    func executableOnThePath() throws {
+        let built = try #require(Executable.apphostsOwnBuild(), "scripts/test builds apphost beside the tests").resolvingSymlinksInPath()
+        let bin = FileManager.default.temporaryDirectory.appendingPathComponent("apphost-path-\(UUID().uuidString.prefix(8))")
+        try FileManager.default.createDirectory(at: bin, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: bin) }
+        try FileManager.default.createSymbolicLink(at: bin.appendingPathComponent("apphost"), withDestinationURL: built)
+        #expect(try Executable.locate(nil, environment: ["PATH": "/nonexistent:\(bin.path)"], ownBuild: nil) == built)
+        #expect(try Executable.locate(nil, environment: ["PATH": bin.path, "APPHOST_EXECUTABLE": built.path], ownBuild: nil) == built)
+
+        let error = try #require(throws: TestHostError.self) { try Executable.locate(nil, environment: ["PATH": "/nonexistent"], ownBuild: nil) }
+        #expect(error.code == .executableNotFound)
+        #expect(error.message == "no apphost to run the tests: none is on the PATH (/nonexistent) and APPHOST_EXECUTABLE is not set; install one from "
+            + "an apphost checkout with scripts/install [--prefix DIR], or set APPHOST_EXECUTABLE to a checkout's .build/debug/apphost after swift build")
     }
 
     @Test("a TestHost released while its host runs kills it and removes its directory")

@@ -125,12 +125,15 @@ struct BadInputTests {
         #expect(result.error.split(separator: "\n").count == 1)
     }
 
+    /// The hint names the plugin's module (ProbeFixture, from libProbeFixture.so), which the
+    /// class name must be qualified by, not the app's name (it suggested `Hello.AppDelegate` for
+    /// a class of module HelloExample).
     @Test func aMissingRequiredKey() throws {
         let scratch = try Scratch()
         let bundle = try scratch.bundle("Nameless", changes: ["ApplicationDelegateClassName": nil])
         let result = try launch(bundle, scratch: scratch)
         #expect(result.status == 1)
-        expectOneLine(result.error, "Nameless.app/Info.plist: ApplicationDelegateClassName is missing; name the class that conforms to ApplicationDelegate, e.g. Nameless.AppDelegate")
+        expectOneLine(result.error, "Nameless.app/Info.plist: ApplicationDelegateClassName is missing; name the class that conforms to ApplicationDelegate, e.g. ProbeFixture.AppDelegate")
     }
 
     /// An Info.plist without CFBundleName: the app is named after its directory, and the host
@@ -191,12 +194,19 @@ struct BadInputTests {
         #expect(result.error.split(separator: "\n").count == 1)
     }
 
+    /// The message names the Swift to rebuild with (it quoted clang versions only) and the
+    /// bundle by its directory (it used CFBundleName, here Foreign, in a bundle named Other.app).
     @Test func aPluginBuiltByAnotherToolchain() throws {
         let scratch = try Scratch()
-        let bundle = try scratch.bundle("Foreign", library: "libForeignPluginFixture.so")
+        let named = try scratch.bundle("Foreign", library: "libForeignPluginFixture.so")
+        let bundle = named.deletingLastPathComponent().appendingPathComponent("Other.app")
+        try FileManager.default.moveItem(at: named, to: bundle)
         let result = try launch(bundle, scratch: scratch)
         #expect(result.status == 1)
-        #expect(result.error.hasPrefix("apphost: Foreign.app cannot launch: Foreign.app/libForeignPluginFixture.so was built by another Swift toolchain (clang version 15.0.0 (https://github.com/swiftlang/llvm-project.git 0000000)) than this apphost (clang "))
+        #expect(result.error.contains(
+            "cannot launch: Other.app/libForeignPluginFixture.so was built by another Swift toolchain than this apphost, which Swift 6."))
+        #expect(result.error.contains(
+            "so rebuild the plugin with Swift 6.") && result.error.contains(" (its compiler: clang version 15.0.0 (https://github.com/swiftlang/llvm-project.git 0000000); this apphost's: clang "))
         #expect(!result.error.contains("foreign plugin code ran"), "no plugin code runs before the check")
     }
 

@@ -82,8 +82,11 @@ public struct AppBundle: Sendable, Equatable {
         name = nameIsDirectoryName
             ? directoryName
             : try string("CFBundleName", example: directoryName, purpose: "name the app")
+        // The class is qualified by the plugin's module, which SwiftPM names after the target
+        // (libHelloExample.so is HelloExample's), not by the app's name.
+        let module = Self.moduleName(ofPlugin: plist["CFBundleExecutable"] as? String) ?? name
         delegateClassName = try string(
-            "ApplicationDelegateClassName", example: "\(name).AppDelegate",
+            "ApplicationDelegateClassName", example: "\(module).AppDelegate",
             purpose: "name the class that conforms to ApplicationDelegate")
         // An Info.plist beside the sources (Sources/Name/Info.plist) has none: bundle-app adds it.
         if plist["CFBundleExecutable"] == nil, !label.hasSuffix(".app") {
@@ -188,6 +191,14 @@ public struct AppBundle: Sendable, Equatable {
         } catch {
             throw BundleError("\(label)/Info.plist: \(error.description)")
         }
+    }
+
+    /// The Swift module a plugin file was built from, as SwiftPM names a dynamic library
+    /// product's file: `libHelloExample.so` is HelloExample's. Nil for another kind of name.
+    static func moduleName(ofPlugin file: String?) -> String? {
+        guard let file, file.hasPrefix("lib"), file.hasSuffix(".so"), file.count > 6 else { return nil }
+        let module = file.dropFirst(3).dropLast(3)
+        return module.contains("/") ? nil : String(module)
     }
 
     private static func describe(_ error: any Error) -> String {

@@ -108,8 +108,6 @@ extension Supervisor {
             run.backgroundTimeRemainingAtEnd = run.machine.backgroundTimeRemaining(at: clock.now)
             guard let process = run.process else { break }
             if case .requested = run.mainThreadSample { run.mainThreadSample = .unanswered(unansweredSampleReason(process)) }
-            // Nothing it sends after this counts.
-            process.closeChannel()
             if termination.kind == .forbiddenSyscall {
                 // It cannot handle SIGSYS (its filter refuses the handler), so it dies of it
                 // unless every thread blocks it; the machine escalates to SIGKILL if not.
@@ -117,6 +115,9 @@ extension Supervisor {
             } else {
                 process.killAll()
             }
+            // Nothing it sends after this counts. Closed after the signal: the SDK exits by
+            // itself (status 0) when its connection closes, which would beat the SIGKILL.
+            process.closeChannel()
         case .escalateKill:
             run.process?.killAll()
         case .event(let event):

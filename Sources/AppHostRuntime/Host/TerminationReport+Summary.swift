@@ -1,6 +1,21 @@
 import Foundation
 
 extension TerminationReport {
+    /// How the process ended and who decided it. An app the host ends may exit by itself first:
+    /// the SDK exits with status 0 when the host closes its connection, which the host does as
+    /// it ends the app (before its SIGKILL lands, or while it samples a blocked main thread). A
+    /// report said "exited with status 0; ended by the host", which reads as a contradiction.
+    static func processLine(signal: String?, exitStatus: Int32?, crash: Bool) -> String {
+        if crash {
+            let end = signal.map { "killed by \($0)" } ?? exitStatus.map { "exited with status \($0)" } ?? "ended"
+            return "\(end); a crash: the app ended without the host deciding it"
+        }
+        if let signal { return "killed by \(signal); ended by the host" }
+        if exitStatus == 0 { return "ended by the host: it exited (status 0) as the host closed its connection to end it" }
+        if let exitStatus { return "ended by the host; it exited with status \(exitStatus)" }
+        return "ended by the host"
+    }
+
     /// The report for a person (`apphost reports APP --last`): who, why, what it held and used,
     /// and its last events. Every line is escaped for a terminal.
     public func summaryLines(file: String? = nil) -> [String] {
@@ -15,8 +30,7 @@ extension TerminationReport {
         lines.append("\(name) (\(app)), pid \(pid)")
         field("ended", ["\(clock.string(from: time)), \(seconds(time.timeIntervalSince(launchedAt))) after its launch, in state \(state.rawValue)"])
         field("why", ["\(namespace)\(code.map { " " + $0 } ?? "") (\(kind)): \(reason)"])
-        let end = signal.map { "killed by \($0)" } ?? exitStatus.map { "exited with status \($0)" } ?? "ended"
-        field("process", ["\(end); \(crash ? "a crash: the app ended without the host deciding it" : "ended by the host")"])
+        field("process", [Self.processLine(signal: signal, exitStatus: exitStatus, crash: crash)])
         if let fatalError { field("fatal error", [fatalError]) }
         if !held.isEmpty { field("held", held.map(\.summary)) }
         if violationCount > 0 {

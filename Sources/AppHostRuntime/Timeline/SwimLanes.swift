@@ -10,9 +10,18 @@ import Foundation
 /// shows `x` when the system ended it and `|` when it was asked to end. Below the lanes, one line
 /// per end says when and why.
 public enum SwimLanes {
-    static let glyphs: [AppState: Character] = [
-        .launching: "L", .inactive: "i", .active: "A", .background: "b", .suspended: "s",
-    ]
+    /// The letter of each state in a lane, as the legend says; nil for the states with no
+    /// process, which have no span (Timeline).
+    static func glyph(_ state: AppState) -> Character? {
+        switch state {
+        case .launching: "L"
+        case .inactive: "i"
+        case .active: "A"
+        case .background: "b"
+        case .suspended: "s"
+        case .notRunning, .terminated: nil
+        }
+    }
 
     public static let legend = "L launching  A active  i inactive  b background  s suspended  x ended by the system  | ended as asked"
 
@@ -65,8 +74,9 @@ public enum SwimLanes {
                 }
             }
             for column in 0..<columns {
-                if let (state, _) = weights[column].max(by: { $0.value < $1.value || ($0.value == $1.value && $0.key.rawValue < $1.key.rawValue) }) {
-                    lane[column] = glyphs[state] ?? "?"
+                if let (state, _) = weights[column].max(by: { $0.value < $1.value || ($0.value == $1.value && $0.key.rawValue < $1.key.rawValue) }),
+                   let glyph = glyph(state) {
+                    lane[column] = glyph
                 }
             }
             for item in items where item.app == identifier && item.kind == .moment(.terminated) {

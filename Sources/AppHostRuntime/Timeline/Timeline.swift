@@ -83,7 +83,9 @@ public struct Timeline: Sendable {
             items += close(&open, app: app, at: event.time)
         } else if let state = event.state, state != open.state?.0 {
             if let (previous, since) = open.state { items.append(item(.state(previous), from: since, to: event.time)) }
-            open.state = (state, event.time)
+            // An app that is not running has no span: what is said of it after its end (a
+            // report's events, in state terminated) must not draw a lane on to the host's end.
+            open.state = state.isRunning ? (state, event.time) : nil
         }
         apps[app] = open
         return items
@@ -112,4 +114,9 @@ public struct Timeline: Sendable {
         open.tasks = [:]
         return items
     }
+}
+
+extension AppState {
+    /// Whether an app in this state has a process: every state but not-running and terminated.
+    var isRunning: Bool { self != .notRunning && self != .terminated }
 }

@@ -3,8 +3,8 @@ import Foundation
 import Testing
 
 /// Todo under a real host: its own process, confined, suspended, with the host's budgets and
-/// termination reports. The bundle and the host are built before `swift test` (Package.swift
-/// says how; scripts/test does it).
+/// termination reports. `swift package apphost-test` bundles the app before the tests run; the
+/// host is an installed apphost, or the one $APPHOST_EXECUTABLE names (scripts/test's).
 @Suite(.serialized, .timeLimit(.minutes(2)))
 struct HostedTests {
     /// Short budgets, so that expiring background time takes a second, not thirty.

@@ -1,0 +1,1 @@
+../BundleApp/Bundler.swift
