@@ -1,5 +1,5 @@
 import AppHostProtocol
-import AppHostRuntime
+@testable import AppHostRuntime
 import Foundation
 import Testing
 
@@ -75,6 +75,29 @@ import Testing
         #expect(inCode.isSuperset(of: [EventName.started.rawValue, EventName.terminated.rawValue, "transferListing", "didBecomeActive"]))
         #expect(Set(documented).subtracting(inCode).isEmpty, "docs/events.md names events the host does not send: \(Set(documented).subtracting(inCode).sorted())")
         #expect(inCode.subtracting(documented).isEmpty, "docs/events.md lacks events: \(inCode.subtracting(documented).sorted())")
+    }
+
+    /// Every field an event line can carry is in docs/events.md's JSON table: an event with
+    /// every field set, encoded as `--json` encodes it.
+    @Test func theJSONTableNamesEveryFieldOfAnEventLine() throws {
+        let documented = Set(firstCells(of: try read("docs/events.md"), after: "## JSON").flatMap(codeSpans))
+        var event = HostEvent(
+            time: Date(), app: "com.example.notes", name: "Notes", pid: 42, event: .terminated, state: .terminated, detail: "crashed",
+            elapsed: .milliseconds(3),
+            termination: Termination(kind: .watchdog, namespace: .frontBoard, code: TerminationCode.watchdog.rawValue, reason: "hung"),
+            report: "/reports/Notes.json",
+            host: HostSummary(
+                launcher: "template", suspension: "SIGSTOP", sandbox: "seccomp", memory: "sampling", storage: "accounting",
+                instance: "default", stateDirectory: "/state", schedulerClock: "2026-01-01T00:00:00.000Z", capacity: 10,
+                capacityBoundBy: "RLIMIT_NOFILE"),
+            level: .info, label: "notes")
+        event.fatalError = "Fatal error"
+        event.backtrace = ["0 Notes"]
+        event.appFrame = "Notes.AppDelegate.save() + 36"
+        let object = try #require(try JSONSerialization.jsonObject(with: Data(event.jsonLine.utf8)) as? [String: Any])
+        #expect(object.count > 25)
+        let missing = Set(object.keys).subtracting(documented)
+        #expect(missing.isEmpty, "docs/events.md's JSON table lacks \(missing.sorted())")
     }
 
     /// A heading's anchor as GitHub makes it: lower case, punctuation but `-` and `_` dropped,
