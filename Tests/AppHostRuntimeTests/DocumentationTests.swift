@@ -6,9 +6,8 @@ import Testing
 /// The tables of docs/ held to the code, so that they cannot drift: every command the command
 /// language accepts is in docs/commands.md and no row there names one that does not exist; every
 /// event name the host can send is in docs/events.md, and no other, and so is every field of an
-/// event's JSON line; and every relative link of
-/// README.md, docs/ and the DocC catalogs reaches a file and a heading that exist. (The policy
-/// knobs' table is PolicyKnobTests'.)
+/// event's JSON line; and every relative link of README.md, docs/ and the DocC catalogs reaches a
+/// file and a heading that exist. (The policy knobs' table is PolicyKnobTests'.)
 @Suite struct DocumentationTests {
     private static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
         .deletingLastPathComponent()
