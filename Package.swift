@@ -133,6 +133,9 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-system", from: "1.4.0"),
         // The host's one timer keeps every deadline in a heap (HostTimers).
         .package(url: "https://github.com/apple/swift-collections", from: "1.1.0"),
+        // `swift package generate-documentation`: the SDK's and AppHostTesting's DocC catalogs
+        // (scripts/docs).
+        .package(url: "https://github.com/swiftlang/swift-docc-plugin", from: "1.4.0"),
     ],
     targets: [
         // C: syscalls and macros that do not import into Swift. Never a product.

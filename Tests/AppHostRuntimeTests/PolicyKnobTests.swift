@@ -2,7 +2,7 @@ import AppHostRuntime
 import Foundation
 import Testing
 
-/// `Policy.knobs` drives the policy file, the command line and README.md; these hold each to it.
+/// `Policy.knobs` drives the policy file, the command line and docs/policy.md; these hold each to it.
 @Suite struct PolicyKnobTests {
     private let files = TemporaryFiles()
 
@@ -122,22 +122,20 @@ import Testing
         }
     }
 
-    /// README.md, from the package root.
-    private func readmePolicySection() throws -> String {
+    /// docs/policy.md's first section (up to "Resource rules"), from the package root.
+    private func policyPage() throws -> String {
         let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
-        let readme = try String(contentsOf: root.appendingPathComponent("README.md"), encoding: .utf8)
-        guard let start = readme.range(of: "\n## Policy") else { return "" }
-        let rest = readme[start.upperBound...]
-        return String(rest[..<(rest.range(of: "\n## ")?.lowerBound ?? rest.endIndex)])
+        let page = try String(contentsOf: root.appendingPathComponent("docs/policy.md"), encoding: .utf8)
+        return page.components(separatedBy: "\n## ").first ?? ""
     }
 
-    @Test func theReadmesPolicySectionListsEveryKnob() throws {
-        let section = try readmePolicySection()
+    @Test func thePolicyPageListsEveryKnob() throws {
+        let section = try policyPage()
         for knob in Policy.knobs {
-            #expect(section.contains("`\(knob.key)`"), "README.md, Policy, lists \(knob.key)")
-            #expect(section.contains("`--\(knob.flag)"), "README.md, Policy, lists --\(knob.flag)")
+            #expect(section.contains("`\(knob.key)`"), "docs/policy.md lists \(knob.key)")
+            #expect(section.contains("`--\(knob.flag)"), "docs/policy.md lists --\(knob.flag)")
         }
         let table = section.split(separator: "\n").filter { $0.hasPrefix("|") }.joined(separator: "\n")
-        #expect(table == Policy.markdownTable, "README.md's Policy table differs from Policy.knobs; it should read:\n\(Policy.markdownTable)")
+        #expect(table == Policy.markdownTable, "docs/policy.md's table differs from Policy.knobs; it should read:\n\(Policy.markdownTable)")
     }
 }

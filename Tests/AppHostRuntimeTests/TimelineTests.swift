@@ -108,7 +108,7 @@ import Testing
     @Test func theReadmesExitStatusTableListsEveryStatus() throws {
         let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
         let readme = try String(contentsOf: root.appendingPathComponent("README.md"), encoding: .utf8)
-        let section = try #require(readme.components(separatedBy: "\n### Exit status").dropFirst().first?.components(separatedBy: "\n### ").first)
+        let section = try #require(readme.components(separatedBy: "\n## Exit status").dropFirst().first?.components(separatedBy: "\n## ").first)
         let statuses = section.split(separator: "\n").filter { $0.hasPrefix("| ") }.compactMap { Int32($0.split(separator: "|").first?.trimmingCharacters(in: .whitespaces) ?? "") }
         #expect(statuses == HostExitStatus.allCases.map(\.rawValue) + [64])
     }

@@ -173,11 +173,11 @@ struct CommandLineTests {
         }
     }
 
-    /// README.md's Policy table is checked against `Policy.knobs` (PolicyKnobTests); here every
+    /// docs/policy.md's table is checked against `Policy.knobs` (PolicyKnobTests); here every
     /// flag it names is in `launch --help` and reads its value through its knob.
-    @Test func launchHelpListsEveryPolicyFlagOfTheReadme() throws {
-        let readme = try String(contentsOf: Paths.packageRoot.appendingPathComponent("README.md"), encoding: .utf8)
-        let section = try #require(readme.components(separatedBy: "\n## Policy").dropFirst().first?.components(separatedBy: "\n## ").first)
+    @Test func launchHelpListsEveryPolicyFlagOfThePolicyPage() throws {
+        let page = try String(contentsOf: Paths.packageRoot.appendingPathComponent("docs/policy.md"), encoding: .utf8)
+        let section = try #require(page.components(separatedBy: "\n## ").first)
         let flags = section.split(separator: "\n").filter { $0.hasPrefix("| ") }.compactMap { row in
             row.split(separator: "|").dropFirst(2).first?.split(separator: "`").dropFirst().first?.split(separator: " ").first
         }
