@@ -75,10 +75,9 @@ extension Supervisor {
         // Storage limits first: the file systems (or quotas) the containers live in.
         prepareStorage(for: bundle, run: run)
         let container = Containers.url(for: bundle, in: configuration.stateDirectory)
-        let policy = configuration.policy
         let order = LaunchOrder(
             bundle: bundle, container: container, user: user,
-            memoryLimit: run.machine.isInForeground ? policy.foregroundMemoryLimit : policy.backgroundMemoryLimit,
+            memoryLimit: resources.memoryLimit(state: .launching, inForeground: run.machine.isInForeground).bytes,
             message: launchMessage(record, run, container: container, reason: reason))
         launchpad.launch(order) { [weak self, weak record, weak run] result in
             guard let self, let record, let run else {
