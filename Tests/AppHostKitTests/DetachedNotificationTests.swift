@@ -8,8 +8,10 @@ import Testing
 /// whatever other tests run meanwhile).
 @MainActor
 final class TokenDelegate: ApplicationDelegate {
-    var tokens: [Data] = []
-    var heard: (before: UNAuthorizationStatus, granted: Bool, after: UNAuthorizationStatus)?
+    var tokens: [Data] = [] { didSet { resumeIfDone() } }
+    var heard: (before: UNAuthorizationStatus, granted: Bool, after: UNAuthorizationStatus)? { didSet { resumeIfDone() } }
+    /// The test waiting for both answers, resumed once they have come.
+    private var waiting: CheckedContinuation<Void, Never>?
 
     init() {}
 
@@ -27,6 +29,19 @@ final class TokenDelegate: ApplicationDelegate {
     func application(_ application: Application, didRegisterForRemoteNotificationsWithDeviceToken deviceToken: Data) {
         tokens.append(deviceToken)
     }
+
+    /// Returns once the authorization's answer and a token have come (no turns of the main actor
+    /// spent looking meanwhile).
+    func answered() async {
+        guard heard == nil || tokens.isEmpty else { return }
+        await withCheckedContinuation { waiting = $0 }
+    }
+
+    private func resumeIfDone() {
+        guard heard != nil, !tokens.isEmpty, let waiting else { return }
+        self.waiting = nil
+        waiting.resume()
+    }
 }
 
 /// UserNotifications in a detached application, which has no host to authorize it or hand it a
@@ -38,7 +53,7 @@ struct DetachedNotificationTests {
     func authorizationIsDeniedAndRegistrationGivesTheHostsToken() async throws {
         let app = DetachedApplication<TokenDelegate>(infoDictionary: ["CFBundleIdentifier": "test.recipesvariant"])
         app.launch()
-        while app.delegate.heard == nil || app.delegate.tokens.isEmpty { await Task.yield() }
+        await app.delegate.answered()
         let heard = try #require(app.delegate.heard)
         #expect(heard.before == .notDetermined && heard.granted == false && heard.after == .denied)
         #expect(app.warnings.contains("UNUserNotificationCenter.requestAuthorization: a detached application has no host to authorize it: denied"))

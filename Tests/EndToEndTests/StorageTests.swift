@@ -106,7 +106,7 @@ struct StorageTests {
         let writer = try scratch.bundle("Writer", behavior: ["storage": ["writeMiB": 24]])
         let host = try HostSession([writer], scratch: scratch, arguments: ["--storage", "accounting", "--storage-limit", "16"])
         try host.waitFor("Writer", "didBecomeActive")
-        #expect(scratch.recorded("Writer").contains("storage write: ok after 24 MiB"))
+        try scratch.waitForRecorded("Writer", "storage write: ok after 24 MiB")
         let listed = try ps(host, "Writer")
         #expect(listed.fields["storageMechanism"] as? String == "accounting")
         #expect(listed.fields["storageLimitBytes"] == nil)

@@ -21,7 +21,10 @@ struct TransferDeputyTests {
         let app = try scratch.bundle("Offline", behavior: ["transfers": [["url": server.url("/files/1000")]]])
         let host = try HostSession([app], scratch: scratch, arguments: TransferTests.local)
         try scratch.waitForRecorded("Offline", "didComplete task=1 error=-1004 status=nil sent=0")
-        #expect(failures(host, "Offline").contains { $0.contains("lacks the network entitlement") })
+        // The event may reach the test after the app's line: waited for, not looked up.
+        try host.waitFor("the refusal") {
+            $0.name == "Offline" && $0.event == "transfer" && $0.detail?.contains("lacks the network entitlement") == true
+        }
         #expect(server.requests.isEmpty)
         // Still running: a refusal acknowledged as a delivery would end it for a protocol violation.
         host.send("home")
