@@ -1,317 +1,290 @@
-#if canImport(Glibc)
-import Glibc
-#endif
-import Foundation
-import Synchronization
-import Dispatch
+public import Foundation
 import AppHostProtocol
-import AppHostSystem
-import AppHostSandbox
-import CAppHostShims
 
-/// The host: runs installed apps in their own processes and drives each through its life cycle.
-///
-/// Everything happens on one serial queue: the apps' control sockets, their pidfds, their
-/// timers and the commands. Each app's `LifecycleMachine` decides; the supervisor performs the
-/// decisions (spawn, send, freeze, kill, report). When every app is suspended, nothing wakes it:
-/// there are no polling loops.
-public final class Supervisor: @unchecked Sendable {
-
+/// The host (README.md, "How the code is laid out"): runs installed apps in their own processes
+/// and drives each through its life cycle. This is its public face, the command language's
+/// verbs; each is carried out on the host's loop (`HostLoop`), which owns the subsystems that
+/// decide.
+public final class Supervisor: Sendable {
     public let configuration: Configuration
     /// What the host found at its start: how it suspends, confines and limits apps, how many fit.
     public let facts: HostFacts
+    let loop: HostLoop
 
-    let queue = DispatchQueue(label: "apphost.supervisor", qos: .userInitiated)
-    /// Reads the apps' control sockets and runs their handlers on `queue` (ControlReader.swift).
-    let controlReader: ControlReader
-    let clock: any HostClock
-    /// The host's one timer: every app's machine's deadline and every subsystem's (the sampler,
-    /// the scheduler, a pressure episode's grace, a route's next step, a command's timeout).
-    let timers: HostTimers
-    let spawner = SpawnThread()
-    /// The launch template, the standby made ahead, the waiting groups, the filters (Launchpad).
-    let launchpad: Launchpad
-    /// The instance's cgroups and how apps are suspended and limited here.
-    let environment: HostEnvironment
-    /// BGTaskScheduler requests, fetch intervals, force quits and their conditions (Scheduler).
-    let scheduler: Scheduler
-    /// Every store of the state directory (HostStores).
-    let stores: HostStores
-    /// The simulated device's position, its route, the apps' authorizations (LocationSimulator).
-    let location: LocationSimulator
-    /// Notification authorizations, pending and delivered notifications (UserNotificationService).
-    let notifications: UserNotificationService
-    /// The scene sessions of the apps that adopt scenes (SceneStore).
-    let scenes: SceneStore
-    let reports: ReportStore
-    /// Held for the host's life: one host per instance.
-    let instanceLock: InstanceLock
-    let observer: @Sendable (HostEvent) -> Void
-    /// The memory budget, a pressure episode, the shared-resource check (ResourceMonitor).
-    let resources: ResourceMonitor
-    /// The installed apps, by AppID, identifier and name (AppTable).
-    let apps = AppTable()
-    /// `wait` commands, settles and the shutdown, waiting (Waiters).
-    let waiters = Waiters()
-    /// The machines' inputs, one at a time (InputQueue).
-    let inputs = InputQueue()
-    /// The containers' volumes and limits, their owners, storage pressure's purges (StorageService).
-    let storage: StorageService
-    /// Background URL session transfers: records, what is owed to which run, wakes (TransferDesk).
-    let transferDesk: TransferDesk
-
-    /// Creates a host. `observer` receives every event, on the supervisor's queue.
+    /// Creates a host. `observer` receives every event, on the host's loop.
     public init(
         configuration: Configuration, clock: any HostClock = MonotonicClock(),
         observer: @escaping @Sendable (HostEvent) -> Void
     ) throws {
-        try configuration.policy.validate()
+        loop = try HostLoop(configuration: configuration, clock: clock, observer: observer)
         self.configuration = configuration
-        self.clock = clock
-        self.observer = observer
-        timers = HostTimers(queue: queue, clock: clock)
-        reports = ReportStore(stateDirectory: configuration.stateDirectory)
-        // Created 0711: app users may pass through to their containers, not list or read.
-        try FileManager.default.createDirectory(
-            at: configuration.stateDirectory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o711])
-        instanceLock = try InstanceLock(
-            stateDirectory: configuration.stateDirectory, reachedWith: "apphost ctl --state-dir \(configuration.stateDirectory.path)")
-
-        let policy = configuration.policy
-        // Every check that can refuse to start comes before anything that would need undoing
-        // (cgroups, timers): the last is setting up the environment, which undoes itself.
-        if geteuid() == 0,
-           let reason = AppUsers.unreachableReason(configuration.stateDirectory.appendingPathComponent("containers").path, needsRead: false) {
-            throw SupervisorError(
-                "app users cannot reach their containers in \(configuration.stateDirectory.path): \(reason); "
-                    + "choose another --state-dir (the default for root is /var/lib/apphost/INSTANCE)", code: .unavailable)
-        }
-        let storageProbe = try StorageProbe.probe(stateDirectory: configuration.stateDirectory, requested: configuration.storageMechanism)
-        let storageMechanism = storageProbe.mechanism
-        let storageNote = storageProbe.note
-        storage = StorageService(
-            volumes: StorageVolumes(mechanism: storageProbe.mechanism, stateDirectory: configuration.stateDirectory, device: storageProbe.device),
-            users: geteuid() == 0 ? AppUsers(stateDirectory: configuration.stateDirectory, range: policy.appUserRange) : nil, policy: policy)
-        // What the host finds wrong at its start, said before its `started` event.
-        var warnings = storage.releaseLeftovers().map { "storage: \($0)" }
-        environment = try HostEnvironment(
-            instance: configuration.instance, suspension: configuration.suspension, memory: configuration.memoryEnforcement,
-            namespacesInit: configuration.namespaces ? configuration.initExecutable : nil, queue: queue, timers: timers)
-        let suspensionMechanism = environment.suspensionMechanism
-        let suspensionNote = environment.suspensionNote
-        let memoryEnforcement = environment.memoryEnforcement
-        let memoryBudget = policy.memoryBudget ?? MemoryFootprint.hostCapacity() / 4 * 3
-        resources = ResourceMonitor(budget: memoryBudget, policy: policy, sharedResources: SharedResourceCheck(
-            groupsDirectory: configuration.stateDirectory.resolvingSymlinksInPath().appendingPathComponent("groups").path,
-            declared: policy.sharedResources))
-        let template = configuration.launcher == .template && apphost_clone3_available() != 0
-            ? TemplateLauncher(
-                executable: configuration.appExecutable,
-                environment: Containers.runtimeEnvironment + ["APPHOST_PARENT_PID=\(getpid())"]
-                    + launchTemplatePlaceholderEnvironment)
-            : nil
-        launchpad = Launchpad(
-            Launchpad.Context(
-                configuration: configuration, environment: environment, spawner: spawner, queue: queue, timers: timers, clock: clock,
-                mountChanges: { [storage] in storage.mountChanges }, isShuttingDown: { [waiters] in waiters.isShuttingDown },
-                publish: observer),
-            template: template)
-        let capacity = HostCapacity.measure(descriptorLimit: HostCapacity.raiseDescriptorLimit())
-        controlReader = try ControlReader(queue: queue)
-        stores = HostStores(stateDirectory: configuration.stateDirectory)
-        location = LocationSimulator(store: stores.location, updateInterval: policy.locationUpdateInterval)
-        scenes = SceneStore(store: stores.scenes)
-        notifications = UserNotificationService(store: stores.notifications)
-        transferDesk = TransferDesk(store: stores.transfers, hasService: configuration.transferRunner != nil)
-        scheduler = Scheduler(
-            store: stores.schedule, policy: policy, refreshAvailable: configuration.backgroundAppRefresh,
-            power: configuration.power, network: configuration.network)
-        warnings += [location.loadWarning, scenes.loadWarning, notifications.loadWarning].compactMap { $0 } + transferDesk.loadWarnings
-            + [scheduler.loadWarning, storage.usersLoadWarning].compactMap { $0 }
-            + scheduler.returned.map { "\($0.app): \($0.identifiers.joined(separator: ", ")) taken to run by a host that ended before the app began \($0.identifiers.count == 1 ? "it" : "them"): pending again" }
-        let sandboxNote = environment.sandboxNote(
-            users: storage.hasAppUsers ? "\(policy.appUserRange.lowerBound)-\(policy.appUserRange.upperBound)" : nil,
-            perAppUsers: policy.perAppUsers, processLimit: policy.processLimit)
-        facts = HostFacts(
-            suspensionMechanism: suspensionMechanism, suspensionNote: suspensionNote, sandboxNote: sandboxNote,
-            memoryEnforcement: memoryEnforcement, memoryBudget: memoryBudget, storageMechanism: storageMechanism, storageNote: storageNote,
-            capacity: capacity)
-        let memoryNote = environment.memoryNote
-            + "\(memoryEnforcement == .sampling ? " every \(policy.resourceSampleInterval.formatted)" : "")"
-            + " (\(policy.foregroundMemoryLimit.mebibytes) foreground, \(policy.backgroundMemoryLimit.mebibytes) background), budget \(memoryBudget.mebibytes)"
-        let pending = scheduler.pendingCount
-        let schedulerClock = scheduler.clock
-        let backgroundNote = "power \(configuration.power.rawValue), network \(configuration.network.rawValue), "
-            + "background app refresh \(configuration.backgroundAppRefresh ? "on" : "off"), \(pending) pending task request\(pending == 1 ? "" : "s"), "
-            + "scheduler clock \(schedulerClock.description)"
-        let started = HostEvent(
-            time: Date(), event: .started,
-            detail: "suspension: \(suspensionNote); sandbox: \(sandboxNote); memory: \(memoryNote); background: \(backgroundNote); "
-                + "storage: \(storageMechanism.rawValue), \(storageNote); limits \(policy.storageLimit.mebibytes) per app, "
-                + "\(policy.appGroupStorageLimit.mebibytes) per app group\(storageMechanism == .accounting ? ", not enforced" : ""); "
-                + "launcher: \(launchpad.note); capacity: \(capacity.description)",
-            host: HostSummary(
-                launcher: configuration.launcher == .standby
-                    ? Launcher.standby.rawValue : template != nil ? Launcher.template.rawValue : Launcher.exec.rawValue,
-                suspension: suspensionMechanism.rawValue, sandbox: sandboxNote, memory: memoryEnforcement.rawValue,
-                storage: storageMechanism.rawValue, instance: configuration.instance, stateDirectory: configuration.stateDirectory.path,
-                schedulerClock: schedulerClock.offset == .zero ? nil : HostEvent.isoFormatter.string(from: schedulerClock.now),
-                capacity: capacity.apps, capacityBoundBy: capacity.boundBy))
-        // Then the event, then what it means for the apps to come.
-        let later = (storageProbe.mechanism == .accounting && configuration.storageMechanism == nil ? ["storage: accounting only, \(storageNote)"] : [])
-            + policy.sharedResources.filter { access($0, F_OK) != 0 }
-                .map { "the shared resource \($0) does not exist (yet); it is checked at each suspension" }
-        let events = warnings.map { HostEvent(time: Date(), event: .warning, detail: $0) } + [started]
-            + later.map { HostEvent(time: Date(), event: .warning, detail: $0) }
-        queue.async { events.forEach(observer) }
-        // On the queue, as every later start is, after the events: what the template's start
-        // says comes after `started`.
-        queue.sync { launchpad.start() }
-        queue.setSpecific(key: Self.queueKey, value: ())
-        // A store that cannot be written says so; what it holds lives on in this host.
-        stores.onFailure { [weak self, queue] line in
-            queue.async { [weak self] in self?.publish(HostEvent(time: Date(), event: .warning, detail: line), run: nil) }
-        }
-        timers.onFire { [weak self] in
-            guard let self else { return false }
-            fireDeadlines()
-            return true
-        }
+        facts = loop.facts
     }
 
-    /// `work`, to run on the loop's queue from another thread (a store's writer), if any.
-    func onTheLoop(_ work: (@Sendable () -> Void)?) -> (@Sendable () -> Void)? {
-        guard let work else { return nil }
-        let queue = queue
-        return { queue.async(execute: work) }
+    /// Delivers `application(_:performFetchWithCompletionHandler:)` now (`fetch APP`).
+    public func fetch(_ name: String) throws -> String {
+        try loop.fetch(name)
     }
 
-    deinit {
-        // What is queued is written before the instance is given up.
-        stores.flush()
-        // Now, with the host: a standby the spawn thread hands back later is ended, not kept,
-        // and nothing more is made under the groups of this instance (another host of the same
-        // process may make its own there).
-        // On the loop, where a standby the spawn thread handed back may be being collected.
-        if DispatchQueue.getSpecific(key: Self.queueKey) != nil { launchpad.tearDown() } else { queue.sync { launchpad.tearDown() } }
-        controlReader.stop()
-        environment.remove()
-        _ = storage.unmountAll()
+    /// Runs a registered BGTaskScheduler task now, due or not (`run-task APP IDENTIFIER`). Its
+    /// kind is the pending request's, else that of the identifier's last request, else a refresh
+    /// task if the app has the fetch mode.
+    public func runTask(_ name: String, identifier: String) throws -> String {
+        try loop.runTask(name, identifier: identifier)
     }
 
-    // MARK: Commands
+    /// Ends background work now (`expire APP [IDENTIFIER]`): the running BGTaskScheduler task with
+    /// this identifier, or every running task and the background time of every open
+    /// `beginBackgroundTask`. Expiration handlers run now; the grace period starts.
+    public func expire(_ name: String, identifier: String?) throws -> String {
+        try loop.expire(name, identifier: identifier)
+    }
+
+    /// Delivers a remote notification (`push APP FILE.json`). Only a background notification
+    /// wakes an app: its `aps` must have `"content-available": 1`.
+    public func push(_ name: String, payload: Data, source: String) throws -> String {
+        try loop.push(name, payload: payload, source: source)
+    }
+
+    /// Sets the simulated power source (`power plugged|battery`). Unplugging ends processing
+    /// tasks that need external power; plugging in may make requests due.
+    public func setPower(_ state: PowerState) -> String {
+        loop.setPower(state)
+    }
+
+    /// Sets the simulated network (`network online|offline`).
+    public func setNetwork(_ state: NetworkState) -> String {
+        loop.setNetwork(state)
+    }
+
+    /// Moves the scheduler's clock on (`advance SECONDS`): requests and fetches due by then run.
+    /// Only the scheduler's dates move; background budgets and watchdogs keep real time.
+    public func advance(by duration: Duration) -> String {
+        loop.advance(by: duration)
+    }
+
+    /// Puts the scheduler's clock back on real time (`advance reset`), dropping the offset
+    /// `advance` gave it, which the store keeps across hosts. Pending requests keep their dates.
+    public func resetClock() -> String {
+        loop.resetClock()
+    }
+
+    /// The scheduler's clock: its offset from real time and its time now.
+    public var schedulerClock: SchedulerClock {
+        loop.schedulerClock
+    }
+
+    /// Every pending request of the installed apps, and why each waits.
+    public func pendingTaskRequests() -> [PendingTaskRequest] {
+        loop.pendingTaskRequests()
+    }
+
+    /// Whether the next launch would take an app process made ahead that has finished starting
+    /// (README.md, "How apps are launched"); nil under a launcher that makes none. For the
+    /// benchmark, which measures launches from a ready one.
+    public var isStandbyWarm: Bool? {
+        loop.isStandbyWarm
+    }
+
+    /// Sends the foreground app to the background (`home`).
+    public func home() {
+        loop.home()
+    }
+
+    /// Why `name` names no installed app ("no app named Nots; did you mean Notes? installed: …"),
+    /// or nil when it names one: for `apphost ctl events --app`.
+    public func unknownApp(_ name: String) -> String? {
+        loop.unknownApp(name)
+    }
+
+    public func openSwitcher() throws -> String {
+        try loop.openSwitcher()
+    }
+
+    /// Interrupts the foreground app, for `duration` or until `open`/`home` (`interrupt APP`).
+    public func interrupt(_ name: String, for duration: Duration?) throws {
+        try loop.interrupt(name, for: duration)
+    }
+
+    /// Terminates an app (`terminate APP`): `applicationWillTerminate` if it runs, nothing if it
+    /// is suspended (a force quit).
+    public func terminate(_ name: String) throws {
+        try loop.terminate(name)
+    }
+
+    /// Sends `applicationDidReceiveMemoryWarning` to the named app, or to every running app.
+    public func memoryWarning(_ name: String?) throws {
+        try loop.memoryWarning(name)
+    }
+
+    /// Simulates memory running short (`memory-pressure [MIB]`): running apps get
+    /// `applicationDidReceiveMemoryWarning`; after the policy's grace, apps are ended without a
+    /// callback (jetsam "vm-pageshortage"), suspended ones least recently used first and the
+    /// foreground app last, until all apps together use at most `target` bytes. Without a
+    /// target, every suspended app is ended and no running one.
+    public func memoryPressure(target: UInt64?) {
+        loop.memoryPressure(target: target)
+    }
+
+    /// Interrupts APP's audio session (`audio-interrupt APP`), or ends the interruption
+    /// (`audio-resume APP`): AVAudioSession.interruptionNotification with type began or ended.
+    public func audioInterruption(_ name: String, began: Bool) throws {
+        try loop.audioInterruption(name, began: began)
+    }
+
+    public func voipPush(_ name: String, payload: Data, source: String) throws -> String {
+        try loop.voipPush(name, payload: payload, source: source)
+    }
+
+    /// Makes an app known to the host. It does not launch it.
+    public func install(_ bundle: AppBundle) throws {
+        try loop.install(bundle)
+    }
+
+    /// The installed apps' bundles, in installation order.
+    public var bundles: [AppBundle] {
+        loop.bundles
+    }
+
+    /// Sets the device's position (`location set LAT,LON`); a route being replayed stops.
+    public func setLocation(_ coordinate: Coordinate) -> String {
+        loop.setLocation(coordinate)
+    }
+
+    /// Replays a GPX route (`location route FILE.gpx [--speed M/S]`): the device moves along it on
+    /// the host's clock, and updates reach apps every `locationUpdateInterval`.
+    public func replayRoute(_ route: LocationRoute, name: String) -> String {
+        loop.replayRoute(route, name: name)
+    }
+
+    /// Clears the simulated position (`location clear`): no updates until one is set again.
+    public func clearLocation() -> String {
+        loop.clearLocation()
+    }
+
+    /// Sets APP's location authorization (`authorize APP location always|whenInUse|denied`),
+    /// kept in the state directory; a running app is told once it is kept.
+    public func authorizeLocation(_ name: String, _ authorization: LocationAuthorization) async throws -> String {
+        try await loop.authorizeLocation(name, authorization)
+    }
+
+    /// Sets APP's notification authorization (`authorize APP notifications granted|denied`),
+    /// kept in the state directory; a running app is told once it is kept (which answers a
+    /// `requestAuthorization` that waits for it).
+    public func authorizeNotifications(_ name: String, _ authorization: NotificationAuthorization) async throws -> String {
+        try await loop.authorizeNotifications(name, authorization)
+    }
+
+    /// Every pending and delivered notification of the installed apps (`notifications`): per
+    /// app in installation order, pending ones by due time, then delivered ones.
+    public func notificationListing() -> [NotificationListing] {
+        loop.notificationListing()
+    }
+
+    /// The user taps APP's delivered notification (`tap-notification APP IDENTIFIER`): the app
+    /// is opened (launched if it is not running) and its center delegate's `didReceive` runs
+    /// with the default action once it is active.
+    public func tapNotification(_ name: String, identifier: String) throws -> String {
+        try loop.tapNotification(name, identifier: identifier)
+    }
+
+    /// Brings `name` to the foreground in a new scene (`open APP --new-scene`): connected in
+    /// place of the scene in the foreground if the app is there, else the one it comes with.
+    public func openNewScene(_ name: String) throws {
+        try loop.openNewScene(name)
+    }
+
+    /// Disconnects scene `session` of `name` (`close-scene`): `sceneDidDisconnect`; the session
+    /// stays, and `open` or `--new-scene` later reconnect it or another.
+    public func closeScene(_ name: String, _ session: String) throws {
+        try loop.closeScene(name, session)
+    }
+
+    /// Discards scene session `session` of `name` (`discard-scene`): its scene is disconnected
+    /// and `application(_:didDiscardSceneSessions:)` is called, at once if the app runs.
+    public func discardScene(_ name: String, _ session: String) throws {
+        try loop.discardScene(name, session)
+    }
+
+    /// The scene sessions of every app that adopts scenes, with their states (`scenes`).
+    public func sceneListing() -> [SceneListing] {
+        loop.sceneListing()
+    }
+
+    /// Waits until each named app (nil: every installed app) has settled: no callback running,
+    /// and the app active, inactive (interrupted), in the background, suspended, or not running.
+    /// An app held in the background by its own work (background tasks, a fetch, a task) has
+    /// settled: the host waits for nothing more from it. Throws, naming what each app is in the
+    /// middle of, if they have not all settled within `timeout` (default: the policy's launch
+    /// timeout, the longest any transition is allowed before a watchdog ends it).
+    public func settle(_ names: [String]? = nil, timeout: Duration? = nil) async throws {
+        try await loop.settle(names, timeout: timeout)
+    }
+
+    /// Waits, within `settle`'s bound, until the apps `command` concerns have settled
+    /// (`HostCommand.settling`). `ps` then shows the apps as they are, settled or not; any other
+    /// command fails.
+    package func settle(before command: HostCommand) async throws {
+        try await loop.settle(before: command)
+    }
+
+    /// Unmounts every container's file system now, for a host that exits without shutting down
+    /// (its first app could not launch). Callable from any thread, the observer's included.
+    public func releaseStorage() {
+        loop.releaseStorage()
+    }
+
+    /// Storage runs short, on demand (`storage-pressure`), as iOS reclaims disk space: the
+    /// `Library/Caches` and `tmp` of every app that is not running are emptied; a suspended app
+    /// is ended first (0xbaddd15c, no callback) and emptied once its process is gone; an app
+    /// running in the foreground or the background is left alone (StoragePressure decides). One
+    /// `storagePressure` event per app says what was freed, in bytes, or why it was left.
+    public func storagePressure() {
+        loop.storagePressure()
+    }
+
+    /// Every transfer the host keeps, for `transfers`.
+    public func transferListing() -> [TransferListing] {
+        loop.transferListing()
+    }
 
     /// Launches an app: to the foreground (sending the current foreground app to the
     /// background) or directly into the background. An app already running — launched into the
     /// background by the scheduler, a fetch or a push before this launch — is opened instead
     /// (sequence 3) by a foreground launch and left where it is by a background one.
     public func launch(_ name: String, kind: LaunchKind) throws {
-        try queue.sync {
-            let record = try app(named: name)
-            if kind == .foreground {
-                open(record)
-            } else if record.run?.machine.isAlive != true {
-                start(record, kind: .background, reason: "background")
-            }
-        }
+        try loop.launch(name, kind: kind)
     }
 
     /// Brings an app to the foreground, launching it if it is not running (`open APP`).
     public func open(_ name: String) throws {
-        try queue.sync { open(try app(named: name)) }
-    }
-
-    func open(_ record: AppRecord) {
-        sendForegroundAppAway(except: record)
-        userOpened(record)
-        if let run = record.run, run.machine.isAlive {
-            handle(record, run, .moveToForeground)
-        } else {
-            start(record, kind: .foreground, reason: "user")
-        }
+        try loop.open(name)
     }
 
     /// Launches an app into the background (sequence 5), or resumes a suspended one there
     /// (sequence 6); once its work and grants end it is suspended again (`wake APP`).
     public func wake(_ name: String) throws {
-        try queue.sync {
-            let record = try app(named: name)
-            guard let run = record.run, run.machine.isAlive else {
-                start(record, kind: .background, reason: "background")
-                return
-            }
-            guard run.machine.state == .suspended else {
-                throw SupervisorError("\(record.bundle.name) is \(run.machine.state.rawValue), not suspended", code: .wrongState)
-            }
-            record.backgroundWakeups += 1
-            handle(record, run, .wakeInBackground)
-        }
+        try loop.wake(name)
     }
 
     /// Waits until the app is in `state`; false if `timeout` passes first.
     public func wait(for name: String, state: AppState, timeout: Duration) async throws -> Bool {
-        let record = try queue.sync { try app(named: name) }
-        return await withCheckedContinuation { continuation in
-            queue.async { [self] in
-                if currentState(of: record) == state {
-                    continuation.resume(returning: true)
-                    return
-                }
-                let number = waiters.wait(for: record.id, state: state, continuation)
-                timers.after(timeout) { [weak self] in self?.waiters.timedOut(state: number) }
-            }
-        }
+        try await loop.wait(for: name, state: state, timeout: timeout)
     }
 
     /// The state of every installed app, for `ps`.
     public func status() -> [AppStatus] {
-        queue.sync {
-            let now = clock.now
-            return apps.map { record in
-                let run = record.run
-                // CPU time since the last state change counts towards the current state.
-                let cpu = run.map { run in run.cpu(upTo: run.machine.isAlive ? run.process.flatMap { ProcFS.cpuTime(pid: $0.pid) } : nil) }
-                let footprint = run.flatMap { $0.machine.isAlive ? MemoryFootprint.of(processes(of: $0)) : nil }
-                var status = AppStatus(
-                    name: record.bundle.name, identifier: record.bundle.identifier,
-                    pid: run?.process?.pid, state: currentState(of: record),
-                    timeInState: run.map { $0.stateSince.duration(to: now) } ?? .zero,
-                    openBackgroundTasks: run?.machine.openTasks.count ?? 0,
-                    keptRunningBy: run.map { $0.machine.isLive ? $0.machine.holds.sorted() : [] } ?? [],
-                    backgroundTimeRemaining: run?.machine.backgroundTimeRemaining(at: now),
-                    cpuForeground: cpu?.foreground ?? .zero, cpuBackground: cpu?.background ?? .zero,
-                    violations: run?.violationCount ?? 0,
-                    memory: footprint ?? run?.memory ?? 0,
-                    peakMemory: max(run?.peakMemory ?? 0, footprint ?? 0),
-                    backgroundWakeups: record.backgroundWakeups,
-                    snapshot: run?.snapshot,
-                    storage: storage.usage(of: record.bundle))
-                status.transfers = transferListing(of: record.bundle.identifier)
-                return status
-            }
-        }
+        loop.status()
     }
 
     /// Terminates every running app as sequence 7 says and returns when all have ended; then
     /// removes the host's cgroup. No app launches after this.
     public func shutdown() async {
-        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-            queue.async { [self] in
-                waiters.shutdown(continuation)
-                for record in apps {
-                    if let run = record.run, run.machine.isAlive { handle(record, run, .terminate(byUser: false)) }
-                }
-                resumeShutdownIfDone()
-            }
-        }
+        await loop.shutdown()
     }
 
     /// Kills every app process at once, without callbacks (a second Ctrl-C).
     public func killAll() {
-        queue.sync {
-            for record in apps {
-                if let run = record.run, run.machine.isAlive { handle(record, run, .abort) }
-            }
-        }
+        loop.killAll()
     }
 }

@@ -7,7 +7,7 @@ import AppHostSystem
 
 /// Storage (StorageService owns it): its notices published, and storage pressure, which
 /// StorageService decides for each app (Rules/StoragePressure.swift) and this performs.
-extension Supervisor {
+extension HostLoop {
     /// Sets up the storage of the app's containers before they are prepared (StorageService).
     func prepareStorage(for bundle: AppBundle, run: AppRun) {
         for notice in storage.prepare(for: bundle) {
@@ -22,7 +22,7 @@ extension Supervisor {
 
     /// Unmounts every container's file system now, for a host that exits without shutting down
     /// (its first app could not launch). Callable from any thread, the observer's included.
-    public func releaseStorage() {
+    func releaseStorage() {
         if DispatchQueue.getSpecific(key: Self.queueKey) != nil {
             _ = storage.unmountAll()
         } else {
@@ -37,7 +37,7 @@ extension Supervisor {
     /// is ended first (0xbaddd15c, no callback) and emptied once its process is gone; an app
     /// running in the foreground or the background is left alone (StoragePressure decides). One
     /// `storagePressure` event per app says what was freed, in bytes, or why it was left.
-    public func storagePressure() {
+    func storagePressure() {
         queue.sync {
             let facts = apps.map { record in
                 StorageService.PressureFacts(

@@ -10,13 +10,13 @@ import AppHostProtocol
 // opens the app with them (`didReceive`, once it is active). UserNotificationService decides;
 // this delivers.
 
-extension Supervisor {
+extension HostLoop {
     // MARK: Commands
 
     /// Sets APP's notification authorization (`authorize APP notifications granted|denied`),
     /// kept in the state directory; a running app is told once it is kept (which answers a
     /// `requestAuthorization` that waits for it).
-    public func authorizeNotifications(_ name: String, _ authorization: NotificationAuthorization) async throws -> String {
+    func authorizeNotifications(_ name: String, _ authorization: NotificationAuthorization) async throws -> String {
         let record = try queue.sync { try app(named: name) }
         await withCheckedContinuation { (saved: CheckedContinuation<Void, Never>) in
             queue.async { [self] in notifications.authorize(record.bundle.identifier, authorization) { saved.resume() } }
@@ -27,14 +27,14 @@ extension Supervisor {
 
     /// Every pending and delivered notification of the installed apps (`notifications`): per
     /// app in installation order, pending ones by due time, then delivered ones.
-    public func notificationListing() -> [NotificationListing] {
+    func notificationListing() -> [NotificationListing] {
         queue.sync { notifications.listing(apps.map(notificationFacts)) }
     }
 
     /// The user taps APP's delivered notification (`tap-notification APP IDENTIFIER`): the app
     /// is opened (launched if it is not running) and its center delegate's `didReceive` runs
     /// with the default action once it is active.
-    public func tapNotification(_ name: String, identifier: String) throws -> String {
+    func tapNotification(_ name: String, identifier: String) throws -> String {
         try queue.sync {
             let record = try app(named: name)
             try notifications.tap(identifier, of: notificationFacts(record))

@@ -5,7 +5,7 @@ import AppHostSandbox
 // Routing for the background transfers (README.md, "Background transfers"): the desk
 // (TransferDesk) decides; the host gathers what it needs to know of the apps and performs what
 // it returns.
-extension Supervisor {
+extension HostLoop {
     // MARK: What the desk is told
 
     /// The host's conditions and apps, as the desk sees them now.
@@ -138,7 +138,7 @@ extension Supervisor {
     // MARK: Listings
 
     /// Every transfer the host keeps, for `transfers`.
-    public func transferListing() -> [TransferListing] {
+    func transferListing() -> [TransferListing] {
         let (listed, flush) = queue.sync { (transferDesk.listing(transferFacts), transferDesk.flush) }
         // Answered once what it lists is on the disk, and the files of what it no longer lists
         // are gone (the store's writer, not the loop, waits).

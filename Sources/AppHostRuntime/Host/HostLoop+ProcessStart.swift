@@ -8,7 +8,7 @@ import AppHostSystem
 // A launch's process is started off the loop (ProcessStart, on the spawn thread); the loop takes
 // the result back here. Meanwhile the app's events wait (AppRun.isSpawning), and commands that
 // end the app end it once its process is known.
-extension Supervisor {
+extension HostLoop {
     /// The launch waited for the standby being made: it goes on, unless it was ended meanwhile
     /// (then no process was started, and the machine hears that none is left).
     func resumeSpawn(_ record: AppRecord, _ run: AppRun, reason: String) {

@@ -6,10 +6,10 @@ import AppHostProtocol
 // the machine's decision (`LifecycleMachine.holds`); whether iOS would allow the command is
 // ContinuousModeCommands'; this hands it over.
 
-extension Supervisor {
+extension HostLoop {
     /// Interrupts APP's audio session (`audio-interrupt APP`), or ends the interruption
     /// (`audio-resume APP`): AVAudioSession.interruptionNotification with type began or ended.
-    public func audioInterruption(_ name: String, began: Bool) throws {
+    func audioInterruption(_ name: String, began: Bool) throws {
         try queue.sync {
             let record = try app(named: name)
             let input = try ContinuousModeCommands.audioInterruption(began: began, of: continuousModeFacts(record))
@@ -21,7 +21,7 @@ extension Supervisor {
     /// background or resumes it there, or reaches it in the foreground. The app must report an
     /// incoming call before its callback returns (0xbaadca11).
     @discardableResult
-    public func voipPush(_ name: String, payload: Data, source: String) throws -> String {
+    func voipPush(_ name: String, payload: Data, source: String) throws -> String {
         try queue.sync {
             let record = try app(named: name)
             let event = try ContinuousModeCommands.voipPush(payload: payload, source: source, to: continuousModeFacts(record))

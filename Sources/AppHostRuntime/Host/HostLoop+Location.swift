@@ -11,11 +11,11 @@ import AppHostProtocol
 // user did not force quit, after a move of `significantChangeDistance` metres. LocationSimulator
 // decides all of it; this gives it the apps as it needs them and performs what it says.
 
-extension Supervisor {
+extension HostLoop {
     // MARK: Commands
 
     /// Sets the device's position (`location set LAT,LON`); a route being replayed stops.
-    public func setLocation(_ coordinate: Coordinate) -> String {
+    func setLocation(_ coordinate: Coordinate) -> String {
         queue.sync {
             let (line, effects) = location.set(coordinate, apps: apps.map(locationFacts))
             perform(effects)
@@ -25,7 +25,7 @@ extension Supervisor {
 
     /// Replays a GPX route (`location route FILE.gpx [--speed M/S]`): the device moves along it on
     /// the host's clock, and updates reach apps every `locationUpdateInterval`.
-    public func replayRoute(_ route: LocationRoute, name: String) -> String {
+    func replayRoute(_ route: LocationRoute, name: String) -> String {
         queue.sync {
             let (line, effects) = location.replay(route, name: name, now: clock.now, apps: apps.map(locationFacts))
             perform(effects)
@@ -34,7 +34,7 @@ extension Supervisor {
     }
 
     /// Clears the simulated position (`location clear`): no updates until one is set again.
-    public func clearLocation() -> String {
+    func clearLocation() -> String {
         queue.sync {
             let (line, effects) = location.clear()
             perform(effects)
@@ -44,7 +44,7 @@ extension Supervisor {
 
     /// Sets APP's location authorization (`authorize APP location always|whenInUse|denied`),
     /// kept in the state directory; a running app is told once it is kept.
-    public func authorizeLocation(_ name: String, _ authorization: LocationAuthorization) async throws -> String {
+    func authorizeLocation(_ name: String, _ authorization: LocationAuthorization) async throws -> String {
         let record = try queue.sync { try app(named: name) }
         // The app is told, and the command answered, once the authorization is on the disk (a
         // host killed after saying so keeps it); nothing waits for the write meanwhile.

@@ -1,9 +1,9 @@
 import Foundation
 
 // Installing apps: what a host checks of a bundle before it knows the app, and what it gives it.
-extension Supervisor {
+extension HostLoop {
     /// Makes an app known to the host. It does not launch it.
-    public func install(_ bundle: AppBundle) throws {
+    func install(_ bundle: AppBundle) throws {
         try queue.sync {
             for name in bundle.capabilities where !configuration.policy.allowedCapabilities.contains(name) {
                 throw SupervisorError(
@@ -30,5 +30,5 @@ extension Supervisor {
     }
 
     /// The installed apps' bundles, in installation order.
-    public var bundles: [AppBundle] { queue.sync { apps.map(\.bundle) } }
+    var bundles: [AppBundle] { queue.sync { apps.map(\.bundle) } }
 }

@@ -15,7 +15,7 @@ import AppHostSystem
 /// Measuring is event-driven where the kernel allows it (the memory cgroup's OOM eventfd) and
 /// otherwise a sample every `resourceSampleInterval`, taken only while some app is running:
 /// suspended apps neither allocate nor compute, so a host whose apps are all suspended sleeps.
-extension Supervisor {
+extension HostLoop {
     /// The app's processes: the members of its groups (children included), else the app itself.
     func processes(of run: AppRun) -> [pid_t] {
         run.process?.processes ?? []

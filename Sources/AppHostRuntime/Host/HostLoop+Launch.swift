@@ -8,7 +8,7 @@ import AppHostSandbox
 import AppHostSystem
 import CAppHostShims
 
-extension Supervisor {
+extension HostLoop {
     // MARK: Running an app
 
     func app(named name: String) throws -> AppRecord {

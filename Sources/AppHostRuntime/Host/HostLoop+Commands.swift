@@ -4,20 +4,20 @@ import Dispatch
 // The commands that act on the apps as a person at the device would: home, the app switcher,
 // an interruption, a termination, memory running short (the command language's `home`,
 // `switcher`, `interrupt`, `terminate`, `memory-warning`, `memory-pressure`).
-extension Supervisor {
+extension HostLoop {
     /// Whether the next launch would take an app process made ahead that has finished starting
     /// (README.md, "How apps are launched"); nil under a launcher that makes none. For the
     /// benchmark, which measures launches from a ready one.
-    public var isStandbyWarm: Bool? { queue.sync { launchpad.isStandbyWarm } }
+    var isStandbyWarm: Bool? { queue.sync { launchpad.isStandbyWarm } }
 
     /// Sends the foreground app to the background (`home`).
-    public func home() {
+    func home() {
         queue.sync { sendForegroundAppAway(except: nil) }
     }
 
     /// Why `name` names no installed app ("no app named Nots; did you mean Notes? installed: …"),
     /// or nil when it names one: for `apphost ctl events --app`.
-    public func unknownApp(_ name: String) -> String? {
+    func unknownApp(_ name: String) -> String? {
         queue.sync {
             do {
                 _ = try app(named: name)
@@ -31,7 +31,7 @@ extension Supervisor {
     /// Opens the app switcher (`switcher`): the foreground app resigns active until `open` or
     /// `home`. Returns the app's name; throws when no app is in the foreground.
     @discardableResult
-    public func openSwitcher() throws -> String {
+    func openSwitcher() throws -> String {
         try queue.sync {
             guard let record = apps.foreground.min().map({ apps[$0] }),
                   let run = record.run
@@ -42,7 +42,7 @@ extension Supervisor {
     }
 
     /// Interrupts the foreground app, for `duration` or until `open`/`home` (`interrupt APP`).
-    public func interrupt(_ name: String, for duration: Duration?) throws {
+    func interrupt(_ name: String, for duration: Duration?) throws {
         try queue.sync {
             let record = try app(named: name)
             guard let run = record.run, run.machine.isAlive, run.machine.isInForeground else {
@@ -54,7 +54,7 @@ extension Supervisor {
 
     /// Terminates an app (`terminate APP`): `applicationWillTerminate` if it runs, nothing if it
     /// is suspended (a force quit).
-    public func terminate(_ name: String) throws {
+    func terminate(_ name: String) throws {
         try queue.sync {
             let record = try app(named: name)
             guard let run = record.run, run.machine.isAlive else {
@@ -65,7 +65,7 @@ extension Supervisor {
     }
 
     /// Sends `applicationDidReceiveMemoryWarning` to the named app, or to every running app.
-    public func memoryWarning(_ name: String?) throws {
+    func memoryWarning(_ name: String?) throws {
         try queue.sync {
             let targets = try name.map { name in [try app(named: name)] } ?? Array(apps)
             for record in targets {
@@ -79,7 +79,7 @@ extension Supervisor {
     /// callback (jetsam "vm-pageshortage"), suspended ones least recently used first and the
     /// foreground app last, until all apps together use at most `target` bytes. Without a
     /// target, every suspended app is ended and no running one.
-    public func memoryPressure(target: UInt64?) {
+    func memoryPressure(target: UInt64?) {
         queue.sync {
             let usage = measureMemory()
             let running = apps.compactMap { record -> UInt64? in

@@ -7,11 +7,11 @@ import AppHostProtocol
 // commands that trigger each mode on demand. The life-cycle machine delivers the events; this
 // decides when and whether.
 
-extension Supervisor {
+extension HostLoop {
     // MARK: Commands
 
     /// Delivers `application(_:performFetchWithCompletionHandler:)` now (`fetch APP`).
-    public func fetch(_ name: String) throws -> String {
+    func fetch(_ name: String) throws -> String {
         try queue.sync {
             let record = try app(named: name)
             if let refusal = scheduler.refusalToFetch(scheduleFacts(record), shuttingDown: waiters.isShuttingDown) { throw refusal }
@@ -22,7 +22,7 @@ extension Supervisor {
     /// Runs a registered BGTaskScheduler task now, due or not (`run-task APP IDENTIFIER`). Its
     /// kind is the pending request's, else that of the identifier's last request, else a refresh
     /// task if the app has the fetch mode.
-    public func runTask(_ name: String, identifier: String) throws -> String {
+    func runTask(_ name: String, identifier: String) throws -> String {
         try queue.sync {
             let record = try app(named: name)
             let bundle = record.bundle
@@ -44,7 +44,7 @@ extension Supervisor {
     /// Ends background work now (`expire APP [IDENTIFIER]`): the running BGTaskScheduler task with
     /// this identifier, or every running task and the background time of every open
     /// `beginBackgroundTask`. Expiration handlers run now; the grace period starts.
-    public func expire(_ name: String, identifier: String?) throws -> String {
+    func expire(_ name: String, identifier: String?) throws -> String {
         try queue.sync {
             let record = try app(named: name)
             guard let run = record.run, run.machine.isLive else {
@@ -68,7 +68,7 @@ extension Supervisor {
 
     /// Delivers a remote notification (`push APP FILE.json`). Only a background notification
     /// wakes an app: its `aps` must have `"content-available": 1`.
-    public func push(_ name: String, payload: Data, source: String) throws -> String {
+    func push(_ name: String, payload: Data, source: String) throws -> String {
         try queue.sync {
             let record = try app(named: name)
             if let lacking = Scheduler.lacking(.remoteNotification, scheduleFacts(record), for: "a background notification") { throw lacking }
@@ -88,7 +88,7 @@ extension Supervisor {
 
     /// Sets the simulated power source (`power plugged|battery`). Unplugging ends processing
     /// tasks that need external power; plugging in may make requests due.
-    public func setPower(_ state: PowerState) -> String {
+    func setPower(_ state: PowerState) -> String {
         queue.sync {
             let previous = scheduler.setPower(state)
             return conditionsChanged("power: \(state.rawValue)\(previous == state ? " (unchanged)" : " (was \(previous.rawValue))")")
@@ -96,7 +96,7 @@ extension Supervisor {
     }
 
     /// Sets the simulated network (`network online|offline`).
-    public func setNetwork(_ state: NetworkState) -> String {
+    func setNetwork(_ state: NetworkState) -> String {
         queue.sync {
             let previous = scheduler.setNetwork(state)
             return conditionsChanged("network: \(state.rawValue)\(previous == state ? " (unchanged)" : " (was \(previous.rawValue))")")
@@ -105,7 +105,7 @@ extension Supervisor {
 
     /// Moves the scheduler's clock on (`advance SECONDS`): requests and fetches due by then run.
     /// Only the scheduler's dates move; background budgets and watchdogs keep real time.
-    public func advance(by duration: Duration) -> String {
+    func advance(by duration: Duration) -> String {
         queue.sync {
             scheduler.advance(by: duration)
             let started = runDueWork() + reconsiderTransfers() + deliverDueNotifications()
@@ -123,7 +123,7 @@ extension Supervisor {
 
     /// Puts the scheduler's clock back on real time (`advance reset`), dropping the offset
     /// `advance` gave it, which the store keeps across hosts. Pending requests keep their dates.
-    public func resetClock() -> String {
+    func resetClock() -> String {
         queue.sync {
             let offset = scheduler.resetClock()
             runDueWork()
@@ -135,12 +135,12 @@ extension Supervisor {
     }
 
     /// The scheduler's clock: its offset from real time and its time now.
-    public var schedulerClock: SchedulerClock {
+    var schedulerClock: SchedulerClock {
         queue.sync { scheduler.clock }
     }
 
     /// Every pending request of the installed apps, and why each waits.
-    public func pendingTaskRequests() -> [PendingTaskRequest] {
+    func pendingTaskRequests() -> [PendingTaskRequest] {
         queue.sync {
             apps.flatMap { record -> [PendingTaskRequest] in
                 let inForeground = record.run.map { $0.machine.isAlive && $0.machine.isInForeground } ?? false

@@ -7,10 +7,10 @@ import Foundation
 // happens; the operations reach the app through its life-cycle machine, which delivers each when
 // no callback runs (resuming a suspended app into the background for it).
 
-extension Supervisor {
+extension HostLoop {
     /// Brings `name` to the foreground in a new scene (`open APP --new-scene`): connected in
     /// place of the scene in the foreground if the app is there, else the one it comes with.
-    public func openNewScene(_ name: String) throws {
+    func openNewScene(_ name: String) throws {
         try queue.sync {
             let record = try app(named: name)
             perform(try scenes.openNewScene(sceneFacts(record)), record)
@@ -19,7 +19,7 @@ extension Supervisor {
 
     /// Disconnects scene `session` of `name` (`close-scene`): `sceneDidDisconnect`; the session
     /// stays, and `open` or `--new-scene` later reconnect it or another.
-    public func closeScene(_ name: String, _ session: String) throws {
+    func closeScene(_ name: String, _ session: String) throws {
         try queue.sync {
             let record = try app(named: name)
             perform(try scenes.close(session, of: sceneFacts(record)), record)
@@ -28,7 +28,7 @@ extension Supervisor {
 
     /// Discards scene session `session` of `name` (`discard-scene`): its scene is disconnected
     /// and `application(_:didDiscardSceneSessions:)` is called, at once if the app runs.
-    public func discardScene(_ name: String, _ session: String) throws {
+    func discardScene(_ name: String, _ session: String) throws {
         try queue.sync {
             let record = try app(named: name)
             if let effect = try scenes.discard(session, of: sceneFacts(record)) { perform(effect, record) }
@@ -36,7 +36,7 @@ extension Supervisor {
     }
 
     /// The scene sessions of every app that adopts scenes, with their states (`scenes`).
-    public func sceneListing() -> [SceneListing] {
+    func sceneListing() -> [SceneListing] {
         defer {
             // Answered once what it lists is on the disk (the store's writer, not the loop, waits).
             scenes.flush()

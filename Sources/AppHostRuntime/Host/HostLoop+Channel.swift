@@ -10,7 +10,7 @@ import AppHostSandbox
 /// The control channel's handler: FrameReceiver (AppHostProtocol) reads and frames; here each
 /// frame is decoded, judged against the protocol's table (ControlStage, through AppProcess) and
 /// acted on. Also the seccomp listener the channel hands over.
-extension Supervisor {
+extension HostLoop {
     /// Bytes and messages of one app taken per turn: a chatty app cannot hold up other apps.
     static let controlBudget = 64 * 1024
     static let controlFrameBudget = 128

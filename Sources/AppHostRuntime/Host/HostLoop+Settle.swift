@@ -5,14 +5,14 @@ import Dispatch
 // flight (a launch, a move to the background, a suspension, a termination) is over, so that a
 // script's commands see what the commands before them did, not a moment in between.
 
-extension Supervisor {
+extension HostLoop {
     /// Waits until each named app (nil: every installed app) has settled: no callback running,
     /// and the app active, inactive (interrupted), in the background, suspended, or not running.
     /// An app held in the background by its own work (background tasks, a fetch, a task) has
     /// settled: the host waits for nothing more from it. Throws, naming what each app is in the
     /// middle of, if they have not all settled within `timeout` (default: the policy's launch
     /// timeout, the longest any transition is allowed before a watchdog ends it).
-    public func settle(_ names: [String]? = nil, timeout: Duration? = nil) async throws {
+    func settle(_ names: [String]? = nil, timeout: Duration? = nil) async throws {
         let limit = timeout ?? configuration.policy.launchTimeout
         let records = try queue.sync { try names.map { try $0.map { try app(named: $0) } } ?? Array(apps) }
         try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
@@ -43,7 +43,7 @@ extension Supervisor {
     /// Waits, within `settle`'s bound, until the apps `command` concerns have settled
     /// (`HostCommand.settling`). `ps` then shows the apps as they are, settled or not; any other
     /// command fails.
-    package func settle(before command: HostCommand) async throws {
+    func settle(before command: HostCommand) async throws {
         let names: [String]?
         switch command.settling {
         case .nothing: return

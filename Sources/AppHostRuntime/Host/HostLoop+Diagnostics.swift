@@ -7,7 +7,7 @@ import AppHostSystem
 /// Crash and watchdog backtraces (README, "Crash and watchdog reports"): records from the app
 /// process's handlers, each with the memory map read the moment it came, symbolized when the
 /// report is written. What a record says never changes how the app's end is classified.
-extension Supervisor {
+extension HostLoop {
     /// What a report adds about where the app was: the fatal-error message, the backtrace, or
     /// why there is none.
     struct Diagnostics {

@@ -9,7 +9,7 @@ import AppHostSystem
 import CAppHostShims
 import Logging
 
-extension Supervisor {
+extension HostLoop {
     // MARK: The loop
 
     /// The one way into an app's life-cycle machine. Inputs are taken one at a time, in order:

@@ -9,7 +9,7 @@ import AppHostProtocol
 
 /// The BGTaskScheduler side of the host: the scheduler pass over the persisted requests, and
 /// what apps say about their tasks and fetch intervals.
-extension Supervisor {
+extension HostLoop {
     // MARK: The scheduler
 
     /// Runs the scheduler once the current work on the queue is done (after a state change, an
