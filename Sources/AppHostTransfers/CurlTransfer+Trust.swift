@@ -36,7 +36,7 @@ extension CurlTransfer {
     /// certificate; one the app trusted already that fails is not the one it trusted.
     func untrusted() -> Result<TransferOutcome, Failure> {
         let said = String(cString: errorBuffer)
-        if job.credential?.method == .serverTrust {
+        if job.trustedCertificate != nil {
             return .failure(Failure(
                 code: WireTransfer.ErrorCode.serverCertificateUntrusted,
                 message: "the server's certificate is not the one the app trusted (\(said))"))

@@ -75,7 +75,7 @@ final class CurlTransfer {
         curl_slist_free_all(headers)
         errorBuffer.deallocate()
         if fd >= 0 { close(fd) }
-        if job.credential?.method == .serverTrust { unlink(trustFile) }
+        if job.trustedCertificate != nil { unlink(trustFile) }
     }
 
     private var isDownload: Bool { job.transfer.kind == .download }
@@ -132,9 +132,8 @@ final class CurlTransfer {
 
         // The app's answer to a challenge, or the credential the host kept for its protection
         // space: libcurl sends it for this scheme only, and never to another host (a redirect's).
-        if let credential = job.credential, credential.method == .serverTrust {
-            trust(credential.certificate ?? Data())
-        } else if let credential = job.credential {
+        if let certificate = job.trustedCertificate { trust(certificate) }
+        if let credential = job.credential {
             apphost_curl_set_string(handle, CURLOPT_USERNAME, credential.user)
             apphost_curl_set_string(handle, CURLOPT_PASSWORD, credential.password)
             apphost_curl_set_long(handle, CURLOPT_HTTPAUTH, credential.method == .digest ? Self.curlAuthDigest : Self.curlAuthBasic)

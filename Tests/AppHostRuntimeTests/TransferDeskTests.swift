@@ -210,8 +210,33 @@ import Testing
         } else {
             #expect(ends.isEmpty)
             #expect(jobs.map(\.id) == [id])
-            #expect(jobs.first?.credential == TransferCredential(user: "", password: "", method: .serverTrust, certificate: certificate.der))
+            #expect(jobs.first?.trustedCertificate == certificate.der)
+            #expect(jobs.first?.credential == nil, "a server's trust is no password")
         }
+    }
+
+    /// A server the app trusted that then asks for a password: the transfer goes on with both
+    /// (a self-signed server behind Basic authentication).
+    @Test func aTrustedServersPasswordChallengeKeepsTheTrust() throws {
+        let bench = try Bench()
+        bench.run(Self.app, 0)
+        let id = try bench.create(Self.app)
+        let certificate = ServerCertificate(der: Data([0x30, 0x00]), subject: "self")
+        _ = bench.desk.update(id, .ended(.untrusted(certificate)), bench.facts)
+        let app = try #require(bench.apps[Self.app])
+        _ = bench.desk.receive(
+            .transferChallengeAnswered(session: "s", task: 1, answer: WireChallengeAnswer(disposition: .useCredential, trustsServer: true)),
+            from: app, networkEntitled: true, bench.facts)
+        #expect(bench.describe(bench.desk.update(id, .ended(.challenged(method: .basic, realm: "r")), bench.facts))
+            == ["send \(id) challenge to \(Self.app) \(try bench.runID(Self.app))"])
+        let answer = WireChallengeAnswer(disposition: .useCredential, user: "ann", password: "pw", persistence: .forSession)
+        let (violation, effects) = bench.desk.receive(
+            .transferChallengeAnswered(session: "s", task: 1, answer: answer), from: app, networkEntitled: true, bench.facts)
+        #expect(violation == nil)
+        let jobs = effects.compactMap { if case .start(let job) = $0 { job } else { nil } }
+        #expect(jobs.map(\.id) == [id])
+        #expect(jobs.first?.trustedCertificate == certificate.der)
+        #expect(jobs.first?.credential == TransferCredential(user: "ann", password: "pw", method: .basic))
     }
 
     /// Wakes are keyed by app and session: a session's wake does not hold another app's session

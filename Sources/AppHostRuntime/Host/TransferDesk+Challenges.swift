@@ -60,7 +60,7 @@ extension Transfers {
     private mutating func trustAnswered(_ index: Int, _ answer: WireChallengeAnswer, _ challenge: WireChallenge) -> [Effect] {
         let id = records[index].id
         if answer.disposition == .useCredential, answer.trustsServer == true, let certificate = challenge.certificate {
-            credentials[id] = TransferCredential(user: "", password: "", method: .serverTrust, certificate: certificate)
+            trusted[id] = certificate
             records[index].phase = .waiting
             return [Self.announce(records[index], "goes on trusting the server's certificate (\(challenge.subject ?? "no subject")), as the app does")]
         }

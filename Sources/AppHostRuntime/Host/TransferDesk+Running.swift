@@ -28,6 +28,7 @@ extension Transfers {
                 var job = TransferJob(
                     id: record.id, app: record.app, transfer: record.transfer, file: file, validator: record.validator, allowance: allowance)
                 job.credential = credentials[record.id]
+                job.trustedCertificate = trusted[record.id]
                 job.challengeable = record.challengeDeclined != true
                 effects += [.start(job), Self.announce(record, "started")]
                 started.append("\(facts.app(record.app)?.name ?? record.app) \(Self.label(record))")

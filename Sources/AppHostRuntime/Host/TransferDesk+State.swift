@@ -39,6 +39,8 @@ struct Transfers {
     /// The credential each transfer answers its server's challenge with, by transfer: in
     /// memory only (a `.permanent` one is kept in `credentialStore` too).
     var credentials: [String: TransferCredential] = [:]
+    /// The server certificate each transfer's app trusted (DER), by transfer: in memory only.
+    var trusted: [String: Data] = [:]
     /// The credentials the apps gave as `.permanent`, by app and protection space (0600).
     let credentialStore: TransferCredentialStore
 

@@ -31,6 +31,9 @@ package struct TransferJob: Sendable {
     /// Whether a 401 that asks for authentication ends the attempt as a challenge for the app;
     /// false once the app chose default handling: the 401 is then the response.
     package var challengeable = true
+    /// The server certificate the app trusted (DER), answering a server-trust challenge: the
+    /// transfer trusts it alone, with verification on (never verification off).
+    package var trustedCertificate: Data?
 
     package init(id: String, app: String = "", transfer: WireTransfer, file: URL, validator: String? = nil, allowance: TransferAllowance? = nil) {
         self.id = id
@@ -107,18 +110,13 @@ package struct ServerCertificate: Codable, Sendable, Equatable {
     }
 }
 
-/// A user name and password for a protection space, and the scheme they answer; or, for
-/// `.serverTrust`, the one server certificate the app trusts (the transfer goes on trusting that
-/// certificate alone, never with verification off).
+/// A user name and password for a protection space, and the scheme they answer.
 package struct TransferCredential: Codable, Sendable, Equatable {
     package var user: String
     package var password: String
     package var method: WireChallenge.Method
-    /// `.serverTrust`: the certificate trusted (DER).
-    package var certificate: Data?
 
-    package init(user: String, password: String, method: WireChallenge.Method, certificate: Data? = nil) {
-        self.certificate = certificate
+    package init(user: String, password: String, method: WireChallenge.Method) {
         self.user = user
         self.password = password
         self.method = method
