@@ -231,9 +231,11 @@ struct BadInputTests {
     @Test func aWaitThatTimesOutFailsTheHost() throws {
         let scratch = try Scratch()
         let script = scratch.url.appendingPathComponent("script")
-        try Data("wait Probe suspended 0.3\n".utf8).write(to: script)
+        // Active first (a loaded machine may take longer than 0.3 s to launch it), then a wait
+        // for a state that never comes.
+        try Data("wait Probe active\nwait Probe suspended 0.3\n".utf8).write(to: script)
         let result = try runApphost(["launch", "--state-dir", scratch.stateDirectory.path, "--script", script.path, try scratch.bundle("Probe").path])
         #expect(result.status == 1)
-        #expect(result.error.contains("apphost: \(script.path):1: Probe did not reach suspended within 0.3 s (it is active)"))
+        #expect(result.error.contains("apphost: \(script.path):2: Probe did not reach suspended within 0.3 s (it is active)"))
     }
 }
