@@ -11,7 +11,7 @@ let strictSettings: [SwiftSetting] = [
 /// `[AnyHashable: Any]`, say) through their metadata accessors instead of by mangled name: each
 /// mangled name's conformances are looked up at its first use in each app process, a scan of
 /// every loaded image's conformance records (the runtime empties its cache when a plugin
-/// loads). With it a launch took 0.767x bwrap's time, against 0.840x without (README.md, "A
+/// loads). With it a launch took 0.767x bwrap's time, against 0.840x without (docs/performance.md, "A
 /// launch's path"). SwiftPM refuses an unsafe flag in a dependency resolved by version, which is checked
 /// out at a tag: a checkout at a tag, or one that is not a git repository (a registry's), goes
 /// without it, and its plugins launch that much slower.
@@ -37,7 +37,7 @@ func appPlugin(
     )
 }
 
-/// Every module named after one of Apple's (README.md, "Porting iOS code").
+/// Every module named after one of Apple's (docs/porting.md, "Porting iOS code").
 let appleModules: [Target.Dependency] = [
     "UIKit", "BackgroundTasks", "os", "OSLog", "AVFoundation", "AVFAudio", "CoreLocation", "PushKit", "CallKit", "UserNotifications",
 ]
@@ -56,10 +56,10 @@ let apps = [
     appPlugin("PagesExample", path: "Examples/Pages"),
     appPlugin("PodcastsExample", path: "Examples/Podcasts"),
     // Test fixtures: real plugins that the end-to-end tests and the benchmark launch.
-    // Xcode's iOS App template, unchanged, on UIKit, BackgroundTasks and os (README.md, "Porting iOS code").
+    // Xcode's iOS App template, unchanged, on UIKit, BackgroundTasks and os (docs/porting.md, "Porting iOS code").
     // Built as Xcode 16 builds a new iOS project: Swift 5 language mode, no upcoming features.
     // Its `@main` would define `main`, which the test runner that links it (AppHostKitTests)
-    // defines too: the entry point gets another name (README.md, "Porting iOS code").
+    // defines too: the entry point gets another name (docs/porting.md, "Porting iOS code").
     appPlugin(
         "XcodeTemplateFixture", path: "Tests/Fixtures/XcodeTemplate", dependencies: ["UIKit", "BackgroundTasks", "os"],
         swiftSettings: [
@@ -74,7 +74,7 @@ let apps = [
             .swiftLanguageMode(.v5),
             .unsafeFlags(["-Xfrontend", "-entry-point-function-name", "-Xfrontend", "NetworkerFixture_main"]),
         ]),
-    // Delegates written as public iOS projects write them, each built unchanged (README.md, "Porting
+    // Delegates written as public iOS projects write them, each built unchanged (docs/porting.md, "Porting
     // iOS code"): @UIApplicationMain, NSObject delegates, Apple's module names, the UI a delegate
     // sets up. Swift 5 mode as Xcode builds them, or Swift 6; UIKitCorpusTests launches each.
     appPlugin("DelegatesLegacyMainFixture", path: "Tests/Fixtures/Delegates/LegacyMain", dependencies: appleModules, swiftSettings: [.swiftLanguageMode(.v5)]),
@@ -92,7 +92,7 @@ let apps = [
 // (Examples/TodoApp is such a package; it is not part of this one). The examples and fixtures below
 // are products only so that `bundle-app --all` and the tests here can build them; SwiftPM 6.3
 // builds a dependency's products only when a dependent names them (checked with a throwaway
-// package depending on this one by path: README.md, "Writing an app"). No `platforms`: apphost
+// package depending on this one by path: Sources/AppHostKit/AppHostKit.docc/WritingAnApp.md, "Writing an app"). No `platforms`: apphost
 // is Linux only, where SwiftPM ignores them.
 let package = Package(
     name: "apphost",
@@ -104,7 +104,7 @@ let package = Package(
         .executable(name: "apphost-app", targets: ["apphost-app"]),
         .library(name: "AppHostKit", targets: ["AppHostKit"]),
         // Apple's module names for AppHostKit's life-cycle subset, so iOS code compiles unchanged
-        // (README.md, "Porting iOS code"). Linked statically into each app, as AppHostKit is.
+        // (docs/porting.md, "Porting iOS code"). Linked statically into each app, as AppHostKit is.
         .library(name: "UIKit", targets: ["UIKit"]),
         .library(name: "BackgroundTasks", targets: ["BackgroundTasks"]),
         .library(name: "os", targets: ["os"]),
@@ -115,7 +115,7 @@ let package = Package(
         .library(name: "PushKit", targets: ["PushKit"]),
         .library(name: "CallKit", targets: ["CallKit"]),
         .library(name: "UserNotifications", targets: ["UserNotifications"]),
-        // For an app's own tests: a real host on a private instance (README.md, "Testing your app").
+        // For an app's own tests: a real host on a private instance (Sources/AppHostTesting/AppHostTesting.docc/TestingYourApp.md, "Testing your app").
         .library(name: "AppHostTesting", targets: ["AppHostTesting"]),
         .plugin(name: "BundleApp", targets: ["BundleApp"]),
         // An app author's loop in one command: build, bundle into .build/apps, test.

@@ -1,4 +1,4 @@
-// The fault-injection run (README.md, "What survives the host"): a host with apps that make work
+// The fault-injection run (docs/storage.md, "What survives the host"): a host with apps that make work
 // of every kind that must outlive it (background transfers, BGTaskScheduler requests, a fetch
 // interval, scene sessions, location authorizations, containers and their images), killed with
 // SIGKILL at a random moment, or in the middle of a store's write, or after one of its apps or

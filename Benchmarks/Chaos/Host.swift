@@ -24,7 +24,7 @@ final class ChaosHost: @unchecked Sendable {
     init(apphost: String, stateDirectory: String, bundles: [String], arguments: [String] = []) throws {
         process.executableURL = URL(fileURLWithPath: apphost)
         // The transfers go to the run's own server on the loopback interface, which the host
-        // refuses unless told (README.md, "Background transfers").
+        // refuses unless told (docs/transfers.md, "Background transfers").
         process.arguments = ["launch", "--json", "--state-dir", stateDirectory, "--allow-transfers-to", "127.0.0.1"] + arguments + bundles
         let output = Pipe()
         process.standardInput = input

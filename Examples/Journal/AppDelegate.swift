@@ -1,7 +1,7 @@
 import AppHostKit
 import Foundation
 
-// A journal app with one scene (README.md, "Scenes"): Info.plist declares
+// A journal app with one scene (docs/lifecycle.md, "Scenes"): Info.plist declares
 // UIApplicationSceneManifest, so its user interface lives in SceneDelegate, which the host drives
 // through connection, foreground, background and disconnection; the app delegate only launches
 // it, answers configurationForConnecting and hears applicationWillTerminate.

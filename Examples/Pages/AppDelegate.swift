@@ -1,7 +1,7 @@
 import AppHostKit
 import Foundation
 
-// A reader with one page per scene (README.md, "Scenes"): it supports multiple scenes, so
+// A reader with one page per scene (docs/lifecycle.md, "Scenes"): it supports multiple scenes, so
 // `open Pages --new-scene` opens another page beside the others, and it restores each page when
 // its session reconnects — after `close-scene`, a relaunch or a host restart — from the
 // stateRestorationActivity its scene delegate gave when the scene went to the background.

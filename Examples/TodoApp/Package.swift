@@ -1,7 +1,7 @@
 // swift-tools-version: 6.1
 import PackageDescription
 
-// An app in a package of its own, as an app author writes one (README.md, "Writing an app" and
+// An app in a package of its own, as an app author writes one (Sources/AppHostKit/AppHostKit.docc/WritingAnApp.md, "Writing an app" and
 // "Testing your app"): the app plugin, unit tests that drive its delegate detached, and
 // integration tests that run it under a real host with AppHostTesting. One command builds it,
 // bundles it into .build/apps and runs the tests, with an installed apphost (scripts/install) or

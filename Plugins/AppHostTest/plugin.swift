@@ -5,7 +5,7 @@ import PackagePlugin
 /// tests, bundles every app plugin into `.build/apps` (the one place `TestHost.bundle` looks,
 /// which refuses a bundle older than its sources), then runs the tests, XCTest's and Swift
 /// Testing's, as `swift test` does. The host is not built: the tests find an installed apphost
-/// on the PATH, or `$APPHOST_EXECUTABLE` (README.md, "Testing your app").
+/// on the PATH, or `$APPHOST_EXECUTABLE` (Sources/AppHostTesting/AppHostTesting.docc/TestingYourApp.md, "Testing your app").
 ///
 ///     swift package apphost-test [--product NAME]… [--configuration debug|release] [-- SWIFT-TESTING ARGUMENTS…]
 ///

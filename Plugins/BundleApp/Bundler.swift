@@ -97,7 +97,7 @@ struct Bundler {
     }
 }
 
-/// The SDK as a library of its own (README.md, "How apps are launched"). SwiftPM links a
+/// The SDK as a library of its own (docs/launching.md, "How apps are launched"). SwiftPM links a
 /// library's targets into each product that depends on them, so each plugin it builds carries
 /// AppHostKit and what it depends on (swift-log included); loading one binds about 1,200 symbols,
 /// most of them the SDK's, in every app process. `bundle-app` links the SDK's objects once into

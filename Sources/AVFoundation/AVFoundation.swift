@@ -1,4 +1,4 @@
 // Apple's AVFoundation framework by its module name, so that `import AVFoundation` compiles unchanged: AVAudioSession, AVAudioPlayer and AVAudioPlayerDelegate are
-// AppHostKit's (README.md, "Continuous background modes"). As on iOS, importing it imports Foundation too.
+// AppHostKit's (docs/continuous-modes.md, "Continuous background modes"). As on iOS, importing it imports Foundation too.
 @_exported public import AppHostKit
 @_exported public import Foundation

@@ -74,10 +74,10 @@ public protocol ApplicationDelegateCallbacks: AnyObject {
     ) -> SceneConfiguration
     /// Scene sessions were discarded (`discard-scene`, or a force quit): release what was kept
     /// for them. A session discarded while the app was not running is told at its next launch,
-    /// once didFinishLaunching has returned (README.md, "Scenes").
+    /// once didFinishLaunching has returned (docs/lifecycle.md, "Scenes").
     func application(_ application: Application, didDiscardSceneSessions sceneSessions: Set<SceneSession>)
     /// `Application.registerForRemoteNotifications()` succeeded: the host's device token for the
-    /// app, 32 bytes derived from its bundle identifier (README.md, "Porting iOS code").
+    /// app, 32 bytes derived from its bundle identifier (docs/porting.md, "Porting iOS code").
     func application(_ application: Application, didRegisterForRemoteNotificationsWithDeviceToken deviceToken: Data)
     /// `Application.registerForRemoteNotifications()` failed: never here (the host always
     /// answers with a token).

@@ -8,7 +8,7 @@ import AppHostProtocol
 
 // BackgroundTasks, as Apple's framework of that name: an app registers a launch handler per task
 // identifier while it launches, submits requests, and the host runs each request's task when it
-// is due and its conditions hold (README.md, "Background modes").
+// is due and its conditions hold (docs/background-modes.md, "Background modes").
 
 /// A request to run a task later; use `BGAppRefreshTaskRequest` or `BGProcessingTaskRequest`.
 public class BGTaskRequest: CustomStringConvertible {

@@ -72,7 +72,7 @@ enum Detached {
 }
 
 /// An app's delegate driven by a unit test instead of a host, in the order the host would drive
-/// it (README.md, "The life cycle"), in the test's own process.
+/// it (docs/lifecycle.md, "The life cycle"), in the test's own process.
 ///
 ///     @MainActor @Test func savesWhenItGoesToTheBackground() throws {
 ///         let app = try DetachedApplication(infoPlist: infoPlistURL)   // AppDelegate()
@@ -299,7 +299,7 @@ public final class DetachedApplication<Delegate: ApplicationDelegateCallbacks> {
 
     /// An app-level transition: for an app that adopts scenes (its Info.plist declares
     /// `UIApplicationSceneManifest`) its scenes stand in for the app delegate's method, as in the
-    /// app process (README.md, "Scenes").
+    /// app process (docs/lifecycle.md, "Scenes").
     private func transition(
         _ state: Application.State, after: Application.State? = nil, posting callback: WireCallback, _ method: (Delegate) -> Void
     ) {

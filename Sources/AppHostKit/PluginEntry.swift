@@ -55,7 +55,7 @@ public func _apphostPluginMain(_ arguments: UnsafeRawPointer) -> Int32 {
 }
 
 /// Called once by the launch template, single-threaded, when it has loaded the SDK as a library
-/// of its own (README.md, "How apps are launched"): what every app process's SDK does first that
+/// of its own (docs/launching.md, "How apps are launched"): what every app process's SDK does first that
 /// no app decides, done so that each fork finds it done — the decoding of a configuration with
 /// every part, the host messages' and the SDK's replies' coding, the launch options' types. It
 /// starts no thread, opens nothing, and makes nothing of an app's (no `Application`).

@@ -5,7 +5,7 @@ import AppHostProtocol
 // Registration for remote notifications, as UIKit's. The host hands each app a device token: 32
 // bytes derived from its bundle identifier, the same at every launch and on every host, as an
 // app's token stays the same on one device. A background push still reaches the app from the
-// host's `push APP FILE.json` command (README.md, "Background modes"), addressed by the app.
+// host's `push APP FILE.json` command (docs/background-modes.md, "Background modes"), addressed by the app.
 
 /// Kept for protocol compatibility of apps that name it; registration no longer fails.
 public struct RemoteNotificationRegistrationError: Error, CustomStringConvertible, Sendable {

@@ -1,7 +1,7 @@
 import Foundation
 import AppHostProtocol
 
-// The scene life cycle (README.md, "Scenes"). The host drives the app's state, as for every app;
+// The scene life cycle (docs/lifecycle.md, "Scenes"). The host drives the app's state, as for every app;
 // for an app that adopts scenes (its Info.plist declares UIApplicationSceneManifest, which the
 // host validated and sent in the configuration) the SDK turns each of the app's transitions into
 // its scene's, as UIKit derives the app's state from its scenes: the scene delegate is called

@@ -1,7 +1,7 @@
 public import Foundation
 
 // Scenes, as UIKit's UIScene family. An app whose Info.plist declares UIApplicationSceneManifest
-// is driven through its scene delegates (SceneLifecycle.swift; README.md, "Scenes").
+// is driven through its scene delegates (SceneLifecycle.swift; docs/lifecycle.md, "Scenes").
 
 /// One instance of the app's user interface, as `UIScene`: the SDK creates it when its session
 /// connects, from the configuration `application(_:configurationForConnecting:options:)` returns.

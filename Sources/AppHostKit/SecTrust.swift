@@ -2,7 +2,7 @@ public import Foundation
 public import FoundationNetworking
 import Synchronization
 
-// Server trust as iOS code handles it (README.md, "Background transfers"): Linux has no Security
+// Server trust as iOS code handles it (docs/transfers.md, "Background transfers"): Linux has no Security
 // framework, so the SDK gives the few names a server-trust challenge's code uses — the trust of
 // `challenge.protectionSpace.serverTrust`, its certificates, and `URLCredential(trust:)` — over
 // what the host saw of the server: its certificate (DER) and subject. The system's evaluation

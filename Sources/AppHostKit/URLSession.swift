@@ -2,7 +2,7 @@
 public import Foundation
 import AppHostProtocol
 
-// URLSession as iOS has it (README.md, "Background transfers"): one class for both kinds of
+// URLSession as iOS has it (docs/transfers.md, "Background transfers"): one class for both kinds of
 // session. An ordinary one (`.default`, `.ephemeral`, `URLSession.shared`) is
 // FoundationNetworking's, run in the app process on its own sockets (the network entitlement
 // lets it make them). A background one (`.background(withIdentifier:)`, which

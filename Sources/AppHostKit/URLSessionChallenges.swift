@@ -3,7 +3,7 @@ import FoundationNetworking
 import Synchronization
 import AppHostProtocol
 
-// A background transfer that asks to authenticate (README.md, "Background transfers"): the host
+// A background transfer that asks to authenticate (docs/transfers.md, "Background transfers"): the host
 // woke or launched the app as for a finished transfer, and the task's delegate gets
 // `urlSession(_:task:didReceive:completionHandler:)` with the server's protection space. Its
 // answer goes to the host, which goes on with the transfer: with the credential (kept by the

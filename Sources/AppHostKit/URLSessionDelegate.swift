@@ -1,7 +1,7 @@
 public import Foundation
 public import FoundationNetworking
 
-// The session delegate protocols as iOS has them (README.md, "Background transfers"), for
+// The session delegate protocols as iOS has them (docs/transfers.md, "Background transfers"), for
 // AppHostKit's `URLSession`, which is FoundationNetworking's with background sessions added.
 // An app's delegate method names the session `URLSession`, which in an app is AppHostKit's: so
 // these protocols declare their methods with it, and each refines FoundationNetworking's

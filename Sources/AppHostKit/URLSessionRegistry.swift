@@ -7,7 +7,7 @@ import AppHostSystem
 /// The app process's background sessions, their tasks, and the finished transfers the host sent
 /// that wait for their session's delegate: a relaunched app gets them once it makes the session
 /// again with the same identifier, as on iOS. The delegate's calls run on the session's delegate
-/// queue (README.md, "Background transfers"), each transfer's in order, then
+/// queue (docs/transfers.md, "Background transfers"), each transfer's in order, then
 /// `urlSessionDidFinishEvents`.
 final class URLSessionRegistry: Sendable {
     private struct State {

@@ -3,7 +3,7 @@ import Synchronization
 import AppHostProtocol
 
 /// The app's notification center, as `UNUserNotificationCenter.current()`. The host decides
-/// (README.md, "Porting iOS code", UserNotifications): authorization is its setting, which a
+/// (docs/porting.md, "Porting iOS code", UserNotifications): authorization is its setting, which a
 /// request waits for when it has none (as iOS's prompt waits for the user); requests are kept and
 /// delivered by the host on its scheduler's clock. Safe from any thread; completion handlers run
 /// on a global queue and the delegate on the main queue, as on iOS.

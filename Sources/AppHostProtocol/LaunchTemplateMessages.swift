@@ -1,7 +1,7 @@
 import Foundation
 @_implementationOnly import CAppHostShims
 
-// The launch template's socket (README.md, "How apps are launched"): the host asks the template
+// The launch template's socket (docs/launching.md, "How apps are launched"): the host asks the template
 // to start an app process, the template answers with its pid (and a pidfd) or why it could not.
 // One datagram each way (SOCK_SEQPACKET), a request at a time. The template runs no app code
 // and hears only from its host.
@@ -10,7 +10,7 @@ import Foundation
 package let launchTemplateArgument = "__template"
 
 /// The SDK that `swift package bundle-app` links beside the binaries of its build, and that the
-/// template loads when it starts (README.md, "How apps are launched"); its `soname`, which
+/// template loads when it starts (docs/launching.md, "How apps are launched"); its `soname`, which
 /// the plugins linked against it name, is `libAppHostKit-HASH.so`.
 package let launchTemplateSDKFileName = "libAppHostKit.so"
 

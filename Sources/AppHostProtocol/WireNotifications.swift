@@ -1,6 +1,6 @@
 import Foundation
 
-// User notifications on the wire (README.md, "Porting iOS code", UserNotifications): what the
+// User notifications on the wire (docs/porting.md, "Porting iOS code", UserNotifications): what the
 // app's UNUserNotificationCenter and registerForRemoteNotifications() ask the host, and what the
 // host tells the app. One case of AppMessage and one of HostMessage carry them, so that the
 // control stages and message names stay one line each.

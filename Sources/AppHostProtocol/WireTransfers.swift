@@ -1,10 +1,10 @@
 package import Foundation
 
-// The background transfers' wire types (README.md, "Background transfers"): a transfer as the SDK
+// The background transfers' wire types (docs/transfers.md, "Background transfers"): a transfer as the SDK
 // made it, how one ended or what it asks of the app, and the app's answer to a challenge.
 
 /// A background URL session task as the SDK made it: what the host's transfer service carries
-/// out for the app (README.md, "Background transfers").
+/// out for the app (docs/transfers.md, "Background transfers").
 package struct WireTransfer: Codable, Sendable, Equatable {
     package enum Kind: String, Codable, Sendable {
         case download

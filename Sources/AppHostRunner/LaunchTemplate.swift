@@ -6,7 +6,7 @@ import AppHostProtocol
 import AppHostSystem
 import CAppHostShims
 
-/// The launch template (README.md, "How apps are launched"): apphost's binary started once per
+/// The launch template (docs/launching.md, "How apps are launched"): apphost's binary started once per
 /// host as `apphost __template`, with a socket to the host on descriptor 3. Starting it loaded
 /// the Swift runtime, Foundation and Dispatch, the most of an app process's start-up; it then
 /// waits for requests and forks one app process per request, which runs AppProcessRunner as an
@@ -191,7 +191,7 @@ public enum LaunchTemplate {
     }
 }
 
-/// A launch request as the template holds it (README.md, "How apps are launched"): read in
+/// A launch request as the template holds it (docs/launching.md, "How apps are launched"): read in
 /// place from the receive buffer into C strings of its own, never into Swift strings (whose
 /// freed storage would stay in the template's heap, and so in every later fork), then zeroed and
 /// freed once the fork is made. With the buffer zeroed too, nothing of one app's launch (its

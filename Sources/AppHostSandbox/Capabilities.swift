@@ -5,7 +5,7 @@ import Glibc
 import CCap
 
 /// The app process's capabilities: none, unless its bundle asked for some that the host's policy
-/// allows (README.md, "The sandbox"). Applied by the runner before the plugin is loaded.
+/// allows (docs/sandbox.md, "The sandbox"). Applied by the runner before the plugin is loaded.
 package enum Capabilities {
     /// The number of a capability name such as `CAP_NET_BIND_SERVICE` (cap_from_name), or nil.
     package static func value(named name: String) -> Int32? {

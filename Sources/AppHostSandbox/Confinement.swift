@@ -5,7 +5,7 @@ import Glibc
 import CAppHostShims
 import CCap
 
-/// What the runner does to its own process before any app code runs (README.md, "The sandbox"), in
+/// What the runner does to its own process before any app code runs (docs/sandbox.md, "The sandbox"), in
 /// this order: bounding and ambient capabilities dropped; the per-app user; the capabilities
 /// the app keeps; NO_NEW_PRIVS; resource limits; seccomp, none of whose steps needs the file
 /// system the app will see (`confineProcess`, done while the namespace's init isolates it and

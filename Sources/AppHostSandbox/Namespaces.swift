@@ -4,7 +4,7 @@ import Glibc
 #endif
 import CAppHostShims
 
-/// Each app in a PID namespace and a mount namespace of its own (README.md, "The sandbox").
+/// Each app in a PID namespace and a mount namespace of its own (docs/sandbox.md, "The sandbox").
 ///
 /// The host starts `apphost-init` as the init (pid 1) of a new PID namespace, and it starts the
 /// app's runner (pid 2): when the init ends, however it ends (the host killed with SIGKILL
@@ -48,7 +48,7 @@ package enum Namespaces {
     /// In the runner: the descriptor on which the init reports the file system's isolation.
     package static let isolationReportFD: Int32 = 5
 
-    /// In a standby's runner (README.md, "How apps are launched"): joins the mount namespace its
+    /// In a standby's runner (docs/launching.md, "How apps are launched"): joins the mount namespace its
     /// init made and isolated but for the app's paths, before the launch confines this process
     /// (setns needs the capabilities the launch drops, and the app's filter forbids it). Returns
     /// false if it could not (its init ended first, or setns failed).

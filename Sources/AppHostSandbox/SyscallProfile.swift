@@ -1,4 +1,4 @@
-/// What an app may ask the kernel for (README.md, "The sandbox"): a base allow-list that the Swift
+/// What an app may ask the kernel for (docs/sandbox.md, "The sandbox"): a base allow-list that the Swift
 /// runtime, Foundation and Dispatch need, widened by the entitlement groups its bundle declares.
 /// Everything else is refused with EPERM and reported; a few dangerous calls end the app.
 ///

@@ -6,7 +6,7 @@ import Musl
 
 /// A file that is only ever replaced whole, so that a process killed at any moment, or a machine
 /// that loses power, leaves either the old contents or the new ones, never a mix: every store of
-/// the host's state directory is one (README.md, "What survives the host").
+/// the host's state directory is one (docs/storage.md, "What survives the host").
 ///
 /// A replacement writes a temporary file beside the file, syncs it (`fsync`), renames it over
 /// the file, and syncs the directory, which makes the rename itself durable.

@@ -6,7 +6,7 @@ import AppHostRuntime
 import AppHostSystem
 
 /// Where the apphost binary a test runs is. Nothing is built: an app's package never compiles
-/// the host (README.md, "Testing your app": install one, or point at a checkout's build).
+/// the host (Sources/AppHostTesting/AppHostTesting.docc/TestingYourApp.md, "Testing your app": install one, or point at a checkout's build).
 enum Executable {
     /// The variable that names an apphost binary to use instead of the one on the PATH.
     static let variable = "APPHOST_EXECUTABLE"

@@ -1,7 +1,7 @@
 import Foundation
 public import AppHostRuntime
 
-// The command language (README.md, "Running apps"), one method per command. APP is a bundle's
+// The command language (docs/commands.md, "Running apps"), one method per command. APP is a bundle's
 // CFBundleName or identifier. Each waits, as the command does, for the apps it concerns to
 // settle first, and throws `commandFailed` with the host's words if the command fails.
 
@@ -13,7 +13,7 @@ extension TestHost {
     public func open(_ app: String) async throws { try await send("open \(app)") }
 
     /// `open APP --new-scene`: brings `app`, which supports multiple scenes, to the foreground
-    /// in a new scene session (README.md, "Scenes").
+    /// in a new scene session (docs/lifecycle.md, "Scenes").
     public func openNewScene(_ app: String) async throws { try await send("open \(app) --new-scene") }
 
     /// `close-scene APP SCENE`: disconnects the scene of session `session` (kept).
@@ -135,7 +135,7 @@ extension TestHost {
         try await send("memory-warning\(app.map { " \($0)" } ?? "")")
     }
 
-    /// `memory-pressure [MIB]`: memory runs short, on demand (README.md, "Memory").
+    /// `memory-pressure [MIB]`: memory runs short, on demand (docs/policy.md, "Memory").
     public func memoryPressure(mebibytes: Int? = nil) async throws {
         try await send("memory-pressure\(mebibytes.map { " \($0)" } ?? "")")
     }
@@ -143,7 +143,7 @@ extension TestHost {
     /// `storage-pressure`: storage runs short, on demand; caches and tmp of apps not running are emptied.
     public func storagePressure() async throws { try await send("storage-pressure") }
 
-    /// `ps`: one JSON line per app with its state and figures (README.md, "JSON").
+    /// `ps`: one JSON line per app with its state and figures (docs/events.md, "JSON").
     public func ps() async throws -> [String] { try await send("ps") }
 
     private func decodedLines(_ lines: [String]) throws -> [HostEvent] {

@@ -155,7 +155,7 @@ public final class TestHost: Sendable {
 
     // MARK: Commands
 
-    /// Runs one line of the command language (README.md, "Running apps") as `apphost ctl`
+    /// Runs one line of the command language (docs/commands.md, "Running apps") as `apphost ctl`
     /// does, and returns what it printed on standard output — JSON lines for `ps` and `tasks`.
     /// Like a `--script` line, the command first waits for the apps it concerns to settle.
     /// Throws `commandFailed` with what the host said if the command failed, `hostExited` if

@@ -6,7 +6,7 @@ import CCurl
 import AppHostRuntime
 import AppHostProtocol
 
-// A server whose certificate the system does not trust (README.md, "Background transfers"): the
+// A server whose certificate the system does not trust (docs/transfers.md, "Background transfers"): the
 // attempt ends with the server's certificate, for the app to judge
 // (`NSURLAuthenticationMethodServerTrust`); an attempt the app answered with
 // `URLCredential(trust:)` trusts that one certificate, and nothing else beside the system's.

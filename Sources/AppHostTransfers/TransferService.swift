@@ -7,7 +7,7 @@ import CCurl
 package import AppHostRuntime
 import AppHostProtocol
 
-/// The host's HTTP transfers (README.md, "Background transfers"), on the system's libcurl, never
+/// The host's HTTP transfers (docs/transfers.md, "Background transfers"), on the system's libcurl, never
 /// in an app process (the apphost executable alone links it). It knows nothing of apps but
 /// their names: it is given a transfer and its files, and reports what happens through `report`
 /// (the supervisor hops to its queue).

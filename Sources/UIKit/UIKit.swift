@@ -3,7 +3,7 @@
 // launch options, the life-cycle notifications, scenes (an app declaring
 // UIApplicationSceneManifest is driven through its scene delegates), and the UI a delegate sets
 // up, as headless objects (UserInterface.swift). As on iOS, importing UIKit imports Foundation
-// too (README.md, "Porting iOS code").
+// too (docs/porting.md, "Porting iOS code").
 @_exported public import AppHostKit
 @_exported public import Foundation
 

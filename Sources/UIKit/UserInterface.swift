@@ -5,7 +5,7 @@ public import AppHostKit
 // nothing, but a delegate that makes a window, gives it a root view controller, a navigation
 // controller and colours, and shows it, compiles and runs unchanged: each object keeps what the
 // app set, so code (and a test) can read it back, and a window's snapshot names its root view
-// controller (README.md, "Porting iOS code"). Nothing here lays out, draws or receives events.
+// controller (docs/porting.md, "Porting iOS code"). Nothing here lays out, draws or receives events.
 
 /// `UIWindow`: AppHostKit's `Window` with UIKit's properties. Its snapshot is its `content`
 /// when the app set one, else its root view controller's description

@@ -7,7 +7,7 @@ import AppHostRunner
 // processes, and the exec launcher's app process (`apphost-app __app-process`). It links the
 // runner alone, not the host: each conformance check and type lookup in an app process scans
 // the records of every image loaded, and the host's own (the CLI, the supervisor, the transfer
-// service) were two fifths of them (README.md, "How apps are launched").
+// service) were two fifths of them (docs/launching.md, "How apps are launched").
 switch CommandLine.arguments.dropFirst().first {
 case AppProcessRunner.argument?: AppProcessRunner.main()
 case LaunchTemplate.argument?: LaunchTemplate.main()

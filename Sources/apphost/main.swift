@@ -6,7 +6,7 @@ import ArgumentParser
 if CommandLine.arguments.count > 1 && CommandLine.arguments[1] == AppProcessRunner.argument {
     AppProcessRunner.main()
 }
-// So is the launch template, which forks app processes (README.md, "How apps are launched").
+// So is the launch template, which forks app processes (docs/launching.md, "How apps are launched").
 if CommandLine.arguments.count > 1 && CommandLine.arguments[1] == LaunchTemplate.argument {
     LaunchTemplate.main()
 }

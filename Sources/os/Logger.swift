@@ -1,7 +1,7 @@
 // Apple's unified logging by its module name (`import os`): `Logger`, `OSLog`, `OSLogType` and
 // `os_log`, so that iOS code logs unchanged. Each message reaches the host as a `log` event, as a
 // swift-log record does (AppHostKit's AppHostLogHandler): its level is the os type's (below), its
-// label is "SUBSYSTEM/CATEGORY" (README.md, "Porting iOS code").
+// label is "SUBSYSTEM/CATEGORY" (docs/porting.md, "Porting iOS code").
 //
 // os types map to swift-log levels: debug → debug, info → info, default (notice) → notice,
 // error → error, fault → critical. Logger's trace is debug, warning is error and critical is

@@ -45,7 +45,7 @@ final class TokenDelegate: ApplicationDelegate {
 }
 
 /// UserNotifications in a detached application, which has no host to authorize it or hand it a
-/// token (README.md, "Porting iOS code"): authorization is denied with a warning instead of
+/// token (docs/porting.md, "Porting iOS code"): authorization is denied with a warning instead of
 /// waiting forever, and registration hands out the token the host would.
 @MainActor
 struct DetachedNotificationTests {

@@ -96,7 +96,7 @@ struct URLSessionTests {
     }
 }
 
-/// Exactly once across a host's death (README.md, "What survives the host"): the transfers an app
+/// Exactly once across a host's death (docs/storage.md, "What survives the host"): the transfers an app
 /// was handed are kept in its container, so the next process of the app, handed one again by the
 /// next host, knows it. Regression (found by scripts/chaos): a download delivered, the host
 /// killed before it heard so, reached the app's delegate a second time, with an error.

@@ -3,7 +3,7 @@ import Foundation
 import Testing
 @testable import AppHostRuntime
 
-/// Scene operations in the machine (README.md, "Scenes"), on the virtual clock: each is delivered
+/// Scene operations in the machine (docs/lifecycle.md, "Scenes"), on the virtual clock: each is delivered
 /// when no callback runs, a suspended app is resumed into the background for it and suspended
 /// again, a scene comes to the foreground only in an active app, and each is timed as a callback.
 @Suite struct SceneOperationTests {
@@ -80,7 +80,7 @@ import Testing
     }
 }
 
-/// The host's record of an app's scene sessions (README.md, "Scenes").
+/// The host's record of an app's scene sessions (docs/lifecycle.md, "Scenes").
 @Suite struct SceneSessionsTests {
     @Test func theFrontSessionIsTheOneLastInTheForeground() {
         var scenes = SceneSessions()

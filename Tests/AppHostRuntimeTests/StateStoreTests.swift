@@ -11,7 +11,7 @@ import AppHostProtocol
 /// Every store of the state directory is written through `DurableFile` by a `StateStore` (or,
 /// one file a record, the `TransferStore`): a writer killed at any step leaves the old contents
 /// or the new ones, an unreadable file is kept aside with a warning, and saves leave the caller's
-/// thread at once (README.md, "What survives the host").
+/// thread at once (docs/storage.md, "What survives the host").
 @Suite struct StateStoreTests {
     struct Value: Codable, Equatable, Sendable {
         var name: String

@@ -1,7 +1,7 @@
 import Foundation
 import Testing
 
-/// Background modes against real app processes (README.md, "The life cycle" and "Background modes": sequences 5 and 6, the time limits
+/// Background modes against real app processes (docs/lifecycle.md, "The life cycle" and "Background modes": sequences 5 and 6, the time limits
 /// and the BGTaskScheduler rules), each triggered on demand. The Probe records each callback with
 /// the state it saw; BackgroundProbes.swift lists its behaviours.
 @Suite(.serialized, .timeLimit(.minutes(1)))

@@ -1,7 +1,7 @@
 import Foundation
 import Testing
 
-/// How many apps fit in a host (README.md, "How many apps fit"): the `started` event says it and
+/// How many apps fit in a host (docs/launching.md, "How many apps fit"): the `started` event says it and
 /// the limit that bounds it, and a launch past it is refused in one line naming the limit.
 @Suite(.serialized, .timeLimit(.minutes(1)))
 struct CapacityTests {

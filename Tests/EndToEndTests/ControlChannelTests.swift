@@ -213,7 +213,7 @@ struct TerminalEscapeTests {
     }
 }
 
-/// Nothing blocks the loop (README.md, "Running apps"): standard output leaves through a bounded
+/// Nothing blocks the loop (docs/commands.md, "Running apps"): standard output leaves through a bounded
 /// queue, so a reader that stops reading (a paused terminal, a pipe nobody drains) costs it lines,
 /// never the watchdogs' time.
 @Suite(.timeLimit(.minutes(1)))

@@ -316,7 +316,7 @@ private func hostSides(_ fds: [Int32]) throws -> Set<String>? {
 }
 
 extension ControlPlaneTests {
-    /// A host that is not root, without namespaces (README.md, "What an app can reach through the
+    /// A host that is not root, without namespaces (docs/sandbox.md, "What an app can reach through the
     /// host"): its apps run as its own user, so the socket's uid check lets them connect. The
     /// control key, which Landlock keeps the app from reading, is what refuses them.
     @Test(.enabled(if: isRoot, "needs root, to run a host as another user (nobody)"))

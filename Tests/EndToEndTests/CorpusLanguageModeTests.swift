@@ -1,7 +1,7 @@
 import Foundation
 import Testing
 
-/// The delegate corpus (Tests/Fixtures/Delegates, README.md, "Porting iOS code") is built in one
+/// The delegate corpus (Tests/Fixtures/Delegates, docs/porting.md, "Porting iOS code") is built in one
 /// language mode each by the package; here each plugin's files are type-checked in the other,
 /// against the modules the build made, exactly as the package compiles them. Swift 6 code
 /// compiles in Swift 5 mode without a diagnostic. Swift 5 code compiles in Swift 6 mode but for

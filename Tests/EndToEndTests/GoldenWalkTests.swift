@@ -21,7 +21,7 @@ struct GoldenWalkTests {
         let scratch = try Scratch()
         // Offline: a transfer waits for the network rather than race its server's refusal.
         let host = try HostSession([bundle], scratch: scratch, arguments: ["--network", "offline"])
-        // Each command waits for the app to settle first (README.md, "Commands").
+        // Each command waits for the app to settle first (docs/commands.md, "Commands").
         for command in ["home", "open \(name)", "terminate \(name)"] { host.send(command) }
         try host.waitFor(name, "terminated")
         host.closeInput()
@@ -40,7 +40,7 @@ struct GoldenWalkTests {
         #expect(walked == expected, "\(name)'s walk differs from \(golden.path):\n\(walked)")
     }
 
-    /// Whether the event is said once a store has written it (README.md, "What survives the
+    /// Whether the event is said once a store has written it (docs/storage.md, "What survives the
     /// host"): it comes in the walk, but not at one place in it; compared as a set, without the
     /// state.
     static func unordered(_ event: Event) -> Bool {

@@ -5,7 +5,7 @@ import CAppHostShims
 import Foundation
 import Testing
 
-/// The launch template and the exec launcher (README.md, "How apps are launched"), against real
+/// The launch template and the exec launcher (docs/launching.md, "How apps are launched"), against real
 /// app processes: which process each app is a fork of, what the template is, and what the host
 /// does when the template dies.
 @Suite(.serialized, .timeLimit(.minutes(1)))
@@ -115,7 +115,7 @@ struct LauncherTests {
         #expect(templateHandle >= 0 && poll(&ended, 1, 5000) == 1)
     }
 
-    /// The SDK that bundle-app links plugins against (README.md, "How apps are launched"), as
+    /// The SDK that bundle-app links plugins against (docs/launching.md, "How apps are launched"), as
     /// the bundle holds it: `libAppHostKit-HASH.so`.
     private func bundledSDK(in bundle: URL) throws -> URL {
         let name = try #require(try FileManager.default.contentsOfDirectory(atPath: bundle.path).first { $0.hasPrefix("libAppHostKit-") })
@@ -209,7 +209,7 @@ struct LauncherTests {
         #expect(try host.waitForExit() == 0)
     }
 
-    /// The host's standby (README.md, "How apps are launched"): in namespaces, the init of the next
+    /// The host's standby (docs/launching.md, "How apps are launched"): in namespaces, the init of the next
     /// launch's app process, waiting as `apphost-init --standby`; without, that app process itself,
     /// a child of the host named `apphost-standby`.
     private func standbys(of host: HostSession, namespaced: Bool) -> [pid_t] {

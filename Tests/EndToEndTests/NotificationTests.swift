@@ -1,7 +1,7 @@
 import Foundation
 import Testing
 
-/// UserNotifications against real app processes (README.md, "Porting iOS code"): authorization
+/// UserNotifications against real app processes (docs/porting.md, "Porting iOS code"): authorization
 /// is the host's setting, which a request waits for; requests are kept by the host and delivered
 /// on the scheduler's clock, presented in the foreground or kept as delivered; a tap opens (or
 /// launches) the app with didReceive; registration hands out a device token. The Probe's

@@ -5,7 +5,7 @@ import Foundation
 import Testing
 
 /// Nothing of one launch reaches another app's process through the launch template's memory
-/// (README.md, "How apps are launched"): every fork inherits the template's heap, so a request
+/// (docs/launching.md, "How apps are launched"): every fork inherits the template's heap, so a request
 /// it kept (a launch's container paths, environment, Landlock arguments) would be readable by
 /// every app launched after it. (Under the standby launcher no app process is a fork.)
 @Suite struct TemplateMemoryTests {

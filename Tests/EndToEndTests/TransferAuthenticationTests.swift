@@ -4,7 +4,7 @@ import CDispatch
 import Foundation
 import Testing
 
-/// A background transfer that asks to authenticate (README.md, "Background transfers"): the
+/// A background transfer that asks to authenticate (docs/transfers.md, "Background transfers"): the
 /// server's 401 wakes the app as a completion does, its task delegate answers the challenge, and
 /// the host goes on with the answer; a `.permanent` credential is kept (0600, in the state
 /// directory) for the app's next transfer to the protection space. Against the test server's

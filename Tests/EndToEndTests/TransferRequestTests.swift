@@ -1,7 +1,7 @@
 import Foundation
 import Testing
 
-/// What an app says about a transfer beyond its URL (README.md, "Background transfers"): its
+/// What an app says about a transfer beyond its URL (docs/transfers.md, "Background transfers"): its
 /// request's header fields, its earliest begin date, and the progress callbacks it gets while it
 /// runs.
 @Suite(.serialized, .timeLimit(.minutes(1)))

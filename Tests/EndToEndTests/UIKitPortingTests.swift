@@ -1,7 +1,7 @@
 import Foundation
 import Testing
 
-/// iOS code compiles and runs unchanged on UIKit, BackgroundTasks and os (README.md, "Porting
+/// iOS code compiles and runs unchanged on UIKit, BackgroundTasks and os (docs/porting.md, "Porting
 /// iOS code"): the XcodeTemplate fixture is Xcode 16's iOS App template (its AppDelegate and
 /// SceneDelegate as Xcode writes them) plus what an app adds — the app-delegate life cycle logged
 /// with os, life-cycle notifications observed, a background-task save to UserDefaults and a

@@ -1,7 +1,7 @@
 import Foundation
 import Testing
 
-/// URLSession as iOS has it (README.md, "Background transfers"): a session's own delegate
+/// URLSession as iOS has it (docs/transfers.md, "Background transfers"): a session's own delegate
 /// queue, resume data, and ordinary sessions beside background ones under `import UIKit`.
 @Suite(.serialized, .timeLimit(.minutes(1)))
 struct URLSessionFidelityTests {

@@ -31,7 +31,7 @@ public struct AppBundle: Sendable, Equatable {
     /// `BGTaskSchedulerPermittedIdentifiers`: the identifiers the app may register and submit
     /// BGTaskScheduler tasks under.
     public var permittedTaskIdentifiers: [String]
-    /// `UIApplicationSceneManifest`: the app adopts scenes (README.md, "Scenes"); nil: the
+    /// `UIApplicationSceneManifest`: the app adopts scenes (docs/lifecycle.md, "Scenes"); nil: the
     /// app-delegate life cycle applies.
     package var sceneManifest: WireSceneManifest?
     /// Whether the app adopts scenes (declares `UIApplicationSceneManifest`).

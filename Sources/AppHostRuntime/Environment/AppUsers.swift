@@ -3,7 +3,7 @@ import Glibc
 #endif
 import Foundation
 
-/// App users on a root host (README.md, "The sandbox"): each app gets its own uid and gid, and each
+/// App users on a root host (docs/sandbox.md, "The sandbox"): each app gets its own uid and gid, and each
 /// app group its own gid, from the policy's range; with per-app users off, every app gets one
 /// shared uid from it. No app runs as root. Allocations are kept in
 /// `STATE/app-users.json`, so an app finds its container with the same owner at every launch.

@@ -169,7 +169,7 @@ public struct DoctorReport: Sendable {
             : "memory: limits by sampling, degraded (an app can overshoot between samples), default budget \(budget.mebibytes)"
     }
 
-    /// How `apphost launch` would start app processes here (README.md, "How apps are launched").
+    /// How `apphost launch` would start app processes here (docs/launching.md, "How apps are launched").
     public var launcher: String {
         (geteuid() == 0
             ? "launcher: standby (each app process exec'd ahead of its launch, its own address-space layout; a launch that finds none is exec'd)"

@@ -1,6 +1,6 @@
 import Foundation
 
-/// Every store of a host's state directory, owned in one place (README.md, "What survives the
+/// Every store of a host's state directory, owned in one place (docs/storage.md, "What survives the
 /// host"): each written through `StateStore` (the transfers' records through `TransferStore`),
 /// off the loop. The supervisor holds this, not the stores one by one: it flushes them all before
 /// another host may take the instance, and hears of any write that fails.

@@ -82,7 +82,7 @@ final class MemoryGroup: @unchecked Sendable {
             return nil
         }
         // Registered, the event holds the group and the eventfd, not the control file (the
-        // kernel puts it once the event is made): one descriptor an app fewer (README.md, "How
+        // kernel puts it once the event is made): one descriptor an app fewer (docs/launching.md, "How
         // many apps fit").
         close(control)
         let memory = MemoryGroup(group: group, oomEvents: events)

@@ -1,7 +1,7 @@
 import Foundation
 import AppHostSandbox
 
-/// Every budget of the life cycle, with iOS's defaults (README.md, "Policy"). Set from the
+/// Every budget of the life cycle, with iOS's defaults (docs/policy.md, "Policy"). Set from the
 /// command line (`apphost launch --background-time 3 …`) or a policy file (`--policy FILE`).
 /// `Policy.knobs` (PolicyKnobs.swift) lists every property with its file key, flag and unit;
 /// a property without a knob can be set by neither.

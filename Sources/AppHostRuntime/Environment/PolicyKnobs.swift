@@ -151,7 +151,7 @@ extension Policy {
               unset: "none, as on iOS"),
         .init("locationUpdateInterval", "location-update-interval", .seconds(\.locationUpdateInterval),
               "How often a replayed location route moves the device and updates reach apps"),
-        // Storage (README.md, "Storage limits").
+        // Storage (docs/storage.md, "Storage limits").
         .init("storageLimit", "storage-limit", .mebibytes(\.storageLimit),
               "Disk space an app's container may take (Documents, Library, tmp): the size of its file system, or its project quota"),
         .init("appGroupStorageLimit", "app-group-storage-limit", .mebibytes(\.appGroupStorageLimit),

@@ -6,7 +6,7 @@ import CAppHostShims
 
 /// Something an app held at the moment it would have been suspended: a lock on a file in an
 /// app-group container, or a shared resource the host's policy declares. Either ends the app
-/// with 0xdead10cc (README.md, "Resource rules").
+/// with 0xdead10cc (docs/policy.md, "Resource rules").
 public struct HeldResource: Sendable, Equatable, CustomStringConvertible {
     public enum What: Sendable, Equatable {
         /// A lock on a file inside an app-group container.
@@ -57,7 +57,7 @@ public struct FileLock: Sendable, Equatable, CustomStringConvertible {
     }
 }
 
-/// Finds what an app holds before it is frozen (README.md, "Resource rules"). It starts from the
+/// Finds what an app holds before it is frozen (docs/policy.md, "Resource rules"). It starts from the
 /// app's own descriptors, never from the pid column of /proc/locks (an OFD lock has none, and a
 /// flock lock names whichever process took it, not every process that shares it):
 ///

@@ -5,7 +5,7 @@ package import Foundation
 import Synchronization
 package import AppHostSystem
 
-/// One store of the host's state directory (README.md, "What survives the host"): the scheduler's
+/// One store of the host's state directory (docs/storage.md, "What survives the host"): the scheduler's
 /// requests, the scene sessions, the location authorizations, the app users, each background
 /// transfer. Every store is written the same way, through `DurableFile` (temporary file, fsync,
 /// rename, fsync of the directory), on a writer queue of its own, never on the host's loop.

@@ -54,7 +54,7 @@ extension StorageVolumes {
     /// What a host killed before it could end left mounted below the state directory (its
     /// containers' file systems, an image mounted aside), unmounted at this host's start, deepest
     /// first: this host holds the instance, so nothing else uses them, and no mount of a dead
-    /// host outlives the next one's start (README.md, "What survives the host"). Returns a line
+    /// host outlives the next one's start (docs/storage.md, "What survives the host"). Returns a line
     /// for each, and the project table's load warning, if any.
     func releaseLeftovers() -> [String] {
         let root = stateDirectory.resolvingSymlinksInPath().path + "/"

@@ -1,6 +1,6 @@
 import Foundation
 
-/// The installed apps (README.md, "How the code is laid out"): each by its `AppID`, its bundle identifier and
+/// The installed apps (docs/internals.md, "How the code is laid out"): each by its `AppID`, its bundle identifier and
 /// its names, in installation order; and what each app's machine is, followed at each of its
 /// inputs (`follow`), so that what is asked after every state change or command looks at these
 /// sets, not at each of thousands of apps: the apps between steps (a settle of every app waits

@@ -8,7 +8,7 @@ public import Foundation
 /// `report`'s path and, for a crash or a watchdog kill, `fatalError`, `backtrace` (the top
 /// frames) and `appFrame` (the first frame in the app's code), for `log` the record's `level`
 /// and `label`, and for `started` the host's mechanisms (`HostSummary`). Other absent
-/// fields are omitted. README.md, "JSON", lists them.
+/// fields are omitted. docs/events.md, "JSON", lists them.
 public struct HostEvent: Sendable, Equatable, Codable {
     public var time: Date
     /// The app's bundle identifier; nil for the host's own notices.

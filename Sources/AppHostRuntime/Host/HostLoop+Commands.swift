@@ -6,7 +6,7 @@ import Dispatch
 // `switcher`, `interrupt`, `terminate`, `memory-warning`, `memory-pressure`).
 extension HostLoop {
     /// Whether the next launch would take an app process made ahead that has finished starting
-    /// (README.md, "How apps are launched"); nil under a launcher that makes none. For the
+    /// (docs/launching.md, "How apps are launched"); nil under a launcher that makes none. For the
     /// benchmark, which measures launches from a ready one.
     var isStandbyWarm: Bool? { queue.sync { launchpad.isStandbyWarm } }
 

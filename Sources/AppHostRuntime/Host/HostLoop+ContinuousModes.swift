@@ -1,7 +1,7 @@
 public import Foundation
 import AppHostProtocol
 
-// Continuous background modes (README.md, "Continuous background modes"): the commands that
+// Continuous background modes (docs/continuous-modes.md, "Continuous background modes"): the commands that
 // drive audio interruptions and VoIP pushes on demand. Whether a mode holds an app running is
 // the machine's decision (`LifecycleMachine.holds`); whether iOS would allow the command is
 // ContinuousModeCommands'; this hands it over.

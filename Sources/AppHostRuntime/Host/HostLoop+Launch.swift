@@ -127,7 +127,7 @@ extension HostLoop {
             message.sceneSessions = scenes.sessionsForLaunch(bundle.identifier)
         }
         message.transfers = transferDesk.atLaunch(of: bundle.identifier)
-        // The app runs them without the host's sending them (README.md, "How apps are launched").
+        // The app runs them without the host's sending them (docs/launching.md, "How apps are launched").
         message.launchCallbacks = run.launchCallbacks
         return message
     }

@@ -2,7 +2,7 @@ import Foundation
 import Dispatch
 import AppHostProtocol
 
-// Location (README.md, "Continuous background modes"): the simulated device's position (set,
+// Location (docs/continuous-modes.md, "Continuous background modes"): the simulated device's position (set,
 // a GPX route replayed on the host's clock, clear), each app's authorization (a setting of the
 // host, kept in the state directory), and who receives updates: an app whose location manager
 // updates, authorized, in the foreground — and in the background only with the location mode

@@ -62,7 +62,7 @@ extension HostLoop {
             spawn(record, run, reason: reason)
             logger.debug("\(name): spawned for a \(reason) launch, pid \(run.process.map { String($0.pid) } ?? "none")")
         case .send(var request):
-            // A scene app comes to the foreground with its front session (README.md, "Scenes").
+            // A scene app comes to the foreground with its front session (docs/lifecycle.md, "Scenes").
             if record.bundle.adoptsScenes, request.scene == nil {
                 request.scene = scenes.sceneComingForward(record.bundle.identifier, with: request.callback)
             }
@@ -142,7 +142,7 @@ extension HostLoop {
 
     /// Every thread is stopped. Before the app counts as suspended, what it holds is checked: it
     /// can no longer take or release anything, so the check sees exactly what it would keep.
-    /// 0xdead10cc if it holds something shared (README.md, "Resource rules").
+    /// 0xdead10cc if it holds something shared (docs/policy.md, "Resource rules").
     private func frozen(_ record: AppRecord, _ run: AppRun) {
         guard run.machine.phase == .suspending, !endIfHoldingSharedResources(record, run) else { return }
         handle(record, run, .suspensionVerified)

@@ -2,7 +2,7 @@ import Foundation
 import Dispatch
 import AppHostProtocol
 
-// User notifications (README.md, "Porting iOS code", UserNotifications): authorization is a
+// User notifications (docs/porting.md, "Porting iOS code", UserNotifications): authorization is a
 // setting of the host (`authorize APP notifications granted|denied`), which an app that asks
 // before it is set waits for, as iOS's prompt waits for the user; requests the app adds are kept
 // by the host and become due on the scheduler's clock (so `advance` makes them due): presented to

@@ -2,7 +2,7 @@ import AppHostProtocol
 import Dispatch
 import Foundation
 
-// Several scenes for an app that supports them (README.md, "Scenes"): `open APP --new-scene`,
+// Several scenes for an app that supports them (docs/lifecycle.md, "Scenes"): `open APP --new-scene`,
 // `close-scene`, `discard-scene` and `scenes`. The host names the sessions and decides what
 // happens; the operations reach the app through its life-cycle machine, which delivers each when
 // no callback runs (resuming a suspended app into the background for it).

@@ -2,7 +2,7 @@ import Foundation
 import Dispatch
 import AppHostProtocol
 
-// Background execution (README.md, "The life cycle", sequences 5 and 6, and "Background modes"): the
+// Background execution (docs/lifecycle.md, "The life cycle", sequences 5 and 6, and "Background modes"): the
 // scheduler that runs due requests and fetches, the app's BGTaskScheduler messages, and the
 // commands that trigger each mode on demand. The life-cycle machine delivers the events; this
 // decides when and whether.

@@ -2,7 +2,7 @@ import Foundation
 import AppHostProtocol
 import AppHostSandbox
 
-// Routing for the background transfers (README.md, "Background transfers"): the desk
+// Routing for the background transfers (docs/transfers.md, "Background transfers"): the desk
 // (TransferDesk) decides; the host gathers what it needs to know of the apps and performs what
 // it returns.
 extension HostLoop {

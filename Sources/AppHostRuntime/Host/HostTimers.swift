@@ -20,7 +20,7 @@ enum HostDeadline: Hashable, Sendable {
     case work(Int)
 }
 
-/// The host's one timer (README.md, "How the code is laid out"): every deadline of every subsystem and of every
+/// The host's one timer (docs/internals.md, "How the code is laid out"): every deadline of every subsystem and of every
 /// app's machine, kept in one heap; the Dispatch timer is armed for the earliest. Nothing else in
 /// the host waits for a time.
 ///

@@ -1,4 +1,4 @@
-/// How the host starts an app process (README.md, "How apps are launched").
+/// How the host starts an app process (docs/launching.md, "How apps are launched").
 public enum Launcher: String, Sendable, CaseIterable {
     /// Exec'd ahead of its launch, with no app chosen yet (a standby): each app process has its
     /// own address-space layout and seeds, and a launch that takes one starts no process. The

@@ -45,7 +45,7 @@ struct LaunchResult: Sendable {
     var warnings: [String] = []
 }
 
-/// The launch itself (README.md, "How apps are launched"): the app's sandbox composed, its
+/// The launch itself (docs/launching.md, "How apps are launched"): the app's sandbox composed, its
 /// containers made, then the standby taken, or a process started on the spawn thread in groups
 /// made (or waiting) for it. The loop hears the result through `then`, on the loop: at once when
 /// the launch took the standby or failed before a start, later when a process was started.

@@ -10,7 +10,7 @@ import AppHostSandbox
 import AppHostSystem
 import CAppHostShims
 
-/// What is made ahead of each launch (README.md, "How apps are launched" and "How the code is
+/// What is made ahead of each launch (docs/launching.md, "How apps are launched" and "How the code is
 /// laid out"): the launch template process (started with the host, started again when it ends,
 /// as TemplateSupervision allows), the next launch's cgroup v1 groups the template waits in, the
 /// standby app process it forks ahead, and the compiled seccomp filters. Touched only on the

@@ -1,7 +1,7 @@
 import AppHostProtocol
 import Foundation
 
-/// The simulated device's location (README.md, "Continuous background modes" and "How the code
+/// The simulated device's location (docs/continuous-modes.md, "Continuous background modes" and "How the code
 /// is laid out"): its position, the GPX route that moves it on the host's clock, each app's
 /// authorization (a setting of the host, kept in its store), what each app's location managers
 /// ask for in its run, and which apps monitor significant changes and where they last heard of

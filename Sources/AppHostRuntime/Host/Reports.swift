@@ -12,7 +12,7 @@ public struct ReportStore: Sendable {
         directory = stateDirectory.appendingPathComponent("reports", isDirectory: true)
     }
 
-    /// Everything a report holds (README.md, "Termination codes and reports").
+    /// Everything a report holds (docs/reports.md, "Termination codes and reports").
     struct Contents {
         var bundle: AppBundle
         var pid: Int32

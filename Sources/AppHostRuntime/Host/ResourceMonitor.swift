@@ -2,7 +2,7 @@
 import Glibc
 #endif
 
-/// The host-wide resource rules' state (README.md, "Resource rules"; README.md, "How the code is laid out"):
+/// The host-wide resource rules' state (docs/policy.md, "Resource rules"; docs/internals.md, "How the code is laid out"):
 /// the memory budget all apps share, each app's limit, the samples and what they mean (a memory
 /// limit passed where no cgroup holds the app, CPU in the background over its share, the budget
 /// passed), the memory-pressure episode under way (MemoryPressure decides its steps), and the

@@ -1,6 +1,6 @@
 import AppHostProtocol
 
-// The scene sessions of an app that adopts scenes, as the host keeps them (README.md, "Scenes").
+// The scene sessions of an app that adopts scenes, as the host keeps them (docs/lifecycle.md, "Scenes").
 // The host names each session (its persistent identifier, "1", "2", … per app), knows which
 // have a scene connected in the app's current run, which comes forward when the app does (the
 // one last in the foreground), and what the app last reported of each (its userInfo and state

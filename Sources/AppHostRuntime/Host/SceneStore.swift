@@ -1,6 +1,6 @@
 import AppHostProtocol
 
-/// The scene sessions of the apps that adopt scenes (README.md, "Scenes" and "How the code is
+/// The scene sessions of the apps that adopt scenes (docs/lifecycle.md, "Scenes" and "How the code is
 /// laid out"), by bundle identifier, kept in the state directory across hosts, and the rules of
 /// the scene commands: which session connects, which may be closed or discarded, what a launch
 /// is told, what a force quit removes. It answers with effects the host performs

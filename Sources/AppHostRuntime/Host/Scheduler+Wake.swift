@@ -1,6 +1,6 @@
 import AppHostProtocol
 
-// Which apps the scheduler may wake and for what (README.md, "Background modes"): the rules, as
+// Which apps the scheduler may wake and for what (docs/background-modes.md, "Background modes"): the rules, as
 // pure functions of a value the host takes of each app. The host gathers the facts, asks, and
 // performs what the answer says.
 

@@ -1,7 +1,7 @@
 import Foundation
 import AppHostProtocol
 
-/// The host's BGTaskScheduler (README.md, "Background modes"; README.md, "How the code is laid out"): each
+/// The host's BGTaskScheduler (docs/background-modes.md, "Background modes"; docs/internals.md, "How the code is laid out"): each
 /// app's pending requests, fetch interval and force quit (BackgroundSchedule, kept in its store),
 /// the conditions requests wait for (power, network), and the scheduler's clock (the wall clock,
 /// moved on by `advance`). It decides what is due and for which apps (a pass over the due work

@@ -9,7 +9,7 @@ import AppHostSystem
 import CAppHostShims
 import Logging
 
-/// An app process made ahead of its launch (README.md, "How apps are launched"), as Android's
+/// An app process made ahead of its launch (docs/launching.md, "How apps are launched"), as Android's
 /// zygote keeps unspecialized app processes ready: the launch template's fork, already in its
 /// groups (and, in namespaces, under its init, which has exec'd apphost-init), waiting for a
 /// configuration. No app is chosen yet: it has no container, and its init has made and isolated

@@ -4,7 +4,7 @@ import Glibc
 import Foundation
 import AppHostSystem
 
-/// The apps' storage (README.md, "Storage limits" and "How the code is laid out"): each
+/// The apps' storage (docs/storage.md, "Storage limits" and "How the code is laid out"): each
 /// container's and app-group container's volume held to the policy's limits (StorageVolumes),
 /// who owns them on a root host (AppUsers), what they use, and storage pressure's purges,
 /// including those that wait for an app's process to go. It decides and says what happened in

@@ -1,7 +1,7 @@
 public import Foundation
 import AppHostProtocol
 
-/// The host (README.md, "How the code is laid out"): runs installed apps in their own processes
+/// The host (docs/internals.md, "How the code is laid out"): runs installed apps in their own processes
 /// and drives each through its life cycle. This is its public face, the command language's
 /// verbs; each is carried out on the host's loop (`HostLoop`), which owns the subsystems that
 /// decide.
@@ -80,7 +80,7 @@ public final class Supervisor: Sendable {
     }
 
     /// Whether the next launch would take an app process made ahead that has finished starting
-    /// (README.md, "How apps are launched"); nil under a launcher that makes none. For the
+    /// (docs/launching.md, "How apps are launched"); nil under a launcher that makes none. For the
     /// benchmark, which measures launches from a ready one.
     public var isStandbyWarm: Bool? {
         loop.isStandbyWarm

@@ -7,7 +7,7 @@ import AppHostProtocol
 import AppHostSystem
 import CAppHostShims
 
-/// The host's side of the launch template (README.md, "How apps are launched"): starts
+/// The host's side of the launch template (docs/launching.md, "How apps are launched"): starts
 /// `apphost __template`, asks it for app processes, and notices when it ends.
 ///
 /// The template must be started, and asked, from the spawn thread: the processes it forks are

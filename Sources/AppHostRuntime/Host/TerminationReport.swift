@@ -1,6 +1,6 @@
 public import Foundation
 
-/// One termination report (README.md, "Termination codes and reports"): the file the host writes for
+/// One termination report (docs/reports.md, "Termination codes and reports"): the file the host writes for
 /// every app process that ends, and what `apphost reports` reads. Codable as the file is.
 public struct TerminationReport: Codable, Sendable, Equatable {
     public var app: String

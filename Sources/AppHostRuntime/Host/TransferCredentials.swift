@@ -3,7 +3,7 @@ import Synchronization
 import AppHostProtocol
 
 /// The credentials apps gave for their background transfers with persistence `.permanent`
-/// (README.md, "Background transfers"): each kept for the app that gave it and the protection
+/// (docs/transfers.md, "Background transfers"): each kept for the app that gave it and the protection
 /// space it answered (scheme, host, port, realm), and used for that app's next transfer there
 /// without asking it. A file of the state directory, `STATE/transfer-credentials.json`, written
 /// through `StateStore` (mode 0600, off the loop); never in a transfer's record, never sent back

@@ -1,7 +1,7 @@
 import Foundation
 import AppHostProtocol
 
-// A server's challenge (README.md, "Background transfers"): a 401 with `WWW-Authenticate`,
+// A server's challenge (docs/transfers.md, "Background transfers"): a 401 with `WWW-Authenticate`,
 // Basic or Digest, answered with the credential kept for its protection space, else handed to
 // the app as a finished transfer is (to the run that sent it, or by a wake) and the transfer
 // goes on with the app's answer.

@@ -5,7 +5,7 @@ import Foundation
 import AppHostProtocol
 import AppHostSystem
 
-// Delivering finished background transfers (README.md, "Background transfers"): at once to a
+// Delivering finished background transfers (docs/transfers.md, "Background transfers"): at once to a
 // running app, else by waking it for handleEventsForBackgroundURLSession; a download's file moved
 // into the app's container as it is sent; a force-quit app's transfers cancelled.
 extension Transfers {

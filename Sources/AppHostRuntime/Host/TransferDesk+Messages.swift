@@ -4,7 +4,7 @@ import Glibc
 import Foundation
 import AppHostProtocol
 
-// What an app says of its background transfers (README.md, "Background transfers"): a task
+// What an app says of its background transfers (docs/transfers.md, "Background transfers"): a task
 // created (checked, refused with its reason, or kept), cancelled, or delivered.
 extension Transfers {
     /// `transferCreated`, `transferCancelled`, `transferDelivered`, `transferChallengeAnswered`

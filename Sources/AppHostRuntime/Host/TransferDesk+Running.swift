@@ -1,7 +1,7 @@
 import Foundation
 import AppHostProtocol
 
-// Running the transfers (README.md, "Background transfers"): each starts when its conditions
+// Running the transfers (docs/transfers.md, "Background transfers"): each starts when its conditions
 // hold (a service, its begin date, the network, power for a discretionary one, its app
 // installed) and pauses when they no longer do; the service's reports move its record on.
 extension Transfers {

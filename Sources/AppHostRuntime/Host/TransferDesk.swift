@@ -1,7 +1,7 @@
 import Foundation
 import AppHostProtocol
 
-/// The host's background URL session transfers (README.md, "Background transfers"; DESIGN.md,
+/// The host's background URL session transfers (docs/transfers.md, "Background transfers"; DESIGN.md,
 /// "Subsystems"): the records kept in the state directory, what is owed to which run, the wakes
 /// for it, the credentials the apps gave. It decides every rule of them — when a transfer runs,
 /// the 3-wake cap, delivery to an app still launching, the force-quit gate, which transfers a

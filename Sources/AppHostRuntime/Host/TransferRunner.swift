@@ -2,7 +2,7 @@ package import Foundation
 package import AppHostProtocol
 import Synchronization
 
-/// What carries out the host's HTTP transfers (README.md, "Background transfers"): the apphost
+/// What carries out the host's HTTP transfers (docs/transfers.md, "Background transfers"): the apphost
 /// executable gives its Supervisor one (AppHostTransfers' TransferService, on libcurl),
 /// so that only the host links an HTTP client, and neither an app nor an app's tests do.
 package protocol TransferRunner: Sendable {
@@ -55,7 +55,7 @@ package enum TransferUpdate: Sendable {
 }
 
 /// What one app's downloads may still write: its storage limit less what its container and its
-/// transfers' files hold (README.md, "Background transfers"). Shared by the app's transfers
+/// transfers' files hold (docs/transfers.md, "Background transfers"). Shared by the app's transfers
 /// running at once; the host sets it afresh as each starts.
 package final class TransferAllowance: Sendable {
     private let remaining: Atomic<Int64>

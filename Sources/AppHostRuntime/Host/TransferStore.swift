@@ -7,7 +7,7 @@ import AppHostProtocol
 import AppHostSystem
 
 /// One background transfer the host carries out for an app, as kept in the state directory:
-/// it survives the app and the host (README.md, "Background transfers").
+/// it survives the app and the host (docs/transfers.md, "Background transfers").
 struct TransferRecord: Codable, Sendable, Equatable {
     enum Phase: String, Codable, Sendable {
         /// Not running: waiting for its conditions, or for its turn.

@@ -1,7 +1,7 @@
 public import Foundation
 import AppHostProtocol
 
-// User notifications (README.md, "Porting iOS code", UserNotifications): each app's
+// User notifications (docs/porting.md, "Porting iOS code", UserNotifications): each app's
 // authorization (a setting of the host, as location's is), its pending requests (due on the
 // scheduler's clock, so `advance` makes them due) and the notifications delivered while it was
 // not in the foreground, all kept in one store; and the device token each app registers with.

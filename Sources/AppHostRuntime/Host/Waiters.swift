@@ -1,4 +1,4 @@
-/// Who waits for what (README.md, "How the code is laid out"): `wait` commands for an app to reach a state,
+/// Who waits for what (docs/internals.md, "How the code is laid out"): `wait` commands for an app to reach a state,
 /// settles for apps to end their transitions, and the host's shutdown for every app to end. Each
 /// is resumed once, by what it waits for or by its timeout, whichever comes first. Touched only on
 /// the host's loop.

@@ -18,7 +18,7 @@ public enum LaunchKind: Sendable, Equatable {
 }
 
 /// A background event for an app: a fetch, a remote notification, or a BGTaskScheduler task
-/// (README.md, "The life cycle", sequences 5 and 6).
+/// (docs/lifecycle.md, "The life cycle", sequences 5 and 6).
 package struct BackgroundEvent: Sendable, Equatable {
     package var kind: WireBackgroundEvent.Kind
     /// A task's identifier.

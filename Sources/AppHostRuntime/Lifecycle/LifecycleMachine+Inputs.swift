@@ -69,7 +69,7 @@ extension LifecycleMachine {
         /// The app reported an incoming CallKit call (by UUID), or ended one.
         case callReported(String)
         case callEnded(String)
-        /// A scene operation for an app that adopts scenes (README.md, "Scenes"): delivered
+        /// A scene operation for an app that adopts scenes (docs/lifecycle.md, "Scenes"): delivered
         /// when no callback runs, resuming a suspended app into the background for it.
         case scene(SceneOperation)
     }

@@ -8,7 +8,7 @@ extension LifecycleMachine {
 
     /// The requests `ready` and then `willFinishLaunching`'s acknowledgement send, as the app
     /// process's configuration carries them while the app starts: the app runs them once it has
-    /// sent `ready`, and the host does not send them (README.md, "How apps are launched").
+    /// sent `ready`, and the host does not send them (docs/launching.md, "How apps are launched").
     /// `activating` (an app-delegate app: a scene app's activation names its scene): in a launch
     /// to the foreground, also the didBecomeActive that would follow didFinishLaunching, which
     /// the app runs unless the host has withdrawn it by then (`Action.withdraw`: the host came to

@@ -1,6 +1,6 @@
 import AppHostProtocol
 
-/// The life cycle of one app, as a pure state machine (README.md, "The life cycle").
+/// The life cycle of one app, as a pure state machine (docs/lifecycle.md, "The life cycle").
 ///
 /// It takes inputs — commands, the app's messages, the process's end, the passing of time — and
 /// returns the actions the caller must perform (send a callback, freeze, kill, write a report).

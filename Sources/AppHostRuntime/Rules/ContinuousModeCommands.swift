@@ -2,7 +2,7 @@ import AppHostProtocol
 import Foundation
 
 /// What iOS would allow of the commands that drive the continuous background modes on demand
-/// (README.md, "Continuous background modes"): an audio interruption needs an app that runs,
+/// (docs/continuous-modes.md, "Continuous background modes"): an audio interruption needs an app that runs,
 /// is not suspended and has an active audio session (and one interruption at a time); a VoIP
 /// push reaches only an app that declares the voip mode, with a JSON object. A pure rule over a
 /// snapshot of the app: it returns what the host hands over, or the refusal. Whether a mode

@@ -1,5 +1,5 @@
 /// How many apps can run in one host at once, and which of the machine's limits says so
-/// (README.md, "How many apps fit"): each app process costs the host descriptors, and costs the
+/// (docs/launching.md, "How many apps fit"): each app process costs the host descriptors, and costs the
 /// machine tasks (its process, its namespace's init, their threads). Past the bound a launch is
 /// refused in one line naming the limit, never left to fail as a bare "terminated".
 public struct HostCapacity: Sendable, Equatable {

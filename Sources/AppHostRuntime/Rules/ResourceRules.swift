@@ -1,6 +1,6 @@
 import Foundation
 
-/// The resource rules (README.md, "Resource rules") as pure functions: measurements in, a termination (or a
+/// The resource rules (docs/policy.md, "Resource rules") as pure functions: measurements in, a termination (or a
 /// victim) out. The host measures (memory, CPU, what an app holds) and acts; what the
 /// measurements mean is decided here, so each rule is unit tested without a process.
 enum ResourceRules {

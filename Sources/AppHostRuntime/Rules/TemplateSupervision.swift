@@ -1,4 +1,4 @@
-/// When the launch template is started again and when standbys are made (README.md, "How apps
+/// When the launch template is started again and when standbys are made (docs/launching.md, "How apps
 /// are launched"): a pure rule over the template's recent ends and the standbys that failed in a
 /// row. The host follows what it says.
 struct TemplateSupervision {

@@ -1,7 +1,7 @@
 import AppHostProtocol
 
 /// What the host owes each app of its finished background transfers, and how it may wake the app
-/// for them (README.md, "Background transfers"): a pure ledger the host consults and keeps.
+/// for them (docs/transfers.md, "Background transfers"): a pure ledger the host consults and keeps.
 ///
 /// A finished transfer is sent to an app's run once (a run that was sent it and has not said it
 /// was delivered is not sent it again; the next run is). A session that sends launch events wakes

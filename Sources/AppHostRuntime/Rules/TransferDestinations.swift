@@ -2,7 +2,7 @@
 import Glibc
 #endif
 
-/// Where the host's background transfers may connect (README.md, "Background transfers"). The
+/// Where the host's background transfers may connect (docs/transfers.md, "Background transfers"). The
 /// host makes the connection for the app, from outside its sandbox: without a rule it would
 /// reach what the app itself cannot (a service on the host's loopback, a link-local metadata
 /// endpoint, the local network). So loopback, link-local, private, unspecified, multicast and

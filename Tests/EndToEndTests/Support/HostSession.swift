@@ -91,7 +91,7 @@ final class Scratch {
             try? FileManager.default.removeItem(at: bundle.appendingPathComponent(file))
             let original = source.appendingPathComponent(file), copy = bundle.appendingPathComponent(file)
             // The plugin may be a link (the app may read the file it names); the SDK beside it
-            // must be the bundle's own, a hard link or a copy (README.md, "How apps are launched").
+            // must be the bundle's own, a hard link or a copy (docs/launching.md, "How apps are launched").
             if file.hasPrefix("libAppHostKit-") {
                 if (try? FileManager.default.linkItem(at: original, to: copy)) == nil { try FileManager.default.copyItem(at: original, to: copy) }
             } else {

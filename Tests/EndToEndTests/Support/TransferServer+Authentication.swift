@@ -1,6 +1,6 @@
 import Foundation
 
-/// The test server's resources behind authentication (README.md, "Background transfers"):
+/// The test server's resources behind authentication (docs/transfers.md, "Background transfers"):
 ///   GET /basic/SIZE     401 with `WWW-Authenticate: Basic realm="episodes"` unless the request
 ///                       has Basic credentials ada:lovelace, then the resource as /slow/SIZE
 ///                       sends it (64 KiB pieces 50 ms apart: an app suspended after answering

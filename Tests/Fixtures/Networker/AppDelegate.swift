@@ -1,7 +1,7 @@
 import UIKit
 
 /// Ordinary networking and a background session in one file, as an iOS app writes them, under
-/// `import UIKit` alone (README.md, "Background transfers"): `URLSession.shared` with a
+/// `import UIKit` alone (docs/transfers.md, "Background transfers"): `URLSession.shared` with a
 /// completion handler, a `.default` session with async/await, a `URLRequest` with a header
 /// field, and a background download. Each result is a line on standard error:
 ///   networker: shared status=200 bytes=1000
