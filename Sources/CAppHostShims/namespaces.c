@@ -158,7 +158,7 @@ static void exec_unblocked(const char *path, char *const argv[], char *const env
     execve(path, argv, envp);
 }
 
-// The launch template (README.md, "How apps are launched").
+// The launch template (docs/launching.md, "How apps are launched").
 
 /// Where glibc keeps the calling thread's tid in its thread descriptor, found by
 /// apphost_template_prepare; -1 if it was not found.

@@ -1,7 +1,7 @@
 import Foundation
 import Testing
 
-/// What survives the host (README.md): a store that cannot be read is kept aside with a warning
+/// What survives the host (docs/storage.md): a store that cannot be read is kept aside with a warning
 /// that names it, never overwritten, and the host starts.
 @Suite(.serialized, .timeLimit(.minutes(1)))
 struct PersistenceTests {

@@ -13,7 +13,7 @@
 const void *apphost_own_class_metadata(const char *name);
 
 /// Names the plugin's image (its path, as the runner passed it to `dlopen`) as the one the two
-/// look-ups here search: the SDK is a library of its own beside it (README.md, "How apps are
+/// look-ups here search: the SDK is a library of its own beside it (docs/launching.md, "How apps are
 /// launched"). Until it is called they search the image this code is linked into (a unit
 /// test's). `path` must outlive the look-ups.
 void apphost_set_plugin_image(const char *path);

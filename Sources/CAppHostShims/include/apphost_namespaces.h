@@ -2,7 +2,7 @@
 #define APPHOST_NAMESPACES_H
 
 // Starting an app process in namespaces of its own, and what its init does inside them
-// (README.md, "The sandbox"). Everything here that runs in a child between clone and execve, or in
+// (docs/sandbox.md, "The sandbox"). Everything here that runs in a child between clone and execve, or in
 // the namespace's init, makes system calls only: no allocation, no locks.
 
 #include <sys/types.h>
@@ -32,7 +32,7 @@
 pid_t apphost_spawn(const char *path, char *const argv[], char *const envp[], const int *fds, int count,
                     int namespaces, const char *app_path, char *const app_argv[], int *pidfd);
 
-/// In the launch template (README.md, "How apps are launched"): before the first
+/// In the launch template (docs/launching.md, "How apps are launched"): before the first
 /// apphost_template_spawn, while single-threaded. Records where the template's environment
 /// holds the value of each variable of `placeholders` (`count`, at most 16): CoreFoundation
 /// keeps pointers to the values of HOME, TMPDIR, the XDG directories and a few more, read once
