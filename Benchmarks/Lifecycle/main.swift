@@ -188,7 +188,7 @@ func benchmarkHost(
 
 /// Waits (at most a second) until the next launch would take an app process made ahead that
 /// has finished starting, as a launch a person makes does: the launch figures measure that
-/// launch. Launches back to back, faster than processes are made ahead, are slower (README.md,
+/// launch. Launches back to back, faster than processes are made ahead, are slower (docs/launching.md,
 /// "How apps are launched").
 func waitForWarmStandby(_ supervisor: Supervisor) {
     let deadline = now() + 1_000_000_000

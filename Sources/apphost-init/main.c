@@ -1,4 +1,4 @@
-// apphost-init: the init (pid 1) of an app's PID namespace (README, The sandbox).
+// apphost-init: the init (pid 1) of an app's PID namespace (docs/sandbox.md, "The sandbox").
 //
 //   apphost-init [--hide DIR] [--writable PATH]... [--readable PATH]... [--landlock-read PATH]... [--landlock-write PATH]...
 //   apphost-init --standby --hide DIR [--landlock-read PATH]... [--landlock-write PATH]...
@@ -16,8 +16,8 @@
 // the app process ends writes how it ended on descriptor 5 and exits: the kernel then ends every
 // process left in the namespace. It is a small C program, not a fork of the runner, so that
 // starting an app costs one short exec, made while the runner starts, rather than a copy of a
-// Swift process (README, Performance). With --standby (an app process made ahead of its launch,
-// README, "How apps are launched"), the options come later, from the host on descriptor 5: a
+// Swift process (docs/performance.md). With --standby (an app process made ahead of its launch,
+// docs/launching.md, "How apps are launched"), the options come later, from the host on descriptor 5: a
 // 4-byte length, then the options, each ending in a NUL byte; the host's closing the socket
 // first ends it, and the app process with it. Before the options come it makes the mount
 // namespace and does there what names no app (DIR hidden, the other hosts' images detached,
