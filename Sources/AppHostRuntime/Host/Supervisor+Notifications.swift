@@ -31,18 +31,36 @@ extension Supervisor {
         queue.sync { notifications.listing(apps.map(notificationFacts)) }
     }
 
-    /// The user taps APP's delivered notification (`tap-notification APP IDENTIFIER`): the app
-    /// is opened (launched if it is not running) and its center delegate's `didReceive` runs
-    /// with the default action once it is active.
-    public func tapNotification(_ name: String, identifier: String) throws -> String {
+    /// The user taps APP's delivered notification (`tap-notification APP IDENTIFIER [ACTION]
+    /// [--text TEXT]`): it leaves Notification Center. The default action, or one with
+    /// `.foreground`, opens the app (launching it if it is not running) and its center
+    /// delegate's `didReceive` runs once it is active; any other action runs the app in the
+    /// background (launching or resuming it there) for `didReceive`; a dismissal reaches the app
+    /// only if its category has `.customDismissAction`.
+    public func tapNotification(_ name: String, identifier: String, action: String? = nil, text: String? = nil) throws -> String {
         try queue.sync {
             let record = try app(named: name)
-            try notifications.tap(identifier, of: notificationFacts(record))
-            let line = announce(record, command: .notification, "tapped \(identifier.debugDescription); opening the app", nil)
-            open(record)
-            // Active already (open changes nothing): no state change will deliver it.
-            if let run = record.run, run.machine.isLive, run.lastState == .active { deliverTaps(record) }
-            return line
+            let (outcome, effects) = try notifications.tapped(identifier, action: action, text: text, of: notificationFacts(record))
+            perform(effects)
+            let tapped = "tapped \(identifier.debugDescription)" + (action.map { " (\($0))" } ?? "")
+            switch outcome {
+            case .nothing:
+                return announce(record, command: .notification, "\(tapped); dismissed, nothing reaches the app", nil)
+            case .open:
+                let line = announce(record, command: .notification, "\(tapped); opening the app", nil)
+                open(record)
+                deliverTaps(record)
+                return line
+            case .runInBackground:
+                let line = announce(record, command: .notification, "\(tapped); running the app in the background", nil)
+                if let run = record.run, run.machine.isAlive {
+                    if run.machine.state == .suspended { handle(record, run, .wakeInBackground) }
+                } else {
+                    start(record, kind: .background, reason: "background")
+                }
+                deliverTaps(record)
+                return line
+            }
         }
     }
 
@@ -72,9 +90,15 @@ extension Supervisor {
             now: clock.now, schedulerNow: scheduler.now, installed: Set(apps.map(\.bundle.identifier))))
     }
 
-    /// The app became active: the taps that wait for it reach its center delegate (`didReceive`).
+    /// The app's state changed: the taps that wait for it reach its center delegate
+    /// (`didReceive`): those that open it once it is active, background actions once it runs.
     func deliverTaps(_ record: AppRecord) {
-        perform(notifications.becameActive(record.bundle.identifier))
+        perform(notifications.ready(notificationFacts(record)))
+    }
+
+    /// The app's Notification Center, for its launch (`getDeliveredNotifications`).
+    func deliveredNotifications(of record: AppRecord) -> [WireDeliveredNotification] {
+        notifications.deliveredForApp(record.bundle.identifier)
     }
 
     // MARK: Routing
@@ -82,9 +106,12 @@ extension Supervisor {
     /// What the notification rules need to know of the app now.
     private func notificationFacts(_ record: AppRecord) -> UserNotificationService.App {
         let machine = record.run?.machine
+        let state = currentState(of: record)
+        let runs = machine.map { $0.isLive && $0.launchFinished } ?? false
         return UserNotificationService.App(
             identifier: record.bundle.identifier, name: record.bundle.name, isLive: machine?.isLive ?? false,
-            presents: machine.map { $0.isLive && $0.launchFinished && $0.isInForeground } ?? false)
+            presents: machine.map { $0.isLive && $0.launchFinished && $0.isInForeground } ?? false,
+            isActive: runs && state == .active, runs: runs && [.active, .inactive, .background].contains(state))
     }
 
     /// Performs the notification center's effects, in order.
