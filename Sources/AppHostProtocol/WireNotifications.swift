@@ -101,6 +101,36 @@ package struct WireDeliveredNotification: Codable, Sendable, Equatable {
     }
 }
 
+extension WireDeliveredNotification {
+    /// In the configuration's compact layout (ConfigurationCoding.swift).
+    func write(to writer: inout CompactWriter) {
+        for text in [request.identifier, request.title, request.subtitle, request.body, request.categoryIdentifier] { writer.write(text) }
+        writer.write(request.userInfo) { $0.write($1) }
+        writer.write(request.interval) { $0.write($1) }
+        writer.write(request.calendar.map { $0.sorted { $0.key < $1.key } }) { writer, fields in
+            writer.write(fields) { writer, field in
+                writer.write(field.key)
+                writer.write(field.value)
+            }
+        }
+        writer.write(request.repeats)
+        writer.write(date)
+    }
+
+    init(from reader: inout CompactReader) throws(CompactCodingError) {
+        var request = WireNotificationRequest(
+            identifier: try reader.string("identifier"), title: try reader.string("title"), subtitle: try reader.string("subtitle"),
+            body: try reader.string("body"), categoryIdentifier: try reader.string("categoryIdentifier"))
+        request.userInfo = try reader.optional("userInfo") { reader throws(CompactCodingError) in try reader.string("userInfo") }
+        request.interval = try reader.optional("interval") { reader throws(CompactCodingError) in try reader.double("interval") }
+        request.calendar = try reader.optional("calendar") { reader throws(CompactCodingError) in
+            Dictionary(try reader.array("calendar") { reader throws(CompactCodingError) in (try reader.string("calendar"), try reader.int("calendar")) }) { $1 }
+        }
+        request.repeats = try reader.bool("repeats")
+        self.init(request: request, date: try reader.double("date"))
+    }
+}
+
 /// App to host: `AppMessage.notification`.
 package enum WireNotificationAsk: Codable, Sendable, Equatable {
     /// `requestAuthorization(options:completionHandler:)`: answered by `authorization` once the

@@ -97,7 +97,7 @@ struct NotificationActionTests {
         let log = scratch.recorded("Chat")
         #expect(log.filter { $0.hasPrefix("didBecomeActive") }.count == activations + 1, "opened once, for m4 only")
         #expect(!log.contains { $0.hasPrefix("didReceive m3") })
-        #expect(try listing(host).isEmpty, "each tap took its notification")
+        #expect(try listing(host).filter { !$0.hasSuffix(" pending") } == [], "each tap took its notification (the relaunches added the requests again)")
     }
 
     @Test func getDeliveredNotificationsListsNotificationCenterNewestFirst() throws {
@@ -124,7 +124,7 @@ struct NotificationActionTests {
         // At launch, in its configuration; then it removes d2 and the host's list follows.
         try scratch.waitForRecorded("Keeper", "delivered didFinishLaunching d3,d2,d1 newestFirst=true")
         try scratch.waitForRecorded("Keeper", "delivered didBecomeActive d3,d1 newestFirst=true")
-        try waitUntil("the host removes d2") { (try? listing(host)) == ["Keeper d1 delivered", "Keeper d3 delivered"] }
+        try waitUntil("the host removes d2") { (try? listing(host))?.filter { !$0.hasSuffix(" pending") } == ["Keeper d1 delivered", "Keeper d3 delivered"] }
         // A tap takes the tapped one, and the running app hears it before didReceive.
         host.send("tap-notification Keeper d3")
         try scratch.waitForRecorded("Keeper", "didReceive d3 com.apple.UNNotificationDefaultActionIdentifier active userInfo=d3")

@@ -96,9 +96,10 @@ extension Supervisor {
         perform(notifications.ready(notificationFacts(record)))
     }
 
-    /// The app's Notification Center, for its launch (`getDeliveredNotifications`).
-    func deliveredNotifications(of record: AppRecord) -> [WireDeliveredNotification] {
-        notifications.deliveredForApp(record.bundle.identifier)
+    /// The app's Notification Center, for its launch (`getDeliveredNotifications`); nil if empty.
+    func deliveredNotifications(of record: AppRecord) -> [WireDeliveredNotification]? {
+        let delivered = notifications.deliveredForApp(record.bundle.identifier)
+        return delivered.isEmpty ? nil : delivered
     }
 
     // MARK: Routing
