@@ -113,8 +113,9 @@ import Testing
 
     // MARK: Rules
 
-    private func notes(live: Bool = true, presents: Bool = false, active: Bool = false, runs: Bool = false) -> UserNotificationService.App {
-        UserNotificationService.App(identifier: app, name: "Notes", isLive: live, presents: presents, isActive: active, runs: runs || active)
+    private func notes(live: Bool = true, presents: Bool = false, active: Bool = false, runs: Bool = false, suspended: Bool = false) -> UserNotificationService.App {
+        UserNotificationService.App(
+            identifier: app, name: "Notes", isLive: live, presents: presents, isActive: active, runs: runs || active, isSuspended: suspended)
     }
 
     @Test func aDueNotificationIsPresentedInTheForegroundElseKeptDeliveredAndNeverShownUngranted() throws {
@@ -271,7 +272,8 @@ import Testing
         #expect(throws: SupervisorError.self, "--text only for a text-input action") { try notifications.tap("m", action: "mark", text: "hi", of: notes()) }
         #expect(notifications.delivered(of: app).count == 1, "a refused tap changes nothing")
         #expect(try notifications.tap("m", action: "reply", text: "On my way", of: notes()) == .runInBackground)
-        #expect(notifications.ready(notes(live: true)).isEmpty, "suspended or launching: waits")
+        #expect(notifications.ready(notes(live: true)).isEmpty, "launching or being suspended: waits")
+        #expect(notifications.ready(notes(suspended: true)) == [.wake(app)], "suspended: woken for it")
         #expect(notifications.ready(notes(runs: true)) == [
             .send(app, .respond(message, action: "reply", userText: "On my way")),
             .event(app, "\"m\" answered with \"reply\", text \"On my way\" in the background (didReceive)"),
@@ -279,6 +281,7 @@ import Testing
         _ = deliver("m2", "message")
         #expect(try notifications.tap("m2", action: "open", of: notes()) == .open, ".foreground opens the app")
         #expect(notifications.ready(notes(runs: true)).isEmpty)
+        #expect(notifications.ready(notes(suspended: true)).isEmpty, "a foreground action is not run in the background")
         #expect(notifications.ready(notes(active: true)).count == 2)
         _ = deliver("plain", "")
         #expect(throws: SupervisorError.self, "no category: only dismiss") { try notifications.tap("plain", action: "mark", of: notes()) }

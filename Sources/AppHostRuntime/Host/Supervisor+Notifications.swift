@@ -53,11 +53,8 @@ extension Supervisor {
                 return line
             case .runInBackground:
                 let line = announce(record, command: .notification, "\(tapped); running the app in the background", nil)
-                if let run = record.run, run.machine.isAlive {
-                    if run.machine.state == .suspended { handle(record, run, .wakeInBackground) }
-                } else {
-                    start(record, kind: .background, reason: "background")
-                }
+                if record.run?.machine.isAlive != true { start(record, kind: .background, reason: "background") }
+                // Running: it hears it now; suspended: it is woken for it.
                 deliverTaps(record)
                 return line
             }
@@ -112,7 +109,8 @@ extension Supervisor {
         return UserNotificationService.App(
             identifier: record.bundle.identifier, name: record.bundle.name, isLive: machine?.isLive ?? false,
             presents: machine.map { $0.isLive && $0.launchFinished && $0.isInForeground } ?? false,
-            isActive: runs && state == .active, runs: runs && [.active, .inactive, .background].contains(state))
+            isActive: runs && state == .active, runs: runs && [.active, .inactive, .background].contains(state) && machine?.phase != .suspending,
+            isSuspended: machine?.isAlive == true && state == .suspended)
     }
 
     /// Performs the notification center's effects, in order.
@@ -127,6 +125,10 @@ extension Supervisor {
             case .warning(let id, let detail):
                 guard let record = apps.record(identifier: id), let run = record.run else { continue }
                 handle(record, run, .warning(detail))
+            case .wake(let id):
+                guard let record = apps.record(identifier: id), let run = record.run else { continue }
+                record.backgroundWakeups += 1
+                handle(record, run, .wakeInBackground)
             case .deliverDue:
                 // Due now (no trigger): delivered behind this message, not inside it.
                 queue.async { [weak self] in self?.deliverDueNotifications() }

@@ -139,8 +139,11 @@ extension UserNotificationService {
 
     /// The app's state changed: the taps that wait for it reach its center delegate
     /// (`didReceive`): those that open it once it is active, background actions once it runs.
+    /// A background action that finds it suspended (tapped while it was being suspended) wakes it.
     func ready(_ app: App) -> [Effect] {
-        takeTaps(for: app).flatMap { tap -> [Effect] in
+        let ready = takeTaps(for: app)
+        if ready.isEmpty, app.isSuspended, waitsToRun(app.identifier) { return [.wake(app.identifier)] }
+        return ready.flatMap { tap -> [Effect] in
             let how = tap.action == "com.apple.UNNotificationDefaultActionIdentifier" ? "opened by the user"
                 : tap.action == "com.apple.UNNotificationDismissActionIdentifier" ? "dismissed by the user"
                 : "answered with \(tap.action.debugDescription)" + (tap.userText.map { ", text \($0.debugDescription)" } ?? "")

@@ -55,9 +55,11 @@ final class UserNotificationService {
         var presents = false
         /// It is active: a tap that opens the app reaches it.
         var isActive = false
-        /// It runs past its launch, active, inactive or in the background (not suspended): a
-        /// background action's response reaches it.
+        /// It runs past its launch, active, inactive or in the background (not suspended nor
+        /// being suspended): a background action's response reaches it.
         var runs = false
+        /// It is suspended: a background action's response waits for it to be run again.
+        var isSuspended = false
     }
 
     /// A tap waiting for its app: the notification, the action and the text typed, and whether
@@ -90,6 +92,8 @@ final class UserNotificationService {
         case warning(String, String)
         /// Deliver what is due, behind the message being handled (not inside it).
         case deliverDue
+        /// Resume the suspended app in the background: a background action's response waits.
+        case wake(String)
     }
 
     private var apps: [String: AppNotifications]
@@ -296,6 +300,9 @@ final class UserNotificationService {
         }
         return Tap(request: request, action: action, userText: text, foreground: found.foreground)
     }
+
+    /// Whether a background action's response waits for the app to run.
+    func waitsToRun(_ app: String) -> Bool { taps[app]?.contains { !$0.foreground } ?? false }
 
     /// The taps the app can take now, taken: those that open it once it is active, the others
     /// once it runs; the rest keep waiting.
