@@ -25,13 +25,17 @@ import Testing
         await withCheckedContinuation { kept in notifications.authorize(app, .granted) { kept.resume() } }
         #expect(notifications.status(of: app) == "authorized")
         _ = notifications.add(request("a", after: 60), for: app, now: 1000)
-        notifications.keepDelivered(KeptNotification(request: request("b"), due: 900), for: app, at: 950)
+        notifications.keepDelivered(KeptNotification(request: request("b"), due: 900), for: app, at: 950, presented: 1 << 3)
+        let category = WireNotificationCategory(identifier: "c", actions: [.init(identifier: "reply", textInput: true)], customDismissAction: true)
+        notifications.setCategories([category], for: app)
         await withCheckedContinuation { kept in notifications.authorize(app, .denied) { kept.resume() } }
         let again = try service(path)
         #expect(again.loadWarning == nil)
         #expect(again.status(of: app) == "denied")
         #expect(again.pending(of: app).map(\.request.identifier) == ["a"])
         #expect(again.delivered(of: app).map(\.request.identifier) == ["b"])
+        #expect(again.delivered(of: app).first?.presented == 1 << 3)
+        #expect(again.category("c", of: app) == category, "a tap after the app ended is judged against its categories")
     }
 
     @Test func aRequestIsDueAtItsTriggerOnTheClockAndOnce() throws {
