@@ -134,6 +134,7 @@ enum AppMain {
         }
         launchOptions = [.launchReason: Application.LaunchReason(rawValue: configuration.launchReason)]
         if let payload = configuration.launchPayload { launchOptions[.remoteNotification] = notificationPayload(payload) }
+        UNUserNotificationCenter.current().deliveredChanged(configuration.deliveredNotifications ?? [])
         // As UIKit marks a relaunch for a significant location change.
         if configuration.launchReason == Application.LaunchReason.location.rawValue { launchOptions[.location] = true }
         if let manifest = configuration.scenes {
@@ -281,7 +282,8 @@ enum AppMain {
             switch tell {
             case .authorization(let status): UNUserNotificationCenter.current().authorizationChanged(status)
             case .present(let request): UNUserNotificationCenter.current().present(request)
-            case .respond(let request, let action): UNUserNotificationCenter.current().respond(request, action: action)
+            case .respond(let request, let action, let userText): UNUserNotificationCenter.current().respond(request, action: action, userText: userText)
+            case .delivered(let delivered): UNUserNotificationCenter.current().deliveredChanged(delivered)
             case .deviceToken(let token): Application.hosted.registered(deviceToken: token)
             }
         case .transferFinished(let event):

@@ -20,6 +20,8 @@ public final class UNUserNotificationCenter: @unchecked Sendable {
         /// by identifier: what the delegate is handed back (with the content's own userInfo).
         var pending: [String: UNNotificationRequest] = [:]
         var order: [String] = []
+        /// The app's notifications in Notification Center as the host last told, newest first.
+        var delivered: [WireDeliveredNotification] = []
     }
 
     private static let shared = UNUserNotificationCenter()
@@ -99,9 +101,19 @@ public final class UNUserNotificationCenter: @unchecked Sendable {
 
     // MARK: Categories
 
-    /// Keeps the app's categories.
+    /// Keeps the app's categories, and tells the host, which judges a tap's action against them.
     public func setNotificationCategories(_ categories: Set<UNNotificationCategory>) {
         state.withLock { $0.categories = categories }
+        let wire = categories.sorted { $0.identifier < $1.identifier }.map { category in
+            WireNotificationCategory(
+                identifier: category.identifier,
+                actions: category.actions.map {
+                    .init(identifier: $0.identifier, foreground: $0.options.contains(.foreground), textInput: $0 is UNTextInputNotificationAction)
+                },
+                customDismissAction: category.options.contains(.customDismissAction))
+        }
+        let link = Application.shared.link
+        if !link.isDetached { link.send(.notification(.categories(wire))) }
     }
 
     /// The categories set last.
@@ -162,36 +174,70 @@ public final class UNUserNotificationCenter: @unchecked Sendable {
     }
 
     public func removeAllPendingNotificationRequests() {
-        state.withLock { $0 = State(status: $0.status, authorizationWaiters: $0.authorizationWaiters, settingsWaiters: $0.settingsWaiters, categories: $0.categories) }
+        state.withLock { state in
+            state.pending = [:]
+            state.order = []
+        }
         Application.shared.link.send(.notification(.removePending(nil)))
     }
 
-    /// None are listed here (the host keeps them: `notifications` lists them).
+    /// The app's notifications in Notification Center, newest first, with the dates they were
+    /// delivered: those delivered while it was not in the foreground, and those it presented
+    /// with `.list`, `.banner` or `.alert`, until tapped or removed (the host's list, given at
+    /// launch and kept up to date).
     public func getDeliveredNotifications(completionHandler: @escaping @Sendable ([UNNotification]) -> Void) {
-        DispatchQueue.global().async { completionHandler([]) }
+        let delivered = deliveredNotifications
+        DispatchQueue.global().async { completionHandler(delivered) }
     }
 
+    /// `getDeliveredNotifications(completionHandler:)`'s notifications.
+    public func deliveredNotifications() async -> [UNNotification] { deliveredNotifications }
+
+    private var deliveredNotifications: [UNNotification] {
+        state.withLock { $0.delivered }.map { UNNotification(request: Self.request(from: $0.request), date: Date(timeIntervalSince1970: $0.date)) }
+    }
+
+    /// Removes them from Notification Center, here and at the host.
     public func removeDeliveredNotifications(withIdentifiers identifiers: [String]) {
+        state.withLock { $0.delivered.removeAll { identifiers.contains($0.request.identifier) } }
         Application.shared.link.send(.notification(.removeDelivered(identifiers)))
     }
 
     public func removeAllDeliveredNotifications() {
+        state.withLock { $0.delivered = [] }
         Application.shared.link.send(.notification(.removeDelivered(nil)))
+    }
+
+    /// The host's list of the app's notifications in Notification Center (at launch, and as it
+    /// changes): a request delivered is no longer pending here (unless it repeats).
+    func deliveredChanged(_ delivered: [WireDeliveredNotification]) {
+        let spent = delivered.filter { !$0.request.repeats }.map(\.request.identifier)
+        state.withLock { $0.delivered = delivered }
+        forget(spent)
     }
 
     // MARK: Delivery (from the host, on the main queue)
 
-    /// A notification due while the app is in the foreground: the delegate's `willPresent`.
+    /// A notification due while the app is in the foreground: the delegate's `willPresent`,
+    /// whose options go to the host (it takes the first answer); no delegate: not shown, as
+    /// on iOS.
     @MainActor
     func present(_ wire: WireNotificationRequest) {
         let notification = UNNotification(request: take(wire), date: Date())
-        delegate?.userNotificationCenter(self, willPresent: notification) { _ in }
+        let link = Application.shared.link
+        guard let delegate else { return link.send(.notification(.presented(identifier: wire.identifier, options: 0))) }
+        delegate.userNotificationCenter(self, willPresent: notification) { options in
+            link.send(.notification(.presented(identifier: wire.identifier, options: options.rawValue)))
+        }
     }
 
-    /// The user tapped a notification: the delegate's `didReceive` with `action`.
+    /// The user tapped a notification: the delegate's `didReceive` with `action` (a
+    /// `UNTextInputNotificationResponse` with the text typed, for a text-input action).
     @MainActor
-    func respond(_ wire: WireNotificationRequest, action: String) {
-        let response = UNNotificationResponse(notification: UNNotification(request: take(wire), date: Date()), actionIdentifier: action)
+    func respond(_ wire: WireNotificationRequest, action: String, userText: String?) {
+        let notification = UNNotification(request: take(wire), date: Date())
+        let response = userText.map { UNTextInputNotificationResponse(notification: notification, actionIdentifier: action, userText: $0) }
+            ?? UNNotificationResponse(notification: notification, actionIdentifier: action)
         delegate?.userNotificationCenter(self, didReceive: response) {}
     }
 
@@ -203,6 +249,11 @@ public final class UNUserNotificationCenter: @unchecked Sendable {
             if !wire.repeats { forget([wire.identifier]) }
             return made
         }
+        return Self.request(from: wire)
+    }
+
+    /// The request as the host kept it.
+    private static func request(from wire: WireNotificationRequest) -> UNNotificationRequest {
         let content = UNMutableNotificationContent()
         content.title = wire.title
         content.subtitle = wire.subtitle

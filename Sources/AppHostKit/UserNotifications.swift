@@ -119,12 +119,21 @@ public final class UNNotification: Sendable {
 }
 
 /// The user's answer to a notification, as `UNNotificationResponse`.
-public final class UNNotificationResponse: Sendable {
+public class UNNotificationResponse: @unchecked Sendable {
     public let notification: UNNotification
     public let actionIdentifier: String
     init(notification: UNNotification, actionIdentifier: String) {
         self.notification = notification
         self.actionIdentifier = actionIdentifier
+    }
+}
+
+/// The answer to a text-input action, as `UNTextInputNotificationResponse`: the text typed.
+public final class UNTextInputNotificationResponse: UNNotificationResponse, @unchecked Sendable {
+    public let userText: String
+    init(notification: UNNotification, actionIdentifier: String, userText: String) {
+        self.userText = userText
+        super.init(notification: notification, actionIdentifier: actionIdentifier)
     }
 }
 
@@ -150,6 +159,20 @@ public class UNNotificationAction: @unchecked Sendable {
         self.identifier = identifier
         self.title = title
         self.options = options
+    }
+}
+
+/// A button that opens a text field, as `UNTextInputNotificationAction`: the response is a
+/// `UNTextInputNotificationResponse` with the text (`tap-notification APP ID ACTION --text TEXT`).
+public final class UNTextInputNotificationAction: UNNotificationAction, @unchecked Sendable {
+    public let textInputButtonTitle: String
+    public let textInputPlaceholder: String
+    public init(
+        identifier: String, title: String, options: UNNotificationActionOptions = [], textInputButtonTitle: String, textInputPlaceholder: String
+    ) {
+        self.textInputButtonTitle = textInputButtonTitle
+        self.textInputPlaceholder = textInputPlaceholder
+        super.init(identifier: identifier, title: title, options: options)
     }
 }
 
@@ -179,8 +202,10 @@ public final class UNNotificationCategory: Hashable, @unchecked Sendable {
 
 /// What the center tells the app, as `UNUserNotificationCenterDelegate`: every method optional.
 /// The SDK calls the completion-handler forms on the main queue: `willPresent` when a
-/// notification is due while the app is in the foreground, `didReceive` when the user tapped one
-/// (`tap-notification`) and the app is active. A delegate that implements the async forms
+/// notification is due while the app is in the foreground (the options it completes with go to
+/// the host: `.list`, `.banner` or `.alert` keep it in Notification Center, `[]` shows nothing),
+/// `didReceive` when the user tapped one (`tap-notification`) and the app is active, or, for an
+/// action without `.foreground` or a custom dismissal, running in the background. A delegate that implements the async forms
 /// instead (as Swift concurrency code does) has them called by the completion-handler forms'
 /// defaults, as Apple's bridging does.
 @MainActor

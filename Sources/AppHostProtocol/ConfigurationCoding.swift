@@ -136,6 +136,7 @@ extension WireConfiguration {
         writer.write(transfers) { writer, transfers in writer.write(transfers) { $1.write(to: &$0) } }
         // Each in the callback's own compact layout (CompactCoding.swift), which has room for all of it.
         writer.write(launchCallbacks.map { $0.compactMap(CompactCoding.encode).map { Data($0) } }) { $0.write($1) { $0.write($1) } }
+        writer.write(deliveredNotifications) { writer, delivered in writer.write(delivered) { $1.write(to: &$0) } }
         return writer.bytes
     }
 
@@ -173,6 +174,9 @@ extension WireConfiguration {
                 throw CompactCodingError(description: "a compact configuration whose launch callbacks are \(requests.map { $0.callback.rawValue })")
             }
             return requests
+        }
+        deliveredNotifications = try reader.optional("deliveredNotifications") { reader throws(CompactCodingError) in
+            try reader.array("deliveredNotifications") { reader throws(CompactCodingError) in try WireDeliveredNotification(from: &reader) }
         }
         try reader.finish()
     }
@@ -361,6 +365,13 @@ extension WireConfiguration {
             WireCallbackRequest(id: 10, callback: .willFinishLaunching, state: .background, stateAfter: .inactive, backgroundTimeRemaining: 11.5),
             WireCallbackRequest(id: 11, callback: .didFinishLaunching, state: .inactive),
             WireCallbackRequest(id: 12, callback: .didBecomeActive, state: .active),
+        ]
+        configuration.deliveredNotifications = [
+            WireDeliveredNotification(
+                request: WireNotificationRequest(
+                    identifier: "n", title: "t", subtitle: "s", body: "b", categoryIdentifier: "c", userInfo: "{}", interval: 60,
+                    calendar: ["hour": 9, "minute": 30], repeats: true),
+                date: 13.5)
         ]
         return configuration
     }

@@ -60,6 +60,77 @@ extension WireNotificationRequest {
     }
 }
 
+/// A category the app registered (`setNotificationCategories`), as the host judges a tap's
+/// action against it.
+package struct WireNotificationCategory: Codable, Sendable, Equatable {
+    /// One of the category's actions: a button, or a text field (`UNTextInputNotificationAction`).
+    package struct Action: Codable, Sendable, Equatable {
+        package var identifier: String
+        /// `.foreground`: the action opens the app; without it, the app runs in the background.
+        package var foreground: Bool
+        package var textInput: Bool
+
+        package init(identifier: String, foreground: Bool = false, textInput: Bool = false) {
+            self.identifier = identifier
+            self.foreground = foreground
+            self.textInput = textInput
+        }
+    }
+
+    package var identifier: String
+    package var actions: [Action]
+    /// `.customDismissAction`: a dismissal reaches the delegate.
+    package var customDismissAction: Bool
+
+    package init(identifier: String, actions: [Action], customDismissAction: Bool = false) {
+        self.identifier = identifier
+        self.actions = actions
+        self.customDismissAction = customDismissAction
+    }
+}
+
+/// A notification in the app's Notification Center, as `getDeliveredNotifications` lists it.
+package struct WireDeliveredNotification: Codable, Sendable, Equatable {
+    package var request: WireNotificationRequest
+    /// When it was delivered, in seconds since 1970 on the scheduler's clock.
+    package var date: Double
+
+    package init(request: WireNotificationRequest, date: Double) {
+        self.request = request
+        self.date = date
+    }
+}
+
+extension WireDeliveredNotification {
+    /// In the configuration's compact layout (ConfigurationCoding.swift).
+    func write(to writer: inout CompactWriter) {
+        for text in [request.identifier, request.title, request.subtitle, request.body, request.categoryIdentifier] { writer.write(text) }
+        writer.write(request.userInfo) { $0.write($1) }
+        writer.write(request.interval) { $0.write($1) }
+        writer.write(request.calendar.map { $0.sorted { $0.key < $1.key } }) { writer, fields in
+            writer.write(fields) { writer, field in
+                writer.write(field.key)
+                writer.write(field.value)
+            }
+        }
+        writer.write(request.repeats)
+        writer.write(date)
+    }
+
+    init(from reader: inout CompactReader) throws(CompactCodingError) {
+        var request = WireNotificationRequest(
+            identifier: try reader.string("identifier"), title: try reader.string("title"), subtitle: try reader.string("subtitle"),
+            body: try reader.string("body"), categoryIdentifier: try reader.string("categoryIdentifier"))
+        request.userInfo = try reader.optional("userInfo") { reader throws(CompactCodingError) in try reader.string("userInfo") }
+        request.interval = try reader.optional("interval") { reader throws(CompactCodingError) in try reader.double("interval") }
+        request.calendar = try reader.optional("calendar") { reader throws(CompactCodingError) in
+            Dictionary(try reader.array("calendar") { reader throws(CompactCodingError) in (try reader.string("calendar"), try reader.int("calendar")) }) { $1 }
+        }
+        request.repeats = try reader.bool("repeats")
+        self.init(request: request, date: try reader.double("date"))
+    }
+}
+
 /// App to host: `AppMessage.notification`.
 package enum WireNotificationAsk: Codable, Sendable, Equatable {
     /// `requestAuthorization(options:completionHandler:)`: answered by `authorization` once the
@@ -75,6 +146,11 @@ package enum WireNotificationAsk: Codable, Sendable, Equatable {
     case removeDelivered([String]?)
     /// `registerForRemoteNotifications()`: answered by `deviceToken`.
     case registerForRemoteNotifications
+    /// `willPresent`'s completion: the notification `identifier` is shown with these
+    /// `UNNotificationPresentationOptions` (raw value; 0: not shown).
+    case presented(identifier: String, options: UInt)
+    /// `setNotificationCategories(_:)`: the categories a tap's action is judged against.
+    case categories([WireNotificationCategory])
 }
 
 /// Host to app: `HostMessage.notification`.
@@ -83,8 +159,11 @@ package enum WireNotificationTell: Codable, Sendable, Equatable {
     case authorization(String)
     /// A notification became due while the app is in the foreground: the center delegate's `willPresent`.
     case present(WireNotificationRequest)
-    /// The user tapped a notification: the center delegate's `didReceive`, with this action.
-    case respond(WireNotificationRequest, action: String)
+    /// The user tapped a notification: the center delegate's `didReceive`, with this action
+    /// (and the text typed, for a text-input action: a `UNTextInputNotificationResponse`).
+    case respond(WireNotificationRequest, action: String, userText: String? = nil)
+    /// The app's notifications in Notification Center changed: all of them, newest first.
+    case delivered([WireDeliveredNotification])
     /// The app's device token for remote notifications.
     case deviceToken([UInt8])
 }

@@ -41,6 +41,8 @@ package struct WireConfiguration: Codable, Sendable, Equatable {
     /// The app's background URL session transfers the host carries on (running, waiting, or
     /// finished and not yet delivered): given back as tasks when the app makes each session.
     package var transfers: [WireTransfer]?
+    /// The app's notifications in Notification Center, newest first (`getDeliveredNotifications`).
+    package var deliveredNotifications: [WireDeliveredNotification]?
     /// The launch's callbacks, `willFinishLaunching` then `didFinishLaunching`, and for an
     /// app-delegate app launched to the foreground the first `didBecomeActive`, which the app
     /// runs as soon as it has sent `ready`, as if the host had sent each when it had the

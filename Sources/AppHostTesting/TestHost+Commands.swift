@@ -88,9 +88,11 @@ extension TestHost {
         try await send("authorize \(app) notifications \(authorization.rawValue)")
     }
 
-    /// `tap-notification APP IDENTIFIER`: opens APP with its delivered notification.
-    public func tapNotification(_ app: String, _ identifier: String) async throws {
-        try await send("tap-notification \(app) \(identifier)")
+    /// `tap-notification APP IDENTIFIER [ACTION] [--text TEXT]`: opens APP with its delivered
+    /// notification; with `action`, answers it with one of its category's actions (`text` for a
+    /// text-input one) or `dismiss`.
+    public func tapNotification(_ app: String, _ identifier: String, action: String? = nil, text: String? = nil) async throws {
+        try await send("tap-notification \(app) \(identifier)" + (action.map { " \($0)" } ?? "") + (text.map { " --text \($0)" } ?? ""))
     }
 
     /// Runs `body` with the path of a file holding `text`, removed afterwards.

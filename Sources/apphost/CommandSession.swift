@@ -126,8 +126,8 @@ struct CommandSession {
                 answer(try await supervisor.authorizeNotifications(app, authorization), as: .notification)
             case .notifications:
                 printNotifications()
-            case .tapNotification(let app, let identifier):
-                answer(try supervisor.tapNotification(app, identifier: identifier), as: .notification)
+            case .tapNotification(let app, let identifier, let action, let text):
+                answer(try supervisor.tapNotification(app, identifier: identifier, action: action, text: text), as: .notification)
             case .audioInterrupt(let app):
                 try supervisor.audioInterruption(app, began: true)
             case .audioResume(let app):
@@ -226,7 +226,8 @@ struct CommandSession {
         }
         var rows = [["APP", "IDENTIFIER", "TITLE", "DUE", "STATE"]]
         for line in listed {
-            rows.append([line.name, line.identifier, line.title, HostEvent.isoFormatter.string(from: line.due), line.state + (line.repeats ? " (repeats)" : "")])
+            rows.append([line.name, line.identifier, line.title, HostEvent.isoFormatter.string(from: line.due), line.state + (line.repeats ? " (repeats)" : "")
+                + (line.presented.map { " (presented with [\($0.joined(separator: ","))])" } ?? "")])
         }
         tableLines(rows).forEach(printer.write)
     }

@@ -25,13 +25,17 @@ import Testing
         await withCheckedContinuation { kept in notifications.authorize(app, .granted) { kept.resume() } }
         #expect(notifications.status(of: app) == "authorized")
         _ = notifications.add(request("a", after: 60), for: app, now: 1000)
-        notifications.keepDelivered(KeptNotification(request: request("b"), due: 900), for: app, at: 950)
+        notifications.keepDelivered(KeptNotification(request: request("b"), due: 900), for: app, at: 950, presented: 1 << 3)
+        let category = WireNotificationCategory(identifier: "c", actions: [.init(identifier: "reply", textInput: true)], customDismissAction: true)
+        notifications.setCategories([category], for: app)
         await withCheckedContinuation { kept in notifications.authorize(app, .denied) { kept.resume() } }
         let again = try service(path)
         #expect(again.loadWarning == nil)
         #expect(again.status(of: app) == "denied")
         #expect(again.pending(of: app).map(\.request.identifier) == ["a"])
         #expect(again.delivered(of: app).map(\.request.identifier) == ["b"])
+        #expect(again.delivered(of: app).first?.presented == 1 << 3)
+        #expect(again.category("c", of: app) == category, "a tap after the app ended is judged against its categories")
     }
 
     @Test func aRequestIsDueAtItsTriggerOnTheClockAndOnce() throws {
@@ -94,13 +98,14 @@ import Testing
 
     @Test func aTapTakesTheDeliveredNotificationAndWaitsForTheApp() throws {
         let notifications = try service()
-        #expect(notifications.tap("a", for: app) == nil, "nothing delivered")
+        #expect(throws: SupervisorError.self, "nothing delivered") { try notifications.tap("a", of: notes()) }
         notifications.keepDelivered(KeptNotification(request: request("a"), due: 5), for: app, at: 5)
-        #expect(notifications.tap("a", for: app)?.identifier == "a")
+        #expect(try notifications.tap("a", of: notes()) == .open)
         #expect(notifications.delivered(of: app).isEmpty)
-        #expect(notifications.tap("a", for: app) == nil, "tapped once")
-        #expect(notifications.takeTaps(for: app).map(\.identifier) == ["a"])
-        #expect(notifications.takeTaps(for: app).isEmpty)
+        #expect(throws: SupervisorError.self, "tapped once") { try notifications.tap("a", of: notes()) }
+        #expect(notifications.takeTaps(for: notes(runs: true)).isEmpty, "the default action waits for the app to be active")
+        #expect(notifications.takeTaps(for: notes(active: true)).map(\.request.identifier) == ["a"])
+        #expect(notifications.takeTaps(for: notes(active: true)).isEmpty)
     }
 
     @Test func aDeviceTokenIs32BytesStablePerApp() {
@@ -112,8 +117,9 @@ import Testing
 
     // MARK: Rules
 
-    private func notes(live: Bool = true, presents: Bool = false) -> UserNotificationService.App {
-        UserNotificationService.App(identifier: app, name: "Notes", isLive: live, presents: presents)
+    private func notes(live: Bool = true, presents: Bool = false, active: Bool = false, runs: Bool = false, suspended: Bool = false) -> UserNotificationService.App {
+        UserNotificationService.App(
+            identifier: app, name: "Notes", isLive: live, presents: presents, isActive: active, runs: runs || active, isSuspended: suspended)
     }
 
     @Test func aDueNotificationIsPresentedInTheForegroundElseKeptDeliveredAndNeverShownUngranted() throws {
@@ -191,14 +197,17 @@ import Testing
     @Test func aTapReachesTheAppWhenItBecomesActiveOnce() throws {
         let notifications = try service()
         notifications.keepDelivered(KeptNotification(request: request("a"), due: 5), for: app, at: 5)
-        #expect(notifications.becameActive(app).isEmpty, "not tapped")
-        #expect(throws: SupervisorError.self, "not delivered") { try notifications.tap("b", of: notes()) }
-        try notifications.tap("a", of: notes())
-        #expect(notifications.becameActive(app) == [
+        #expect(notifications.ready(notes(active: true)).isEmpty, "not tapped")
+        #expect(throws: SupervisorError.self, "not delivered") { try notifications.tapped("b", action: nil, text: nil, of: notes()) }
+        let (outcome, effects) = try notifications.tapped("a", action: nil, text: nil, of: notes())
+        #expect(outcome == .open)
+        #expect(effects == [.send(app, .delivered([]))], "a running app is told its Notification Center changed")
+        #expect(notifications.ready(notes(runs: true)).isEmpty, "in the background: not yet")
+        #expect(notifications.ready(notes(active: true)) == [
             .send(app, .respond(request("a"), action: "com.apple.UNNotificationDefaultActionIdentifier")),
             .event(app, "\"a\" opened by the user (didReceive)"),
         ])
-        #expect(notifications.becameActive(app).isEmpty, "once")
+        #expect(notifications.ready(notes(active: true)).isEmpty, "once")
     }
 
     @Test func theListingIsPendingByDueTimeThenDelivered() throws {
@@ -210,5 +219,99 @@ import Testing
         #expect(listed.map(\.identifier) == ["soon", "later", "old"])
         #expect(listed.map(\.state) == ["pending", "pending", "delivered"])
         #expect(notifications.listing([]).isEmpty)
+    }
+
+    // MARK: Presentation, actions, Notification Center
+
+    /// Presents the due request `identifier` to the app in the foreground at `now`.
+    private func present(_ notifications: UserNotificationService, _ identifier: String, at now: Double) {
+        _ = notifications.add(request(identifier), for: app, now: now)
+        _ = notifications.deliverDue(now: now, apps: [notes(presents: true)])
+    }
+
+    @Test func willPresentsOptionsDecideWhetherItStaysInNotificationCenter() throws {
+        let notifications = try service()
+        notifications.authorize(app, .granted) {}
+        present(notifications, "banner", at: 100)
+        present(notifications, "quiet", at: 110)
+        present(notifications, "listed", at: 120)
+        #expect(notifications.delivered(of: app).isEmpty, "nothing listed before the app answers")
+        let banner = notifications.answer(.presented(identifier: "banner", options: 1 << 4 | 1 << 1), from: notes(presents: true), now: 105, textLimit: 64)
+        #expect(banner == [
+            .send(app, .delivered([WireDeliveredNotification(request: request("banner"), date: 100)])),
+            .event(app, "\"banner\" presented with [sound, banner]: in Notification Center (tap-notification Notes banner opens it)"),
+        ], "listed with the date it was presented, not answered")
+        #expect(notifications.answer(.presented(identifier: "quiet", options: 0), from: notes(presents: true), now: 111, textLimit: 64) == [
+            .event(app, "\"quiet\" presented with []: not shown, not in Notification Center"),
+        ])
+        _ = notifications.answer(.presented(identifier: "listed", options: 1 << 3), from: notes(presents: true), now: 121, textLimit: 64)
+        #expect(notifications.answer(.presented(identifier: "listed", options: 1 << 4), from: notes(presents: true), now: 122, textLimit: 64).isEmpty, "the first answer counts")
+        #expect(notifications.answer(.presented(identifier: "never", options: 1 << 4), from: notes(presents: true), now: 122, textLimit: 64).isEmpty)
+        #expect(notifications.delivered(of: app).map(\.request.identifier) == ["banner", "listed"])
+        #expect(notifications.listing([notes()]).map(\.presented) == [["sound", "banner"], ["list"]])
+        #expect(try notifications.tap("listed", of: notes()) == .open, "tappable")
+        #expect(throws: SupervisorError.self, "not listed: not tappable") { try notifications.tap("quiet", of: notes()) }
+    }
+
+    @Test func anActionIsOneOfItsCategorysAsTheAppRegisteredIt() throws {
+        let notifications = try service()
+        let categories = [
+            WireNotificationCategory(identifier: "message", actions: [
+                .init(identifier: "reply", textInput: true), .init(identifier: "open", foreground: true), .init(identifier: "mark"),
+            ]),
+            WireNotificationCategory(identifier: "alarm", actions: [.init(identifier: "snooze")], customDismissAction: true),
+        ]
+        #expect(notifications.answer(.categories(categories), from: notes(), now: 0, textLimit: 64).isEmpty)
+        func deliver(_ identifier: String, _ category: String) -> WireNotificationRequest {
+            var made = request(identifier)
+            made.categoryIdentifier = category
+            notifications.keepDelivered(KeptNotification(request: made, due: 5), for: app, at: 5)
+            return made
+        }
+        let message = deliver("m", "message")
+        #expect {
+            try notifications.tap("m", action: "archive", of: notes())
+        } throws: { ($0 as? SupervisorError)?.message == "\"m\" (category \"message\") has no action \"archive\"; its actions: reply, open, mark, dismiss" }
+        #expect(throws: SupervisorError.self, "a text-input action needs --text") { try notifications.tap("m", action: "reply", of: notes()) }
+        #expect(throws: SupervisorError.self, "--text only for a text-input action") { try notifications.tap("m", action: "mark", text: "hi", of: notes()) }
+        #expect(notifications.delivered(of: app).count == 1, "a refused tap changes nothing")
+        #expect(try notifications.tap("m", action: "reply", text: "On my way", of: notes()) == .runInBackground)
+        #expect(notifications.ready(notes(live: true)).isEmpty, "launching or being suspended: waits")
+        #expect(notifications.ready(notes(suspended: true)) == [.wake(app)], "suspended: woken for it")
+        #expect(notifications.ready(notes(runs: true)) == [
+            .send(app, .respond(message, action: "reply", userText: "On my way")),
+            .event(app, "\"m\" answered with \"reply\", text \"On my way\" in the background (didReceive)"),
+        ])
+        _ = deliver("m2", "message")
+        #expect(try notifications.tap("m2", action: "open", of: notes()) == .open, ".foreground opens the app")
+        #expect(notifications.ready(notes(runs: true)).isEmpty)
+        #expect(notifications.ready(notes(suspended: true)).isEmpty, "a foreground action is not run in the background")
+        #expect(notifications.ready(notes(active: true)).count == 2)
+        _ = deliver("plain", "")
+        #expect(throws: SupervisorError.self, "no category: only dismiss") { try notifications.tap("plain", action: "mark", of: notes()) }
+        #expect(try notifications.tap("plain", action: "dismiss", of: notes()) == .nothing, "no .customDismissAction: the app is not told")
+        #expect(notifications.delivered(of: app).isEmpty, "but it is gone")
+        let alarm = deliver("a", "alarm")
+        #expect(try notifications.tap("a", action: "dismiss", of: notes()) == .runInBackground)
+        #expect(notifications.ready(notes(runs: true)) == [
+            .send(app, .respond(alarm, action: "com.apple.UNNotificationDismissActionIdentifier")),
+            .event(app, "\"a\" dismissed by the user (didReceive)"),
+        ])
+    }
+
+    @Test func notificationCenterIsNewestFirstAndARunningAppIsToldOfChanges() throws {
+        let notifications = try service()
+        notifications.authorize(app, .granted) {}
+        _ = notifications.add(request("first", after: 10), for: app, now: 0)
+        _ = notifications.add(request("second", after: 20), for: app, now: 0)
+        #expect(notifications.deliverDue(now: 10, apps: [notes(live: false)]).effects.count == 1, "not running: no one to tell")
+        let running = notifications.deliverDue(now: 20, apps: [notes()])
+        let both = [WireDeliveredNotification(request: request("second", after: 20), date: 20), WireDeliveredNotification(request: request("first", after: 10), date: 10)]
+        #expect(running.effects.first == .send(app, .delivered(both)))
+        #expect(notifications.deliveredForApp(app) == both)
+        #expect(notifications.answer(.removeDelivered(["first"]), from: notes(), now: 30, textLimit: 64) == [.send(app, .delivered([both[0]]))])
+        #expect(notifications.answer(.removeDelivered(["first"]), from: notes(), now: 30, textLimit: 64).isEmpty, "nothing changed")
+        #expect(notifications.answer(.removeDelivered(nil), from: notes(), now: 30, textLimit: 64) == [.send(app, .delivered([]))])
+        #expect(notifications.listing([notes()]).isEmpty)
     }
 }

@@ -86,7 +86,12 @@ import Testing
         #expect(throws: CommandError("a notification authorization is granted or denied, not maybe")) {
             try HostCommand.parse("authorize Probe notifications maybe")
         }
-        #expect(throws: CommandError("usage: tap-notification APP IDENTIFIER")) { try HostCommand.parse("tap-notification Probe") }
+        #expect(try HostCommand.parse("tap-notification Probe hello reply --text On  my way")
+            == .tapNotification("Probe", identifier: "hello", action: "reply", text: "On my way"), "the text is the rest of the line")
+        #expect(try HostCommand.parse("tap-notification Probe hello dismiss") == .tapNotification("Probe", identifier: "hello", action: "dismiss"))
+        #expect(throws: CommandError("usage: tap-notification APP IDENTIFIER [ACTION] [--text TEXT]")) { try HostCommand.parse("tap-notification Probe") }
+        #expect(throws: CommandError("usage: tap-notification APP IDENTIFIER [ACTION] [--text TEXT]")) { try HostCommand.parse("tap-notification Probe hello reply --text") }
+        #expect(throws: CommandError("usage: tap-notification APP IDENTIFIER [ACTION] [--text TEXT]")) { try HostCommand.parse("tap-notification Probe hello reply extra") }
         #expect(throws: CommandError("usage: notifications")) { try HostCommand.parse("notifications all") }
         #expect(HostCommand.helpLines.contains { $0.hasPrefix("tap-notification APP IDENTIFIER") })
     }

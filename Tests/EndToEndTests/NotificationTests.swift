@@ -72,13 +72,13 @@ struct NotificationTests {
         try host.waitFor("ps of Noter") { $0.event == "ps" && $0.name == "Noter" }
         let listed = host.allEvents.filter { $0.event == "notificationListing" }
         #expect(listed.map { "\($0.fields["identifier"] ?? "") \($0.fields["state"] ?? "") \($0.fields["title"] ?? "")" } == [
-            "later pending Later", "soon delivered Tea\u{1b}[31m",
-        ])
+            "later pending Later", "front delivered Front", "soon delivered Tea\u{1b}[31m",
+        ], "front was presented with .banner: it stays in Notification Center")
         #expect(!notificationEvents(host, "Noter").contains { $0.contains("\"gone\"") && !$0.hasPrefix("kept") && !$0.hasPrefix("removed") }, "removed: never due")
         #expect(!scratch.recorded("Noter").contains { $0.hasPrefix("willPresent soon") || $0.hasPrefix("didReceive") }, "a suspended app hears nothing")
 
         host.send("tap-notification Noter nothing")
-        try host.waitForStandardError(containing: "Noter has no delivered notification \"nothing\" (delivered: soon)")
+        try host.waitForStandardError(containing: "Noter has no delivered notification \"nothing\" (delivered: front, soon)")
         host.send("terminate Noter")
         try host.waitFor("Noter", "terminated")
         host.send("tap-notification Noter soon")

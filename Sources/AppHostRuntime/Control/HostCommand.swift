@@ -56,7 +56,7 @@ package enum HostCommand: Sendable, Equatable {
     /// List the pending and delivered user notifications.
     case notifications
     /// Tap an app's delivered notification: open the app, which hears `didReceive`.
-    case tapNotification(String, identifier: String)
+    case tapNotification(String, identifier: String, action: String? = nil, text: String? = nil)
     /// Set the simulated power source.
     case power(PowerState)
     /// Set the simulated network.
@@ -105,8 +105,9 @@ package enum HostCommand: Sendable, Equatable {
         ("location set LAT,LON | route FILE.gpx [--speed M/S] | clear", "move the simulated device, replay a route, or clear it"),
         ("authorize APP location always|whenInUse|denied | notifications granted|denied",
          "set APP's location or notification authorization (kept by the host; answers a request that waits)"),
-        ("notifications", "list the pending and delivered user notifications: app, identifier, title, due, state"),
-        ("tap-notification APP IDENTIFIER", "tap APP's delivered notification: open APP (launching it if needed); didReceive once it is active"),
+        ("notifications", "list the pending and delivered user notifications: app, identifier, title, due, state, presentation"),
+        ("tap-notification APP IDENTIFIER [ACTION] [--text TEXT]",
+         "tap APP's delivered notification: open APP, didReceive once active; ACTION: an action of its category (--text: the rest of the line, for text input) or dismiss"),
         ("power plugged|battery", "set the simulated power source"),
         ("network online|offline", "set the simulated network"),
         ("advance SECONDS", "move the scheduler's clock on"),
@@ -274,8 +275,17 @@ package enum HostCommand: Sendable, Equatable {
             try count(0...0, "notifications")
             return .notifications
         case "tap-notification":
-            try count(2...2, "tap-notification APP IDENTIFIER")
-            return .tapNotification(arguments[0], identifier: arguments[1])
+            let usage = "tap-notification APP IDENTIFIER [ACTION] [--text TEXT]"
+            var rest = arguments
+            var text: String?
+            // The text is the rest of the line (words joined by one space), as typed in a reply.
+            if let flag = rest.firstIndex(of: "--text") {
+                guard flag + 1 < rest.count else { throw CommandError("usage: \(usage)") }
+                text = rest[(flag + 1)...].joined(separator: " ")
+                rest.removeSubrange(flag...)
+            }
+            guard (2...3).contains(rest.count) else { throw CommandError("usage: \(usage)") }
+            return .tapNotification(rest[0], identifier: rest[1], action: rest.count == 3 ? rest[2] : nil, text: text)
         case "transfers":
             try count(0...0, "transfers")
             return .transfers

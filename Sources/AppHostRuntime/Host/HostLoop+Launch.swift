@@ -121,6 +121,7 @@ extension HostLoop {
         message.launchPayload = run.machine.pendingEvents.first { $0.kind == .remoteNotification }?.payload
         message.backgroundTasks = backgroundTasksConfiguration(for: bundle)
         message.locationAuthorization = location.authorization(of: bundle.identifier)?.wireName
+        message.deliveredNotifications = deliveredNotifications(of: record)
         message.logLevel = configuration.appLogLevel.rawValue
         message.scenes = bundle.sceneManifest
         if bundle.adoptsScenes {

@@ -178,10 +178,11 @@ extension HostLoop {
             run.lastState = event.state
             run.stateSince = clock.now
             stateChanged(record, run, from: previous)
-            if event.state == .active { deliverTaps(record) }
             queueSchedulerPass()
             queueTransferPass()
         }
+        // Taps that wait for the app to be active, or to run (a background action).
+        deliverTaps(record)
         if event.name == .snapshot { run.snapshot = event.detail }
         publish(HostEvent(
             time: Date(), app: record.bundle.identifier, name: record.bundle.name, pid: run.process?.pid,

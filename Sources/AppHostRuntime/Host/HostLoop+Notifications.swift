@@ -31,18 +31,33 @@ extension HostLoop {
         queue.sync { notifications.listing(apps.map(notificationFacts)) }
     }
 
-    /// The user taps APP's delivered notification (`tap-notification APP IDENTIFIER`): the app
-    /// is opened (launched if it is not running) and its center delegate's `didReceive` runs
-    /// with the default action once it is active.
-    func tapNotification(_ name: String, identifier: String) throws -> String {
+    /// The user taps APP's delivered notification (`tap-notification APP IDENTIFIER [ACTION]
+    /// [--text TEXT]`): it leaves Notification Center. The default action, or one with
+    /// `.foreground`, opens the app (launching it if it is not running) and its center
+    /// delegate's `didReceive` runs once it is active; any other action runs the app in the
+    /// background (launching or resuming it there) for `didReceive`; a dismissal reaches the app
+    /// only if its category has `.customDismissAction`.
+    func tapNotification(_ name: String, identifier: String, action: String? = nil, text: String? = nil) throws -> String {
         try queue.sync {
             let record = try app(named: name)
-            try notifications.tap(identifier, of: notificationFacts(record))
-            let line = announce(record, command: .notification, "tapped \(identifier.debugDescription); opening the app", nil)
-            open(record)
-            // Active already (open changes nothing): no state change will deliver it.
-            if let run = record.run, run.machine.isLive, run.lastState == .active { deliverTaps(record) }
-            return line
+            let (outcome, effects) = try notifications.tapped(identifier, action: action, text: text, of: notificationFacts(record))
+            perform(effects)
+            let tapped = "tapped \(identifier.debugDescription)" + (action.map { " (\($0))" } ?? "")
+            switch outcome {
+            case .nothing:
+                return announce(record, command: .notification, "\(tapped); dismissed, nothing reaches the app", nil)
+            case .open:
+                let line = announce(record, command: .notification, "\(tapped); opening the app", nil)
+                open(record)
+                deliverTaps(record)
+                return line
+            case .runInBackground:
+                let line = announce(record, command: .notification, "\(tapped); running the app in the background", nil)
+                if record.run?.machine.isAlive != true { start(record, kind: .background, reason: "background") }
+                // Running: it hears it now; suspended: it is woken for it.
+                deliverTaps(record)
+                return line
+            }
         }
     }
 
@@ -72,9 +87,16 @@ extension HostLoop {
             now: clock.now, schedulerNow: scheduler.now, installed: Set(apps.map(\.bundle.identifier))))
     }
 
-    /// The app became active: the taps that wait for it reach its center delegate (`didReceive`).
+    /// The app's state changed: the taps that wait for it reach its center delegate
+    /// (`didReceive`): those that open it once it is active, background actions once it runs.
     func deliverTaps(_ record: AppRecord) {
-        perform(notifications.becameActive(record.bundle.identifier))
+        perform(notifications.ready(notificationFacts(record)))
+    }
+
+    /// The app's Notification Center, for its launch (`getDeliveredNotifications`); nil if empty.
+    func deliveredNotifications(of record: AppRecord) -> [WireDeliveredNotification]? {
+        let delivered = notifications.deliveredForApp(record.bundle.identifier)
+        return delivered.isEmpty ? nil : delivered
     }
 
     // MARK: Routing
@@ -82,9 +104,13 @@ extension HostLoop {
     /// What the notification rules need to know of the app now.
     private func notificationFacts(_ record: AppRecord) -> UserNotificationService.App {
         let machine = record.run?.machine
+        let state = currentState(of: record)
+        let runs = machine.map { $0.isLive && $0.launchFinished } ?? false
         return UserNotificationService.App(
             identifier: record.bundle.identifier, name: record.bundle.name, isLive: machine?.isLive ?? false,
-            presents: machine.map { $0.isLive && $0.launchFinished && $0.isInForeground } ?? false)
+            presents: machine.map { $0.isLive && $0.launchFinished && $0.isInForeground } ?? false,
+            isActive: runs && state == .active, runs: runs && [.active, .inactive, .background].contains(state) && machine?.phase != .suspending,
+            isSuspended: machine?.isAlive == true && state == .suspended)
     }
 
     /// Performs the notification center's effects, in order.
@@ -99,6 +125,10 @@ extension HostLoop {
             case .warning(let id, let detail):
                 guard let record = apps.record(identifier: id), let run = record.run else { continue }
                 handle(record, run, .warning(detail))
+            case .wake(let id):
+                guard let record = apps.record(identifier: id), let run = record.run else { continue }
+                record.backgroundWakeups += 1
+                handle(record, run, .wakeInBackground)
             case .deliverDue:
                 // Due now (no trigger): delivered behind this message, not inside it.
                 queue.async { [weak self] in self?.deliverDueNotifications() }

@@ -181,11 +181,14 @@ public final class Supervisor: Sendable {
         loop.notificationListing()
     }
 
-    /// The user taps APP's delivered notification (`tap-notification APP IDENTIFIER`): the app
-    /// is opened (launched if it is not running) and its center delegate's `didReceive` runs
-    /// with the default action once it is active.
-    public func tapNotification(_ name: String, identifier: String) throws -> String {
-        try loop.tapNotification(name, identifier: identifier)
+    /// The user taps APP's delivered notification (`tap-notification APP IDENTIFIER [ACTION]
+    /// [--text TEXT]`): it leaves Notification Center. The default action, or one with
+    /// `.foreground`, opens the app (launching it if it is not running) and its center
+    /// delegate's `didReceive` runs once it is active; any other action runs the app in the
+    /// background (launching or resuming it there) for `didReceive`; a dismissal reaches the app
+    /// only if its category has `.customDismissAction`.
+    public func tapNotification(_ name: String, identifier: String, action: String? = nil, text: String? = nil) throws -> String {
+        try loop.tapNotification(name, identifier: identifier, action: action, text: text)
     }
 
     /// Brings `name` to the foreground in a new scene (`open APP --new-scene`): connected in

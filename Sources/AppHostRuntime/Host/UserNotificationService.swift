@@ -21,6 +21,9 @@ struct KeptNotification: Codable, Equatable, Sendable {
     var request: WireNotificationRequest
     var due: Double
     var deliveredAt: Double?
+    /// The `UNNotificationPresentationOptions` (raw value) the app presented it with in the
+    /// foreground (`willPresent`); nil: delivered while the app was not in the foreground.
+    var presented: UInt?
 }
 
 /// What the host keeps for one app.
@@ -28,6 +31,8 @@ struct AppNotifications: Codable, Equatable, Sendable {
     var authorization: NotificationAuthorization?
     var pending: [KeptNotification] = []
     var delivered: [KeptNotification] = []
+    /// The categories the app registered last (`setNotificationCategories`): a tap's actions.
+    var categories: [WireNotificationCategory]?
 }
 
 /// The host's notification center: decides when requests are due, to which app and how they
@@ -48,6 +53,33 @@ final class UserNotificationService {
         var isLive = false
         /// It runs in the foreground past its launch: a notification due is presented to it.
         var presents = false
+        /// It is active: a tap that opens the app reaches it.
+        var isActive = false
+        /// It runs past its launch, active, inactive or in the background (not suspended nor
+        /// being suspended): a background action's response reaches it.
+        var runs = false
+        /// It is suspended: a background action's response waits for it to be run again.
+        var isSuspended = false
+    }
+
+    /// A tap waiting for its app: the notification, the action and the text typed, and whether
+    /// it waits for the app to be active (`.foreground`, the default action) or only running.
+    struct Tap: Equatable {
+        var request: WireNotificationRequest
+        var action: String
+        var userText: String?
+        var foreground: Bool
+    }
+
+    /// What the host does for a tap (`tap(_:action:text:of:)`).
+    enum TapOutcome: Equatable {
+        /// Open the app (launching it if needed); the response waits for it to be active.
+        case open
+        /// Run the app in the background (launching or resuming it there); the response waits
+        /// for it to run.
+        case runInBackground
+        /// Nothing reaches the app (a dismissal its category does not ask for).
+        case nothing
     }
 
     /// What the host does for a decision, in order, to the app of that bundle identifier.
@@ -60,13 +92,17 @@ final class UserNotificationService {
         case warning(String, String)
         /// Deliver what is due, behind the message being handled (not inside it).
         case deliverDue
+        /// Resume the suspended app in the background: a background action's response waits.
+        case wake(String)
     }
 
     private var apps: [String: AppNotifications]
     private let store: StateStore<[String: AppNotifications]>
-    /// Taps waiting for their app to become active, by bundle identifier (not kept: a tap is
-    /// the user's, on this host).
-    private var taps: [String: [WireNotificationRequest]] = [:]
+    /// Taps waiting for their app, by bundle identifier (not kept: a tap is the user's, on this host).
+    private var taps: [String: [Tap]] = [:]
+    /// Notifications handed to an app's `willPresent` whose options it has not answered yet,
+    /// by bundle identifier and notification identifier (not kept: the answer comes from this run).
+    private var presenting: [String: [String: KeptNotification]] = [:]
     let loadWarning: String?
 
     init(store: StateStore<[String: AppNotifications]>) {
@@ -132,13 +168,17 @@ final class UserNotificationService {
         return removed
     }
 
-    /// Removes the app's delivered notifications with these identifiers (nil: all).
-    func removeDelivered(_ identifiers: [String]?, for app: String) {
-        guard var kept = apps[app] else { return }
+    /// Removes the app's delivered notifications with these identifiers (nil: all); whether
+    /// any were.
+    @discardableResult
+    func removeDelivered(_ identifiers: [String]?, for app: String) -> Bool {
+        guard var kept = apps[app] else { return false }
         let before = kept.delivered.count
         kept.delivered.removeAll { identifiers?.contains($0.request.identifier) ?? true }
         apps[app] = kept
-        if kept.delivered.count != before { save() }
+        guard kept.delivered.count != before else { return false }
+        save()
+        return true
     }
 
     /// The requests of `installed` apps due by `now`, soonest first, taken from the pending ones
@@ -160,13 +200,15 @@ final class UserNotificationService {
         return due.sorted { $0.notification.due < $1.notification.due }
     }
 
-    /// Keeps a notification delivered while its app was not in the foreground (replacing one
-    /// of its identifier), until it is tapped or removed.
-    func keepDelivered(_ notification: KeptNotification, for app: String, at now: Double) {
+    /// Keeps a notification in the app's Notification Center (delivered while the app was not
+    /// in the foreground, or presented with `.list` or `.banner`; replacing one of its
+    /// identifier), until it is tapped or removed.
+    func keepDelivered(_ notification: KeptNotification, for app: String, at now: Double, presented: UInt? = nil) {
         var kept = apps[app, default: AppNotifications()]
         kept.delivered.removeAll { $0.request.identifier == notification.request.identifier }
         var delivered = notification
         delivered.deliveredAt = now
+        delivered.presented = presented
         kept.delivered.append(delivered)
         if kept.delivered.count > Self.deliveredLimit { kept.delivered.removeFirst() }
         apps[app] = kept
@@ -181,191 +223,94 @@ final class UserNotificationService {
     func pending(of app: String) -> [KeptNotification] { apps[app]?.pending ?? [] }
     func delivered(of app: String) -> [KeptNotification] { apps[app]?.delivered ?? [] }
 
+    /// The app's Notification Center as `getDeliveredNotifications` lists it: newest first.
+    func deliveredForApp(_ app: String) -> [WireDeliveredNotification] {
+        delivered(of: app).reversed().map { WireDeliveredNotification(request: $0.request, date: $0.deliveredAt ?? $0.due) }
+    }
+
+    // MARK: Categories and presentation
+
+    /// Keeps the app's categories (`setNotificationCategories`), which a tap's action is judged against.
+    func setCategories(_ categories: [WireNotificationCategory], for app: String) {
+        guard apps[app]?.categories != categories else { return }
+        apps[app, default: AppNotifications()].categories = categories
+        save()
+    }
+
+    func category(_ identifier: String, of app: String) -> WireNotificationCategory? {
+        apps[app]?.categories?.first { $0.identifier == identifier }
+    }
+
+    /// The notification was handed to the app's `willPresent`: it waits for the options.
+    func presenting(_ notification: KeptNotification, to app: String) {
+        presenting[app, default: [:]][notification.request.identifier] = notification
+    }
+
+    /// The notification handed to `willPresent` whose options the app answered, taken.
+    func takePresented(_ identifier: String, for app: String) -> KeptNotification? {
+        presenting[app]?.removeValue(forKey: identifier)
+    }
+
     // MARK: Taps
 
-    /// The user tapped the app's delivered notification `identifier`: it leaves the delivered
-    /// ones and waits for the app to be active. Nil if the app has no such notification.
-    func tap(_ identifier: String, for app: String) -> WireNotificationRequest? {
-        guard var kept = apps[app], let index = kept.delivered.firstIndex(where: { $0.request.identifier == identifier }) else { return nil }
-        let request = kept.delivered.remove(at: index).request
-        apps[app] = kept
-        save()
-        taps[app, default: []].append(request)
-        return request
-    }
-
-    /// The taps waiting for the app, taken (it is active now).
-    func takeTaps(for app: String) -> [WireNotificationRequest] {
-        taps.removeValue(forKey: app) ?? []
-    }
-
-    // MARK: Rules
-
-    /// The app's authorization `authorization`, set by the host, is on the disk: a running app
-    /// is told (which answers a `requestAuthorization` that waits for it). Nothing if the setting
-    /// changed meanwhile.
-    func authorizationKept(_ authorization: NotificationAuthorization, for app: App) -> [Effect] {
-        guard self.authorization(of: app.identifier) == authorization else { return [] }
-        return (app.isLive ? [.send(app.identifier, .authorization(authorization.wireName))] : [])
-            + [.event(app.identifier, "authorization \(authorization.rawValue)")]
-    }
-
-    /// Answers the app's request: its authorization (waiting for the host's setting if there is
-    /// none), its settings, a request kept (cut to `textLimit`, refused if it would never be due),
-    /// requests removed, its device token. `now` is the scheduler's clock.
-    func answer(_ ask: WireNotificationAsk, from app: App, now: Double, textLimit: Int) -> [Effect] {
-        let id = app.identifier
-        switch ask {
-        case .requestAuthorization:
-            guard let authorization = authorization(of: id) else {
-                return [.event(id, "asked for authorization; it is notDetermined (answer with authorize \(app.name) notifications granted|denied)")]
-            }
-            return [.send(id, .authorization(authorization.wireName)), .event(id, "asked for authorization; it is \(authorization.rawValue)")]
-        case .settings:
-            return [.send(id, .authorization(status(of: id)))]
-        case .add(var request):
-            request.identifier = request.identifier.cut(to: 256)
-            request.title = request.title.cut(to: textLimit)
-            request.subtitle = request.subtitle.cut(to: textLimit)
-            request.body = request.body.cut(to: textLimit)
-            request.userInfo = request.userInfo?.cut(to: textLimit)
-            if let interval = request.interval, !(interval > 0 && interval.isFinite) {
-                return [.warning(id, "notification request \(request.identifier.debugDescription) refused: its time interval must be greater than 0")]
-            }
-            switch add(request, for: id, now: now) {
-            case .added(let due, let dropped):
-                let when = HostEvent.isoFormatter.string(from: Date(timeIntervalSince1970: due))
-                return [.event(id, "kept \(request.identifier.debugDescription), due \(when)"
-                    + (dropped.map { "; \($0.debugDescription) dropped: an app keeps its \(Self.pendingLimit) soonest requests" } ?? "")),
-                    .deliverDue]
-            case .refused(let why):
-                return [.warning(id, "notification request \(request.identifier.debugDescription) refused: \(why)"), .deliverDue]
-            }
-        case .removePending(let identifiers):
-            let removed = removePending(identifiers, for: id)
-            return [.event(id, "removed pending \(removed.isEmpty ? "nothing" : removed.map(\.debugDescription).joined(separator: ", "))")]
-        case .removeDelivered(let identifiers):
-            removeDelivered(identifiers, for: id)
-            return []
-        case .registerForRemoteNotifications:
-            let token = Self.deviceToken(for: id)
-            return [.send(id, .deviceToken(token)),
-                    .event(id, "registered for remote notifications: device token \(token.map { String(format: "%02x", $0) }.joined())")]
+    /// The user taps the app's delivered notification `identifier` with `action` (nil: the
+    /// default action, opening the app; `dismiss`; or one of its category's actions, `text` for
+    /// a text-input one): it leaves Notification Center, and its response waits for the app
+    /// (`ready`) unless it reaches none. Throws, changing nothing, what the user could not do.
+    func tap(_ identifier: String, action: String? = nil, text: String? = nil, of app: App) throws(SupervisorError) -> TapOutcome {
+        guard let kept = delivered(of: app.identifier).first(where: { $0.request.identifier == identifier }) else {
+            let delivered = delivered(of: app.identifier).map(\.request.identifier)
+            throw SupervisorError(
+                "\(app.name) has no delivered notification \(identifier.debugDescription) (delivered: \(delivered.isEmpty ? "none" : delivered.joined(separator: ", ")))",
+                code: .refused)
         }
+        let tap = try Self.response(to: kept.request, action: action, text: text, category: category(kept.request.categoryIdentifier, of: app.identifier))
+        removeDelivered([identifier], for: app.identifier)
+        guard let tap else { return .nothing }
+        taps[app.identifier, default: []].append(tap)
+        return tap.foreground ? .open : .runInBackground
     }
 
-    /// The notifications of these installed apps due by `now` (the scheduler's clock): not
-    /// shown if the app is not granted them, presented to an app in the foreground
-    /// (`willPresent`), else kept as delivered until tapped. `delivered` names those shown, for
-    /// `advance`.
-    func deliverDue(now: Double, apps: [App]) -> (delivered: [String], effects: [Effect]) {
-        let byIdentifier = Dictionary(apps.map { ($0.identifier, $0) }, uniquingKeysWith: { first, _ in first })
-        var delivered: [String] = []
-        var effects: [Effect] = []
-        for (id, kept) in takeDue(now: now, installed: Set(byIdentifier.keys)) {
-            guard let app = byIdentifier[id] else { continue }
-            let identifier = kept.request.identifier.debugDescription
-            guard authorization(of: id) == .granted else {
-                effects.append(.event(id, "\(identifier) due, not shown: notifications are \(status(of: id)) for the app"))
-                continue
-            }
-            delivered.append("notification \(app.name) \(kept.request.identifier)")
-            if app.presents {
-                effects += [.send(id, .present(kept.request)), .event(id, "\(identifier) presented to the app in the foreground (willPresent)")]
-            } else {
-                keepDelivered(kept, for: id, at: now)
-                effects.append(.event(id, "\(identifier) delivered: \(kept.request.title.debugDescription) (tap-notification \(app.name) \(kept.request.identifier) opens it)"))
-            }
+    /// The app's response to a tap with `action` on `request` of `category`: nil for a dismissal
+    /// the category does not ask for (`.customDismissAction`). Throws for an action the category
+    /// does not have, or text for an action that takes none (or none for one that does).
+    static func response(
+        to request: WireNotificationRequest, action: String?, text: String?, category: WireNotificationCategory?
+    ) throws(SupervisorError) -> Tap? {
+        guard let action else {
+            guard text == nil else { throw SupervisorError("--text needs a text-input action (the default action takes none)", code: .refused) }
+            return Tap(request: request, action: "com.apple.UNNotificationDefaultActionIdentifier", foreground: true)
         }
-        return (delivered, effects)
-    }
-
-    /// When the host's timer (on `now`, the monotonic clock) is due for the next pending request
-    /// of an `installed` app, which is due on the scheduler's clock (`schedulerNow`).
-    func nextDeadline(now: HostInstant, schedulerNow: Double, installed: Set<String>) -> HostInstant? {
-        nextDue(installed: installed).map { now + .seconds(double: max(0, $0 - schedulerNow)) }
-    }
-
-    /// The user taps the app's delivered notification `identifier` (`tap-notification`): it waits
-    /// for the app to become active (`becameActive`), which the host opens; or why not.
-    func tap(_ identifier: String, of app: App) throws(SupervisorError) {
-        guard tap(identifier, for: app.identifier) == nil else { return }
-        let delivered = delivered(of: app.identifier).map(\.request.identifier)
-        throw SupervisorError(
-            "\(app.name) has no delivered notification \(identifier.debugDescription) (delivered: \(delivered.isEmpty ? "none" : delivered.joined(separator: ", ")))",
-            code: .refused)
-    }
-
-    /// The app became active: the taps that wait for it reach its center delegate (`didReceive`).
-    func becameActive(_ app: String) -> [Effect] {
-        takeTaps(for: app).flatMap { request -> [Effect] in
-            [.send(app, .respond(request, action: "com.apple.UNNotificationDefaultActionIdentifier")),
-             .event(app, "\(request.identifier.debugDescription) opened by the user (didReceive)")]
+        if action == "dismiss" {
+            guard text == nil else { throw SupervisorError("--text needs a text-input action (dismiss takes none)", code: .refused) }
+            guard category?.customDismissAction == true else { return nil }
+            return Tap(request: request, action: "com.apple.UNNotificationDismissActionIdentifier", foreground: false)
         }
-    }
-
-    /// The notifications of these apps as `notifications` lists them: per app in the order given,
-    /// pending ones by due time, then delivered ones.
-    func listing(_ apps: [App]) -> [NotificationListing] {
-        apps.flatMap { app -> [NotificationListing] in
-            func line(_ kept: KeptNotification, _ state: String) -> NotificationListing {
-                NotificationListing(
-                    app: app.identifier, name: app.name, identifier: kept.request.identifier, title: kept.request.title,
-                    due: Date(timeIntervalSince1970: kept.due), state: state, repeats: kept.request.repeats)
-            }
-            return pending(of: app.identifier).sorted { $0.due < $1.due }.map { line($0, "pending") }
-                + delivered(of: app.identifier).map { line($0, "delivered") }
+        let name = request.categoryIdentifier.isEmpty ? "no category" : "category \(request.categoryIdentifier.debugDescription)"
+        guard let found = category?.actions.first(where: { $0.identifier == action }) else {
+            let actions = (category?.actions.map(\.identifier) ?? []) + ["dismiss"]
+            throw SupervisorError(
+                "\(request.identifier.debugDescription) (\(name)) has no action \(action.debugDescription); its actions: \(actions.joined(separator: ", "))",
+                code: .refused)
         }
+        guard found.textInput == (text != nil) else {
+            throw SupervisorError(found.textInput
+                ? "\(action.debugDescription) is a text-input action: give the text with --text TEXT"
+                : "--text needs a text-input action; \(action.debugDescription) takes none", code: .refused)
+        }
+        return Tap(request: request, action: action, userText: text, foreground: found.foreground)
     }
 
-    // MARK: Triggers and tokens
+    /// Whether a background action's response waits for the app to run.
+    func waitsToRun(_ app: String) -> Bool { taps[app]?.contains { !$0.foreground } ?? false }
 
-    /// When the request is first due after `now`: its interval from now, the next date its
-    /// calendar components match (UTC), or now without a trigger; nil if it never is.
-    static func firstDue(of request: WireNotificationRequest, after now: Double) -> Double? {
-        if let interval = request.interval { return now + interval }
-        guard let fields = request.calendar else { return now }
-        var calendar = Calendar(identifier: .gregorian)
-        calendar.timeZone = TimeZone(identifier: "UTC")!
-        var components = DateComponents()
-        components.year = fields["year"]
-        components.month = fields["month"]
-        components.day = fields["day"]
-        components.hour = fields["hour"]
-        components.minute = fields["minute"]
-        components.second = fields["second"]
-        components.weekday = fields["weekday"]
-        return calendar.nextDate(after: Date(timeIntervalSince1970: now), matching: components, matchingPolicy: .nextTime)?
-            .timeIntervalSince1970
-    }
-
-    /// The app's device token (`WireNotificationRequest.deviceToken(for:)`): the host hands it out.
-    static func deviceToken(for app: String) -> [UInt8] { WireNotificationRequest.deviceToken(for: app) }
-}
-
-/// One line of `notifications`: a pending or delivered notification.
-public struct NotificationListing: Sendable, Equatable, Encodable {
-    public var app: String
-    public var name: String
-    public var identifier: String
-    public var title: String
-    /// When it is (or was) due, on the scheduler's clock.
-    public var due: Date
-    /// `pending` or `delivered`.
-    public var state: String
-    public var repeats: Bool
-
-    private enum CodingKeys: String, CodingKey { case event, app, name, identifier, title, due, state, repeats }
-
-    public func encode(to encoder: any Encoder) throws {
-        var container = encoder.container(keyedBy: CodingKeys.self)
-        try container.encode("notificationListing", forKey: .event)
-        try container.encode(app, forKey: .app)
-        try container.encode(name, forKey: .name)
-        try container.encode(identifier, forKey: .identifier)
-        try container.encode(title, forKey: .title)
-        try container.encode(HostEvent.isoFormatter.string(from: due), forKey: .due)
-        try container.encode(state, forKey: .state)
-        try container.encode(repeats, forKey: .repeats)
+    /// The taps the app can take now, taken: those that open it once it is active, the others
+    /// once it runs; the rest keep waiting.
+    func takeTaps(for app: App) -> [Tap] {
+        guard let waiting = taps[app.identifier] else { return [] }
+        let ready = waiting.filter { $0.foreground ? app.isActive : app.runs }
+        let rest = waiting.filter { $0.foreground ? !app.isActive : !app.runs }
+        taps[app.identifier] = rest.isEmpty ? nil : rest
+        return ready
     }
 }
