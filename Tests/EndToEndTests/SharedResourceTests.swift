@@ -173,14 +173,31 @@ struct SharedResourceTests {
         host.closeInput()
         #expect(try host.waitForExit() == HostExit.backgroundRules)
     }
+
+    /// The same with a service that has not accepted the connection by then (as a busy one may
+    /// not, and the server above sometimes had not on a loaded machine): connected is held.
+    @Test func aConnectionNotYetAcceptedAtSuspensionIsFatal() throws {
+        let scratch = try Scratch()
+        let server = try UnixServer(path: scratch.url.appendingPathComponent("shared.sock").path, accepting: false)
+        let bundle = try scratch.bundle(
+            "Client", behavior: ["hold": ["connect": server.path]],
+            changes: ["AppHostEntitlements": ["com.apple.security.network.client": true]])
+        let host = try HostSession([bundle], scratch: scratch, arguments: ["--shared-resource", server.path])
+        let end = try sendHomeExpectingDeadlock("Client", host)
+        #expect(scratch.recorded("Client").contains("holding connection to \(server.path): ok"))
+        #expect(try #require(end.reason).hasPrefix("held the shared resource \(server.path) open (fd "))
+        host.closeInput()
+        #expect(try host.waitForExit() == HostExit.backgroundRules)
+    }
 }
 
-/// A listening Unix socket that accepts every connection, standing for a shared system service.
+/// A listening Unix socket that accepts every connection (or, not `accepting`, leaves them on
+/// its queue), standing for a shared system service.
 final class UnixServer: @unchecked Sendable {
     let path: String
     private let fd: Int32
 
-    init(path: String) throws {
+    init(path: String, accepting: Bool = true) throws {
         self.path = path
         fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
         var address = sockaddr_un()
@@ -195,6 +212,7 @@ final class UnixServer: @unchecked Sendable {
         // App users must reach it: the scratch directory and the socket are open to all.
         chmod(URL(fileURLWithPath: path).deletingLastPathComponent().path, 0o755)
         chmod(path, 0o777)
+        guard accepting else { return }
         let listener = fd
         Thread.detachNewThread {
             while true {
