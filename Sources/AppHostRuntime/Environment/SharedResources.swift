@@ -67,7 +67,8 @@ public struct FileLock: Sendable, Equatable, CustomStringConvertible {
 ///    is read in /proc/PID/fdinfo/FD, whose `lock:` lines are the locks taken through it; its
 ///    path (readlink) says whether it is in an app-group container.
 /// 3. Descriptors on a declared file or device match by device and inode; a socket matches when
-///    its peer is bound to a declared socket path (sock_diag).
+///    its peer is bound to a declared socket path, or its connection waits, not yet accepted, on
+///    a listener bound there (sock_diag).
 public struct SharedResourceCheck: Sendable {
     /// STATE/groups, with symbolic links resolved (as /proc/PID/fd links name files).
     let groupsDirectory: String
@@ -122,9 +123,9 @@ public struct SharedResourceCheck: Sendable {
             for socket in sockets {
                 // Each end looked up by its inode: a dump of every socket may skip one while
                 // others come and go.
-                guard let entry = Self.unixSocket(socket.inode) else { continue }
-                // Connected to the declared socket (its peer is bound there), or bound there itself.
-                let ends = [entry] + (entry.peer == 0 ? [] : Self.unixSocket(entry.peer).map { [$0] } ?? [])
+                // Connected to the declared socket (its peer is bound there, or its listener is
+                // for a connection not yet accepted), or bound there itself.
+                let ends = Self.ends(ofUnixSocket: socket.inode)
                 if let declared = ends.lazy.compactMap({ declaredSockets[FileID(device: $0.device, inode: $0.inode_of_path)] }).first {
                     held.append(HeldResource(what: .sharedResource(declared: declared), path: declared, pid: socket.pid, fd: socket.fd))
                 }
@@ -189,5 +190,22 @@ public struct SharedResourceCheck: Sendable {
     private static func unixSocket(_ inode: UInt32) -> apphost_unix_socket? {
         var entry = apphost_unix_socket()
         return apphost_find_unix_socket(inode, &entry) == 0 ? entry : nil
+    }
+
+    /// The socket with this inode and what it is connected to: its peer, or, for a connection
+    /// its listener has not accepted yet, the listener (bound to the path it connected to). A
+    /// pending connection's far end has no inode until it is accepted, so sock_diag reports the
+    /// peer as 0 and only the listener's list of pending connections names the socket. The app
+    /// is frozen, so its connection can only be accepted (or closed by the other side) while it
+    /// is looked at: a socket no listener has pending any more is looked up again, and its peer
+    /// followed as usual.
+    private static func ends(ofUnixSocket inode: UInt32) -> [apphost_unix_socket] {
+        guard let entry = unixSocket(inode) else { return [] }
+        guard entry.peer == 0 else { return [entry] + (unixSocket(entry.peer).map { [$0] } ?? []) }
+        guard entry.connected else { return [entry] }
+        var listener = apphost_unix_socket()
+        if apphost_find_unix_listener_with_pending(inode, &listener) == 0 { return [entry, listener] }
+        guard let accepted = unixSocket(inode), accepted.peer != 0 else { return [entry] }
+        return [accepted] + (unixSocket(accepted.peer).map { [$0] } ?? [])
     }
 }

@@ -8,6 +8,7 @@
 #include <sys/resource.h>
 #include <signal.h>
 #include <spawn.h>
+#include <stdbool.h>
 #include <stdint.h>
 
 /// prctl(PR_SET_PDEATHSIG, sig)
@@ -111,6 +112,10 @@ struct apphost_unix_socket {
     /// stat(2) reports st_dev and st_ino; both 0 if it has none.
     uint64_t device;
     uint64_t inode_of_path;
+    /// Connected (TCP_ESTABLISHED). A connected stream socket with `peer` 0 is waiting on a
+    /// listener's queue: the listener has not accepted it, and the socket that will stand for
+    /// it there has no inode until it does (see `apphost_find_unix_listener_with_pending`).
+    bool connected;
 };
 /// Lists the machine's Unix-domain sockets (NETLINK_SOCK_DIAG dump with UDIAG_SHOW_PEER and
 /// UDIAG_SHOW_VFS). Returns how many there are, which may exceed `capacity`; -1 and errno on
@@ -120,6 +125,11 @@ int apphost_list_unix_sockets(struct apphost_unix_socket *sockets, int capacity)
 /// dump of a machine whose sockets come and go may skip one). Returns 0, or -1 and errno
 /// (ENOENT: no such socket, or it is gone).
 int apphost_find_unix_socket(uint32_t inode, struct apphost_unix_socket *socket);
+/// The listening Unix-domain socket whose queue holds a connection from the socket `inode` that
+/// it has not accepted yet, from its UNIX_DIAG_ICONS (a dump of the machine's listeners only:
+/// the one link the kernel gives between a pending connection and its listener). Returns 0, or
+/// -1 and errno (ENOENT: no listener has it pending, as when it has been accepted).
+int apphost_find_unix_listener_with_pending(uint32_t inode, struct apphost_unix_socket *listener);
 
 /// eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)
 int apphost_eventfd(void);
