@@ -20,7 +20,10 @@ package let appProcessArgument = "__app-process"
 /// transfer may go on from it, and a cancel may ask for resume data.
 /// 7: user notifications (`AppMessage.notification`, `HostMessage.notification`: authorization,
 /// requests kept and delivered by the host, taps, the device token).
-package let wireProtocolVersion = 7
+/// 8: a server certificate to trust (`.serverTrust` challenges, `trustsServer` answers), what
+/// `willPresent` answered and the app's notification categories, actions and text replies, the
+/// delivered notifications (at launch and as they change).
+package let wireProtocolVersion = 8
 
 /// `applicationState` as the app observes it. Raw values as UIKit's.
 package enum WireApplicationState: Int, Codable, Sendable {
