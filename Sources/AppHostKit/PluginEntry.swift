@@ -157,7 +157,9 @@ enum AppMain {
             withdrawable.store(activation.id, ordering: .releasing)
         }
         runLaunchCallbacks(launch.filter { $0.callback != .didBecomeActive })
-        startReading(fd: controlFD)
+        HostMessageReader(fd: controlFD).start(
+            withdraw: { id in _ = withdrawable.compareExchange(expected: id, desired: 0, ordering: .acquiringAndReleasing) },
+            deliver: { message in DispatchQueue.main.async { MainActor.assumeIsolated { handle(message) } } })
         hostLink.send(.ready(protocolVersion: wireProtocolVersion))
     }
 
@@ -177,86 +179,6 @@ enum AppMain {
     static func fail(_ reason: String) -> Never {
         hostLink.send(.launchFailed(reason: reason))
         _exit(78)
-    }
-
-    /// Reads the control socket on a thread of its own, which waits on the socket, decodes
-    /// each message and puts it on the main queue, where it runs, in order. A Dispatch read
-    /// source on the main queue cost two more thread wake-ups per message (Dispatch's manager
-    /// thread woke to see the socket readable, and again to re-arm the source once its handler
-    /// had run on the main thread), and its decoding was done on the main thread.
-    private static func startReading(fd: Int32) {
-        let socket = identity(of: fd)  // now: the thread may begin after the app closed its fd 3
-        let reader = Thread {
-            var receiver = FrameReceiver(channel: ControlChannel(fd: fd))
-            // Waits in epoll, never in a read or poll on the socket: those hold the socket open
-            // while they wait, so an app that closed its descriptor 3 would keep the connection
-            // open and the host would not see it close. An epoll set holds no reference.
-            let epoll = apphost_epoll_create()
-            guard epoll >= 0, apphost_epoll_add(epoll, fd, 0) == 0 else {
-                guard isStill(socket, fd) else { return }  // the app closed it first: the host sees it
-                end("AppHostKit: cannot wait on the control socket (errno \(errno))\n", status: 70)
-                return
-            }
-            var key: UInt64 = 0
-            while true {
-                if apphost_epoll_wait(epoll, &key, 1) < 0 {
-                    if errno == EINTR { continue }
-                    return
-                }
-                let batch = receiver.receive(budget: .max)
-                if batch.frames.isEmpty && batch.end == nil { continue }
-                for frame in batch.frames {
-                    do {
-                        let message = try WireCoding.decode(HostMessage.self, from: frame.body)
-                        // At once, not after the callback the main thread may be running.
-                        if case .withdraw(let id) = message {
-                            _ = withdrawable.compareExchange(expected: id, desired: 0, ordering: .acquiringAndReleasing)
-                            continue
-                        }
-                        DispatchQueue.main.async { MainActor.assumeIsolated { handle(message) } }
-                    } catch {
-                        end("AppHostKit: unreadable message from the host: \(error)\n", status: 70)
-                        return
-                    }
-                }
-                switch batch.end {
-                case nil: continue
-                case .closed where isStill(socket, fd):
-                    end(nil, status: 0)  // the host closed the connection: it is ending this app
-                case _ where !isStill(socket, fd):
-                    // The app closed the socket itself (or reused its number), which a read may
-                    // find as its end or as EBADF: reading stops, and the host, which sees the
-                    // socket close, ends the app for it (not this process, whose exit would
-                    // hide why).
-                    break
-                case let failure?: end("AppHostKit: unreadable message from the host: \(failure)\n", status: 70)
-                }
-                return
-            }
-        }
-        reader.name = "apphost-control"
-        reader.start()
-    }
-
-    /// The device and inode of the file `fd` is, nil if it is not open.
-    nonisolated private static func identity(of fd: Int32) -> (dev_t, ino_t)? {
-        var info = stat()
-        return fstat(fd, &info) == 0 ? (info.st_dev, info.st_ino) : nil
-    }
-
-    /// Whether `fd` is still the control socket: then its end of stream (or error) is the host's
-    /// doing; else the app closed its descriptor 3 (or reused the number), which the host sees.
-    nonisolated private static func isStill(_ socket: (dev_t, ino_t)?, _ fd: Int32) -> Bool {
-        guard let socket, let now = identity(of: fd) else { return false }
-        return now == socket
-    }
-
-    /// Ends the process once the main queue has run what came before (from the reader thread).
-    nonisolated private static func end(_ message: String?, status: Int32) {
-        DispatchQueue.main.async {
-            if let message { writeStandardError(message) }
-            _exit(status)
-        }
     }
 
     private static func handle(_ message: HostMessage) {
