@@ -20,6 +20,11 @@ import CAppHostShims
 /// is suspended, nothing wakes it: there are no polling loops.
 final class HostLoop: @unchecked Sendable {
 
+    // The loop's own: what it was given and found, its queue, clock, timer and inputs, what
+    // reads the apps' sockets, and what it writes (events, reports, stores). Every other
+    // property is a subsystem, which owns its state (docs/internals.md); each HostLoop+X file
+    // routes between one subsystem and the apps' machines.
+
     let configuration: Supervisor.Configuration
     /// What the host found at its start: how it suspends, confines and limits apps, how many fit.
     let facts: HostFacts
@@ -31,7 +36,6 @@ final class HostLoop: @unchecked Sendable {
     /// The host's one timer: every app's machine's deadline and every subsystem's (the sampler,
     /// the scheduler, a pressure episode's grace, a route's next step, a command's timeout).
     let timers: HostTimers
-    let spawner = SpawnThread()
     /// The launch template, the standby made ahead, the waiting groups, the filters (Launchpad).
     let launchpad: Launchpad
     /// The instance's cgroups and how apps are suspended and limited here.
@@ -115,7 +119,7 @@ final class HostLoop: @unchecked Sendable {
             : nil
         launchpad = Launchpad(
             Launchpad.Context(
-                configuration: configuration, environment: environment, spawner: spawner, queue: queue, timers: timers, clock: clock,
+                configuration: configuration, environment: environment, spawner: SpawnThread(), queue: queue, timers: timers, clock: clock,
                 mountChanges: { [storage] in storage.mountChanges }, isShuttingDown: { [waiters] in waiters.isShuttingDown },
                 publish: observer),
             template: template)

@@ -124,14 +124,7 @@ extension Launchpad {
                 configured = WireCoding.encode(HostMessage.configure(
                     try message(order, sandbox: sandbox, groupPaths: groups.paths, ownPID: Namespaces.appPID)))
             } catch {
-                groups.freezer?.remove()
-                if let waiting {
-                    returnWaitingGroups(waiting.groups)
-                    if groups.pids != waiting.groups.pids { groups.pids?.remove() }
-                    if groups.memory !== waiting.groups.memory { groups.memory?.discard() }
-                } else {
-                    groups.discard()
-                }
+                release(groups, waiting: waiting)
                 return fail("cannot compile the app's seccomp filter: \(error)")
             }
         }
@@ -173,13 +166,8 @@ extension Launchpad {
                 groups.freezer?.remove()
                 groups.pids?.remove(sparing: waiting?.template)
                 groups.memory?.discard(sparing: waiting?.template)
-            } else if let waiting {
-                groups.freezer?.remove()
-                returnWaitingGroups(waiting.groups)
-                if groups.pids != waiting.groups.pids { groups.pids?.remove() }
-                if groups.memory !== waiting.groups.memory { groups.memory?.discard() }
             } else {
-                groups.discard()
+                release(groups, waiting: waiting)
             }
             return LaunchResult(outcome: .failed("cannot start the app process: \(error)"))
         }
@@ -302,6 +290,16 @@ extension Launchpad {
             writable: sandbox.writablePaths)
         return ["--hide", configuration.stateDirectory.path] + sandbox.writablePaths.flatMap { ["--writable", $0] } + ["--readable", bundle.url.path]
             + Landlock.initOptions((sharedRules ? Landlock.sharedRules : []) + rules)
+    }
+
+    /// Removes the groups made for a process that did not start; waiting groups it took (which
+    /// still hold the template) wait for the next launch again.
+    private func release(_ groups: AppProcess.Groups, waiting: (groups: WaitingGroups, template: pid_t)?) {
+        guard let waiting else { return groups.discard() }
+        groups.freezer?.remove()
+        returnWaitingGroups(waiting.groups)
+        if groups.pids != waiting.groups.pids { groups.pids?.remove() }
+        if groups.memory !== waiting.groups.memory { groups.memory?.discard() }
     }
 
     /// Ends a standby that did not take its launch once the template's queued move out of its
