@@ -47,7 +47,7 @@ extension HostLoop {
         switch batch.end {
         case nil:
             // Frames read but not yet taken: the socket may stay quiet, so come back for them.
-            if process.hasBufferedFrames { queue.async { [weak self] in self?.readControl(record, run) } }
+            if process.hasBufferedFrames { post(.control(run.id)) }
         case .closed:
             process.closeChannel()
             handle(record, run, .controlClosed)
@@ -160,10 +160,7 @@ extension HostLoop {
     ) {
         var notes: [String] = []
         if let listener, let syscalls = SyscallListener(fd: listener) {
-            process.adopt(syscalls, on: queue) { [weak self, weak record, weak run] in
-                guard let self, let record, let run else { return }
-                drainRefusals(record, run)
-            }
+            process.adopt(syscalls, on: queue) { [weak self, id = run.id] in self?.receive(.refusals(id)) }
             notes.append("seccomp")
         } else {
             // A listener that could not be taken is closed by SyscallListener's initializer.
@@ -184,7 +181,7 @@ extension HostLoop {
     /// Answers every refused call waiting in the app's seccomp listener: EPERM and a violation,
     /// or, for a dangerous call, the end of the app by SIGSYS (the call is never answered, so it
     /// never runs).
-    private func drainRefusals(_ record: AppRecord, _ run: AppRun) {
+    func drainRefusals(_ record: AppRecord, _ run: AppRun) {
         guard let process = run.process, let listener = process.listener else { return }
         // A budget per turn: threads that keep making refused calls cannot hold up other apps
         // (the listener stays readable, so the rest is answered on the next turn).

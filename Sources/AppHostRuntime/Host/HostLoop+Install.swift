@@ -25,7 +25,7 @@ extension HostLoop {
             queueSchedulerPass()
             queueTransferPass()
             // Its kept notifications (of an earlier host) may be due, or due later.
-            queue.async { [weak self] in self?.deliverDueNotifications() }
+            post(.pass(.notifications))
         }
     }
 

@@ -50,10 +50,7 @@ extension HostLoop {
         // A standby (or the template) being made is this launch's: it waits for it off the
         // loop, and takes it.
         if launchpad.isPreparing {
-            launchpad.afterSpawnThread { [weak self, weak record, weak run] in
-                guard let self, let record, let run else { return }
-                resumeSpawn(record, run, reason: reason)
-            }
+            launchpad.afterSpawnThread { [weak self, id = run.id] in self?.post(.standbyAwaited(id, reason: reason)) }
             return
         }
         let bundle = record.bundle
@@ -79,34 +76,20 @@ extension HostLoop {
             bundle: bundle, container: container, user: user,
             memoryLimit: resources.memoryLimit(state: .launching, inForeground: run.machine.isInForeground).bytes,
             message: launchMessage(record, run, container: container, reason: reason))
-        launchpad.launch(order) { [weak self, weak record, weak run] result in
-            guard let self, let record, let run else {
-                if case .started(let process, _) = result.outcome {
-                    process.closeChannel()
-                    process.killAll()
-                }
-                return
-            }
-            launched(result, record, run)
+        launchpad.launch(order) { [weak self, id = run.id] result in
+            guard let self else { return result.abandon() }
+            receive(.launched(id, result))
         }
     }
 
     /// Watches a started app process: its control socket, its end, its memory group and its
     /// diagnostics, each handled on the queue.
     func watch(_ process: AppProcess, _ record: AppRecord, _ run: AppRun) {
-        process.start(on: queue, timers: timers, reader: controlReader, control: { [weak self, weak record, weak run] in
-            guard let self, let record, let run else { return }
-            readControl(record, run)
-        }, exit: { [weak self, weak record, weak run] in
-            guard let self, let record, let run else { return }
-            reap(record, run)
-        }, memory: { [weak self, weak record, weak run] in
-            guard let self, let record, let run else { return }
-            memoryGroupFull(record, run)
-        }, diagnostics: { [weak self, weak record, weak run] in
-            guard let self, let record, let run else { return }
-            readDiagnostics(record, run)
-        })
+        let id = run.id
+        process.start(
+            on: queue, timers: timers, reader: controlReader,
+            control: { [weak self] in self?.receive(.control(id)) }, exit: { [weak self] in self?.receive(.exited(id)) },
+            memory: { [weak self] in self?.receive(.memoryFull(id)) }, diagnostics: { [weak self] in self?.receive(.diagnostics(id)) })
     }
 
     /// What the app process is told before it runs, but its sandbox (the launchpad's): who it

@@ -132,18 +132,16 @@ extension HostLoop {
     private func freeze(_ record: AppRecord, _ run: AppRun) {
         guard let process = run.process else { return }
         run.stepStartedAt = clock.now
+        // Heard as an input of its own, never inside this action (a suspender may know at once).
         environment.suspender.freeze(process, isWanted: { [weak run] in
             run?.machine.phase == .suspending && run?.process === process
-        }, verified: { [weak self, weak record, weak run] in
-            guard let self, let record, let run else { return }
-            frozen(record, run)
-        })
+        }, verified: { [weak self, id = run.id] in self?.post(.frozen(id)) })
     }
 
     /// Every thread is stopped. Before the app counts as suspended, what it holds is checked: it
     /// can no longer take or release anything, so the check sees exactly what it would keep.
     /// 0xdead10cc if it holds something shared (docs/policy.md, "Resource rules").
-    private func frozen(_ record: AppRecord, _ run: AppRun) {
+    func frozen(_ record: AppRecord, _ run: AppRun) {
         guard run.machine.phase == .suspending, !endIfHoldingSharedResources(record, run) else { return }
         handle(record, run, .suspensionVerified)
     }

@@ -131,7 +131,7 @@ extension HostLoop {
                 handle(record, run, .wakeInBackground)
             case .deliverDue:
                 // Due now (no trigger): delivered behind this message, not inside it.
-                queue.async { [weak self] in self?.deliverDueNotifications() }
+                post(.pass(.notifications))
             }
         }
     }

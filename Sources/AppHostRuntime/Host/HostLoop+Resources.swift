@@ -72,10 +72,7 @@ extension HostLoop {
         case .keep:
             return
         case .measureLater:
-            queue.async { [weak self, weak run] in
-                guard let self, let run else { return }
-                recordUsage(run)
-            }
+            post(.measure(run.id))
         case .apply(let bytes, let label):
             recordUsage(run)
             let fits = run.memory <= bytes && process.memoryGroup?.setLimit(bytes) != false
@@ -201,7 +198,7 @@ extension HostLoop {
     /// The app ended to free memory is gone: measure again, and end the next if still over.
     func pressureVictimEnded(_ record: AppRecord) {
         guard resources.pressureVictimEnded(record.id) else { return }
-        queue.async { [weak self] in self?.stepPressure() }
+        post(.pass(.pressure))
     }
 
     private func armPressureTimer() {

@@ -18,11 +18,7 @@ extension HostLoop {
         // On the queue, behind what is already there (the first command, say), not on the timer:
         // the pass sees the host as that work leaves it, in order.
         guard scheduler.queuePass() else { return }
-        queue.async { [weak self] in
-            guard let self else { return }
-            scheduler.passRuns()
-            runDueWork()
-        }
+        post(.pass(.scheduler))
     }
 
     /// Starts every due fetch and request whose conditions hold, for apps that may be woken now
@@ -90,8 +86,9 @@ extension HostLoop {
     /// Says, once it is on the disk, that a change the app asked for is kept: through its machine
     /// while the run that asked lives, else as the app's event all the same (an app that ended,
     /// or a host that quit, before the write: what is kept is said).
-    func sayKept(_ name: EventName, _ detail: String, _ record: AppRecord, _ run: AppRun) {
-        guard record.run !== run || !run.machine.isAlive else {
+    func sayKept(_ name: EventName, _ detail: String, by id: RunID) {
+        let record = apps[id.app]
+        if let (record, run) = current(id), run.machine.isAlive {
             handle(record, run, .info(name, detail))
             return
         }
@@ -137,7 +134,7 @@ extension HostLoop {
             // What tells anyone that it is kept (the taskSubmitted event) waits for it to be on
             // the disk, so a host killed at any moment never said it kept a request it lost.
             let submitted = Scheduler.describe(request)
-            switch scheduler.submit(request, for: bundle, kept: onTheLoop { [weak self] in self?.sayKept(.taskSubmitted, submitted, record, run) }) {
+            switch scheduler.submit(request, for: bundle, kept: { [weak self, id = run.id] in self?.post(.kept(id, .taskSubmitted, submitted)) }) {
             case .refused(let refusal):
                 handle(record, run, .warning("the host refused the task request \(request.identifier): \(refusal)"))
                 return
@@ -159,7 +156,7 @@ extension HostLoop {
                 return
             case .granted(let detail):
                 // Said once it is kept, as a submission is.
-                scheduler.setFetchInterval(interval, for: bundle.identifier, kept: onTheLoop { [weak self] in self?.sayKept(.fetchInterval, detail, record, run) })
+                scheduler.setFetchInterval(interval, for: bundle.identifier, kept: { [weak self, id = run.id] in self?.post(.kept(id, .fetchInterval, detail)) })
             }
             queueSchedulerPass()
 

@@ -48,12 +48,7 @@ extension HostLoop {
     /// is done (after a state change, an installation).
     func queueTransferPass() {
         guard transferDesk.queuePass() else { return }
-        queue.async { [weak self] in
-            guard let self else { return }
-            transferDesk.passRuns()
-            reconsiderTransfers()
-            for record in apps.records(identifiers: transferDesk.owedApps) { deliverTransfers(record) }
-        }
+        post(.pass(.transfers))
     }
 
     /// Starts the transfers whose conditions hold and pauses those whose no longer do. Returns
@@ -102,27 +97,16 @@ extension HostLoop {
                 }
             case .start(let job):
                 let id = job.id
-                configuration.transferRunner?.start(job) { [weak self] update in
-                    self?.queue.async { [weak self] in
-                        guard let self else { return }
-                        performTransfers(transferDesk.update(id, update, transferFacts))
-                    }
-                }
+                configuration.transferRunner?.start(job) { [weak self] update in self?.post(.transferUpdate(id: id, update)) }
             case .stop(let id):
                 configuration.transferRunner?.stop(id)
             case .copyBody(let id, let body, let destination):
                 DispatchQueue.global(qos: .utility).async { [weak self] in
                     let failure = body.copy(to: destination)
-                    self?.queue.async { [weak self] in
-                        guard let self else { return }
-                        performTransfers(transferDesk.bodyCopied(id, failure: failure, transferFacts))
-                    }
+                    self?.post(.transferBodyCopied(id: id, failure: failure))
                 }
             case .whenSaved(let id):
-                transferDesk.whenSaved(onTheLoop { [weak self] in
-                    guard let self else { return }
-                    performTransfers(transferDesk.kept(id, transferFacts))
-                })
+                transferDesk.whenSaved { [weak self] in self?.post(.transferKept(id: id)) }
             case .pass:
                 queueTransferPass()
             case .passAfter(let delay):

@@ -176,21 +176,12 @@ final class HostLoop: @unchecked Sendable {
         queue.sync { launchpad.start() }
         queue.setSpecific(key: Self.queueKey, value: ())
         // A store that cannot be written says so; what it holds lives on in this host.
-        stores.onFailure { [weak self, queue] line in
-            queue.async { [weak self] in self?.publish(HostEvent(time: Date(), event: .warning, detail: line), run: nil) }
-        }
+        stores.onFailure { [weak self] line in self?.post(.warning(line)) }
         timers.onFire { [weak self] in
             guard let self else { return false }
-            fireDeadlines()
+            receive(.deadlines)
             return true
         }
-    }
-
-    /// `work`, to run on the loop's queue from another thread (a store's writer), if any.
-    func onTheLoop(_ work: (@Sendable () -> Void)?) -> (@Sendable () -> Void)? {
-        guard let work else { return nil }
-        let queue = queue
-        return { queue.async(execute: work) }
     }
 
     deinit {

@@ -43,6 +43,14 @@ struct LaunchResult: Sendable {
 
     var outcome: Outcome
     var warnings: [String] = []
+
+    /// Ends the process of a result no run takes (its run or its host is gone): nothing may
+    /// keep it.
+    func abandon() {
+        guard case .started(let process, _) = outcome else { return }
+        process.closeChannel()
+        process.killAll()
+    }
 }
 
 /// The launch itself (docs/launching.md, "How apps are launched"): the app's sandbox composed, its

@@ -274,11 +274,11 @@ final class Launchpad: @unchecked Sendable {
     /// it without holding the loop (`afterSpawnThread`), and takes it.
     private(set) var isMakingStandby = false
 
-    /// Runs `work` on the loop once the spawn thread has done what is queued there now (a
-    /// standby being made is collected first: it queued its collection before).
+    /// Runs `work` on the spawn thread once it has done what is queued there now; `work` posts
+    /// to the loop, where it comes after what that queued (a standby being made is collected
+    /// first: it queued its collection before).
     func afterSpawnThread(_ work: @escaping @Sendable () -> Void) {
-        let queue = context.queue
-        context.spawner.async { queue.async(execute: work) }
+        context.spawner.async(work)
     }
 
     /// The standby, for a launch whose container is at `container`, if there is one that can

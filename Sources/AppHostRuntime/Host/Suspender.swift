@@ -15,8 +15,10 @@ public enum SuspensionMechanism: String, Sendable {
 /// Stops and restarts every thread of an app process, and says when every thread has stopped.
 ///
 /// A freeze is verified, never assumed: `verified` runs on the host's queue once the kernel
-/// reports every thread stopped. One that never stops is never verified; the life-cycle
-/// machine's suspend deadline ends that app. Used only on the host's queue.
+/// reports every thread stopped, within `freeze` if it already does (the host hears it as an
+/// input of its own, `HostInput.frozen`). One that never stops is never verified; the
+/// life-cycle machine's suspend deadline ends that app. Nothing here waits: later looks are on
+/// the host's timer. Used only on the host's queue.
 protocol Suspender: AnyObject, Sendable {
     /// Starts stopping every thread of `process`. `isWanted` says whether the host still waits
     /// for this freeze (it stops waiting when the app ends or the machine gives up).
@@ -30,7 +32,6 @@ protocol Suspender: AnyObject, Sendable {
 /// without a group of its own (or whose group refuses to freeze) is stopped by SIGSTOP instead.
 final class CgroupFreezer: Suspender, @unchecked Sendable {
     private let watcher: CgroupEventWatcher
-    private let queue: DispatchQueue
     private let timers: HostTimers
     private let fallback: SignalStopper
     /// The inotify watch of each group being frozen, by path.
@@ -39,7 +40,6 @@ final class CgroupFreezer: Suspender, @unchecked Sendable {
     init?(queue: DispatchQueue, timers: HostTimers) {
         guard let watcher = CgroupEventWatcher(queue: queue) else { return nil }
         self.watcher = watcher
-        self.queue = queue
         self.timers = timers
         fallback = SignalStopper(timers: timers)
     }
@@ -63,23 +63,32 @@ final class CgroupFreezer: Suspender, @unchecked Sendable {
             fallback.freeze(process, isWanted: isWanted, verified: verified)
             return
         }
-        // Freezing takes about 0.1 ms, but the kernel rate-limits cgroup.events notifications to
-        // one per 10 ms: a short bounded check confirms the common case at once.
-        if group.awaitFrozen(within: .milliseconds(2)) {
+        confirm(group, check: 0, watched: watch != nil, isWanted: isWanted, verified: verified)
+    }
+
+    /// Looks at `frozen 1` on the host's timer, never holding the loop. Freezing takes about
+    /// 0.1 ms, but the kernel sends cgroup.events notifications at most once per 10 ms: the
+    /// group is looked at every 50 µs for the first 2 ms, which confirms the common case at
+    /// once; then the notification says it, or, where inotify cannot watch the group, a look
+    /// every millisecond.
+    private func confirm(
+        _ group: Cgroup, check: Int, watched: Bool, isWanted: @escaping @Sendable () -> Bool, verified: @escaping @Sendable () -> Void
+    ) {
+        guard isWanted() else { return }
+        if group.isFrozen {
             unwatch(group)
-            queue.async { if isWanted() { verified() } }
-        } else if watch == nil {
-            poll(group, isWanted: isWanted, verified: verified)
+            verified()
+            return
+        }
+        let early = check < Self.earlyChecks
+        guard early || !watched else { return }
+        timers.after(early ? .microseconds(50) : .milliseconds(1)) { [weak self] in
+            self?.confirm(group, check: check + 1, watched: watched, isWanted: isWanted, verified: verified)
         }
     }
 
-    /// Checks `frozen 1` every millisecond, where inotify cannot watch the group.
-    private func poll(_ group: Cgroup, isWanted: @escaping @Sendable () -> Bool, verified: @escaping @Sendable () -> Void) {
-        timers.after(.milliseconds(1)) { [weak self] in
-            guard isWanted() else { return }
-            if group.isFrozen { verified() } else { self?.poll(group, isWanted: isWanted, verified: verified) }
-        }
-    }
+    /// The looks at the group in its first 2 ms.
+    private static let earlyChecks = 40
 
     func forget(_ process: AppProcess) {
         if let group = process.cgroup { unwatch(group) }
@@ -131,16 +140,6 @@ extension Cgroup {
     /// Whether the kernel reports every task of the group frozen (`frozen 1` in cgroup.events).
     var isFrozen: Bool { read("cgroup.events").split(separator: "\n").contains("frozen 1") }
 
-    /// Waits up to `limit` for a freeze to complete.
-    func awaitFrozen(within limit: Duration) -> Bool {
-        let clock = ContinuousClock()
-        let deadline = clock.now + limit
-        repeat {
-            if isFrozen { return true }
-            sched_yield()
-        } while clock.now < deadline
-        return isFrozen
-    }
 }
 
 /// Watches cgroup.events files with one inotify descriptor, so a freeze is confirmed the moment
