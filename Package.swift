@@ -282,7 +282,7 @@ let package = Package(
         // The fault-injection run (scripts/chaos): hosts killed at the moments that matter.
         .executableTarget(
             name: "apphost-chaos",
-            dependencies: ["AppHostRuntime", .product(name: "ArgumentParser", package: "swift-argument-parser")],
+            dependencies: ["AppHostRuntime", "AppHostProtocol", .product(name: "ArgumentParser", package: "swift-argument-parser")],
             path: "Benchmarks/Chaos",
             swiftSettings: strictSettings
         ),

@@ -1,3 +1,4 @@
+import AppHostProtocol
 import AppHostRuntime
 import Foundation
 #if canImport(Glibc)

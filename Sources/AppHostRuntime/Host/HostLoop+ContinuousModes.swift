@@ -1,4 +1,4 @@
-public import Foundation
+import Foundation
 import AppHostProtocol
 
 // Continuous background modes (docs/continuous-modes.md, "Continuous background modes"): the commands that

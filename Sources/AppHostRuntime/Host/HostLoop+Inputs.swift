@@ -32,6 +32,9 @@ enum HostInput: Sendable {
     case standbyAwaited(RunID, reason: String)
     /// The launchpad started the run's process, or could not.
     case launched(RunID, LaunchResult)
+    /// The launchpad's spawn thread did what it was asked (started or reaped the template, made
+    /// a standby, started a process, stopped).
+    case launchpad(Launchpad.Return)
     /// The host's timer went off: the deadlines due go where they belong.
     case deadlines
     /// A pass over the host's work, queued behind what asked for it.
@@ -100,6 +103,12 @@ extension HostLoop {
         case .launched(let id, let result):
             guard let (record, run) = current(id) else { return result.abandon() }
             launched(result, record, run)
+        case .launchpad(let value):
+            switch launchpad.receive(value) {
+            case .launched(let id, let result)?: receive(.launched(id, result))
+            case .stopped?: shutDownGoesOn()
+            case nil: break
+            }
         case .deadlines:
             fireDeadlines()
         case .pass(let pass):

@@ -73,13 +73,10 @@ extension HostLoop {
         prepareStorage(for: bundle, run: run)
         let container = Containers.url(for: bundle, in: configuration.stateDirectory)
         let order = LaunchOrder(
-            bundle: bundle, container: container, user: user,
+            run: run.id, bundle: bundle, container: container, user: user,
             memoryLimit: resources.memoryLimit(state: .launching, inForeground: run.machine.isInForeground).bytes,
             message: launchMessage(record, run, container: container, reason: reason))
-        launchpad.launch(order) { [weak self, id = run.id] result in
-            guard let self else { return result.abandon() }
-            receive(.launched(id, result))
-        }
+        if let result = launchpad.launch(order) { launched(result, record, run) }
     }
 
     /// Watches a started app process: its control socket, its end, its memory group and its

@@ -279,18 +279,24 @@ extension HostLoop {
         waiters.changed(record, state: currentState(of: record), unsettled: apps.unsettled)
     }
 
+    /// Once every app has ended, a shutdown waiting goes on: the launchpad stops (off the loop,
+    /// then `shutDownGoesOn`).
     func resumeShutdownIfDone() {
         guard waiters.awaitsShutdown, !apps.contains(where: { $0.run?.machine.isAlive == true }) else { return }
+        if waiters.stopping() { launchpad.shutDown() }
+    }
+
+    /// The launchpad has stopped: the host's groups, mounts and stores go, then the instance,
+    /// and the shutdowns waiting are over.
+    func shutDownGoesOn() {
+        environment.remove()
+        for line in storage.unmountAll() { publish(HostEvent(time: Date(), event: .warning, detail: line), run: nil) }
+        stores.flush()
+        // Another host may start on the instance from here.
+        instanceLock.release()
+        // What the writes just finished tell the loop (a request kept, say) is queued behind
+        // this turn: it is said before the host's caller hears that it is over.
         let continuations = waiters.takeShutdowns()
-        launchpad.shutDown { [self] in
-            environment.remove()
-            for line in storage.unmountAll() { publish(HostEvent(time: Date(), event: .warning, detail: line), run: nil) }
-            stores.flush()
-            // Another host may start on the instance from here.
-            instanceLock.release()
-            // What the writes just finished tell the loop (a request kept, say) is queued behind
-            // this turn: it is said before the host's caller hears that it is over.
-            queue.async { continuations.forEach { $0.resume() } }
-        }
+        queue.async { continuations.forEach { $0.resume() } }
     }
 }

@@ -173,6 +173,11 @@ final class HostLoop: @unchecked Sendable {
         queue.async { events.forEach(observer) }
         // On the queue, as every later start is, after the events: what the template's start
         // says comes after `started`.
+        launchpad.onReturn { [weak self] value in
+            guard let self else { return false }
+            receive(.launchpad(value))
+            return true
+        }
         queue.sync { launchpad.start() }
         queue.setSpecific(key: Self.queueKey, value: ())
         // A store that cannot be written says so; what it holds lives on in this host.

@@ -10,6 +10,8 @@ import CAppHostShims
 /// What a launch asks of the launchpad, prepared by the loop from what the other subsystems
 /// know (the app's user from StorageService, its scenes, transfers and tasks for its message).
 struct LaunchOrder: Sendable {
+    /// The run the launch is for: what came of it comes back for it.
+    var run: RunID
     var bundle: AppBundle
     /// The app's container (made, or repaired, before its process reaches it).
     var container: URL
@@ -55,11 +57,12 @@ struct LaunchResult: Sendable {
 
 /// The launch itself (docs/launching.md, "How apps are launched"): the app's sandbox composed, its
 /// containers made, then the standby taken, or a process started on the spawn thread in groups
-/// made (or waiting) for it. The loop hears the result through `then`, on the loop: at once when
-/// the launch took the standby or failed before a start, later when a process was started.
+/// made (or waiting) for it. The loop hears the result at once when the launch took the standby
+/// or failed before a start, later when a process was started off the loop (`Outcome.launched`).
 extension Launchpad {
-    /// Launches `order`'s app; `then` runs on the loop with what came of it.
-    func launch(_ order: LaunchOrder, then: @escaping @Sendable (LaunchResult) -> Void) {
+    /// Launches `order`'s app: what came of it, or nil if its process is being started off the
+    /// loop (the result comes back for `order.run`).
+    func launch(_ order: LaunchOrder) -> LaunchResult? {
         let bundle = order.bundle
         let policy = configuration.policy
         let stateDirectory = configuration.stateDirectory
@@ -93,12 +96,12 @@ extension Launchpad {
             containersMade = true
             return nil
         }
-        func fail(_ reason: String) { then(LaunchResult(outcome: .failed(reason), warnings: warnings)) }
+        func fail(_ reason: String) -> LaunchResult { LaunchResult(outcome: .failed(reason), warnings: warnings) }
 
         if let standby = takeStandby(container: order.container.path),
            var result = launch(order, from: standby, sandbox: sandbox, makeContainers: makeContainers) {
             result.warnings = warnings + result.warnings
-            return then(result)
+            return result
         }
         if let failure = makeContainers() { return fail(failure) }
         let groupName = groupName(bundle.name)
@@ -140,24 +143,27 @@ extension Launchpad {
             executable: executable, arguments: arguments, environment: processEnvironment, namespaces: namespaces, runner: runner,
             template: template, groups: groups, waiting: waiting, configurationAhead: configured)
         // Off the loop: the loop goes on with other apps meanwhile.
-        let queue = context.queue
         let made = warnings
         let composed = sandbox
         context.spawner.async { [weak self] in
             let started = start.run()
-            queue.async { [weak self] in
-                guard let self else {
-                    if case .success(let spawned) = started.result { spawned.abandon(groups: started.groups) }
-                    return
-                }
-                var result = self.started(started, of: start, order, sandbox: composed, processes: processes)
-                result.warnings = made + result.warnings
-                then(result)
+            guard let self else {
+                if case .success(let spawned) = started.result { spawned.abandon(groups: started.groups) }
+                return
             }
+            back(.processStarted(StartedLaunch(
+                started: started, start: start, order: order, sandbox: composed, processes: processes, warnings: made)))
         }
+        return nil
     }
 
     /// The spawn thread has started the app process (or could not).
+    func started(_ launch: StartedLaunch) -> LaunchResult {
+        var result = started(launch.started, of: launch.start, launch.order, sandbox: launch.sandbox, processes: launch.processes)
+        result.warnings = launch.warnings + result.warnings
+        return result
+    }
+
     private func started(
         _ started: ProcessStart.Started, of start: ProcessStart, _ order: LaunchOrder, sandbox: WireSandbox, processes: Int
     ) -> LaunchResult {
@@ -183,11 +189,7 @@ extension Launchpad {
             spawned, groups: started.groups, name: order.bundle.name, forwardOutput: configuration.forwardAppOutput, sparing: waiting?.template)
         // The template moves on to the next launch's groups; once it has left these, the app's
         // process limit is its own again.
-        let waitedIn = waiting?.groups.pids
-        prepareWaitingGroups { [weak process] in
-            guard let process, !process.isClosed, let pids = waitedIn, process.groupPaths.contains(pids.path) else { return }
-            try? pids.write("pids.max", "\(processes)")
-        }
+        prepareWaitingGroups(then: waiting?.groups.pids.map { .templateLeft(process, pids: $0, processes: processes) })
         var warnings = spawned.templateFailure.map { ["launched by exec: the launch template could not start it (\($0))"] } ?? []
         warnings += memoryGroupWarning(process)
         guard !spawned.configured else { return LaunchResult(outcome: .started(process, configure: .sent), warnings: warnings) }
@@ -262,12 +264,9 @@ extension Launchpad {
         let process = AppProcess(
             spawned, groups: groups, name: order.bundle.name, forwardOutput: configuration.forwardAppOutput, sparing: standby.waiting?.template)
         if let pids {
-            let queue = context.queue
-            context.spawner.async { [weak process] in
-                queue.async { [weak process] in
-                    guard let process, !process.isClosed else { return }
-                    try? pids.write("pids.max", "\(processes)")
-                }
+            context.spawner.async { [weak self, weak process] in
+                guard let process else { return }
+                self?.back(.templateLeft(process, pids: pids, processes: processes))
             }
         }
         return LaunchResult(outcome: .started(process, configure: .sent), warnings: memoryGroupWarning(process))

@@ -14,8 +14,9 @@ import CAppHostShims
 /// laid out"): the launch template process (started with the host, started again when it ends,
 /// as TemplateSupervision allows), the next launch's cgroup v1 groups the template waits in, the
 /// standby app process it forks ahead, and the compiled seccomp filters. Touched only on the
-/// host's loop (hence unchecked): the spawn thread hands back a standby through `madeStandby`, a
-/// mutex, and returns to the loop by `queue.async`.
+/// host's loop (hence unchecked): what the spawn thread did comes back to the loop as a `Return`,
+/// an input of the loop's (`HostInput.launchpad`), which the loop hands to `receive`; a standby
+/// made waits in `madeStandby`, a mutex, for it.
 final class Launchpad: @unchecked Sendable {
     let context: Context
     let template: TemplateLauncher?
@@ -27,6 +28,8 @@ final class Launchpad: @unchecked Sendable {
     private let madeStandby = Mutex<Result<Standby, StandbyFailure>?>(nil)
     /// Set by `shutDown` and `tearDown`: nothing is made after it.
     private var isOver = false
+    /// Where what the spawn thread did goes, on the loop (`onReturn`); false: nobody takes it.
+    private var route: ((Return) -> Bool)?
     /// Compiled seccomp filters by entitlements and the pid the app sees as its own: in a PID
     /// namespace that is always 2, so each app's filter is compiled once per host.
     private var filters: [String: Seccomp.Program] = [:]
@@ -61,38 +64,45 @@ final class Launchpad: @unchecked Sendable {
     /// `launcher` event names it (its pid); if it cannot start, a warning says why and apps
     /// launch by exec.
     private func startTemplateAtHostStart() {
-        startTemplate { [weak self] result in
-            guard let self else { return }
-            isStartingTemplate = false
-            switch result {
-            case .success: say(note)
-            case .failure(let error): context.publish(HostEvent(
-                time: Date(), event: .warning, detail: "the launch template cannot start (\(error)): apps launch by exec"))
-            }
-        }
+        startTemplate(again: false)
     }
 
-    /// Starts the template on the spawn thread, and watches for its end; `then` hears how, on
-    /// the loop, which does not wait meanwhile (apps launch by exec). One that starts after the
-    /// host is over is stopped.
-    private func startTemplate(then: @escaping @Sendable (Result<pid_t, SystemError>) -> Void) {
+    /// Starts the template on the spawn thread; the loop does not wait meanwhile (apps launch by
+    /// exec), and hears how (`Return.templateStarted`).
+    private func startTemplate(again: Bool) {
         guard let template else { return }
-        let queue = context.queue
         context.spawner.async { [weak self] in
             let started = Result { () throws(SystemError) in try template.start() }
-            queue.async { [weak self] in
-                guard let self, !isOver else {
-                    if case .success = started { template.stop() }
-                    return
-                }
-                then(templateStarted(started))
+            guard let self else {
+                if case .success = started { template.stop() }
+                return
             }
+            back(.templateStarted(started, again: again))
         }
     }
 
-    /// The template started (or could not): it is watched, and what launches need of it made.
-    private func templateStarted(_ started: Result<TemplateLauncher.Running, SystemError>) -> Result<pid_t, SystemError> {
-        guard case .success(let running) = started else { return started.map(\.pid) }
+    /// The template started (or could not): it is watched, and what launches need of it made;
+    /// a `launcher` event or a warning says so. One that starts after the host is over is
+    /// stopped.
+    private func templateStarted(_ started: Result<TemplateLauncher.Running, SystemError>, again: Bool) {
+        if !again { isStartingTemplate = false }
+        guard !isOver else {
+            if case .success = started { template?.stop() }
+            return
+        }
+        switch (started, again) {
+        case (.success(let running), _):
+            watchTemplate(running)
+            say(again ? "template: started again (pid \(running.pid))" : note)
+        case (.failure(let error), false):
+            context.publish(HostEvent(time: Date(), event: .warning, detail: "the launch template cannot start (\(error)): apps launch by exec"))
+        case (.failure(let error), true):
+            say("exec: the launch template cannot start again: \(error)")
+        }
+    }
+
+    /// The template runs: it is watched for its end, and what launches need of it made.
+    private func watchTemplate(_ running: TemplateLauncher.Running) {
         let source = DispatchSource.makeReadSource(fileDescriptor: running.pidfd, queue: context.queue)
         source.setEventHandler { [weak self] in self?.templateEnded() }
         // Closed only once no longer watched: a number reused while watched confuses the watch.
@@ -104,7 +114,6 @@ final class Launchpad: @unchecked Sendable {
         prepareWaitingGroups()
         supervision.templateStarted()
         prepareStandby()
-        return .success(running.pid)
     }
 
     /// The template ended: it is reaped on the spawn thread, once that is done with it (a
@@ -115,11 +124,10 @@ final class Launchpad: @unchecked Sendable {
         guard !isOver, let template else { return }
         let pid = template.current?.pid ?? 0
         let pidfd = template.current.map { dup($0.pidfd) } ?? -1
-        let queue = context.queue
         context.spawner.async { [weak self] in
             let how = template.reap(through: pidfd)
             if pidfd >= 0 { closeIgnoringErrors(pidfd) }
-            queue.async { [weak self] in self?.templateReaped(pid: pid, how) }
+            self?.back(.templateReaped(pid: pid, how: how))
         }
     }
 
@@ -135,33 +143,21 @@ final class Launchpad: @unchecked Sendable {
             return
         }
         say(ended + "; apps launch by exec until it is back")
-        startTemplate { [weak self] result in
-            switch result {
-            case .success(let pid): self?.say("template: started again (pid \(pid))")
-            case .failure(let error): self?.say("exec: the launch template cannot start again: \(error)")
-            }
-        }
+        startTemplate(again: true)
     }
 
     private func say(_ detail: String) { context.publish(HostEvent(time: Date(), event: .launcher, detail: detail)) }
 
     /// The host is ending: nothing more is made; the template goes first, on the spawn thread
     /// once that is done with it (a standby being made; the template waits in groups of its own,
-    /// or still in its standby's), then on the loop they go, and the standby; then `then` runs.
-    func shutDown(then: @escaping @Sendable () -> Void) {
+    /// or still in its standby's), then on the loop they go, and the standby; then the loop
+    /// hears that it is over (`Outcome.stopped`).
+    func shutDown() {
         isOver = true
         let template = template
-        let queue = context.queue
         context.spawner.async { [weak self] in
             template?.stop()
-            queue.async { [weak self] in
-                if let self {
-                    collectStandby()
-                    discardStandby()
-                    discardWaitingGroups()
-                }
-                then()
-            }
+            self?.back(.stopped)
         }
     }
 
@@ -182,13 +178,13 @@ final class Launchpad: @unchecked Sendable {
 
     // MARK: Born in its groups
 
-    /// Makes the next launch's groups and queues the template's move into them; `then` runs on
-    /// the loop once the template has left the groups it was in (at once if there is none). The
-    /// move waits out an RCU grace period in about one launch in three (8–25 ms here): on the
-    /// spawn thread, after the launch before, so that no launch waits for it.
-    func prepareWaitingGroups(then: (@Sendable () -> Void)? = nil) {
+    /// Makes the next launch's groups and queues the template's move into them; `then` comes
+    /// back to the loop once the template has left the groups it was in (at once if there is
+    /// none). The move waits out an RCU grace period in about one launch in three (8–25 ms
+    /// here): on the spawn thread, after the launch before, so that no launch waits for it.
+    func prepareWaitingGroups(then: Return? = nil) {
         guard !isOver, let template, template.current != nil, environment.pidsGroup != nil || environment.memoryGroup != nil else {
-            then?()
+            if let then { _ = receive(then) }
             return
         }
         let name = groupName("launch")
@@ -198,11 +194,9 @@ final class Launchpad: @unchecked Sendable {
         waitingGroups = groups
         let members = [groups.pids, groups.memory?.group].compactMap { $0 }
         let fallback = [environment.pidsGroup, environment.memoryGroup].compactMap { $0 }
-        let queue = context.queue
-        context.spawner.async {
+        context.spawner.async { [weak self] in
             _ = template.enter(members, fallback: fallback)
-            guard let then else { return }
-            queue.async(execute: then)
+            if let then { self?.back(then) }
         }
     }
 
@@ -325,7 +319,6 @@ final class Launchpad: @unchecked Sendable {
                 taken: taken, freezer: try? environment.freezerGroup?.makeChild(named: groupName("launch")), mountChanges: context.mountChanges())
         }
         isMakingStandby = true
-        let queue = context.queue
         context.spawner.async { [weak self] in
             let made = recipe.make()
             guard let self else {
@@ -336,7 +329,7 @@ final class Launchpad: @unchecked Sendable {
                 return
             }
             madeStandby.withLock { $0 = made }
-            queue.async { self.collectStandby() }
+            back(.standbyMade)
         }
     }
 
@@ -396,5 +389,58 @@ final class Launchpad: @unchecked Sendable {
     private func discardStandby() {
         standby?.discard(retryingWith: context.timers)
         standby = nil
+    }
+
+    // MARK: Back from the spawn thread
+
+    /// Where what the spawn thread did goes: `route` takes it on the loop (as an input of the
+    /// loop's, which hands it to `receive`), or returns false if nobody will (the host is gone).
+    func onReturn(_ route: @escaping (Return) -> Bool) {
+        self.route = route
+    }
+
+    /// On the spawn thread: hands `value` back to the loop, behind what the thread handed back
+    /// before it. What nobody takes is undone.
+    func back(_ value: Return) {
+        context.queue.async { [self] in
+            guard let route, route(value) else { return abandon(value) }
+        }
+    }
+
+    /// Takes back on the loop what the spawn thread did; says what the loop must go on with.
+    func receive(_ value: Return) -> Outcome? {
+        switch value {
+        case .templateStarted(let started, let again):
+            templateStarted(started, again: again)
+        case .templateReaped(let pid, let how):
+            templateReaped(pid: pid, how)
+        case .standbyMade:
+            collectStandby()
+        case .processStarted(let launch):
+            return .launched(launch.order.run, started(launch))
+        case .templateLeft(let process, let pids, let processes):
+            // The template moved on: the app's process limit is its own again.
+            guard !process.isClosed, process.groupPaths.contains(pids.path) else { return nil }
+            try? pids.write("pids.max", "\(processes)")
+        case .stopped:
+            collectStandby()
+            discardStandby()
+            discardWaitingGroups()
+            return .stopped
+        }
+        return nil
+    }
+
+    /// Undoes what the spawn thread did for a host that is gone.
+    private func abandon(_ value: Return) {
+        switch value {
+        case .templateStarted(.success, _): template?.stop()
+        case .standbyMade:
+            isOver = true
+            collectStandby()
+        case .processStarted(let launch):
+            if case .success(let spawned) = launch.started.result { spawned.abandon(groups: launch.started.groups) }
+        case .templateStarted, .templateReaped, .templateLeft, .stopped: break
+        }
     }
 }

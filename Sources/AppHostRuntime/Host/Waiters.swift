@@ -12,6 +12,8 @@ final class Waiters {
     private var states: [Int: StateWait] = [:]
     private var settles: [Int: SettleWaiter] = [:]
     private var shutdowns: [CheckedContinuation<Void, Never>] = []
+    /// Whether the host's tearing down (after every app ended) has begun and not yet ended.
+    private var isStopping = false
     private var next = 0
     /// Set by the host's shutdown: no app launches after it.
     private(set) var isShuttingDown = false
@@ -63,9 +65,20 @@ final class Waiters {
     /// Whether a shutdown waits.
     var awaitsShutdown: Bool { !shutdowns.isEmpty }
 
-    /// Every app has ended: the shutdowns waiting, to resume once the host is torn down.
+    /// Every app has ended: whether the host's tearing down is to begin now (not when it has
+    /// begun already, for a shutdown before).
+    func stopping() -> Bool {
+        defer { isStopping = true }
+        return !isStopping
+    }
+
+    /// The host is torn down: the shutdowns waiting, to resume. A shutdown asked after this
+    /// tears it down again (there is nothing left to do).
     func takeShutdowns() -> [CheckedContinuation<Void, Never>] {
-        defer { shutdowns = [] }
+        defer {
+            shutdowns = []
+            isStopping = false
+        }
         return shutdowns
     }
 }
