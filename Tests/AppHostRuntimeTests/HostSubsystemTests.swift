@@ -203,6 +203,19 @@ private final class TestClock: HostClock, @unchecked Sendable {
         #expect(waiters.isShuttingDown && !waiters.awaitsShutdown)
         #expect(waiters.takeShutdowns().isEmpty)
     }
+
+    @Test func theTearingDownBeginsOnceUntilItIsOver() async {
+        let waiters = Waiters()
+        await withCheckedContinuation { continuation in
+            waiters.shutdown(continuation)
+            #expect(waiters.stopping())
+            // Under way (the launchpad stops off the loop): another app's end begins nothing new.
+            #expect(!waiters.stopping())
+            waiters.takeShutdowns().forEach { $0.resume() }
+        }
+        // Over: a shutdown asked now tears down again.
+        #expect(waiters.stopping())
+    }
 }
 
 /// The host's BGTaskScheduler (Scheduler), on a wall clock the test sets.
