@@ -52,8 +52,6 @@ final class AppRun: @unchecked Sendable {
     /// meanwhile is held until the process is known (`launching` says its pid).
     var isSpawning = false
     private var heldEvents: [LifecycleEvent] = []
-    /// The launch's callbacks, which its configuration carries (the machine's spawn says them).
-    var launchCallbacks: [WireCallbackRequest] = []
     let launchedAt = Date()
     var lastState: AppState = .notRunning
     var stateSince: HostInstant

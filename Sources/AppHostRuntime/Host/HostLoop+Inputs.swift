@@ -29,7 +29,7 @@ enum HostInput: Sendable {
     /// The run's memory, measured again once its state change is over.
     case measure(RunID)
     /// The launch waited for the standby being made, which is done: it goes on.
-    case standbyAwaited(RunID, reason: String)
+    case standbyAwaited(RunID, reason: String, callbacks: [WireCallbackRequest])
     /// The launchpad started the run's process, or could not.
     case launched(RunID, LaunchResult)
     /// The launchpad's spawn thread did what it was asked (started or reaped the template, made
@@ -97,9 +97,9 @@ extension HostLoop {
         case .measure(let id):
             guard let (_, run) = current(id) else { return }
             recordUsage(run)
-        case .standbyAwaited(let id, let reason):
+        case .standbyAwaited(let id, let reason, let callbacks):
             guard let (record, run) = current(id) else { return }
-            resumeSpawn(record, run, reason: reason)
+            resumeSpawn(record, run, reason: reason, callbacks: callbacks)
         case .launched(let id, let result):
             guard let (record, run) = current(id) else { return result.abandon() }
             launched(result, record, run)

@@ -42,17 +42,21 @@ extension HostLoop {
         handle(record, run, event.map { .deliver($0, reason: reason) } ?? .launch(kind, reason: reason))
     }
 
-    /// Starts the app's process for the machine's spawn: the launchpad launches it (the standby,
-    /// or a process started off the loop); the app's events wait meanwhile (`launched` takes
-    /// the result back).
-    func spawn(_ record: AppRecord, _ run: AppRun, reason: String) {
+    /// Starts the app's process for the machine's spawn, with the launch's `callbacks` (which
+    /// its configuration carries): the launchpad launches it (the standby, or a process started
+    /// off the loop); the app's events wait meanwhile. What came of it comes back as an input,
+    /// `.launched`, never within this action: a launch refused here too.
+    func spawn(_ record: AppRecord, _ run: AppRun, reason: String, callbacks: [WireCallbackRequest]) {
         run.isSpawning = true
         // A standby (or the template) being made is this launch's: it waits for it off the
         // loop, and takes it.
         if launchpad.isPreparing {
-            launchpad.afterSpawnThread { [weak self, id = run.id] in self?.post(.standbyAwaited(id, reason: reason)) }
+            launchpad.afterSpawnThread { [weak self, id = run.id] in
+                self?.post(.standbyAwaited(id, reason: reason, callbacks: callbacks))
+            }
             return
         }
+        let refused = { [self] (reason: String) in post(.launched(run.id, LaunchResult(outcome: .failed(reason)))) }
         let bundle = record.bundle
         // Past what the machine's limits allow, a clear refusal (HostCapacity), not a launch
         // that fails for want of a descriptor. The apps are counted only when enough are
@@ -61,13 +65,13 @@ extension HostLoop {
         let capacity = facts.capacity
         let live = apps.count <= capacity.apps ? 0 : apps.reduce(0) { $0 + ($1.run?.process?.isClosed == false ? 1 : 0) }
         if apps.count > capacity.apps && live >= capacity.apps {
-            return failToSpawn(record, run, capacity.refusal(launching: bundle.name, running: live))
+            return refused(capacity.refusal(launching: bundle.name, running: live))
         }
         let user: (uid: UInt32, groups: [UInt32])?
         do {
             user = try storage.owner(of: bundle)
         } catch {
-            return failToSpawn(record, run, "cannot prepare the app's container: \(error)")
+            return refused("cannot prepare the app's container: \(error)")
         }
         // Storage limits first: the file systems (or quotas) the containers live in.
         prepareStorage(for: bundle, run: run)
@@ -75,8 +79,8 @@ extension HostLoop {
         let order = LaunchOrder(
             run: run.id, bundle: bundle, container: container, user: user,
             memoryLimit: resources.memoryLimit(state: .launching, inForeground: run.machine.isInForeground).bytes,
-            message: launchMessage(record, run, container: container, reason: reason))
-        if let result = launchpad.launch(order) { launched(result, record, run) }
+            message: launchMessage(record, run, container: container, reason: reason, callbacks: callbacks))
+        if let result = launchpad.launch(order) { post(.launched(run.id, result)) }
     }
 
     /// Watches a started app process: its control socket, its end, its memory group and its
@@ -91,7 +95,9 @@ extension HostLoop {
 
     /// What the app process is told before it runs, but its sandbox (the launchpad's): who it
     /// is, where its container is, and what the other subsystems hold for this launch.
-    private func launchMessage(_ record: AppRecord, _ run: AppRun, container: URL, reason: String) -> WireConfiguration {
+    private func launchMessage(
+        _ record: AppRecord, _ run: AppRun, container: URL, reason: String, callbacks: [WireCallbackRequest]
+    ) -> WireConfiguration {
         let bundle = record.bundle
         var message = WireConfiguration(
             bundleIdentifier: bundle.identifier, bundleName: bundle.name, bundlePath: bundle.url.path,
@@ -109,7 +115,7 @@ extension HostLoop {
         }
         message.transfers = transferDesk.atLaunch(of: bundle.identifier)
         // The app runs them without the host's sending them (docs/launching.md, "How apps are launched").
-        message.launchCallbacks = run.launchCallbacks
+        message.launchCallbacks = callbacks
         return message
     }
 

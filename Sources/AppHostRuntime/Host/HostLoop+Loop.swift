@@ -58,8 +58,7 @@ extension HostLoop {
         let name = record.bundle.name
         switch action {
         case .spawn(let reason, let callbacks):
-            run.launchCallbacks = callbacks
-            spawn(record, run, reason: reason)
+            spawn(record, run, reason: reason, callbacks: callbacks)
             logger.debug("\(name): spawned for a \(reason) launch, pid \(run.process.map { String($0.pid) } ?? "none")")
         case .send(var request):
             // A scene app comes to the foreground with its front session (docs/lifecycle.md, "Scenes").

@@ -11,13 +11,13 @@ import AppHostSystem
 extension HostLoop {
     /// The launch waited for the standby being made: it goes on, unless it was ended meanwhile
     /// (then no process was started, and the machine hears that none is left).
-    func resumeSpawn(_ record: AppRecord, _ run: AppRun, reason: String) {
+    func resumeSpawn(_ record: AppRecord, _ run: AppRun, reason: String, callbacks: [WireCallbackRequest]) {
         guard run.machine.isLive else {
             spawnEnded(record, run)
             handle(record, run, .exited(ProcessExit(status: .signaled(SIGKILL, coreDumped: false))))
             return
         }
-        spawn(record, run, reason: reason)
+        spawn(record, run, reason: reason, callbacks: callbacks)
     }
 
     /// The launchpad started the app process (or could not): it is watched and configured, or
