@@ -275,6 +275,26 @@ private final class TestClock: HostClock, @unchecked Sendable {
         #expect(scheduler.takeDue(for: "com.example.weather", running: []).tasks.map(\.identifier) == ["refresh"])
     }
 
+    /// The user's termination, with or without applicationWillTerminate, is a force quit; no
+    /// other end is, and a taken request is spent only while the host goes on.
+    @Test func theUsersTerminationIsAForceQuitAndOnlyIt() throws {
+        let scheduler = try scheduler()
+        let app = "com.example.weather"
+        func end(_ kind: Termination.Kind, shuttingDown: Bool = false) -> Scheduler.Ending {
+            scheduler.processEnded(
+                for: app, termination: Termination(kind: kind, namespace: .user, code: nil, reason: "test"), shuttingDown: shuttingDown)
+        }
+        for kind in [Termination.Kind.crash, .watchdog, .hostShutdown, .backgroundTime] {
+            #expect(end(kind) == .ended)
+            #expect(!scheduler.isForceQuit(app))
+        }
+        #expect(end(.userTerminated) == .forceQuit)
+        #expect(scheduler.isForceQuit(app))
+        scheduler.setForceQuit(false, for: app)
+        #expect(end(.forceQuit, shuttingDown: true) == .forceQuit)
+        #expect(scheduler.isForceQuit(app))
+    }
+
     @Test func aRequestComesDueAtItsDateOnTheSchedulersClock() throws {
         let scheduler = try scheduler()
         #expect(scheduler.submit(refresh(in: 900), for: try bundle(), kept: nil) == .submitted)

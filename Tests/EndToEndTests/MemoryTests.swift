@@ -82,9 +82,12 @@ struct MemoryTests {
         // Grows to 250 MiB once active, and keeps it despite the memory warning.
         let grower = try scratch.bundle("Grower", behavior: ["growMiB": ["in": "didBecomeActive", "step": 50, "every": 0.01, "upTo": 250]])
         // About 306 MiB suspended plus 252 MiB growing: over 430 MiB. Ending First leaves about
-        // 456 MiB, still over; ending Second too leaves about 354 MiB.
+        // 456 MiB, still over; ending Second too leaves about 354 MiB. The grace is long enough
+        // for Grower to have grown by its end on a loaded machine (its 250 MiB take 50 ms alone):
+        // grown less, it would be within the budget once First is ended, and Second would be
+        // ended by a second episode.
         let host = try HostSession(bundles + [grower], scratch: scratch, arguments: Self.fast + [
-            "--memory-budget", "430", "--memory-warning-grace", "1",
+            "--memory-budget", "430", "--memory-warning-grace", "4",
         ])
         try host.waitFor("First", "didBecomeActive")
         for (previous, next) in [("First", "Second"), ("Second", "Third"), ("Third", "Grower")] {

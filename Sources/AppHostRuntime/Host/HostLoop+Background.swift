@@ -47,18 +47,16 @@ extension HostLoop {
     func expire(_ name: String, identifier: String?) throws -> String {
         try queue.sync {
             let record = try app(named: name)
-            guard let run = record.run, run.machine.isLive else {
-                throw SupervisorError("\(record.bundle.name) is not running", code: .wrongState)
+            let machine = record.run?.machine ?? LifecycleMachine(policy: configuration.policy)
+            if let refusal = machine.refusal(of: .expireBackgroundTime) {
+                throw SupervisorError("\(record.bundle.name) \(refusal)", code: .wrongState)
             }
-            let tasks = run.machine.work.filter { _, item in
-                item.event.isTask && item.expiredBecause == nil && (identifier == nil || item.event.taskIdentifier == identifier)
-            }
-            let grants = identifier == nil && run.machine.backgroundEnteredAt != nil ? run.machine.openTasks.count : 0
-            guard !tasks.isEmpty || grants > 0 else {
+            let (tasks, grants) = machine.expirable(identifier: identifier)
+            guard let run = record.run, !tasks.isEmpty || grants > 0 else {
                 throw SupervisorError(identifier.map { "\(record.bundle.name) runs no task \($0) that has not expired" }
                     ?? "\(record.bundle.name) has nothing to expire: no running BGTaskScheduler task and no background task in the background", code: .wrongState)
             }
-            var parts = tasks.values.map(\.event.label).sorted()
+            var parts = tasks.values.map(\.label).sorted()
             if grants > 0 { parts.append("the background time of \(grants) background task\(grants == 1 ? "" : "s")") }
             handle(record, run, .expireWork(ids: Array(tasks.keys), reason: "expired on demand"))
             if grants > 0 { handle(record, run, .expireBackgroundTime) }

@@ -33,35 +33,34 @@ extension HostLoop {
     @discardableResult
     func openSwitcher() throws -> String {
         try queue.sync {
-            guard let record = apps.foreground.min().map({ apps[$0] }),
-                  let run = record.run
-            else { throw SupervisorError("no app is in the foreground", code: .wrongState) }
-            handle(record, run, .openSwitcher)
+            guard let record = apps.foreground.min().map({ apps[$0] }) else {
+                throw SupervisorError("no app is in the foreground", code: .wrongState)
+            }
+            try command(.openSwitcher, to: record)
             return record.bundle.name
         }
     }
 
     /// Interrupts the foreground app, for `duration` or until `open`/`home` (`interrupt APP`).
     func interrupt(_ name: String, for duration: Duration?) throws {
-        try queue.sync {
-            let record = try app(named: name)
-            guard let run = record.run, run.machine.isAlive, run.machine.isInForeground else {
-                throw SupervisorError("\(record.bundle.name) is not in the foreground", code: .wrongState)
-            }
-            handle(record, run, .interrupt(duration))
-        }
+        try queue.sync { try command(.interrupt(duration), to: try app(named: name)) }
     }
 
     /// Terminates an app (`terminate APP`): `applicationWillTerminate` if it runs, nothing if it
     /// is suspended (a force quit).
     func terminate(_ name: String) throws {
-        try queue.sync {
-            let record = try app(named: name)
-            guard let run = record.run, run.machine.isAlive else {
-                throw SupervisorError("\(record.bundle.name) is not running", code: .wrongState)
-            }
-            handle(record, run, .terminate(byUser: true))
+        try queue.sync { try command(.terminate(byUser: true), to: try app(named: name)) }
+    }
+
+    /// Hands a user's command's `input` to the app's machine, or refuses it in the machine's
+    /// words where the machine would not take it ("Notes is not in the foreground").
+    func command(_ input: LifecycleMachine.Input, to record: AppRecord) throws {
+        let machine = record.run?.machine ?? LifecycleMachine(policy: configuration.policy)
+        if let refusal = machine.refusal(of: input) {
+            throw SupervisorError("\(record.bundle.name) \(refusal)", code: .wrongState)
         }
+        guard let run = record.run else { return }
+        handle(record, run, input)
     }
 
     /// Sends `applicationDidReceiveMemoryWarning` to the named app, or to every running app.

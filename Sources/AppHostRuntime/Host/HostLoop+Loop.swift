@@ -60,14 +60,9 @@ extension HostLoop {
         case .spawn(let reason, let callbacks):
             spawn(record, run, reason: reason, callbacks: callbacks)
             logger.debug("\(name): spawned for a \(reason) launch, pid \(run.process.map { String($0.pid) } ?? "none")")
-        case .send(var request):
-            // A scene app comes to the foreground with its front session (docs/lifecycle.md, "Scenes").
-            if record.bundle.adoptsScenes, request.scene == nil {
-                request.scene = scenes.sceneComingForward(record.bundle.identifier, with: request.callback)
-            }
-            if request.callback == .handleEventsForBackgroundURLSession, let event = request.event {
-                request.event?.transfers = transferEvents(for: event, record, run)
-            }
+        case .send(let callback):
+            // What it concerns, from the subsystems that keep it: its scene, a session's transfers.
+            let request = transferDesk.prepare(scenes.prepare(callback, for: record.bundle), for: transferApp(record, run))
             run.stepStartedAt = clock.now
             logger.trace("\(name): callback \(request.callback.rawValue) #\(request.id) sent")
             send(.callback(request), record, run)
@@ -226,7 +221,6 @@ extension HostLoop {
             environment.suspender.forget(process)
             process.close()
         }
-        if !waiters.isShuttingDown { scheduler.processEnded(for: record.bundle.identifier) }
         timers.set(.machine(run.id), at: nil)
 
         let pid = run.process?.pid ?? 0
@@ -252,7 +246,9 @@ extension HostLoop {
             publish(HostEvent(time: Date(), event: .warning, detail: "cannot write the report of \(record.bundle.name): \(error)"), run: nil)
         }
         run.lastState = .terminated
-        if termination.kind == .forceQuit || termination.kind == .userTerminated { userForceQuit(record) }
+        if scheduler.processEnded(for: record.bundle.identifier, termination: termination, shuttingDown: waiters.isShuttingDown) == .forceQuit {
+            forceQuit(record)
+        }
         updateSampler()
         pressureVictimEnded(record)
         var ended = HostEvent(

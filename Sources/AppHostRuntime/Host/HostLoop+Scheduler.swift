@@ -102,9 +102,8 @@ extension HostLoop {
         scheduler.setForceQuit(false, for: record.bundle.identifier)
     }
 
-    /// The user terminated the app: no background launch until they open it again (iOS's rule).
-    func userForceQuit(_ record: AppRecord) {
-        scheduler.setForceQuit(true, for: record.bundle.identifier)
+    /// The user force quit the app (Scheduler's `processEnded`): its transfers are cancelled.
+    func forceQuit(_ record: AppRecord) {
         cancelTransfers(of: record, because: "the user force quit the app", reasonCode: 0)
         // Removed from the app switcher: its scene sessions are discarded (told at its next launch).
         if record.bundle.adoptsScenes { scenes.forceQuit(record.bundle.identifier) }

@@ -65,13 +65,6 @@ extension HostLoop {
         performTransfers(transferDesk.deliver(to: transferApp(record), transferFacts))
     }
 
-    /// The finished transfers of the callback's session, for `handleEventsForBackgroundURLSession`
-    /// (the loop adds them to the callback as it sends it).
-    func transferEvents(for event: WireBackgroundEvent?, _ record: AppRecord, _ run: AppRun) -> [WireTransferEvent] {
-        guard let session = event?.urlSession else { return [] }
-        return transferDesk.events(forWakeOf: session, transferApp(record, run))
-    }
-
     /// Cancels every unfinished transfer of the app (a force quit), each told at its next run.
     func cancelTransfers(of record: AppRecord, because reason: String, reasonCode: Int) {
         performTransfers(transferDesk.cancelAll(of: record.bundle.identifier, because: reason, reasonCode: reasonCode))

@@ -243,11 +243,8 @@ final class HostLoop: @unchecked Sendable {
                 start(record, kind: .background, reason: "background")
                 return
             }
-            guard run.machine.state == .suspended else {
-                throw SupervisorError("\(record.bundle.name) is \(run.machine.state.rawValue), not suspended", code: .wrongState)
-            }
+            try command(.wakeInBackground, to: record)
             record.backgroundWakeups += 1
-            handle(record, run, .wakeInBackground)
         }
     }
 

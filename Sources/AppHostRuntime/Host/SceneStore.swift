@@ -142,9 +142,18 @@ final class SceneStore {
 
     // MARK: The app's life
 
-    /// The scene a callback brings forward: the app comes to the foreground (willEnterForeground,
-    /// didBecomeActive) with its front session (a new one if it has none), connected now. Nil for
-    /// any other callback.
+    /// A callback on its way to the app, with the scene it concerns: a scene app comes to the
+    /// foreground (willEnterForeground, didBecomeActive) with its front session (a new one if it
+    /// has none), connected now (docs/lifecycle.md, "Scenes"). Any other is sent as it is.
+    func prepare(_ request: WireCallbackRequest, for bundle: AppBundle) -> WireCallbackRequest {
+        guard bundle.adoptsScenes, request.scene == nil else { return request }
+        var request = request
+        request.scene = sceneComingForward(bundle.identifier, with: request.callback)
+        return request
+    }
+
+    /// The scene `callback` brings forward, connected now: the front session for
+    /// willEnterForeground and didBecomeActive; nil for any other callback.
     func sceneComingForward(_ app: String, with callback: WireCallback) -> String? {
         guard [.willEnterForeground, .didBecomeActive].contains(callback) else { return nil }
         return change(app) { $0.connectFront() }

@@ -45,10 +45,23 @@ final class Scheduler {
         if schedule.began(identifier, for: app) { try store.save(schedule) }
     }
 
-    /// The app's process ended while the host goes on: what was taken for it and not begun is
-    /// spent (a host that ends keeps it for the next: `returnTaken`).
-    func processEnded(for app: String) {
-        if !schedule.dropTaken(for: app).isEmpty { save() }
+    /// What the app's end means to the scheduler: while the host goes on, what was taken for it
+    /// and not begun is spent (a host that ends keeps it for the next: `returnTaken`); the user's
+    /// termination is a force quit, and it is not woken until the user opens it (iOS's rule).
+    /// Returns which, for the other subsystems (a force-quit app's transfers are cancelled, its
+    /// scenes discarded).
+    func processEnded(for app: String, termination: Termination, shuttingDown: Bool) -> Ending {
+        if !shuttingDown, !schedule.dropTaken(for: app).isEmpty { save() }
+        guard termination.isUserForceQuit else { return .ended }
+        setForceQuit(true, for: app)
+        return .forceQuit
+    }
+
+    /// How an app's process ended, as far as the rest of the host cares.
+    enum Ending: Equatable {
+        case ended
+        /// The user force quit it.
+        case forceQuit
     }
 
     /// A pass is wanted (after a state change, an installation): true if one must be queued,

@@ -133,6 +133,16 @@ final class TransferDesk {
     /// sent to `app`'s run.
     func events(forWakeOf session: String, _ app: App) -> [WireTransferEvent] { state.events(forWakeOf: session, app) }
 
+    /// A callback on its way to the app: the wake of a session
+    /// (`handleEventsForBackgroundURLSession`) carries its finished transfers, each marked sent
+    /// to the run (a download's file moved into the app's `tmp` first). Any other is sent as it is.
+    func prepare(_ request: WireCallbackRequest, for app: @autoclosure () -> App) -> WireCallbackRequest {
+        guard request.callback == .handleEventsForBackgroundURLSession, let session = request.event?.urlSession else { return request }
+        var request = request
+        request.event?.transfers = state.events(forWakeOf: session, app())
+        return request
+    }
+
     /// Cancels every unfinished transfer of the app (a force quit), each told at its next run.
     func cancelAll(of app: String, because reason: String, reasonCode: Int) -> [Effect] {
         state.cancelAll(of: app, because: reason, reasonCode: reasonCode)

@@ -180,3 +180,10 @@ public func signalName(_ signal: Int32) -> String {
     ]
     return names[signal] ?? "signal \(signal)"
 }
+
+extension Termination {
+    /// Whether the user ended the app (`terminate APP`), as iOS's force quit from the app
+    /// switcher: whether it ran `applicationWillTerminate` or was suspended and got no callback.
+    /// iOS does not wake it in the background again until the user opens it.
+    public var isUserForceQuit: Bool { kind == .forceQuit || kind == .userTerminated }
+}
