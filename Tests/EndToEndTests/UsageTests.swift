@@ -71,7 +71,7 @@ struct UsageTests {
         #expect(left > 25 && left <= 30)
         try host.waitFor("Ledger", "suspended")
         host.send("wake Ledger")
-        try host.waitFor("Ledger", "suspended", occurrence: 2)
+        let suspendedAgain = try host.waitFor("Ledger", "suspended", occurrence: 2)
         host.send("ps")
         let status = try host.waitFor("ps when suspended", occurrence: 2) { $0.event == "ps" && $0.name == "Ledger" }
         #expect(status.state == "suspended")
@@ -84,7 +84,10 @@ struct UsageTests {
         #expect(memory >= 30 * 1_048_576 && memory < 80 * 1_048_576)
         #expect(try #require(status.fields["peakMemoryBytes"] as? Int) >= memory)
         #expect(try #require(status.fields["cpuForegroundSeconds"] as? Double) > 0)
-        #expect(try #require(status.fields["timeInStateSeconds"] as? Double) >= 0)
+        // Counted from its last change of state (its second suspension), not from its launch.
+        let inState = try #require(status.fields["timeInStateSeconds"] as? Double)
+        let sinceSuspended = Date().timeIntervalSince(try #require(suspendedAgain.time))
+        #expect(inState > 0 && inState < sinceSuspended + 0.1, "\(inState) s in its state, suspended \(sinceSuspended) s ago")
 
         host.send("terminate Ledger")
         let end = try host.waitFor("Ledger", "terminated")
