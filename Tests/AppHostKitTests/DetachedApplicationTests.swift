@@ -37,6 +37,7 @@ final class RecordingDelegate: ApplicationDelegate {
         BGTaskScheduler.shared.register(forTaskWithIdentifier: "test.refresh", using: nil) { task in
             observed.began(task.identifier, sharedIsScheduler: Application.shared.bundleIdentifier)
             // Work before the expiration handler is set: an expiration that comes meanwhile waits.
+            // Busy 0.1 s (the app's work, the test's subject), not a wait for anything.
             if observed.setsExpirationHandlerLate { usleep(100_000) }
             task.expirationHandler = { task.setTaskCompleted(success: false) }
             if !observed.holdsTasks { task.setTaskCompleted(success: true) }

@@ -16,6 +16,14 @@ final class RecordingSessionDelegate: NSObject, URLSessionDownloadDelegate, Send
     }
 
     let completions = Mutex<[Completion]>([])
+    /// One element for each completion, after it is recorded: what `wait(for:)` wakes on.
+    private let arrivals: AsyncStream<Void>
+    private let arrived: AsyncStream<Void>.Continuation
+
+    override init() {
+        (arrivals, arrived) = AsyncStream.makeStream(of: Void.self)
+        super.init()
+    }
 
     func urlSession(_ session: URLSession, downloadTask: URLSessionDownloadTask, didFinishDownloadingTo location: URL) {}
 
@@ -23,20 +31,23 @@ final class RecordingSessionDelegate: NSObject, URLSessionDownloadDelegate, Send
         let completion = Completion(
             task: task.taskIdentifier, code: (error as? URLError)?.code.rawValue, mainThread: Thread.isMainThread, queue: OperationQueue.current)
         completions.withLock { $0.append(completion) }
+        arrived.yield()
     }
 
-    /// Waits for `count` completions (a condition, not a time), at most 30 s.
-    func wait(for count: Int) async throws -> [Completion] {
-        let clock = ContinuousClock()
-        let deadline = clock.now + .seconds(30)
-        while completions.withLock({ $0.count }) < count, clock.now < deadline { try await Task.sleep(for: .milliseconds(10)) }
+    /// Waits for `count` completions, woken by each (a condition, not a time), and returns those
+    /// recorded. A wait for one that never comes ends when the test's time limit cancels it,
+    /// with fewer. One waiter at a time.
+    func wait(for count: Int) async -> [Completion] {
+        if completions.withLock({ $0.count }) < count {
+            for await _ in arrivals where completions.withLock({ $0.count }) >= count { break }
+        }
         return completions.withLock { $0 }
     }
 }
 
 /// The SDK's background sessions outside a host: tasks are numbered per session, and bad input
 /// ends a task at once with Foundation's error, before anything reaches the host.
-@Suite(.serialized)
+@Suite(.serialized, .timeLimit(.minutes(1)))
 struct URLSessionTests {
     @Test func badURLsAndUploadFilesOutsideTheContainerEndTheTaskWithAnError() async throws {
         let delegate = RecordingSessionDelegate()
@@ -54,7 +65,7 @@ struct URLSessionTests {
         #expect(identifiers == [1, 2, 3])
         #expect(relative.state == .suspended)
         for task in [relative, ftp, upload] { task.resume() }
-        let completions = try await delegate.wait(for: 3)
+        let completions = await delegate.wait(for: 3)
         #expect(completions.map(\.task) == [1, 2, 3])
         #expect(completions.map(\.code) == [URLError.unsupportedURL.rawValue, URLError.unsupportedURL.rawValue, URLError.fileDoesNotExist.rawValue])
         #expect(relative.state == .completed)
@@ -70,7 +81,7 @@ struct URLSessionTests {
         #expect(session.delegateQueue !== OperationQueue.main)
         #expect(session.delegateQueue.maxConcurrentOperationCount == 1)
         session.downloadTask(with: try #require(URL(string: "relative"))).resume()
-        let completion = try #require(try await own.wait(for: 1).first)
+        let completion = try #require(await own.wait(for: 1).first)
         #expect(!completion.mainThread)
         #expect(completion.queue === session.delegateQueue)
 
@@ -79,7 +90,7 @@ struct URLSessionTests {
         let second = URLSession(configuration: .background(withIdentifier: "test.given-queue"), delegate: other, delegateQueue: given)
         #expect(second.delegateQueue === given)
         second.downloadTask(with: try #require(URL(string: "relative"))).resume()
-        #expect(try await other.wait(for: 1).first?.queue === given)
+        #expect(await other.wait(for: 1).first?.queue === given)
     }
 
     /// One URLSession does both, as on iOS: an ordinary session is FoundationNetworking's, in

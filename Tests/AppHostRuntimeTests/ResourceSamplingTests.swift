@@ -86,7 +86,7 @@ import Testing
 
     /// Where no memory cgroup holds an app, a sample over its state's limit ends it (a
     /// suspended app is never measured over one: it does not allocate).
-    @Test func aSampleOverItsStatesLimitEndsAnAppNoCgroupHolds() {
+    @Test func aSampleOverItsStatesLimitEndsAnAppNoCgroupHolds() throws {
         var policy = Policy()
         policy.foregroundMemoryLimit = 200 * mebibyte
         policy.backgroundMemoryLimit = 100 * mebibyte
@@ -97,7 +97,8 @@ import Testing
         let background = resources.sample([sample(app, .background, memory: 150 * mebibyte)], now: start)
         #expect(background == [.end(app, ResourceRules.limitBySampling(
             memory: 150 * mebibyte, limit: (100 * mebibyte, "background"), interval: policy.resourceSampleInterval)!)])
-        guard case .end(_, let termination)? = background.first else { return }
+        let ends = background.compactMap { if case .end(_, let termination) = $0 { termination } else { nil } }
+        let termination = try #require(ends.first, "the app is ended: \(background)")
         #expect(termination.kind == .perProcessLimit && termination.reason.contains("over its background memory limit of"))
     }
 

@@ -125,7 +125,7 @@ import Testing
         // Its acknowledgement ends it; one from a run it was not sent to is a violation.
         bench.run(Self.app, 2)
         let (wrong, _) = bench.desk.receive(.transferDelivered(session: "s", task: 1), from: try #require(bench.apps[Self.app]), networkEntitled: true, bench.facts)
-        #expect(wrong != nil)
+        #expect(wrong == "it said task 1 of background session \"s\" was delivered, but the host delivered no such transfer to it")
         bench.run(Self.app, 1)
         let (violation, _) = bench.desk.receive(.transferDelivered(session: "s", task: 1), from: try #require(bench.apps[Self.app]), networkEntitled: true, bench.facts)
         #expect(violation == nil)
@@ -190,7 +190,8 @@ import Testing
         let certificate = ServerCertificate(der: Data([0x30, 0x03, 0x02, 0x01, 0x01]), subject: "apphost-untrusted")
         let asked = bench.desk.update(id, .ended(.untrusted(certificate)), bench.facts)
         #expect(bench.describe(asked) == ["send \(id) challenge to \(Self.app) \(run)"])
-        guard case .send(.transferFinished(let challenge), _, _)? = asked.first(where: { if case .send = $0 { true } else { false } }) else { return }
+        let sent = asked.compactMap { if case .send(.transferFinished(let challenge), _, _) = $0 { challenge } else { nil } }
+        let challenge = try #require(sent.first, "the challenge is sent to the app: \(bench.describe(asked))")
         #expect(challenge.challenge?.method == .serverTrust && challenge.challenge?.certificate == certificate.der)
         #expect(challenge.challenge?.subject == "apphost-untrusted" && challenge.challenge?.host == "example.com" && challenge.challenge?.port == 443)
         let reply = switch answer {

@@ -51,7 +51,7 @@ struct TransferDestinationsTests {
         #expect(allowed.refusal(address: v4(127, 0, 0, 2), port: 8080) == "127.0.0.2 is a loopback address")
         #expect(allowed.refusal(address: v6([]), port: 1) == nil)
         #expect(allowed.refusal(address: v6([0xfe, 0x80]), port: 443) == nil)
-        #expect(allowed.refusal(address: v6([0xfe, 0x80]), port: 80) != nil)
+        #expect(allowed.refusal(address: v6([0xfe, 0x80]), port: 80) == "fe80::1 is a link-local address", "allowed on port 443 only")
     }
 
     @Test func aNameOrGarbageIsNotAnAllowance() {

@@ -36,6 +36,7 @@ struct CommandTimingTests {
         // The next fetch is due once the scheduler's clock passes the date the store holds.
         let entry = try #require((try store(scratch)["apps"] as? [String: Any])?["test.fetcher"] as? [String: Any])
         let due = try #require(entry["nextFetch"] as? Double)
+        // The condition is the wall clock itself (no host runs to announce it): wait until then.
         Thread.sleep(until: Date(timeIntervalSince1970: due + 0.1))
 
         let second = try HostSession([fetcher], scratch: scratch, arguments: arguments)

@@ -26,7 +26,7 @@ struct ControlChannelTests {
         let pid = host.process.processIdentifier
         let ticksPerSecond = sysconf(Int32(_SC_CLK_TCK))
         let before = try #require(cpuTicks(pid))
-        Thread.sleep(forTimeInterval: 1)
+        Thread.sleep(forTimeInterval: 1)  // the measured interval itself
         let after = try #require(cpuTicks(pid))
         #expect(after - before < ticksPerSecond / 2, "the host used \(after - before) ticks (of \(ticksPerSecond) per second) while idle")
         // Refusals of another app go on being reported.
@@ -103,7 +103,7 @@ struct ControlChannelTests {
         _ = try Report(end)
         // The app's end closes what it sent (the host's own sources close asynchronously; the
         // next launch's standby process, made or not yet when the baseline was taken, holds 5).
-        waitUntil(timeout: 15) { (openDescriptors(pid) ?? .max) <= baseline + 10 }
+        _ = becomesTrue(within: 15) { (openDescriptors(pid) ?? .max) <= baseline + 10 }
         let count = try #require(openDescriptors(pid))
         #expect(count <= baseline + 10, "the host holds \(count) descriptors, \(baseline) before the app was opened")
         host.send("open Later")
@@ -126,16 +126,16 @@ struct ControlChannelTests {
         try host.waitFor("Flooder", "didBecomeActive")
         let floodStarted = Date()
         let pid = host.process.processIdentifier
+        // Each command is answered while the flood goes on (a host that read the pipe until it
+        // was empty answered none); within the wait's 5 s, not a wall-clock window the test
+        // measures, which a loaded machine stretches.
         for round in 1...5 {
-            let asked = Date()
             host.send("ps")
             try host.waitFor("ps #\(round) of Flooder", occurrence: round, timeout: 5) { $0.event == "ps" && $0.name == "Flooder" }
-            let took = Date().timeIntervalSince(asked)
-            #expect(took < 1, "ps #\(round) was answered after \(String(format: "%.3f", took)) s")
         }
         if flood == "noNewline" {
             // Measured while the app still floods (opening another app would suspend it).
-            Thread.sleep(until: floodStarted.addingTimeInterval(3))
+            Thread.sleep(until: floodStarted.addingTimeInterval(3))  // the measured interval: 3 s of flood
             let resident = try #require(residentBytes(pid))
             #expect(resident < 150 << 20, "the host's VmRSS is \(resident >> 20) MiB after 3 s of flood")
         }
@@ -187,12 +187,6 @@ private func residentBytes(_ pid: Int32) -> Int? {
     return kibibytes * 1024
 }
 
-/// Polls `condition` every 20 ms until it holds or `timeout` passes.
-private func waitUntil(timeout: Double, _ condition: () -> Bool) {
-    let deadline = Date().addingTimeInterval(timeout)
-    while !condition(), Date() < deadline { Thread.sleep(forTimeInterval: 0.02) }
-}
-
 /// Hole (issue 12, item 8): raw control characters from an app's output and from its warning
 /// text reached the terminal of the person running the host: a carriage return and an escape
 /// sequence can rewrite what the host said. They are shown escaped; tabs are kept.
@@ -239,17 +233,15 @@ struct StalledOutputTests {
         defer { if process.isRunning { kill(process.processIdentifier, SIGKILL) } }
         // The pipe fills and nobody reads it.
         var pending: Int32 = 0
-        let filled = Date().addingTimeInterval(20)
-        while ioctl(reader, UInt(FIONREAD), &pending) == 0, pending < 2048, Date() < filled { usleep(10_000) }
+        _ = becomesTrue(within: 20) { ioctl(reader, UInt(FIONREAD), &pending) == 0 && pending >= 2048 }
         try #require(pending >= 2048, "the host's events began filling the pipe (\(pending) bytes waiting)")
         input.fileHandleForWriting.write(Data("open Stuck\n".utf8))
         // The launch watchdog ends Stuck and writes its report, whatever the pipe.
         let reports = scratch.stateDirectory.appendingPathComponent("reports").path
-        let deadline = Date().addingTimeInterval(20)
         var report: String?
-        while report == nil, Date() < deadline {
+        _ = becomesTrue(within: 20) {
             report = ((try? FileManager.default.contentsOfDirectory(atPath: reports)) ?? []).first { $0.hasPrefix("Stuck-") && $0.hasSuffix(".json") }
-            if report == nil { usleep(20_000) }
+            return report != nil
         }
         let name = try #require(report, "no report for Stuck while standard output was not read")
         let text = try String(contentsOfFile: reports + "/" + name, encoding: .utf8)

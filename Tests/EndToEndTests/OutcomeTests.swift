@@ -117,7 +117,12 @@ struct OutcomeTests {
         #expect(process("apphost") == 1)
         let states = events.filter { $0["pid"] as? Int == listed && $0["cat"] as? String == "state" }
         #expect(states.map { $0["name"] as? String } == ["launching", "inactive", "active", "inactive"], "terminated through the app switcher")
-        #expect(states.allSatisfy { $0["ph"] as? String == "X" && ($0["dur"] as? Int).map { $0 >= 0 } == true })
+        #expect(states.allSatisfy { $0["ph"] as? String == "X" })
+        // Spans in microseconds, each lasting until the next begins; active through the script's 0.5 s.
+        let spans = states.compactMap { state in (state["ts"] as? Int).flatMap { ts in (state["dur"] as? Int).map { (ts: ts, dur: $0) } } }
+        try #require(spans.count == 4, "\(states)")
+        #expect(zip(spans, spans.dropFirst()).allSatisfy { $0.ts + $0.dur == $1.ts }, "\(spans)")
+        #expect(spans[2].dur >= 500_000, "\(spans)")
         let callback = try #require(events.first { $0["pid"] as? Int == listed && $0["name"] as? String == "didBecomeActive" })
         #expect(callback["ph"] as? String == "X" && callback["tid"] as? Int == 2 && (callback["dur"] as? Int ?? 0) > 0)
         let end = try #require(events.first { $0["pid"] as? Int == crasher && $0["name"] as? String == "terminated" })

@@ -115,16 +115,3 @@ struct SuspensionTests {
         #expect(windows.last.map { $0 <= 1 } == true, "a polling host accumulates ticks in every second: \(windows)", sourceLocation: sourceLocation)
     }
 }
-
-/// Waits for a condition the test cannot block on (a file another process writes), checking it
-/// every 10 ms; fails after `timeout`.
-func waitUntil(_ what: String, timeout: Double = 10, sourceLocation: SourceLocation = #_sourceLocation, _ condition: () -> Bool) throws {
-    let deadline = Date().addingTimeInterval(timeout)
-    while !condition() {
-        guard Date() < deadline else {
-            Issue.record("timed out waiting until \(what)", sourceLocation: sourceLocation)
-            throw WaitFailed()
-        }
-        usleep(10_000)
-    }
-}

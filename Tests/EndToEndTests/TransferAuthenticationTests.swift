@@ -35,8 +35,9 @@ struct TransferAuthenticationTests {
         try host.waitFor("Keyholder delivered", timeout: 30) { $0.name == "Keyholder" && $0.event == "transfer" && $0.detail?.contains("download task 1") == true && $0.detail?.hasSuffix("delivered") == true }
         // The second wake's end of events comes after the delivery is acknowledged (a condition
         // on the disk, as waitForRecorded checks one; failed once in a loaded run without it).
-        let deadline = Date().addingTimeInterval(10)
-        while lines(scratch, "Keyholder").count(where: { $0 == "completed events" }) < 2, Date() < deadline { usleep(10_000) }
+        try waitUntil("Keyholder has completed its second wake's events") {
+            lines(scratch, "Keyholder").count(where: { $0 == "completed events" }) >= 2
+        }
         #expect(lines(scratch, "Keyholder").prefix(8) == [
             "handleEvents \(Self.session) background main=true",
             "didReceiveChallenge task=1 method=Basic realm=episodes host=127.0.0.1:\(server.port) failures=0",

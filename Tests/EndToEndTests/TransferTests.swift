@@ -296,8 +296,9 @@ struct TransferTests {
         let host = try HostSession([try app(scratch, "Careless", transfers)], scratch: scratch, arguments: Self.local)
         try host.waitForStandardError(containing: "/etc/hostname is outside the app's container")
         // The refusals reach the delegate through the app's own log (no host event says so).
-        let deadline = Date().addingTimeInterval(30)
-        while scratch.recorded("Careless").filter({ $0.hasPrefix("didComplete") }).count < 3, Date() < deadline { usleep(20_000) }
+        try waitUntil("Careless has recorded three completions", timeout: 30) {
+            scratch.recorded("Careless").filter { $0.hasPrefix("didComplete") }.count >= 3
+        }
         #expect(sessionLines(scratch, "Careless").filter { $0.hasPrefix("didComplete") } == [
             "didComplete task=1 error=-1002 status=nil sent=0", "didComplete task=2 error=-1002 status=nil sent=0",
             "didComplete task=3 error=-1102 status=nil sent=0",

@@ -135,14 +135,9 @@ final class Scratch {
     /// that no event follows, such as a location error); fails the test if it has not within
     /// `timeout` (a condition on the disk, checked every 10 ms).
     func waitForRecorded(_ name: String, _ line: String, timeout: Double = 10, sourceLocation: SourceLocation = #_sourceLocation) throws {
-        let deadline = Date().addingTimeInterval(timeout)
-        while !recorded(name, settle: false).contains(line) {
-            guard Date() < deadline else {
-                Issue.record("\(name) never recorded \(line.debugDescription); it recorded:\n\(recorded(name).joined(separator: "\n"))", sourceLocation: sourceLocation)
-                throw WaitFailed()
-            }
-            usleep(10_000)
-        }
+        guard !becomesTrue(within: timeout, { recorded(name, settle: false).contains(line) }) else { return }
+        Issue.record("\(name) never recorded \(line.debugDescription); it recorded:\n\(recorded(name).joined(separator: "\n"))", sourceLocation: sourceLocation)
+        throw WaitFailed()
     }
 
     /// A file of a container, while its host runs or after: once the host has unmounted the
@@ -159,9 +154,7 @@ final class Scratch {
         // loop device detaches itself.
         let real = image.resolvingSymlinksInPath().path
         if settle {
-            let deadline = Date().addingTimeInterval(10)
-            while Date() < deadline, isBackingALoopDevice(real) { usleep(10_000) }
-            if isBackingALoopDevice(real) {
+            if !becomesTrue(within: 10, { !isBackingALoopDevice(real) }) {
                 Issue.record("\(real) still backs a loop device 10 s on: its last writes may not be in it yet (what still mounts it?)")
             }
         } else if isBackingALoopDevice(real) {
@@ -340,15 +333,15 @@ final class HostSession: @unchecked Sendable {
     func waitForFile(
         in directory: String, suffix: String, size: Int, timeout: Double = 10, sourceLocation: SourceLocation = #_sourceLocation
     ) throws -> String {
-        let deadline = Date().addingTimeInterval(timeout)
-        repeat {
+        var found: String?
+        let appeared = becomesTrue(within: timeout) {
             let names = (try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? []
-            for name in names where name.hasSuffix(suffix) {
-                let path = directory + "/" + name
-                if ((try? FileManager.default.attributesOfItem(atPath: path)[.size] as? Int) ?? 0) >= size { return path }
+            found = names.filter { $0.hasSuffix(suffix) }.map { directory + "/" + $0 }.first { path in
+                ((try? FileManager.default.attributesOfItem(atPath: path)[.size] as? Int) ?? 0) >= size
             }
-            usleep(10_000)
-        } while Date() < deadline
+            return found != nil
+        }
+        if appeared, let found { return found }
         let seen = allEvents.map(\.description).joined(separator: "\n")
         Issue.record("no *\(suffix) file of \(size) bytes or more in \(directory) within \(timeout) s; events:\n\(seen)", sourceLocation: sourceLocation)
         throw WaitFailed()

@@ -119,13 +119,12 @@ final class TransferServer: Sendable {
         while offset < stopAt {
             // A gated response's second half waits for the gate (a minute at most).
             if kind == "gated" && offset >= size / 2 {
-                let deadline = Date().addingTimeInterval(60)
-                while !gate(), Date() < deadline { usleep(10_000) }
+                _ = becomesTrue(within: 60, gate)
             }
             let end = min(stopAt, offset + (kind == "gated" ? min(piece, max(1, size / 2)) : piece))
             guard connection.send(Data((offset..<end).map(byte))) else { return }
             offset = end
-            if kind == "slow" { usleep(50_000) }
+            if kind == "slow" { usleep(50_000) }  // the resource's pace (its point), not a wait for anything
         }
         // A held response waits for the client to go (or a minute), then the connection closes.
         if kind == "held" && !partial { connection.waitForClose(seconds: 60) }
