@@ -138,7 +138,7 @@ private final class TestClock: HostClock, @unchecked Sendable {
         let record = try table.install(try bundle("Notes", identifier: "com.example.notes"))
         var host = SimulatedHost()
         host.send(.launch(.foreground, reason: "user"))
-        record.run = AppRun(machine: host.machine, id: RunID(app: record.id, launch: 0), now: host.now)
+        _ = record.begin(host.machine, now: host.now)
         table.follow(record)
         #expect(table.running == [record.id] && table.foreground == [record.id] && table.unsettled.isEmpty)
         host.hangIn = [.didEnterBackground]
@@ -151,7 +151,8 @@ private final class TestClock: HostClock, @unchecked Sendable {
         table.follow(record)
         #expect(host.state == .suspended)
         #expect(table.running.isEmpty && table.foreground.isEmpty && table.unsettled.isEmpty)
-        record.run = nil
+        // A new run, not started yet.
+        _ = record.begin(LifecycleMachine(policy: Policy()), now: host.now)
         table.follow(record)
         #expect(table.running.isEmpty && table.unsettled.isEmpty)
     }

@@ -1,3 +1,4 @@
+import AppHostProtocol
 import Testing
 @testable import AppHostRuntime
 
@@ -36,5 +37,29 @@ import Testing
         host.send(.moveToBackground)
         #expect(host.machine.expirable(identifier: nil).backgroundTasks == 1)
         #expect(host.machine.expirable(identifier: "refresh").backgroundTasks == 0, "an identifier names a task, not background time")
+    }
+}
+
+/// What the machine counts as a background wake-up (`ps`, the report): a launch into the
+/// background and each resumption there, whatever resumed it; not a return to the foreground.
+@Suite struct BackgroundWakeupTests {
+    @Test func launchesIntoAndResumptionsInTheBackgroundCountAndNothingElse() {
+        var host = SimulatedHost()
+        host.send(.launch(.background, reason: "background"))
+        #expect(host.machine.backgroundWakeups == 1)
+        #expect(host.state == .suspended)
+        host.send(.wakeInBackground)
+        #expect(host.machine.backgroundWakeups == 2)
+        host.send(.moveToForeground)
+        #expect(host.state == .active)
+        host.send(.moveToBackground)
+        #expect(host.state == .suspended)
+        #expect(host.machine.backgroundWakeups == 2, "a return to the foreground is not a background wake-up")
+        host.send(.deliver(BackgroundEvent(kind: .fetch), reason: "backgroundFetch"))
+        #expect(host.machine.backgroundWakeups == 3)
+        host.send(.moveToForeground)
+        // A wake the machine does not take (the app is active) is not counted.
+        host.send(.wakeInBackground)
+        #expect(host.machine.backgroundWakeups == 3)
     }
 }

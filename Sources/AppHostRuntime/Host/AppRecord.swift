@@ -13,11 +13,16 @@ import CAppHostShims
 final class AppRecord: @unchecked Sendable {
     let id: AppID
     let bundle: AppBundle
-    var run: AppRun?
+    /// Its current run, or its last (ended); `begin` replaces it.
+    private(set) var run: AppRun?
     /// How many times it was launched since the host started (the next run's `RunID`).
-    var launches = 0
-    /// Launches into the background and resumptions there, since the host started.
-    var backgroundWakeups = 0
+    private(set) var launches = 0
+    /// The background wake-ups of its earlier runs.
+    private var earlierWakeups = 0
+
+    /// Launches into the background and resumptions there since the host started, as its
+    /// runs' machines count them.
+    var backgroundWakeups: Int { earlierWakeups + (run?.machine.backgroundWakeups ?? 0) }
 
     /// What a command may call it by, lowercased once: its name, identifier and directory name.
     let names: [String]
@@ -26,6 +31,15 @@ final class AppRecord: @unchecked Sendable {
         self.id = id
         self.bundle = bundle
         names = [bundle.name, bundle.identifier, bundle.url.lastPathComponent].map { $0.lowercased() }
+    }
+
+    /// A new run begins (a launch) with `machine`: the last one's wake-ups are kept.
+    func begin(_ machine: LifecycleMachine, now: HostInstant) -> AppRun {
+        earlierWakeups += run?.machine.backgroundWakeups ?? 0
+        let run = AppRun(machine: machine, id: RunID(app: id, launch: launches), now: now)
+        launches += 1
+        self.run = run
+        return run
     }
 }
 

@@ -166,7 +166,6 @@ extension HostLoop {
         let how: String
         switch run.machine.phase {
         case .suspended, .suspending:
-            record.backgroundWakeups += 1
             how = "resuming it in the background"
         case .background:
             how = "it runs in the background"

@@ -30,15 +30,11 @@ extension HostLoop {
     /// Launches the app; with `event`, into the background for it.
     func start(_ record: AppRecord, kind: LaunchKind, reason: String, event: BackgroundEvent? = nil) {
         guard !waiters.isShuttingDown else { return }
-        if kind == .background { record.backgroundWakeups += 1 }
         // A new process: no scene is connected yet (the sessions stay).
         if record.bundle.adoptsScenes { scenes.processStarts(record.bundle.identifier) }
         let modes = Set(ContinuousMode.allCases.filter { record.bundle.backgroundModes.contains($0.backgroundMode) })
-        let run = AppRun(
-            machine: LifecycleMachine(policy: configuration.policy, continuousModes: modes, activatesOnLaunch: !record.bundle.adoptsScenes),
-            id: RunID(app: record.id, launch: record.launches), now: clock.now)
-        record.launches += 1
-        record.run = run
+        let run = record.begin(
+            LifecycleMachine(policy: configuration.policy, continuousModes: modes, activatesOnLaunch: !record.bundle.adoptsScenes), now: clock.now)
         handle(record, run, event.map { .deliver($0, reason: reason) } ?? .launch(kind, reason: reason))
     }
 

@@ -127,7 +127,6 @@ extension HostLoop {
                 handle(record, run, .warning(detail))
             case .wake(let id):
                 guard let record = apps.record(identifier: id), let run = record.run else { continue }
-                record.backgroundWakeups += 1
                 handle(record, run, .wakeInBackground)
             case .deliverDue:
                 // Due now (no trigger): delivered behind this message, not inside it.

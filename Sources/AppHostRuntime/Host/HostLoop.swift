@@ -244,7 +244,6 @@ final class HostLoop: @unchecked Sendable {
                 return
             }
             try command(.wakeInBackground, to: record)
-            record.backgroundWakeups += 1
         }
     }
 

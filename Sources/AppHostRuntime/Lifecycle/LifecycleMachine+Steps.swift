@@ -349,4 +349,11 @@ extension LifecycleMachine {
         deadlines[.backgroundEnd] = nil
     }
 
+    /// The suspended app resumes in the background (for `detail`): thawed, and counted as a
+    /// background wake-up.
+    mutating func resumeInBackground(_ detail: String) -> [Action] {
+        phase = .resumedInBackground
+        backgroundWakeups += 1
+        return [.thaw, event(.resumed, detail: detail)]
+    }
 }

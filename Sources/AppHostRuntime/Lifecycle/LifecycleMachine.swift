@@ -84,6 +84,9 @@ package struct LifecycleMachine: Sendable {
     package internal(set) var pendingSceneOperations: [SceneOperation] = []
     /// Background work under way, by number.
     package internal(set) var work: [UInt64: Work] = [:]
+    /// Launches into the background and resumptions there in this run: what iOS counts as the
+    /// app's background wake-ups.
+    package internal(set) var backgroundWakeups = 0
     var nextWorkID: UInt64 = 1
     var expirationSent = false
     /// Expiration handlers running on the main thread, by the tasks they expire: when they began.
@@ -132,6 +135,7 @@ package struct LifecycleMachine: Sendable {
             guard phase == .notRunning else { return [] }
             launchKind = kind
             placement = kind == .foreground ? .foreground : .background
+            if kind == .background { backgroundWakeups += 1 }
             phase = .starting
             launchDeadline = now + policy.launchTimeout
             deadlines[.launch] = launchDeadline
@@ -205,11 +209,9 @@ package struct LifecycleMachine: Sendable {
             actions.append(event(.suspended))
             if let next = pendingEvents.first {
                 // An event arrived while the app was being suspended.
-                phase = .resumedInBackground
-                actions += [.thaw, event(.resumed, detail: "in the background for a \(next.label)")]
+                actions += resumeInBackground("in the background for a \(next.label)")
             } else if let next = pendingSceneOperations.first {
-                phase = .resumedInBackground
-                actions += [.thaw, event(.resumed, detail: "in the background for \(next.callback.delegateMethodName)")]
+                actions += resumeInBackground("in the background for \(next.callback.delegateMethodName)")
             }
 
         case .exited(let exit):
@@ -314,8 +316,7 @@ package struct LifecycleMachine: Sendable {
         case .wakeInBackground:
             if phase == .notRunning { return handle(.launch(.background, reason: "background"), now: now) }
             guard phase == .suspended, placement == .background else { return [] }
-            phase = .resumedInBackground
-            actions += [.thaw, event(.resumed, detail: "in the background")]
+            actions += resumeInBackground("in the background")
 
         case .deliver(let backgroundEvent, let reason):
             if phase == .notRunning {
@@ -334,8 +335,7 @@ package struct LifecycleMachine: Sendable {
             }
             pendingEvents.append(backgroundEvent)
             if phase == .suspended {
-                phase = .resumedInBackground
-                actions += [.thaw, event(.resumed, detail: "in the background for a \(backgroundEvent.label)")]
+                actions += resumeInBackground("in the background for a \(backgroundEvent.label)")
             }
 
         case .workCompleted(let id, let result):
@@ -390,8 +390,7 @@ package struct LifecycleMachine: Sendable {
             guard isLive, !isTerminationRequested else { return [] }
             pendingSceneOperations.append(operation)
             if phase == .suspended {
-                phase = .resumedInBackground
-                actions += [.thaw, event(.resumed, detail: "in the background for \(operation.callback.delegateMethodName)")]
+                actions += resumeInBackground("in the background for \(operation.callback.delegateMethodName)")
             }
         }
         return actions + settle(now: now)
