@@ -141,6 +141,10 @@ private final class TestClock: HostClock, @unchecked Sendable {
         _ = record.begin(host.machine, now: host.now)
         table.follow(record)
         #expect(table.running == [record.id] && table.foreground == [record.id] && table.unsettled.isEmpty)
+        // One app in the foreground: it leaves as another comes, or as the user goes home.
+        #expect(table.leavingTheForeground(as: AppID(index: 1)) == [record.id])
+        #expect(table.leavingTheForeground(as: nil) == [record.id])
+        #expect(table.leavingTheForeground(as: record.id).isEmpty)
         host.hangIn = [.didEnterBackground]
         host.send(.moveToBackground)
         record.run?.machine = host.machine

@@ -64,6 +64,12 @@ final class AppTable: RandomAccessCollection {
         update(&foreground, id, machine.map { $0.isAlive && $0.isInForeground } ?? false)
     }
 
+    /// One app in the foreground: the apps to send to the background as `opening` comes there
+    /// (nil: none comes, the user went home), in installation order.
+    func leavingTheForeground(as opening: AppID?) -> [AppID] {
+        foreground.sorted().filter { $0 != opening }
+    }
+
     private func update(_ set: inout Set<AppID>, _ id: AppID, _ member: Bool) {
         if member { set.insert(id) } else { set.remove(id) }
     }

@@ -19,11 +19,11 @@ extension HostLoop {
         record.run?.machine.state ?? .notRunning
     }
 
-    func sendForegroundAppAway(except keep: AppRecord?) {
-        for record in apps.foreground.sorted().map({ apps[$0] }) where record !== keep {
-            if let run = record.run, run.machine.isAlive, run.machine.isInForeground {
-                handle(record, run, .moveToBackground)
-            }
+    /// Sends to the background what is in the foreground as `opening` comes there (nil: home).
+    func sendForegroundAppAway(except opening: AppRecord?) {
+        for id in apps.leavingTheForeground(as: opening?.id) {
+            guard let run = apps[id].run else { continue }
+            handle(apps[id], run, .moveToBackground)
         }
     }
 
