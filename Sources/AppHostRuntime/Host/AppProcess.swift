@@ -61,7 +61,7 @@ final class AppProcess: @unchecked Sendable {
     private var diagnosticsReceived = 0
     private let groups: Groups
     /// The launch template, while it may still be in this process's cgroup v1 groups (its fork
-    /// was born in them): never killed with them (Supervisor+Template).
+    /// was born in them): never killed with them (Launchpad).
     private let spared: pid_t?
     /// The seccomp listener, once the runner has handed it over.
     private(set) var listener: SyscallListener?

@@ -2,10 +2,10 @@ import Foundation
 import Dispatch
 import AppHostProtocol
 
-// Background execution (docs/lifecycle.md, "The life cycle", sequences 5 and 6, and "Background modes"): the
-// scheduler that runs due requests and fetches, the app's BGTaskScheduler messages, and the
-// commands that trigger each mode on demand. The life-cycle machine delivers the events; this
-// decides when and whether.
+// Background execution on demand (docs/lifecycle.md, "The life cycle", sequences 5 and 6, and
+// "Background modes"): the commands that trigger each mode (`fetch`, `run-task`, `expire`,
+// `push`), the simulated conditions and the scheduler's clock. The Scheduler says whether an
+// app may be woken and why not, the machine what an event does to the app; this routes.
 
 extension HostLoop {
     // MARK: Commands
@@ -15,7 +15,7 @@ extension HostLoop {
         try queue.sync {
             let record = try app(named: name)
             if let refusal = scheduler.refusalToFetch(scheduleFacts(record), shuttingDown: waiters.isShuttingDown) { throw refusal }
-            return announce(record, command: .fetch, "performFetch", deliver(BackgroundEvent(kind: .fetch), reason: "backgroundFetch", to: record))
+            return announce(record, command: .fetch, "performFetch", deliver(BackgroundEvent(kind: .fetch), to: record))
         }
     }
 
@@ -36,7 +36,7 @@ extension HostLoop {
                 kind: kind == .appRefresh ? .appRefresh : .processing, taskIdentifier: identifier,
                 requiresExternalPower: pending?.requiresExternalPower ?? false,
                 requiresNetworkConnectivity: pending?.requiresNetworkConnectivity ?? false)
-            let how = deliver(event, reason: "backgroundTask", to: record)
+            let how = deliver(event, to: record)
             return announce(record, command: .runTask, "\(event.label)\(pending == nil ? "" : " (its pending request, run early)")", how)
         }
     }
@@ -80,7 +80,7 @@ extension HostLoop {
             try refuseUnreachable(record, pushOnly: true)
             let compact = try JSONSerialization.data(withJSONObject: notification, options: [.sortedKeys])
             let event = BackgroundEvent(kind: .remoteNotification, payload: String(decoding: compact, as: UTF8.self))
-            return announce(record, command: .push, "didReceiveRemoteNotification from \(source)", deliver(event, reason: "remoteNotification", to: record))
+            return announce(record, command: .push, "didReceiveRemoteNotification from \(source)", deliver(event, to: record))
         }
     }
 
@@ -158,7 +158,8 @@ extension HostLoop {
 
     /// Hands the event to the app, launching it into the background or resuming it there as
     /// needed; returns how, for the announcement.
-    func deliver(_ event: BackgroundEvent, reason: String, to record: AppRecord) -> String {
+    func deliver(_ event: BackgroundEvent, to record: AppRecord) -> String {
+        let reason = event.launchReason
         guard let run = record.run, run.machine.isAlive else {
             start(record, kind: .background, reason: reason, event: event)
             return "launching it into the background (launch reason \(reason))"

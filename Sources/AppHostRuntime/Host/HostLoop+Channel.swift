@@ -174,7 +174,7 @@ extension HostLoop {
             event: .sandboxed, state: currentState(of: record), detail: notes.joined(separator: ", "), elapsed: took), run: run)
         // Its first measurement, while it loads its plugin and the host waits for it: a report has
         // figures from here on, and its launch's state changes measure it again once their next
-        // callback is on its way, not before (Supervisor+Resources.swift).
+        // callback is on its way, not before (HostLoop+Resources.swift).
         recordUsage(run)
     }
 

@@ -26,7 +26,7 @@ extension HostLoop {
             let record = try app(named: name)
             let event = try ContinuousModeCommands.voipPush(payload: payload, source: source, to: continuousModeFacts(record))
             try refuseUnreachable(record, pushOnly: true)
-            return announce(record, command: .voipPush, "VoIP push from \(source)", deliver(event, reason: "voipPush", to: record))
+            return announce(record, command: .voipPush, "VoIP push from \(source)", deliver(event, to: record))
         }
     }
 
@@ -36,7 +36,7 @@ extension HostLoop {
             name: record.bundle.name, modes: Set(ContinuousMode.allCases.filter { record.bundle.backgroundModes.contains($0.backgroundMode) }))
         if let machine = record.run?.machine {
             facts.isLive = machine.isLive
-            facts.isSuspended = machine.phase == .suspended || machine.phase == .suspending
+            facts.isSuspended = machine.isSuspendedOrSuspending
             facts.audio = machine.audio
         }
         return facts

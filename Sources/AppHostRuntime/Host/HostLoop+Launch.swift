@@ -100,7 +100,7 @@ extension HostLoop {
             pluginPath: bundle.pluginURL.path, delegateClassName: bundle.delegateClassName,
             containerPath: container.path, launchReason: reason, capabilities: bundle.capabilities,
             openFileLimit: UInt64(configuration.policy.openFileLimit), sandbox: WireSandbox(entitlements: [], writablePaths: []))
-        message.launchPayload = run.machine.pendingEvents.first { $0.kind == .remoteNotification }?.payload
+        message.launchPayload = run.machine.launchNotificationPayload
         message.backgroundTasks = backgroundTasksConfiguration(for: bundle)
         message.locationAuthorization = location.authorization(of: bundle.identifier)?.wireName
         message.deliveredNotifications = deliveredNotifications(of: record)

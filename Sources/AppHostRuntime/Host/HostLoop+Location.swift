@@ -82,7 +82,7 @@ extension HostLoop {
             facts.isAlive = machine.isAlive
             facts.isLive = machine.isLive
             facts.launchFinished = machine.launchFinished
-            facts.isSuspended = machine.phase == .suspending || machine.phase == .suspended
+            facts.isSuspended = machine.isSuspendedOrSuspending
             facts.isInForeground = machine.isInForeground
             facts.heldByLocation = machine.holds.contains(.location)
             facts.updatesInBackground = machine.updatesLocationInBackground
@@ -115,7 +115,7 @@ extension HostLoop {
             case .wake(let id, let position):
                 let record = apps[id]
                 let payload = String(decoding: WireCoding.encode(wire(position)), as: UTF8.self)
-                let how = deliver(BackgroundEvent(kind: .significantLocationChange, payload: payload), reason: "location", to: record)
+                let how = deliver(BackgroundEvent(kind: .significantLocationChange, payload: payload), to: record)
                 announce(record, command: .location, "significant location change to \(position)", how)
             case .routeDeadline(let deadline):
                 timers.set(.route, at: deadline)

@@ -48,6 +48,9 @@ extension HostLoop {
             case .scheduler: runDueWork()
             case .route: stepRoute()
             case .notifications: deliverDueNotifications()
+            case .transfers:
+                transferDesk.beginTimerFired()
+                queueTransferPass()
             case .work(let number): timers.run(number)
             }
         }
@@ -155,7 +158,7 @@ extension HostLoop {
             do {
                 try scheduler.began(identifier, for: record.bundle.identifier)
             } catch {
-                publish(HostEvent(time: Date(), event: .warning, detail: "cannot save the scheduler's store: \(error)"), run: nil)
+                schedulerStoreFailed(error)
             }
         }
         // Measured first, so that the bookkeeping below is not counted in the step.

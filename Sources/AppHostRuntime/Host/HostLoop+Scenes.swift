@@ -56,7 +56,7 @@ extension HostLoop {
         if let machine = record.run?.machine {
             facts.isLive = machine.isLive
             facts.isInForeground = machine.isInForeground
-            facts.isStarting = machine.phase == .launching || machine.phase == .starting
+            facts.isStarting = machine.isStarting
             facts.state = machine.isAlive ? machine.state : .notRunning
         }
         return facts

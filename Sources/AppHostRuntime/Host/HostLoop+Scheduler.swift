@@ -2,11 +2,6 @@ import Foundation
 import Dispatch
 import AppHostProtocol
 
-// Background execution (docs/lifecycle.md, "The life cycle", sequences 5 and 6, and "Background modes"): the
-// scheduler that runs due requests and fetches, the app's BGTaskScheduler messages, and the
-// commands that trigger each mode on demand. The life-cycle machine delivers the events; this
-// decides when and whether.
-
 /// The BGTaskScheduler side of the host: the scheduler pass over the persisted requests, and
 /// what apps say about their tasks and fetch intervals.
 extension HostLoop {
@@ -39,7 +34,7 @@ extension HostLoop {
             do {
                 try scheduler.keepTaken()
             } catch {
-                publish(HostEvent(time: Date(), event: .warning, detail: "cannot save the scheduler's store: \(error)"), run: nil)
+                schedulerStoreFailed(error)
             }
         }
         var started: [String] = []
@@ -53,13 +48,18 @@ extension HostLoop {
             case .deliver(let id, let event):
                 let record = apps[id]
                 started.append("\(record.bundle.name) \(event.label)")
-                let how = deliver(event, reason: event.kind == .fetch ? "backgroundFetch" : "backgroundTask", to: record)
+                let how = deliver(event, to: record)
                 announce(record, command: .scheduler, "due: \(event.label)", how)
             }
         }
         let next = scheduler.untilNextDue(apps: scheduledApps.map(\.bundle.identifier))
         timers.set(.scheduler, at: next.map { clock.now + $0 })
         return started
+    }
+
+    /// The scheduler's store could not be written: what it holds lives on in this host.
+    func schedulerStoreFailed(_ error: any Error) {
+        publish(HostEvent(time: Date(), event: .warning, detail: "cannot save the scheduler's store: \(error)"), run: nil)
     }
 
     /// The installed apps the scheduler holds something for, in installation order.
@@ -80,7 +80,7 @@ extension HostLoop {
                     state: machine.state, launchFinished: machine.launchFinished, inForeground: machine.isInForeground,
                     isEnding: machine.isEnding, registeredTasks: run.registeredTasks)
             },
-            runningTasks: machine.map { Set(($0.work.values.map(\.event) + $0.pendingEvents).compactMap(\.taskIdentifier)) } ?? [])
+            runningTasks: machine?.runningTaskIdentifiers ?? [])
     }
 
     /// Says, once it is on the disk, that a change the app asked for is kept: through its machine

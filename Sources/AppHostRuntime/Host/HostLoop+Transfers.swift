@@ -30,8 +30,7 @@ extension HostLoop {
                 let machine = run.machine
                 return TransferDesk.Run(
                     id: run.id, state: machine.state, isAlive: machine.isAlive, isLive: machine.isLive, isEnding: machine.isEnding,
-                    launchFinished: machine.launchFinished, justLaunched: machine.phase == .launched,
-                    keptRunning: machine.isInForeground || !machine.openTasks.isEmpty || !machine.holds.isEmpty)
+                    launchFinished: machine.launchFinished, justLaunched: machine.hasJustLaunched, keptRunning: machine.isKeptRunning)
             })
     }
 
@@ -80,7 +79,7 @@ extension HostLoop {
                 send(message, record, run)
             case .wake(let identifier, let session):
                 guard let record = apps.record(identifier: identifier) else { continue }
-                let how = deliver(BackgroundEvent(kind: .backgroundURLSession, urlSession: session), reason: "backgroundURLSession", to: record)
+                let how = deliver(BackgroundEvent(kind: .backgroundURLSession, urlSession: session), to: record)
                 announce(record, command: .transfer, "background URLSession \(session): its transfers finished", how)
             case .announce(let identifier, let line):
                 if let record = apps.record(identifier: identifier) {
@@ -103,11 +102,7 @@ extension HostLoop {
             case .pass:
                 queueTransferPass()
             case .passAfter(let delay):
-                timers.after(delay) { [weak self] in
-                    guard let self else { return }
-                    transferDesk.beginTimerFired()
-                    queueTransferPass()
-                }
+                timers.set(.transfers, at: clock.now + delay)
             }
         }
     }

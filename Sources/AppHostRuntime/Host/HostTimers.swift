@@ -15,6 +15,8 @@ enum HostDeadline: Hashable, Sendable {
     case route
     /// The next pending user notification that becomes due.
     case notifications
+    /// The earliest begin date of a background transfer waiting for it.
+    case transfers
     /// Work to run later (`after`): a command's timeout, a suspension looked at again, a cgroup
     /// the kernel still holds removed again.
     case work(Int)

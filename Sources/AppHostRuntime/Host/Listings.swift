@@ -26,7 +26,7 @@ public struct AppStatus: Sendable, Equatable, Encodable {
     public var snapshot: String?
     /// Disk space of its container and its app groups', and the limits that hold them.
     public var storage: StorageUsage?
-    /// Its background URL session transfers (Supervisor+Transfers).
+    /// Its background URL session transfers (HostLoop+Transfers).
     public var transfers: [TransferListing] = []
 
     /// The figures have the names of a termination report's `usage` (TerminationReport.Usage),

@@ -6,7 +6,7 @@ import Foundation
 /// authorization (a setting of the host, kept in its store), what each app's location managers
 /// ask for in its run, and which apps monitor significant changes and where they last heard of
 /// one. It decides what a move, a request or an authorization means, as effects the host
-/// performs (Supervisor+Location.swift); it never reaches an app itself. Touched only on the
+/// performs (HostLoop+Location.swift); it never reaches an app itself. Touched only on the
 /// host's loop.
 final class LocationSimulator {
     /// A move of this many metres or more from the last significant position is a significant change.

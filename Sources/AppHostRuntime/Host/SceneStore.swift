@@ -4,7 +4,7 @@ import AppHostProtocol
 /// laid out"), by bundle identifier, kept in the state directory across hosts, and the rules of
 /// the scene commands: which session connects, which may be closed or discarded, what a launch
 /// is told, what a force quit removes. It answers with effects the host performs
-/// (Supervisor+Scenes.swift), or a refusal. Every change saves (off the loop, coalesced) when
+/// (HostLoop+Scenes.swift), or a refusal. Every change saves (off the loop, coalesced) when
 /// what is kept changed — a session made or discarded, the one in front, what the app reported —
 /// and not when a scene merely connects or disconnects, which no host start keeps. Touched only
 /// on the host's loop.

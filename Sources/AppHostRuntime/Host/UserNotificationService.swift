@@ -37,7 +37,7 @@ struct AppNotifications: Codable, Equatable, Sendable {
 
 /// The host's notification center: decides when requests are due, to which app and how they
 /// are delivered, which are kept, what a tap opens and how an app's questions are answered, as
-/// effects the supervisor performs (Supervisor+Notifications.swift). Touched only on the host's
+/// effects the supervisor performs (HostLoop+Notifications.swift). Touched only on the host's
 /// loop; every change is saved off it through the store.
 final class UserNotificationService {
     /// iOS keeps an app's 64 soonest pending requests and drops the rest; delivered

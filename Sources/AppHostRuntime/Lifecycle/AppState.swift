@@ -58,6 +58,19 @@ package struct BackgroundEvent: Sendable, Equatable {
 
     var isTask: Bool { kind == .appRefresh || kind == .processing }
 
+    /// The launch reason of an app launched for it (`launching`'s detail, the app's launch
+    /// options): "backgroundFetch", "backgroundTask", "remoteNotification"…
+    package var launchReason: String {
+        switch kind {
+        case .fetch: "backgroundFetch"
+        case .remoteNotification: "remoteNotification"
+        case .appRefresh, .processing: "backgroundTask"
+        case .voipPush: "voipPush"
+        case .significantLocationChange: "location"
+        case .backgroundURLSession: "backgroundURLSession"
+        }
+    }
+
     /// Whether it starts no work: its callback is all of it (a VoIP push, a location change).
     var isCallbackOnly: Bool { kind == .voipPush || kind == .significantLocationChange }
 

@@ -1,3 +1,5 @@
+import AppHostProtocol
+
 // What the machine says of the app, derived from its phase and placement: the state users see,
 // whether it runs, is ending or is in the foreground, and its next deadline.
 extension LifecycleMachine {
@@ -36,6 +38,30 @@ extension LifecycleMachine {
     var isTerminationRequested: Bool {
         if case .terminated = placement { return true }
         return false
+    }
+
+    /// Whether its threads are being stopped or are stopped (a suspension under way or done).
+    package var isSuspendedOrSuspending: Bool { phase == .suspending || phase == .suspended }
+
+    /// Whether its process is starting or its launch's callbacks are running.
+    package var isStarting: Bool { phase == .starting || phase == .launching }
+
+    /// Whether its launch's callbacks have just returned (didFinishLaunching), and its first
+    /// move (active, or the background) is still to come.
+    package var hasJustLaunched: Bool { phase == .launched }
+
+    /// Whether something keeps it running rather than suspended: the foreground, an open
+    /// background task, a continuous mode.
+    package var isKeptRunning: Bool { isInForeground || !openTasks.isEmpty || !holds.isEmpty }
+
+    /// The BGTaskScheduler identifiers it runs or is about to run.
+    package var runningTaskIdentifiers: Set<String> {
+        Set((work.values.map(\.event) + pendingEvents).compactMap(\.taskIdentifier))
+    }
+
+    /// The payload of the remote notification it is launched for, if any (its launch options).
+    package var launchNotificationPayload: String? {
+        pendingEvents.first { $0.kind == .remoteNotification }?.payload
     }
 
     /// When the caller must next deliver `.tick`.
