@@ -176,13 +176,13 @@ private final class TestClock: HostClock, @unchecked Sendable {
         nonisolated(unsafe) var number = 0
         let reached = await withCheckedContinuation { continuation in
             number = waiters.wait(for: record.id, state: .suspended, continuation)
-            waiters.changed(record, state: .background, unsettled: [])
-            waiters.changed(record, state: .suspended, unsettled: [])
+            waiters.changed(record.id, state: .background, settled: true, unsettled: [])
+            waiters.changed(record.id, state: .suspended, settled: true, unsettled: [])
         }
         #expect(reached)
         // Resumed once: a second resumption would trap.
         waiters.timedOut(state: number)
-        waiters.changed(record, state: .suspended, unsettled: [])
+        waiters.changed(record.id, state: .suspended, settled: true, unsettled: [])
     }
 
     @Test func aWaitWhoseStateNeverComesIsToldNo() async throws {
@@ -190,11 +190,39 @@ private final class TestClock: HostClock, @unchecked Sendable {
         let record = try app()
         let reached = await withCheckedContinuation { continuation in
             let number = waiters.wait(for: record.id, state: .active, continuation)
-            waiters.changed(record, state: .background, unsettled: [])
+            waiters.changed(record.id, state: .background, settled: true, unsettled: [])
             waiters.timedOut(state: number)
         }
         #expect(!reached)
-        waiters.changed(record, state: .active, unsettled: [])
+        waiters.changed(record.id, state: .active, settled: true, unsettled: [])
+    }
+
+    @Test func aSettleEndsWhenItsAppsSettleAndOnlyThen() async throws {
+        let waiters = Waiters()
+        let notes = AppID(index: 0), other = AppID(index: 1)
+        try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
+            let number = waiters.settle([notes], unsettled: [notes, other], continuation)
+            #expect(number != nil, "Notes is between steps: the settle waits")
+            // Another app settling is not this settle's end.
+            waiters.changed(other, state: .suspended, settled: true, unsettled: [notes])
+            waiters.changed(notes, state: .background, settled: true, unsettled: [other])
+        }
+        // Settled already: resumed at once, nothing to time out.
+        try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
+            #expect(waiters.settle([notes], unsettled: [other], continuation) == nil)
+        }
+    }
+
+    @Test func aSettleThatTimesOutSaysWhichAppsAreStillBetweenSteps() async {
+        let waiters = Waiters()
+        let notes = AppID(index: 0)
+        struct NotSettled: Error, Equatable { let ids: [AppID] }
+        await #expect(throws: NotSettled(ids: [notes])) {
+            try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
+                let number = waiters.settle(nil, unsettled: [notes], continuation)
+                waiters.timedOut(settle: number!, unsettled: [notes]) { NotSettled(ids: $0) }
+            }
+        }
     }
 
     @Test func theShutdownIsSaidOnceAndStays() async {

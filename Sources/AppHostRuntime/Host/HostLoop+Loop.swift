@@ -274,7 +274,8 @@ extension HostLoop {
     }
 
     func resolveWaiters(for record: AppRecord) {
-        waiters.changed(record, state: currentState(of: record), unsettled: apps.unsettled)
+        waiters.changed(
+            record.id, state: currentState(of: record), settled: record.run?.machine.isSettled ?? true, unsettled: apps.unsettled)
     }
 
     /// Once every app has ended, a shutdown waiting goes on: the launchpad stops (off the loop,

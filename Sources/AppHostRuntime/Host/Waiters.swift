@@ -10,7 +10,7 @@ final class Waiters {
     }
 
     private var states: [Int: StateWait] = [:]
-    private var settles: [Int: SettleWaiter] = [:]
+    private var settles: [Int: Settle] = [:]
     private var shutdowns: [CheckedContinuation<Void, Never>] = []
     /// Whether the host's tearing down (after every app ended) has begun and not yet ended.
     private var isStopping = false
@@ -30,29 +30,43 @@ final class Waiters {
         states.removeValue(forKey: number)?.continuation.resume(returning: false)
     }
 
-    /// Waits for `waiter`'s apps to settle; returns the number `timedOut(settle:)` takes.
-    func settle(_ waiter: SettleWaiter) -> Int {
+    /// Waits until the apps `ids` (nil: every app) have settled, as `unsettled` (AppTable's apps
+    /// between steps) says: `continuation` is resumed then, at once if they have. Returns the
+    /// number `timedOut(settle:)` takes, or nil if it was resumed already.
+    func settle(_ ids: [AppID]?, unsettled: Set<AppID>, _ continuation: CheckedContinuation<Void, any Error>) -> Int? {
+        let settle = Settle(covered: ids.map(Set.init), continuation: continuation)
+        guard !settle.recount(unsettled) else {
+            continuation.resume()
+            return nil
+        }
         next += 1
-        settles[next] = waiter
+        settles[next] = settle
         return next
     }
 
-    /// The settle's time is up: it ends (settled or not, as `end` decides), unless it ended first.
-    func timedOut(settle number: Int, _ end: (SettleWaiter) -> Void) {
-        settles.removeValue(forKey: number).map(end)
+    /// The settle's time is up, unless it ended first: resumed if its apps have settled after all
+    /// (as `unsettled` says now), else told why with `failure`, given the apps still unsettled.
+    func timedOut(settle number: Int, unsettled: Set<AppID>, failure: ([AppID]) -> any Error) {
+        guard let settle = settles.removeValue(forKey: number) else { return }
+        if settle.recount(unsettled) {
+            settle.continuation.resume()
+        } else {
+            settle.continuation.resume(throwing: failure(settle.waitingFor.sorted()))
+        }
     }
 
-    /// Takes in that `record` is now in `state` (and its machine may have settled): resumes the
-    /// waits it ends. Each settle follows the apps it still waits for, so that an input costs a
-    /// look at one app, not at each of thousands.
-    func changed(_ record: AppRecord, state: AppState, unsettled: Set<AppID>) {
-        for (number, wait) in states where wait.app == record.id && wait.state == state {
+    /// Takes in that the app `id` is now in `state`, and settled or not: resumes the waits it
+    /// ends. Each settle follows the apps it still waits for, so that an input costs a look at
+    /// one app, not at each of thousands; `unsettled` (AppTable's) is looked at once one seems
+    /// to have settled.
+    func changed(_ id: AppID, state: AppState, settled: Bool, unsettled: Set<AppID>) {
+        for (number, wait) in states where wait.app == id && wait.state == state {
             states[number] = nil
             wait.continuation.resume(returning: true)
         }
-        for (number, waiter) in settles where waiter.follow(record) && waiter.recount(unsettled) {
+        for (number, settle) in settles where settle.follow(id, settled: settled) && settle.recount(unsettled) {
             settles[number] = nil
-            waiter.continuation.resume()
+            settle.continuation.resume()
         }
     }
 
@@ -80,5 +94,33 @@ final class Waiters {
             isStopping = false
         }
         return shutdowns
+    }
+}
+
+/// A `settle` waiting for its apps.
+private final class Settle {
+    let continuation: CheckedContinuation<Void, any Error>
+    /// The apps waited for (nil: every app, with no set of thousands to build for each
+    /// command), and those of them not settled when last looked at.
+    private let covered: Set<AppID>?
+    private(set) var waitingFor: Set<AppID> = []
+
+    init(covered: Set<AppID>?, continuation: CheckedContinuation<Void, any Error>) {
+        self.covered = covered
+        self.continuation = continuation
+    }
+
+    /// Takes in that the app `id` settled or not; returns whether every app now seems settled.
+    func follow(_ id: AppID, settled: Bool) -> Bool {
+        if let covered, !covered.contains(id) { return waitingFor.isEmpty }
+        if settled { waitingFor.remove(id) } else { waitingFor.insert(id) }
+        return waitingFor.isEmpty
+    }
+
+    /// Looks again, at `unsettled` (the apps between steps): returns whether every app it waits
+    /// for has settled.
+    func recount(_ unsettled: Set<AppID>) -> Bool {
+        waitingFor = covered.map { unsettled.intersection($0) } ?? unsettled
+        return waitingFor.isEmpty
     }
 }
