@@ -141,14 +141,17 @@ import Testing
 
 /// HostCapacity: the bound is the tighter of the descriptor and the task limits, named.
 @Suite struct HostCapacityTests {
-    @Test func theTighterLimitBoundsAndIsNamed() {
+    @Test func theTighterLimitBoundsAndIsNamed() throws {
         let byFiles = HostCapacity(descriptors: 20_000, openAtStart: 40, pidMax: 4_194_304, tasksAtStart: 300)
         #expect(byFiles.apps == (20_000 - 40 - HostCapacity.descriptorReserve) / HostCapacity.descriptorsPerApp)
         #expect(byFiles.boundBy == "RLIMIT_NOFILE 20000 (\(HostCapacity.descriptorsPerApp) descriptors an app)")
         let byTasks = HostCapacity(descriptors: 1_048_576, openAtStart: 40, pidMax: 32_768, tasksAtStart: 300)
         #expect(byTasks.apps == (32_768 - 300 - HostCapacity.descriptorReserve) / HostCapacity.tasksPerApp)
         #expect(byTasks.boundBy == "kernel.pid_max 32768 (\(HostCapacity.tasksPerApp) tasks an app)")
-        #expect(byTasks.refusal(launching: "Notes", running: byTasks.apps).hasPrefix("cannot launch Notes: \(byTasks.apps) apps run, the most this host can hold under kernel.pid_max 32768"))
+        #expect(try #require(byTasks.refusal(launching: "Notes", installed: byTasks.apps + 1, running: { byTasks.apps }))
+            .hasPrefix("cannot launch Notes: \(byTasks.apps) apps run, the most this host can hold under kernel.pid_max 32768"))
+        #expect(byTasks.refusal(launching: "Notes", installed: byTasks.apps + 1, running: { byTasks.apps - 1 }) == nil, "one place left")
+        #expect(byTasks.refusal(launching: "Notes", installed: byTasks.apps, running: { Issue.record("counted below the bound"); return 0 }) == nil)
         #expect(HostCapacity(descriptors: 100, openAtStart: 40, pidMax: 32_768, tasksAtStart: 300).apps == 0, "never negative")
     }
 }

@@ -224,4 +224,18 @@ import Testing
         #expect(scheduler.answerFetchInterval(3600, modes: [.fetch]) == .granted("at least \(Duration.seconds(3600).formatted) between fetches"))
         #expect(scheduler.answerFetchInterval(nil, modes: [.fetch]) == .granted("never"))
     }
+
+    /// Only a notification with `"content-available": 1` wakes an app; its payload travels sorted.
+    @Test func onlyABackgroundNotificationWakesAnApp() throws {
+        let event = try Scheduler.backgroundNotification(Data(#"{"z": 1, "aps": {"content-available": 1}}"#.utf8), from: "p.json")
+        #expect(event.kind == .remoteNotification)
+        #expect(event.payload == #"{"aps":{"content-available":1},"z":1}"#)
+        let notObject = #expect(throws: SupervisorError.self) { try Scheduler.backgroundNotification(Data("[1]".utf8), from: "p.json") }
+        #expect(notObject?.message == #"p.json is not a JSON object (a notification payload such as {"aps": {"content-available": 1}})"#)
+        let notBackground = #expect(throws: SupervisorError.self) {
+            try Scheduler.backgroundNotification(Data(#"{"aps": {"alert": "hi"}}"#.utf8), from: "p.json")
+        }
+        #expect(notBackground?.message
+            == #"p.json is not a background notification: its aps has no "content-available": 1, so iOS would not wake the app for it"#)
+    }
 }

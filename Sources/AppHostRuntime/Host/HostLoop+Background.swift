@@ -70,16 +70,8 @@ extension HostLoop {
         try queue.sync {
             let record = try app(named: name)
             if let lacking = Scheduler.lacking(.remoteNotification, scheduleFacts(record), for: "a background notification") { throw lacking }
-            guard let object = try? JSONSerialization.jsonObject(with: payload), let notification = object as? [String: Any] else {
-                throw SupervisorError("\(source) is not a JSON object (a notification payload such as {\"aps\": {\"content-available\": 1}})", code: .refused)
-            }
-            guard let aps = notification["aps"] as? [String: Any], (aps["content-available"] as? NSNumber)?.intValue == 1 else {
-                throw SupervisorError(
-                    "\(source) is not a background notification: its aps has no \"content-available\": 1, so iOS would not wake the app for it", code: .refused)
-            }
+            let event = try Scheduler.backgroundNotification(payload, from: source)
             try refuseUnreachable(record, pushOnly: true)
-            let compact = try JSONSerialization.data(withJSONObject: notification, options: [.sortedKeys])
-            let event = BackgroundEvent(kind: .remoteNotification, payload: String(decoding: compact, as: UTF8.self))
             return announce(record, command: .push, "didReceiveRemoteNotification from \(source)", deliver(event, to: record))
         }
     }

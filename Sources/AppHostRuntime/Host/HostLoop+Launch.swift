@@ -54,14 +54,11 @@ extension HostLoop {
         }
         let refused = { [self] (reason: String) in post(.launched(run.id, LaunchResult(outcome: .failed(reason)))) }
         let bundle = record.bundle
-        // Past what the machine's limits allow, a clear refusal (HostCapacity), not a launch
-        // that fails for want of a descriptor. The apps are counted only when enough are
-        // installed to reach the bound: no walk over thousands on every launch below it.
-        // (The app being launched is among them, not yet live.)
-        let capacity = facts.capacity
-        let live = apps.count <= capacity.apps ? 0 : apps.reduce(0) { $0 + ($1.run?.process?.isClosed == false ? 1 : 0) }
-        if apps.count > capacity.apps && live >= capacity.apps {
-            return refused(capacity.refusal(launching: bundle.name, running: live))
+        // Past what the machine's limits allow (HostCapacity). The app being launched is among
+        // those installed, not yet alive.
+        if let refusal = facts.capacity.refusal(
+            launching: bundle.name, installed: apps.count, running: { apps.reduce(0) { $0 + ($1.run?.process?.isClosed == false ? 1 : 0) } }) {
+            return refused(refusal)
         }
         let user: (uid: UInt32, groups: [UInt32])?
         do {

@@ -1,3 +1,4 @@
+import Foundation
 import AppHostProtocol
 
 // Which apps the scheduler may wake and for what (docs/background-modes.md, "Background modes"): the rules, as
@@ -60,6 +61,21 @@ extension Scheduler {
                 "\(name) is in the foreground (\(run.state.rawValue)); background events reach it in the background (home first)", code: .wrongState)
         }
         return nil
+    }
+
+    /// The event a remote notification's payload makes, if it is one that wakes an app: a JSON
+    /// object whose `aps` has `"content-available": 1` (iOS wakes an app for nothing else); its
+    /// keys sorted, on one line. Throws the refusal, naming `source`, otherwise.
+    static func backgroundNotification(_ payload: Data, from source: String) throws -> BackgroundEvent {
+        guard let object = try? JSONSerialization.jsonObject(with: payload), let notification = object as? [String: Any] else {
+            throw SupervisorError("\(source) is not a JSON object (a notification payload such as {\"aps\": {\"content-available\": 1}})", code: .refused)
+        }
+        guard let aps = notification["aps"] as? [String: Any], (aps["content-available"] as? NSNumber)?.intValue == 1 else {
+            throw SupervisorError(
+                "\(source) is not a background notification: its aps has no \"content-available\": 1, so iOS would not wake the app for it", code: .refused)
+        }
+        let compact = try JSONSerialization.data(withJSONObject: notification, options: [.sortedKeys])
+        return BackgroundEvent(kind: .remoteNotification, payload: String(decoding: compact, as: UTF8.self))
     }
 
     /// The refusal of a wake for `what` that needs `mode`, if the app lacks it in its

@@ -38,9 +38,15 @@ public struct HostCapacity: Sendable, Equatable {
         }
     }
 
-    /// The line a launch past the bound is refused with.
-    public func refusal(launching name: String, running: Int) -> String {
-        "cannot launch \(name): \(running) apps run, the most this host can hold under \(boundBy); \(remedy), or end an app"
+    /// Why launching `name` now would pass the bound, or nil if it fits: a clear refusal, not a
+    /// launch that fails for want of a descriptor. `running` counts the apps whose process is
+    /// alive; it is asked only when `installed` apps could reach the bound (no walk over
+    /// thousands on every launch below it).
+    public func refusal(launching name: String, installed: Int, running: () -> Int) -> String? {
+        guard installed > apps else { return nil }
+        let count = running()
+        guard count >= apps else { return nil }
+        return "cannot launch \(name): \(count) apps run, the most this host can hold under \(boundBy); \(remedy), or end an app"
     }
 
     /// "holds 2468 apps (bound by RLIMIT_NOFILE 20000 (8 descriptors an app))".
