@@ -111,18 +111,11 @@ final class HostLoop: @unchecked Sendable {
         resources = ResourceMonitor(budget: memoryBudget, policy: policy, sharedResources: SharedResourceCheck(
             groupsDirectory: configuration.stateDirectory.resolvingSymlinksInPath().appendingPathComponent("groups").path,
             declared: policy.sharedResources))
-        let template = configuration.launcher == .template && apphost_clone3_available() != 0
-            ? TemplateLauncher(
-                executable: configuration.appExecutable,
-                environment: Containers.runtimeEnvironment + ["APPHOST_PARENT_PID=\(getpid())"]
-                    + launchTemplatePlaceholderEnvironment)
-            : nil
         launchpad = Launchpad(
             Launchpad.Context(
                 configuration: configuration, environment: environment, spawner: SpawnThread(), queue: queue, timers: timers, clock: clock,
                 mountChanges: { [storage] in storage.mountChanges }, isShuttingDown: { [waiters] in waiters.isShuttingDown },
-                publish: observer),
-            template: template)
+                publish: observer))
         let capacity = HostCapacity.measure(descriptorLimit: HostCapacity.raiseDescriptorLimit())
         controlReader = try ControlReader(queue: queue)
         stores = HostStores(stateDirectory: configuration.stateDirectory)
@@ -158,8 +151,7 @@ final class HostLoop: @unchecked Sendable {
                 + "\(policy.appGroupStorageLimit.mebibytes) per app group\(storageMechanism == .accounting ? ", not enforced" : ""); "
                 + "launcher: \(launchpad.note); capacity: \(capacity.description)",
             host: HostSummary(
-                launcher: configuration.launcher == .standby
-                    ? Launcher.standby.rawValue : template != nil ? Launcher.template.rawValue : Launcher.exec.rawValue,
+                launcher: launchpad.launcher.rawValue,
                 suspension: suspensionMechanism.rawValue, sandbox: sandboxNote, memory: memoryEnforcement.rawValue,
                 storage: storageMechanism.rawValue, instance: configuration.instance, stateDirectory: configuration.stateDirectory.path,
                 schedulerClock: schedulerClock.offset == .zero ? nil : HostEvent.isoFormatter.string(from: schedulerClock.now),

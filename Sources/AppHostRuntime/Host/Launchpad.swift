@@ -34,10 +34,22 @@ final class Launchpad: @unchecked Sendable {
     /// namespace that is always 2, so each app's filter is compiled once per host.
     private var filters: [String: Seccomp.Program] = [:]
 
-    init(_ context: Context, template: TemplateLauncher?) {
+    /// A launchpad for the host's launcher: the template where the configuration asks for it
+    /// and the kernel has clone3 (else launches are exec'd).
+    init(_ context: Context) {
+        let configuration = context.configuration
         self.context = context
-        self.template = template
+        template = configuration.launcher == .template && apphost_clone3_available() != 0
+            ? TemplateLauncher(
+                executable: configuration.appExecutable,
+                environment: Containers.runtimeEnvironment + ["APPHOST_PARENT_PID=\(getpid())"] + launchTemplatePlaceholderEnvironment)
+            : nil
         isStartingTemplate = template != nil
+    }
+
+    /// The launcher in use: the one configured, or exec where the template cannot be.
+    var launcher: Launcher {
+        configuration.launcher == .standby ? .standby : template != nil ? .template : .exec
     }
 
     var configuration: Supervisor.Configuration { context.configuration }
