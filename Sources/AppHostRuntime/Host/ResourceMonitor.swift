@@ -241,7 +241,8 @@ final class ResourceMonitor {
     }
 
     /// A live app as one pressure may end, keyed for least recently used: a suspended app by
-    /// when it was suspended (it last ran), any other by when it entered its state.
+    /// when it was suspended (it last ran), any other, or one whose suspension was not yet
+    /// heard, by when it entered its state.
     private func candidate(_ app: LiveApp) -> ResourceRules.Candidate<AppID> {
         let since = app.state == .suspended ? suspendedAt[app.id] ?? app.since : app.since
         return .init(id: app.id, name: app.name, state: app.state, inForeground: app.inForeground, since: since, memory: app.memory)
