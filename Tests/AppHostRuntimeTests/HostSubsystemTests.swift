@@ -468,9 +468,10 @@ private final class TestClock: HostClock, @unchecked Sendable {
         ResourceMonitor(budget: 100 * mebibyte, policy: Policy(), sharedResources: SharedResourceCheck(groupsDirectory: "/nonexistent", declared: []))
     }
 
-    private func suspended(_ index: Int, _ mebibytes: UInt64, since seconds: Double) -> ResourceRules.Candidate<AppID> {
-        .init(id: AppID(index: index), name: "App\(index)", state: .suspended, inForeground: false,
-              since: start + .seconds(double: seconds), memory: mebibytes * mebibyte)
+    /// A live app in `state` since `seconds` after the start, as the pressure rules are told of it.
+    private func live(_ index: Int, _ state: AppState, _ mebibytes: UInt64, since seconds: Double, inForeground: Bool = false) -> ResourceMonitor.LiveApp {
+        .init(id: AppID(index: index), name: "App\(index)", state: state, inForeground: inForeground, starting: false,
+              memory: mebibytes * mebibyte, since: start + .seconds(double: seconds))
     }
 
     /// A sample of a suspended app.
@@ -478,36 +479,74 @@ private final class TestClock: HostClock, @unchecked Sendable {
         .init(id: AppID(index: index), state: .suspended, inForeground: false, memory: mebibytes * mebibyte, limitedByGroup: false, suspending: false)
     }
 
+    /// The app a step ends, if it ends one.
+    private func ended(_ step: MemoryPressure<AppID>.Step?) -> AppID? {
+        guard case .end(let id, _)? = step else { return nil }
+        return id
+    }
+
     @Test func overTheBudgetBeginsOneEpisodeAtATime() {
         let resources = monitor()
         #expect(resources.sample([measured(0, 100)], now: start) == [])
         #expect(resources.sample([measured(0, 101)], now: start) == [.beginPressure(target: 100 * mebibyte, usage: 101 * mebibyte, cause: "over the memory budget")])
-        #expect(resources.beginPressure(target: 100 * mebibyte, cause: "over the memory budget", now: start, sparingRunningApps: false, apps: []) == [])
+        let notice = PressureNotice(cause: "over the memory budget", usage: 101 * mebibyte, budget: 100 * mebibyte, warned: [], grace: .seconds(2), target: 100 * mebibyte)
+        #expect(resources.beginPressure(target: 100 * mebibyte, usage: 101 * mebibyte, cause: "over the memory budget", now: start, apps: [])
+            == [.disconnectBackgroundScenes, .announce(notice)], "the scenes are disconnected before anything else")
         #expect(resources.sample([measured(0, 200)], now: start) == [], "one under way")
-        #expect(resources.beginPressure(target: 80 * mebibyte, cause: "memory-pressure", now: start, sparingRunningApps: false, apps: []) == nil)
+        #expect(resources.beginPressure(target: 80 * mebibyte, usage: 200 * mebibyte, cause: "memory-pressure", now: start + .seconds(1), apps: []) == [],
+                "a second cause only tightens it")
         #expect(resources.pressureDeadline == start + .seconds(2))
     }
 
-    /// After the grace, the app suspended longest is ended first; the episode waits for it to
-    /// go, then ends once usage fits.
+    /// After the grace, the app suspended longest is ended first (by when ResourceMonitor heard
+    /// it suspended); the episode waits for it to go, then ends once usage fits.
     @Test func theEpisodeEndsTheLongestSuspendedAppThenEnds() {
         let resources = monitor()
-        _ = resources.beginPressure(target: 100 * mebibyte, cause: "over the memory budget", now: start, sparingRunningApps: false, apps: [])
-        let apps = [suspended(0, 60, since: 5), suspended(1, 60, since: 1)]
-        #expect(resources.stepPressure(now: start + .seconds(1), usage: 120 * mebibyte, candidates: apps) == .wait, "in its grace")
-        guard case .end(let victim, _) = resources.stepPressure(now: start + .seconds(2), usage: 120 * mebibyte, candidates: apps) else {
-            Issue.record("no app ended after the grace")
-            return
-        }
-        #expect(victim == AppID(index: 1))
-        #expect(!resources.pressureVictimEnded(AppID(index: 0)), "not the one it waits for")
-        #expect(resources.pressureVictimEnded(AppID(index: 1)))
-        guard case .over = resources.stepPressure(now: start + .seconds(3), usage: 60 * mebibyte, candidates: [apps[0]]) else {
-            Issue.record("the episode did not end once usage fit")
-            return
-        }
+        resources.stateChanged(AppID(index: 1), to: .suspended, cpu: nil, now: start + .seconds(1))
+        resources.stateChanged(AppID(index: 0), to: .suspended, cpu: nil, now: start + .seconds(5))
+        _ = resources.beginPressure(target: 100 * mebibyte, usage: 120 * mebibyte, cause: "over the memory budget", now: start, apps: [])
+        let apps = [live(0, .suspended, 60, since: 0), live(1, .suspended, 60, since: 9)]
+        #expect(resources.stepPressure(now: start + .seconds(1), apps: apps) == .wait, "in its grace")
+        #expect(ended(resources.stepPressure(now: start + .seconds(2), apps: apps)) == AppID(index: 1), "suspended at 1 s, before the other")
+        #expect(resources.stepPressure(now: start + .seconds(2), apps: apps) == .wait, "until it is gone")
+        #expect(!resources.appEnded(AppID(index: 0)), "not the one it waits for")
+        #expect(resources.appEnded(AppID(index: 1)))
+        #expect(resources.stepPressure(now: start + .seconds(3), apps: [apps[0]]) == .over("ended App1; the apps use 60.0 MiB, within 100.0 MiB"))
         #expect(resources.pressureDeadline == nil)
-        #expect(resources.stepPressure(now: start + .seconds(4), usage: 60 * mebibyte, candidates: []) == nil)
+        #expect(resources.stepPressure(now: start + .seconds(4), apps: []) == nil)
+    }
+
+    /// Least recently used first: suspended apps by when they were suspended, then the apps
+    /// running in the background by when they entered it, the foreground app last.
+    @Test func appsAreEndedSuspendedLongestFirstAndTheForegroundAppLast() {
+        let resources = monitor()
+        resources.stateChanged(AppID(index: 0), to: .suspended, cpu: nil, now: start + .seconds(3))
+        resources.stateChanged(AppID(index: 1), to: .suspended, cpu: nil, now: start + .seconds(2))
+        _ = resources.beginPressure(target: 0, usage: 100 * mebibyte, cause: "memory-pressure 0.0 MiB", now: start, apps: [])
+        var apps = [
+            live(4, .active, 10, since: 0, inForeground: true), live(0, .suspended, 10, since: 3), live(2, .background, 10, since: 8),
+            live(3, .background, 10, since: 7), live(1, .suspended, 10, since: 2),
+        ]
+        var order: [AppID] = []
+        while let victim = ended(resources.stepPressure(now: start + .seconds(2), apps: apps)) {
+            order.append(victim)
+            _ = resources.appEnded(victim)
+            apps.removeAll { $0.id == victim }
+        }
+        #expect(order == [1, 0, 3, 2, 4].map { AppID(index: $0) })
+    }
+
+    /// Suspended again, an app is ordered by its latest suspension (the snapshots here say
+    /// nothing of it).
+    @Test func anAppIsOrderedByItsLatestSuspension() {
+        let resources = monitor()
+        resources.stateChanged(AppID(index: 0), to: .suspended, cpu: nil, now: start + .seconds(1))
+        resources.stateChanged(AppID(index: 1), to: .suspended, cpu: nil, now: start + .seconds(2))
+        resources.stateChanged(AppID(index: 0), to: .background, cpu: nil, now: start + .seconds(3))
+        resources.stateChanged(AppID(index: 0), to: .suspended, cpu: nil, now: start + .seconds(4))
+        _ = resources.beginPressure(target: 0, usage: 100 * mebibyte, cause: "memory-pressure 0.0 MiB", now: start, apps: [])
+        let apps = [live(0, .suspended, 10, since: 0), live(1, .suspended, 10, since: 0)]
+        #expect(ended(resources.stepPressure(now: start + .seconds(2), apps: apps)) == AppID(index: 1))
     }
 }
 

@@ -70,18 +70,72 @@ import Testing
             == [.beginPressure(target: 100 * mebibyte, usage: 100 * mebibyte + 1, cause: "over the memory budget")])
     }
 
-    /// Memory pressure warns the apps that run and can hear it, then waits the policy's grace.
+    /// A live app as the memory-pressure rules are told of it.
+    private func live(_ index: Int, _ state: AppState, _ mebibytes: UInt64 = 0, starting: Bool = false, inForeground: Bool = false) -> ResourceMonitor.LiveApp {
+        .init(id: AppID(index: index), name: "App\(index)", state: state, inForeground: inForeground, starting: starting,
+              memory: mebibytes * mebibyte, since: start)
+    }
+
+    /// Memory pressure disconnects the background scenes first, says so, then warns the apps
+    /// that run and can hear it, in order, and waits the policy's grace.
     @Test func pressureWarnsTheRunningAppsWhoseProcessStartedThenWaitsItsGrace() {
         var policy = Policy()
         policy.memoryWarningGrace = .seconds(3)
-        let resources = monitor(policy)
-        let ids = (0..<4).map { AppID(index: $0) }
-        let warned = resources.beginPressure(
-            target: 10 * mebibyte, cause: "memory-pressure", now: start, sparingRunningApps: false,
-            apps: [.init(id: ids[0], state: .suspended, starting: false), .init(id: ids[1], state: .background, starting: false),
-                   .init(id: ids[2], state: .launching, starting: true), .init(id: ids[3], state: .active, starting: false)])
-        #expect(warned == [ids[1], ids[3]])
+        let resources = monitor(policy, budget: 100 * mebibyte)
+        let effects = resources.beginPressure(
+            target: 10 * mebibyte, usage: 120 * mebibyte, cause: "memory-pressure", now: start,
+            apps: [live(0, .suspended), live(1, .background), live(2, .launching, starting: true), live(3, .active, inForeground: true)])
+        let notice = PressureNotice(
+            cause: "memory-pressure", usage: 120 * mebibyte, budget: 100 * mebibyte, warned: ["App1", "App3"], grace: .seconds(3), target: 10 * mebibyte)
+        #expect(effects == [.disconnectBackgroundScenes, .announce(notice), .warn(AppID(index: 1)), .warn(AppID(index: 3))])
         #expect(resources.pressureDeadline == start + .seconds(3))
+    }
+
+    /// The line that announces an episode, word for word, with and without scenes disconnected
+    /// and apps to warn.
+    @Test func theAnnouncementSaysTheScenesDisconnectedAndTheAppsWarned() {
+        let notice = PressureNotice(
+            cause: "over the memory budget", usage: 120 * mebibyte, budget: 100 * mebibyte, warned: ["Notes", "Maps"], grace: .seconds(2), target: 100 * mebibyte)
+        #expect(notice.line(disconnected: ["Notes (A, B)"]) == "over the memory budget: the apps use 120.0 MiB (budget 100.0 MiB); "
+            + "memory warning to Notes, Maps; background scenes disconnected: Notes (A, B); apps are ended in 2.0 s unless usage falls to 100.0 MiB")
+        var nobody = notice
+        nobody.warned = []
+        #expect(nobody.line(disconnected: []) == "over the memory budget: the apps use 120.0 MiB (budget 100.0 MiB); "
+            + "no app is running to warn; apps are ended in 2.0 s unless usage falls to 100.0 MiB")
+    }
+
+    /// `memory-pressure` without a target comes down to what the running apps use and spares
+    /// them (only suspended apps are ended); with one, it says its target and ends any app.
+    @Test func aPressureCommandsDefaultTargetIsWhatTheRunningAppsUse() {
+        let resources = monitor(budget: 1000 * mebibyte)
+        let apps = [live(0, .suspended, 60), live(1, .active, 30, inForeground: true), live(2, .background, 20)]
+        let effects = resources.pressureCommand(target: nil, now: start, apps: apps)
+        guard case .announce(let notice)? = effects.dropFirst().first else {
+            Issue.record("no announcement: \(effects)")
+            return
+        }
+        #expect(notice.cause == "memory-pressure" && notice.target == 50 * mebibyte && notice.usage == 110 * mebibyte)
+        let grown = [live(0, .suspended, 60), live(1, .active, 31, inForeground: true), live(2, .background, 20)]
+        #expect(resources.stepPressure(now: start + .seconds(2), apps: grown).flatMap(ended) == AppID(index: 0))
+        #expect(resources.appEnded(AppID(index: 0)))
+        #expect(resources.stepPressure(now: start + .seconds(2), apps: Array(grown.dropFirst()))
+            == .over("ended App0; the apps use 51.0 MiB, still over 50.0 MiB: no app is left to end"), "the running apps are spared")
+
+        let targeted = monitor(budget: 1000 * mebibyte)
+        guard case .announce(let given)? = targeted.pressureCommand(target: 40 * mebibyte, now: start, apps: apps).dropFirst().first else {
+            Issue.record("no announcement with a target")
+            return
+        }
+        #expect(given.cause == "memory-pressure 40.0 MiB" && given.target == 40 * mebibyte)
+        #expect(targeted.stepPressure(now: start + .seconds(2), apps: apps).flatMap(ended) == AppID(index: 0))
+        _ = targeted.appEnded(AppID(index: 0))
+        #expect(targeted.stepPressure(now: start + .seconds(2), apps: Array(apps.dropFirst())).flatMap(ended) == AppID(index: 2), "a running app too")
+    }
+
+    /// The app a step ends, if it ends one.
+    private func ended(_ step: MemoryPressure<AppID>.Step) -> AppID? {
+        guard case .end(let id, _) = step else { return nil }
+        return id
     }
 
     /// Where no memory cgroup holds an app, a sample over its state's limit ends it (a
@@ -163,6 +217,32 @@ import Testing
             == .apply(bytes: foreground, label: "foreground"), "never measured: its report needs figures")
         #expect(resources.limitStep(entering: .inactive, from: .launching, inForeground: true, groupLimit: nil, measuredBefore: true)
             == .apply(bytes: foreground, label: "foreground"), "no group: the limit is sampled, and checked now")
+    }
+
+    /// Holding an app to the limit it enters: one that fits has its group brought down to it;
+    /// one over it is ended (its group untouched), and so is one whose group refuses.
+    @Test func anAppEnteringALimitFitsOrIsEnded() {
+        let resources = monitor()
+        #expect(resources.holdToLimit(bytes: 100 * mebibyte, label: "background", memory: 100 * mebibyte, peak: 150 * mebibyte)
+            == .setGroupLimit(100 * mebibyte))
+        let over = "used 101.0 MiB on entering the background, over its background memory limit of 100.0 MiB (peak 150.0 MiB)"
+        #expect(resources.holdToLimit(bytes: 100 * mebibyte, label: "background", memory: 101 * mebibyte, peak: 150 * mebibyte)
+            == .end(Termination(kind: .perProcessLimit, namespace: .jetsam, code: nil, reason: over)))
+        let refused = resources.groupRefused(bytes: 100 * mebibyte, label: "foreground", memory: 90 * mebibyte, peak: 95 * mebibyte)
+        #expect(refused == Termination(
+            kind: .perProcessLimit, namespace: .jetsam, code: nil,
+            reason: "used 90.0 MiB on entering the foreground, over its foreground memory limit of 100.0 MiB (peak 95.0 MiB)"))
+    }
+
+    /// An app whose memory cgroup ran out is ended, named by its group's limit and the label of
+    /// the state it is in.
+    @Test func aFullMemoryGroupEndsTheAppAtItsStatesLimit() {
+        let resources = monitor()
+        let background = resources.groupFull(state: .launching, inForeground: false, groupLimit: 256 * mebibyte, memory: 250 * mebibyte, peak: 256 * mebibyte)
+        #expect(background == Termination(
+            kind: .perProcessLimit, namespace: .jetsam, code: nil,
+            reason: "reached its background memory limit of 256.0 MiB (memory cgroup; 250.0 MiB resident, peak 256.0 MiB)"))
+        #expect(resources.groupFull(state: .active, inForeground: true, groupLimit: 1 << 30, memory: 0, peak: 0).reason.hasPrefix("reached its foreground memory limit of 1024.0 MiB"))
     }
 
     /// The sampler runs only while some app runs.

@@ -51,8 +51,6 @@ final class AppRun: @unchecked Sendable {
     /// The app's memory at the last measurement, and the most measured.
     private(set) var memory: UInt64 = 0
     private(set) var peakMemory: UInt64 = 0
-    /// When the app last stopped running (was suspended): the order of memory-pressure kills.
-    var lastRunning: HostInstant
     /// What it held when it would have been suspended (0xdead10cc).
     var held: [HeldResource] = []
     var backgroundTimeRemainingAtEnd: Duration?
@@ -91,7 +89,6 @@ final class AppRun: @unchecked Sendable {
         self.machine = machine
         self.id = id
         stateSince = now
-        lastRunning = now
     }
 
     /// A memory measurement.

@@ -80,15 +80,7 @@ extension HostLoop {
     /// target, every suspended app is ended and no running one.
     func memoryPressure(target: UInt64?) {
         queue.sync {
-            let usage = measureMemory()
-            let running = apps.compactMap { record -> UInt64? in
-                guard let run = record.run, run.machine.isLive, run.machine.state != .suspended
-                else { return nil }
-                return run.memory
-            }.reduce(0, +)
-            beginPressure(
-                target: target ?? running, usage: usage, cause: target.map { "memory-pressure \($0.mebibytes)" } ?? "memory-pressure",
-                sparingRunningApps: target == nil)
+            performPressure(resources.pressureCommand(target: target, now: clock.now, apps: liveApps(measuring: true)))
         }
     }
 }

@@ -43,8 +43,8 @@ extension HostLoop {
 
     // MARK: State changes
 
-    /// Follows the app into its new state: the memory limit of that state, the background CPU
-    /// window, the time it last ran, and whether anything needs measuring.
+    /// Follows the app into its new state (ResourceMonitor keeps its background CPU window and
+    /// when it last ran): the memory limit of that state, and whether anything needs measuring.
     func stateChanged(_ record: AppRecord, _ run: AppRun, from previous: AppState) {
         let now = clock.now
         let state = run.lastState
@@ -53,7 +53,6 @@ extension HostLoop {
             resources.stateChanged(record.id, to: state, cpu: state == .background ? ProcFS.cpuTime(pid: run.process?.pid ?? 0) : nil, now: now)
             applyMemoryLimit(record, run, from: previous)
         case .suspended:
-            run.lastRunning = now
             resources.stateChanged(record.id, to: state, cpu: nil, now: now)
             recordUsage(run)
         default:
@@ -63,7 +62,8 @@ extension HostLoop {
     }
 
     /// Holds the app to its new state's limit as ResourceMonitor says: ends it if it already
-    /// uses more, else sets its group's (a measurement reads each of its processes' memory).
+    /// uses more, else sets its group's and ends it if the group refuses (a measurement reads
+    /// each of its processes' memory).
     private func applyMemoryLimit(_ record: AppRecord, _ run: AppRun, from previous: AppState) {
         guard run.machine.isLive, let process = run.process else { return }
         switch resources.limitStep(
@@ -75,9 +75,12 @@ extension HostLoop {
             post(.measure(run.id))
         case .apply(let bytes, let label):
             recordUsage(run)
-            let fits = run.memory <= bytes && process.memoryGroup?.setLimit(bytes) != false
-            if let termination = ResourceRules.limitOnEntering(label, limit: bytes, memory: run.memory, peak: run.peakMemory, fits: fits) {
+            switch resources.holdToLimit(bytes: bytes, label: label, memory: run.memory, peak: run.peakMemory) {
+            case .end(let termination):
                 handle(record, run, .enforce(termination))
+            case .setGroupLimit(let bytes):
+                guard process.memoryGroup?.setLimit(bytes) == false else { return }
+                handle(record, run, .enforce(resources.groupRefused(bytes: bytes, label: label, memory: run.memory, peak: run.peakMemory)))
             }
         }
     }
@@ -88,8 +91,8 @@ extension HostLoop {
     func memoryGroupFull(_ record: AppRecord, _ run: AppRun) {
         guard run.machine.isLive, let group = run.process?.memoryGroup else { return }
         recordUsage(run)
-        let limit = resources.memoryLimit(state: run.machine.state, inForeground: run.machine.isInForeground)
-        handle(record, run, .enforce(ResourceRules.limitByCgroup(limit: (group.limit, limit.label), memory: run.memory, peak: run.peakMemory)))
+        handle(record, run, .enforce(resources.groupFull(
+            state: run.machine.state, inForeground: run.machine.isInForeground, groupLimit: group.limit, memory: run.memory, peak: run.peakMemory)))
     }
 
     /// Runs the sampler while some app runs (`runningApps`); stops it when every app is
@@ -124,46 +127,45 @@ extension HostLoop {
         }
     }
 
-    /// Every live app's memory, measured now for running ones (a suspended app's does not change).
-    func measureMemory() -> UInt64 {
-        var total: UInt64 = 0
-        for record in apps {
-            guard let run = record.run, run.machine.isLive else { continue }
-            if run.machine.state != .suspended { recordUsage(run) }
-            total += run.memory
+    /// What the memory-pressure rules are told of every live app, each running one measured
+    /// first if `measuring` (a suspended app's memory does not change).
+    func liveApps(measuring: Bool) -> [ResourceMonitor.LiveApp] {
+        apps.compactMap { record -> ResourceMonitor.LiveApp? in
+            guard let run = record.run, run.machine.isLive else { return nil }
+            if measuring, run.machine.state != .suspended { recordUsage(run) }
+            return ResourceMonitor.LiveApp(
+                id: record.id, name: record.bundle.name, state: run.machine.state, inForeground: run.machine.isInForeground,
+                starting: run.machine.phase == .starting, memory: run.memory, since: run.stateSince)
         }
-        return total
     }
 
     // MARK: Memory pressure (jetsam vm-pageshortage)
 
-    /// Warns the running apps, then (after the policy's grace) ends apps until usage fits `target`.
-    func beginPressure(target: UInt64, usage: UInt64, cause: String, sparingRunningApps: Bool = false) {
-        let live = apps.compactMap { record -> ResourceMonitor.LiveApp? in
-            guard let run = record.run, run.machine.isLive else { return nil }
-            return ResourceMonitor.LiveApp(id: record.id, state: run.machine.state, starting: run.machine.phase == .starting)
-        }
-        guard let warn = resources.beginPressure(target: target, cause: cause, now: clock.now, sparingRunningApps: sparingRunningApps, apps: live) else {
-            return
-        }
-        let grace = configuration.policy.memoryWarningGrace
-        let running = warn.map { apps[$0] }
-        let warned = running.isEmpty ? "no app is running to warn" : "memory warning to \(running.map(\.bundle.name).joined(separator: ", "))"
-        let disconnected = disconnectBackgroundScenes()
-        publish(HostEvent(
-            time: Date(), event: .memoryPressure,
-            detail: "\(cause): the apps use \(usage.mebibytes) (budget \(resources.budget.mebibytes)); \(warned); "
-                + (disconnected.isEmpty ? "" : "background scenes disconnected: \(disconnected.joined(separator: ", ")); ")
-                + "apps are ended in \(grace.formatted) unless usage falls to \(target.mebibytes)"), run: nil)
-        for record in running {
-            if let run = record.run { handle(record, run, .memoryWarning) }
+    /// The apps together over the budget (a sample): memory pressure begins, as ResourceMonitor says.
+    func beginPressure(target: UInt64, usage: UInt64, cause: String) {
+        performPressure(resources.beginPressure(target: target, usage: usage, cause: cause, now: clock.now, apps: liveApps(measuring: false)))
+    }
+
+    /// Does what the beginning of an episode takes, in order, then waits for its grace to end.
+    func performPressure(_ effects: [ResourceMonitor.PressureEffect]) {
+        guard !effects.isEmpty else { return }
+        var disconnected: [String] = []
+        for effect in effects {
+            switch effect {
+            case .disconnectBackgroundScenes:
+                disconnected = disconnectBackgroundScenes()
+            case .announce(let notice):
+                publish(HostEvent(time: Date(), event: .memoryPressure, detail: notice.line(disconnected: disconnected)), run: nil)
+            case .warn(let id):
+                if let run = apps[id].run { handle(apps[id], run, .memoryWarning) }
+            }
         }
         armPressureTimer()
     }
 
-    /// As iOS reclaims memory from an app with scenes before it ends the app: every scene in the
-    /// background is disconnected (`sceneDidDisconnect`; its session is kept), a suspended app
-    /// being resumed into the background for it. Returns "APP (SESSION, …)" per app.
+    /// Every scene in the background is disconnected (`sceneDidDisconnect`; its session is
+    /// kept), a suspended app being resumed into the background for it. Returns "APP (SESSION,
+    /// …)" per app.
     private func disconnectBackgroundScenes() -> [String] {
         apps.compactMap { record -> String? in
             let effects = scenes.disconnectBackgroundScenes(of: sceneFacts(record))
@@ -175,14 +177,7 @@ extension HostLoop {
 
     /// Takes the episode's next step: wait, end the next app, or finish.
     func stepPressure() {
-        let usage = measureMemory()
-        let candidates = apps.compactMap { record -> ResourceRules.Candidate<AppID>? in
-            guard let run = record.run, run.machine.isLive else { return nil }
-            return ResourceRules.Candidate(
-                id: record.id, name: record.bundle.name, state: run.machine.state, inForeground: run.machine.isInForeground,
-                since: run.machine.state == .suspended ? run.lastRunning : run.stateSince, memory: run.memory)
-        }
-        switch resources.stepPressure(now: clock.now, usage: usage, candidates: candidates) {
+        switch resources.stepPressure(now: clock.now, apps: liveApps(measuring: true)) {
         case nil:
             return
         case .wait:
@@ -195,9 +190,10 @@ extension HostLoop {
         }
     }
 
-    /// The app ended to free memory is gone: measure again, and end the next if still over.
+    /// The app's run ended (ResourceMonitor forgets when it was suspended): if it was the one
+    /// ended to free memory, measure again, and end the next if still over.
     func pressureVictimEnded(_ record: AppRecord) {
-        guard resources.pressureVictimEnded(record.id) else { return }
+        guard resources.appEnded(record.id) else { return }
         post(.pass(.pressure))
     }
 

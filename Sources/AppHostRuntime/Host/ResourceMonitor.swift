@@ -3,19 +3,24 @@ import Glibc
 #endif
 
 /// The host-wide resource rules' state (docs/policy.md, "Resource rules"; docs/internals.md, "How the code is laid out"):
-/// the memory budget all apps share, each app's limit, the samples and what they mean (a memory
-/// limit passed where no cgroup holds the app, CPU in the background over its share, the budget
-/// passed), the memory-pressure episode under way (MemoryPressure decides its steps), and the
-/// check of what an app holds at suspension (0xdead10cc). The host measures and acts on the
-/// effects; this keeps what the measurements mean over time. Touched only on the host's loop.
+/// the memory budget all apps share, each app's limit (on entering a state, and when its memory
+/// cgroup runs out), the samples and what they mean (a memory limit passed where no cgroup holds
+/// the app, CPU in the background over its share, the budget passed), memory pressure (the
+/// episode under way, which MemoryPressure steps; its target, its warnings, the scenes
+/// disconnected first, the order apps are ended in), and the check of what an app holds at
+/// suspension (0xdead10cc). The host measures and acts on the effects; this keeps what the
+/// measurements mean over time. Touched only on the host's loop.
 final class ResourceMonitor {
     /// The memory all apps together may use.
-    let budget: UInt64
+    private let budget: UInt64
     private let policy: Policy
     private let sharedResources: SharedResourceCheck
     private var episode: MemoryPressure<AppID>?
     /// Each app's CPU time in the background, from when it last entered the background.
     private var cpuWindows: [AppID: ResourceRules.CPUWindow] = [:]
+    /// When each suspended app was suspended (it last ran then): memory pressure ends the one
+    /// suspended longest first.
+    private var suspendedAt: [AppID: HostInstant] = [:]
 
     init(budget: UInt64, policy: Policy, sharedResources: SharedResourceCheck) {
         self.budget = budget
@@ -55,6 +60,34 @@ final class ResourceMonitor {
         return .apply(bytes: limit.bytes, label: limit.label)
     }
 
+    /// What holding an app, measured at `memory` on entering a state, to that state's limit
+    /// (`LimitStep.apply`) takes.
+    enum LimitHold: Equatable {
+        /// It fits: bring its memory group, if it has one, down to this limit (`groupRefused`
+        /// ends it if the group cannot be).
+        case setGroupLimit(UInt64)
+        /// It already uses more (jetsam per-process-limit): end it, its group left as it is.
+        case end(Termination)
+    }
+
+    /// Holds an app that uses `memory` (at most `peak`) to the limit `bytes` of the state it enters.
+    func holdToLimit(bytes: UInt64, label: String, memory: UInt64, peak: UInt64) -> LimitHold {
+        guard memory <= bytes else { return .end(ResourceRules.overOnEntering(label, limit: bytes, memory: memory, peak: peak)) }
+        return .setGroupLimit(bytes)
+    }
+
+    /// The end of an app whose memory group could not be brought down to the limit `bytes` of the
+    /// state it enters (the kernel would not reclaim enough).
+    func groupRefused(bytes: UInt64, label: String, memory: UInt64, peak: UInt64) -> Termination {
+        ResourceRules.overOnEntering(label, limit: bytes, memory: memory, peak: peak)
+    }
+
+    /// The end of an app whose memory cgroup ran out at `groupLimit` (the kernel stops it
+    /// there), named by the limit of the state it is in.
+    func groupFull(state: AppState, inForeground: Bool, groupLimit: UInt64, memory: UInt64, peak: UInt64) -> Termination {
+        ResourceRules.limitByCgroup(limit: (groupLimit, memoryLimit(state: state, inForeground: inForeground).label), memory: memory, peak: peak)
+    }
+
     // MARK: Sampling
 
     /// When the next sample is due: one interval from now while some app runs (live, not
@@ -64,9 +97,10 @@ final class ResourceMonitor {
     }
 
     /// The app entered `state`: in the background its CPU window starts at `cpu` (its CPU time
-    /// now, if it could be read); in any other state it has none.
+    /// now, if it could be read); in any other state it has none. Suspended, it last ran now.
     func stateChanged(_ app: AppID, to state: AppState, cpu: Duration?, now: HostInstant) {
         cpuWindows[app] = state == .background ? cpu.map { .init(startingAt: now, total: $0) } : nil
+        suspendedAt[app] = state == .suspended ? now : nil
     }
 
     /// What the host measured of one live app for a sample.
@@ -128,7 +162,7 @@ final class ResourceMonitor {
         ResourceRules.violationTermination(call: call, dangerous: dangerous, state: state, count: count, limit: policy.maximumViolations)
     }
 
-    // MARK: Shared resources and pressure
+    // MARK: Shared resources and the budget
 
     /// The end of an app whose `processes` hold a shared resource (an app-group lock, a declared
     /// resource) now that it would be suspended (0xdead10cc), with what they hold; nil if they
@@ -142,37 +176,82 @@ final class ResourceMonitor {
     /// none under way.
     private func isOverBudget(_ total: UInt64) -> Bool { episode == nil && total > budget }
 
-    /// What the host is told of a live app when memory pressure begins.
+    // MARK: Memory pressure (jetsam vm-pageshortage)
+
+    /// What the host tells of a live app to the memory-pressure rules.
     struct LiveApp: Equatable {
         var id: AppID
+        var name: String
         var state: AppState
+        var inForeground: Bool
         /// Its process is still starting: it cannot hear a warning yet.
         var starting: Bool
+        /// Its memory at the last measurement.
+        var memory: UInt64
+        /// When it entered its state.
+        var since: HostInstant
     }
 
-    /// Begins an episode down to `target` (apps are ended once the policy's grace is over), and
-    /// returns the apps among `apps` to warn now: those running (not suspended) whose process
-    /// has started. With an episode under way, only tightens it to `target`, and returns nil.
-    func beginPressure(target: UInt64, cause: String, now: HostInstant, sparingRunningApps: Bool, apps: [LiveApp]) -> [AppID]? {
+    /// What the beginning of an episode takes, in this order.
+    enum PressureEffect: Equatable {
+        /// Disconnect every scene in the background (as iOS reclaims memory from scenes before
+        /// it ends apps), noting which.
+        case disconnectBackgroundScenes
+        /// Say that pressure began (the scenes disconnected go in its line).
+        case announce(PressureNotice)
+        /// Send the app `applicationDidReceiveMemoryWarning`.
+        case warn(AppID)
+    }
+
+    /// Memory running short by command (`memory-pressure [MIB]`), every live app in `apps`
+    /// measured now: down to `target`, or without one to what the running apps use (every
+    /// suspended app is ended and no running one).
+    func pressureCommand(target: UInt64?, now: HostInstant, apps: [LiveApp]) -> [PressureEffect] {
+        let running = apps.filter { $0.state != .suspended }.map(\.memory).reduce(0, +)
+        return beginPressure(
+            target: target ?? running, usage: apps.map(\.memory).reduce(0, +),
+            cause: target.map { "memory-pressure \($0.mebibytes)" } ?? "memory-pressure", now: now,
+            sparingRunningApps: target == nil, apps: apps)
+    }
+
+    /// Begins an episode down to `target`, the apps using `usage` (apps are ended once the
+    /// policy's grace is over, `pressureDeadline`): background scenes are disconnected, the
+    /// episode announced, and the apps among `apps` that run (not suspended) and whose process
+    /// has started are warned. With an episode under way, only tightens it to `target`, and
+    /// returns nothing.
+    func beginPressure(target: UInt64, usage: UInt64, cause: String, now: HostInstant, sparingRunningApps: Bool = false, apps: [LiveApp]) -> [PressureEffect] {
         guard episode == nil else {
             episode?.tighten(to: target)
-            return nil
+            return []
         }
-        episode = MemoryPressure(target: target, cause: cause, now: now, grace: policy.memoryWarningGrace, sparesRunningApps: sparingRunningApps)
-        return apps.filter { $0.state != .suspended && !$0.starting }.map(\.id)
+        let grace = policy.memoryWarningGrace
+        episode = MemoryPressure(target: target, cause: cause, now: now, grace: grace, sparesRunningApps: sparingRunningApps)
+        let warned = apps.filter { $0.state != .suspended && !$0.starting }
+        let notice = PressureNotice(cause: cause, usage: usage, budget: budget, warned: warned.map(\.name), grace: grace, target: target)
+        return [.disconnectBackgroundScenes, .announce(notice)] + warned.map { .warn($0.id) }
     }
 
-    /// The episode's next step, given the apps' memory now; an episode that is over ends.
-    func stepPressure(now: HostInstant, usage: UInt64, candidates: [ResourceRules.Candidate<AppID>]) -> MemoryPressure<AppID>.Step? {
+    /// The episode's next step, given every live app measured now; an episode that is over ends.
+    func stepPressure(now: HostInstant, apps: [LiveApp]) -> MemoryPressure<AppID>.Step? {
         guard var current = episode else { return nil }
-        let step = current.step(now: now, usage: usage, candidates: candidates)
+        let step = current.step(now: now, usage: apps.map(\.memory).reduce(0, +), candidates: apps.map(candidate))
         episode = current
         if case .over = step { episode = nil }
         return step
     }
 
-    /// The app the episode ended is gone; true if the episode was waiting for it (it steps now).
-    func pressureVictimEnded(_ app: AppID) -> Bool {
+    /// A live app as one pressure may end, keyed for least recently used: a suspended app by
+    /// when it was suspended (it last ran), any other, or one whose suspension was not yet
+    /// heard, by when it entered its state.
+    private func candidate(_ app: LiveApp) -> ResourceRules.Candidate<AppID> {
+        let since = app.state == .suspended ? suspendedAt[app.id] ?? app.since : app.since
+        return .init(id: app.id, name: app.name, state: app.state, inForeground: app.inForeground, since: since, memory: app.memory)
+    }
+
+    /// The app's run ended: when it was suspended goes (its next run is suspended afresh). True
+    /// if the episode was waiting for it to go (it steps now).
+    func appEnded(_ app: AppID) -> Bool {
+        suspendedAt[app] = nil
         guard episode?.awaiting == app else { return false }
         episode?.victimEnded(app)
         return true

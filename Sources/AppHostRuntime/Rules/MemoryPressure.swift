@@ -64,3 +64,24 @@ struct MemoryPressure<ID: Equatable> {
         return .end(victim.id, ResourceRules.pageShortage(cause: cause, usage: usage, target: target, memory: victim.memory, position: position))
     }
 }
+
+/// What the host says when a memory-pressure episode begins: its cause, the apps' usage against
+/// the budget, the apps warned, and how long they have to come down to the target. The scenes
+/// disconnected first are known only once the host has disconnected them, hence `line(disconnected:)`.
+struct PressureNotice: Equatable {
+    var cause: String
+    var usage: UInt64
+    var budget: UInt64
+    /// The names of the apps warned, in order.
+    var warned: [String]
+    var grace: Duration
+    var target: UInt64
+
+    /// The event's text, with the background scenes disconnected ("APP (SESSION, …)" per app).
+    func line(disconnected: [String]) -> String {
+        let warning = warned.isEmpty ? "no app is running to warn" : "memory warning to \(warned.joined(separator: ", "))"
+        return "\(cause): the apps use \(usage.mebibytes) (budget \(budget.mebibytes)); \(warning); "
+            + (disconnected.isEmpty ? "" : "background scenes disconnected: \(disconnected.joined(separator: ", ")); ")
+            + "apps are ended in \(grace.formatted) unless usage falls to \(target.mebibytes)"
+    }
+}

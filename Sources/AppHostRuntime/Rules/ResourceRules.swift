@@ -45,8 +45,13 @@ enum ResourceRules {
     /// An app entering a state whose limit it already exceeds (or whose memory cgroup cannot be
     /// brought down to it) is ended then.
     static func limitOnEntering(_ label: String, limit: UInt64, memory: UInt64, peak: UInt64, fits: Bool) -> Termination? {
-        guard !fits else { return nil }
-        return jetsam("used \(memory.mebibytes) on entering the \(label), over its \(label) memory limit of \(limit.mebibytes) (peak \(peak.mebibytes))")
+        fits ? nil : overOnEntering(label, limit: limit, memory: memory, peak: peak)
+    }
+
+    /// The end of an app that does not fit the limit of the state it enters: it uses more, or
+    /// its memory cgroup cannot be brought down to it.
+    static func overOnEntering(_ label: String, limit: UInt64, memory: UInt64, peak: UInt64) -> Termination {
+        jetsam("used \(memory.mebibytes) on entering the \(label), over its \(label) memory limit of \(limit.mebibytes) (peak \(peak.mebibytes))")
     }
 
     /// A sample over the limit (where no memory cgroup holds the app).
