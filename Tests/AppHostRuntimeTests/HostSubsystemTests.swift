@@ -573,25 +573,3 @@ private final class TestClock: HostClock, @unchecked Sendable {
         #expect(handled == ["tick", "after the effect", "memoryWarning"])
     }
 }
-
-/// Which message an app may send when (ControlStage): the handshake in order, the rest once it runs.
-@Suite struct ControlStageTests {
-    @Test func theHandshakeComesInOrderAndEverythingElseAfterIt() {
-        let hello = AppMessage.hello(protocolVersion: 1, pid: 2)
-        let sandboxed = AppMessage.sandboxed(listener: true, landlockABI: 7, uid: 0, seconds: 0.001)
-        let ready = AppMessage.ready(protocolVersion: 1)
-        let ack = AppMessage.ack(id: 1, returned: true, snapshot: nil)
-        var stage = ControlStage.awaitingHello
-        for (message, next) in [(hello, ControlStage.confining), (sandboxed, .loading), (ready, .running)] {
-            #expect(stage.accepts(message))
-            #expect(!stage.accepts(ack), "no acknowledgement at \(stage)")
-            stage = stage.after(message)
-            #expect(stage == next)
-            #expect(!stage.accepts(message), "\(message.name) twice")
-        }
-        #expect(stage.accepts(ack) && stage.after(ack) == .running)
-        #expect(!stage.accepts(.launchFailed(reason: "late")), "a running app does not fail its launch")
-        #expect(ControlStage.loading.accepts(.launchFailed(reason: "no delegate")))
-        #expect(!ControlStage.awaitingHello.accepts(.warning("early")) && ControlStage.loading.accepts(.warning("loading")))
-    }
-}

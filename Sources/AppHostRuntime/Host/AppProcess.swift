@@ -249,7 +249,7 @@ final class AppProcess: @unchecked Sendable {
     /// Judges `message` against the protocol's table: nil if it is accepted now (and the stage
     /// moves on), else what is wrong with it.
     func accept(_ message: AppMessage) -> String? {
-        guard stage.accepts(message) else { return "it sent \(message.name) \(stage.activity)" }
+        if let refusal = stage.refusal(of: message) { return refusal }
         stage = stage.after(message)
         // After the sandbox is reported, no message carries a descriptor.
         if stage != .confining { receiver.descriptorAllowance = 0 }

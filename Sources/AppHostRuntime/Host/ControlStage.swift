@@ -2,7 +2,9 @@ import AppHostProtocol
 
 /// Where an app process is in its conversation with the host. Each message from the app is
 /// accepted only in the stages where it means something (`ControlStage.accepts`); anything else
-/// is a protocol violation that ends the app, never trusted input.
+/// is a protocol violation that ends the app, never trusted input. The rest of the protocol's
+/// rules for a frame (its descriptors, its fields, its texts' limits) are `admit`'s, in
+/// ControlStage+Admission.swift.
 enum ControlStage: Equatable {
     /// Spawned: the runner's `hello` comes first.
     case awaitingHello

@@ -7,17 +7,11 @@ import AppHostProtocol
 import AppHostSystem
 import AppHostSandbox
 
-/// The control channel's handler: FrameReceiver (AppHostProtocol) reads and frames; here each
-/// frame is decoded, judged against the protocol's table (ControlStage, through AppProcess) and
-/// acted on. Also the seccomp listener the channel hands over.
+/// The control channel's handler: FrameReceiver (AppHostProtocol) reads and frames; each frame
+/// is judged by the protocol's rules (`ControlStage.admit`, in the process's stage) and what is
+/// admitted is routed to the app's machine or a subsystem. Also the seccomp listener the channel
+/// hands over.
 extension HostLoop {
-    /// Bytes and messages of one app taken per turn: a chatty app cannot hold up other apps.
-    static let controlBudget = 64 * 1024
-    static let controlFrameBudget = 128
-    /// Text an app sends (warnings, launch failures, snapshots) is cut to this many bytes.
-    static let textLimit = 4096
-    static let refusalBudget = 64
-
     func send(_ message: HostMessage, _ record: AppRecord, _ run: AppRun) {
         guard let process = run.process, process.isReadingControl else { return }
         do {
@@ -35,7 +29,7 @@ extension HostLoop {
     @discardableResult
     func readControl(_ record: AppRecord, _ run: AppRun) -> Bool {
         guard let process = run.process, process.isReadingControl else { return false }
-        let batch = process.receive(budget: Self.controlBudget, maximumFrames: Self.controlFrameBudget)
+        let batch = process.receive(budget: ControlStage.bytesPerTurn, maximumFrames: ControlStage.framesPerTurn)
         for frame in batch.frames {
             guard process.isReadingControl else {
                 frame.descriptors.forEach(closeIgnoringErrors)
@@ -44,82 +38,61 @@ extension HostLoop {
             accept(frame, record, run, process)
         }
         guard process.isReadingControl else { return true }
-        switch batch.end {
-        case nil:
+        if let end = batch.end {
+            if let violation = ControlStage.violation(endingWith: end) {
+                violate(record, run, violation)
+            } else {
+                process.closeChannel()
+                handle(record, run, .controlClosed)
+            }
+        } else if process.hasBufferedFrames {
             // Frames read but not yet taken: the socket may stay quiet, so come back for them.
-            if process.hasBufferedFrames { post(.control(run.id)) }
-        case .closed:
-            process.closeChannel()
-            handle(record, run, .controlClosed)
-        case .framing(let error):
-            violate(record, run, "it sent a \(error)")
-        case .tooManyDescriptors(let count):
-            violate(record, run, "it passed \(count) descriptor\(count == 1 ? "" : "s") on its control socket outside a message; only sandboxed carries one, the seccomp listener")
+            post(.control(run.id))
         }
         return !batch.frames.isEmpty || batch.end != nil
     }
 
-    /// Decodes one frame and checks it against the protocol's table before acting on it.
+    /// Asks the protocol's rules about one frame, in the process's stage, and acts on the answer.
+    /// Every descriptor that came with the frame is closed here, but the listener admitted with
+    /// `sandboxed` (which `sandboxed(_:…)` adopts or closes).
     private func accept(_ frame: ReceivedFrame, _ record: AppRecord, _ run: AppRun, _ process: AppProcess) {
-        var descriptors = frame.descriptors
-        defer { descriptors.forEach(closeIgnoringErrors) }
-        let message: AppMessage
-        do {
-            message = try WireCoding.decode(AppMessage.self, from: frame.body)
-        } catch {
-            let preview = String(decoding: frame.body.prefix(40), as: UTF8.self)
-            violate(record, run, "it sent a frame that is not a message (\(frame.body.count) bytes: \(preview.debugDescription))")
-            return
+        let admission = process.stage.admit(frame, pidInNamespace: process.pidInNamespace)
+        admission.unkept(of: frame).forEach(closeIgnoringErrors)
+        switch admission {
+        case .violation(let what):
+            violate(record, run, what)
+        case .message(let message, let listener):
+            // Admitted in this very stage: accepted, and the process's stage moves on.
+            let refusal = process.accept(message)
+            assert(refusal == nil, "admitted but refused: \(refusal ?? "")")
+            receive(message, listener: listener, record, run, process)
         }
-        if let violation = process.accept(message) {
-            violate(record, run, violation)
-            return
-        }
-        var listener: Int32?
-        if case .sandboxed(true, _, _, _) = message, descriptors.count <= 1 {
-            listener = descriptors.popLast()
-        } else if !descriptors.isEmpty {
-            let carries = if case .sandboxed = message { "at most one" } else { "none" }
-            violate(record, run, "it passed \(descriptors.count) descriptor\(descriptors.count == 1 ? "" : "s") with \(message.name), which carries \(carries)")
-            return
-        }
-        receive(message, listener: listener, record, run, process)
     }
 
+    /// Routes an admitted message (its fields already checked and its texts cut) to the app's
+    /// machine or the subsystem it concerns.
     private func receive(_ message: AppMessage, listener: Int32?, _ record: AppRecord, _ run: AppRun, _ process: AppProcess) {
         switch message {
-        case .hello(let version, let pid):
-            if version != wireProtocolVersion {
-                violate(record, run, "it speaks control protocol \(version); this host speaks \(wireProtocolVersion)")
-            } else if pid != process.pidInNamespace {
-                violate(record, run, "it sent hello with pid \(pid), but its pid is \(process.pidInNamespace)")
-            } else {
-                process.followAppProcess()
-            }
-        case .ready(let version):
-            if version != wireProtocolVersion {
-                violate(record, run, "its SDK speaks control protocol \(version); this host speaks \(wireProtocolVersion)")
-            } else {
-                handle(record, run, .ready)
-            }
+        case .hello:
+            process.followAppProcess()
+        case .ready:
+            handle(record, run, .ready)
         case .sandboxed(_, let landlockABI, let uid, let seconds):
             sandboxed(record, run, process, listener: listener, landlockABI: landlockABI, uid: uid, took: .seconds(double: seconds))
-        case .launchFailed(let reason): handle(record, run, .launchFailed(reason.cut(to: Self.textLimit)))
+        case .launchFailed(let reason): handle(record, run, .launchFailed(reason))
         case .ack(let id, let returned, let snapshot):
-            handle(record, run, .acknowledged(id: id, returned: returned, snapshot: snapshot?.cut(to: Self.textLimit)))
+            handle(record, run, .acknowledged(id: id, returned: returned, snapshot: snapshot))
         case .ackThenNext(let id):
             handle(record, run, .acknowledgedThenNext(id: id))
         case .taskBegan(let id, let name): handle(record, run, .taskBegan(id: id, name: name))
         case .taskEnded(let id): handle(record, run, .taskEnded(id: id))
         case .expirationHandlers(let ids, let returned): handle(record, run, .expirationHandlers(taskIDs: ids, returned: returned))
-        case .warning(let text): handle(record, run, .warning(text.cut(to: Self.textLimit)))
+        case .warning(let text): handle(record, run, .warning(text))
         case .log(let level, let label, let text):
-            guard let level = LogLevel(rawValue: level) else {
-                return violate(record, run, "it sent a log record of level \(level.cut(to: 32).debugDescription), which swift-log does not have")
-            }
+            // Admitted: the level is one swift-log has.
             publish(HostEvent(
                 time: Date(), app: record.bundle.identifier, name: record.bundle.name, pid: process.pid, event: .log,
-                detail: text.cut(to: Self.textLimit), level: level, label: label.cut(to: 256)), run: nil)
+                detail: text, level: LogLevel(rawValue: level), label: label), run: nil)
         case .fetchInterval, .workCompleted, .registerTask, .submitTask, .cancelTask:
             receiveBackgroundMessage(message, record, run)
         case .locationManager(let updating, let background, let significant):
@@ -134,15 +107,8 @@ extension HostLoop {
             if let violation = receiveSceneSessions(sessions, record) { violate(record, run, violation) }
         case .transferCreated, .transferCancelled, .transferDelivered, .transferChallengeAnswered:
             if let violation = receiveTransferMessage(message, record, run) { violate(record, run, violation) }
-        case .callReported(let uuid), .callEnded(let uuid):
-            guard let call = UUID(uuidString: uuid) else {
-                return violate(record, run, "it sent \(message.name) for \(uuid.cut(to: 64).debugDescription), which is not a UUID")
-            }
-            if case .callReported = message {
-                handle(record, run, .callReported(call.uuidString))
-            } else {
-                handle(record, run, .callEnded(call.uuidString))
-            }
+        case .callReported(let uuid): handle(record, run, .callReported(uuid))
+        case .callEnded(let uuid): handle(record, run, .callEnded(uuid))
         }
     }
 
@@ -185,7 +151,7 @@ extension HostLoop {
         guard let process = run.process, let listener = process.listener else { return }
         // A budget per turn: threads that keep making refused calls cannot hold up other apps
         // (the listener stays readable, so the rest is answered on the next turn).
-        for _ in 0..<Self.refusalBudget {
+        for _ in 0..<ControlStage.refusalsPerTurn {
             guard let call = listener.next() else { return }
             let state = currentState(of: record)
             let fatal = call.isDangerous
@@ -202,13 +168,5 @@ extension HostLoop {
             }
             listener.refuse(call)
         }
-    }
-}
-
-extension String {
-    /// At most `limit` bytes of UTF-8, marked where cut.
-    func cut(to limit: Int) -> String {
-        guard utf8.count > limit else { return self }
-        return String(decoding: utf8.prefix(limit), as: UTF8.self) + " [cut at \(limit) bytes]"
     }
 }

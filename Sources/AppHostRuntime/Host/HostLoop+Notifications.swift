@@ -64,7 +64,7 @@ extension HostLoop {
     // MARK: The app's requests
 
     func receiveNotificationAsk(_ ask: WireNotificationAsk, _ record: AppRecord) {
-        perform(notifications.answer(ask, from: notificationFacts(record), now: scheduler.now, textLimit: Self.textLimit))
+        perform(notifications.answer(ask, from: notificationFacts(record), now: scheduler.now, textLimit: ControlStage.textLimit))
         armNotificationTimer()
     }
 
