@@ -17,7 +17,10 @@ extension HostLoop {
         do {
             try process.send(message)
         } catch where error.errno == EAGAIN || error.errno == EWOULDBLOCK {
-            violate(record, run, "it stopped reading its control socket")
+            // Nothing more is sent or read; the machine hears of it as an input of its own, not
+            // within the action that sent.
+            process.closeChannel()
+            post(.violation(run.id, "it stopped reading its control socket"))
         } catch {
             // EPIPE and the like: the process is ending; its exit will be observed.
         }

@@ -48,6 +48,9 @@ enum HostInput: Sendable {
     /// What the run `RunID` asked to keep (a task request, a fetch interval) is on the disk: it
     /// is said now, as the event `EventName` with its detail.
     case kept(RunID, EventName, String)
+    /// The run broke the control protocol, found while the host acted (its socket full: it
+    /// stopped reading); its channel is closed already.
+    case violation(RunID, String)
     /// Something off the loop has something to say (a store that cannot be written).
     case warning(String)
 }
@@ -119,6 +122,9 @@ extension HostLoop {
             performTransfers(transferDesk.bodyCopied(id, failure: failure, transferFacts))
         case .transferKept(let id):
             performTransfers(transferDesk.kept(id, transferFacts))
+        case .violation(let id, let what):
+            guard let (record, run) = current(id) else { return }
+            handle(record, run, .protocolViolation(what))
         case .kept(let id, let name, let detail):
             sayKept(name, detail, by: id)
         case .warning(let line):
