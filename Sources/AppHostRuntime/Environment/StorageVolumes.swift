@@ -8,8 +8,9 @@ import CAppHostShims
 /// The storage of one host's containers and app-group containers: each held to its limit by
 /// the host's mechanism (a disk image mounted over it, or a project quota), measured cheaply
 /// (statfs of its file system, a quota query; a walk only where nothing limits it), and set up
-/// at the first launch that needs it, so later launches pay one stat. Used on the supervisor's
-/// queue only.
+/// at the first launch that needs it, so later launches pay one stat. Used on the host's loop
+/// only; disk images are made and mounted on a queue of their own (ImageQueue), and what that
+/// made is recorded here by `commit`.
 final class StorageVolumes {
     /// Whose storage: an app's container or an app group's.
     enum Owner: Hashable, Sendable, CustomStringConvertible {
@@ -130,8 +131,9 @@ final class StorageVolumes {
         return true
     }
 
-    /// Records what the storage queue made for an owner, counting a mount change where it may
-    /// have made one (as `countingMounts` does under disk images); returns its notices.
+    /// Records what the storage queue made for an owner, counting a mount change wherever it
+    /// set up the image (a mount made and then lazily detached leaves the container's device as
+    /// it was, but stays in a namespace copied meanwhile); returns its notices.
     func commit(_ prepared: ImageQueue.Prepared) -> [Notice] {
         volumes[prepared.owner] = prepared.volume
         if prepared.mountChanged { mountChanges += 1 }
@@ -139,13 +141,12 @@ final class StorageVolumes {
     }
 
     /// Runs `body`, which may mount or unmount a file system on the owner's container, and counts
-    /// a change if it may have: under disk images always (a mount made and then lazily detached
-    /// leaves the container's device as it was, but stays in a namespace copied meanwhile), else
-    /// when the container's device changed (an image an earlier host left mounted, moved out).
+    /// a change if it may have: when the container's device changed (an image an earlier host
+    /// left mounted, moved out). Disk images count theirs through `commit`.
     private func countingMounts(_ owner: Owner, _ body: () -> [Notice]) -> [Notice] {
         let before = currentDevice(owner)
         let notices = body()
-        if mechanism == .diskImage || currentDevice(owner) != before { mountChanges += 1 }
+        if currentDevice(owner) != before { mountChanges += 1 }
         return notices
     }
 
