@@ -41,8 +41,10 @@ extension StorageVolumes {
         }
 
         /// Prepares each owner's container to its limit, in order, after whatever is queued
-        /// before; `then` runs on the queue with what was made.
+        /// before; `then` runs on the queue with what was made. Disk images only: a project
+        /// quota is set on the loop (its project table is StorageVolumes').
         func prepare(_ owners: [(owner: Owner, limit: UInt64)], then: @escaping @Sendable ([Prepared]) -> Void) {
+            precondition(layout.mechanism == .diskImage, "only disk images are prepared off the loop")
             queue.async { [self] in
                 then(owners.map { prepareHere($0.owner, limit: $0.limit) })
             }
