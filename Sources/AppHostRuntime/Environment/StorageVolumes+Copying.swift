@@ -5,7 +5,7 @@ import Foundation
 import AppHostSystem
 import CAppHostShims
 
-extension StorageVolumes {
+extension StorageVolumes.Layout {
     /// Copies the tree at `from` into `into` (a fresh file system: its lost+found goes first),
     /// and flushes it.
     func copyTree(from: String, into: String, path: String) throws(SystemError) {
@@ -17,7 +17,9 @@ extension StorageVolumes {
         try ContainerTree.merge(from: source, into: destination, path: path, skipped: &skipped)
         try valueOrErrno("syncfs") { apphost_syncfs(destinationFD) }
     }
+}
 
+extension StorageVolumes {
     /// mkdir, mode 0700, unless it exists.
     static func makeDirectory(_ path: String) throws(SystemError) {
         do {

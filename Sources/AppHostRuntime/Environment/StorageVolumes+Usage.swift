@@ -74,23 +74,11 @@ extension StorageVolumes {
         return lines
     }
 
+    /// Unmounts every container's file system, once the work queued on the storage queue is
+    /// done (none is made after); says what could not be.
     func unmountAll() -> [String] {
-        var lines: [String] = []
-        for (owner, volume) in volumes {
-            guard case .mounted(let device) = volume.holding, currentDevice(owner) == device else { continue }
-            let path = containerPath(owner)
-            // A mount namespace made while it was mounted (an app's) may hold it a while yet:
-            // the image is written out whole now, not when the last of those ends.
-            _ = apphost_flush_file_system(path)
-            do {
-                try valueOrErrno("unmount \(path)") { apphost_unmount(path, 0) }
-            } catch {
-                _ = apphost_unmount(path, 1)
-                lines.append("\(owner) was still in use at shutdown (\(error)): detached, it is unmounted once nothing uses it")
-            }
-        }
         volumes = [:]
-        return lines
+        return images.unmountAll()
     }
 }
 

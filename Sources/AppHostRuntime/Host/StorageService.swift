@@ -60,9 +60,33 @@ final class StorageService {
     /// launches pay one stat each. Never fails a launch: where the mechanism fails for a
     /// container, it runs unlimited, and a notice says why.
     func prepare(for bundle: AppBundle) -> [StorageVolumes.Notice] {
-        var notices = volumes.prepare(.app(bundle.identifier), limit: policy.storageLimit)
-        for group in bundle.appGroups { notices += volumes.prepare(.group(group), limit: policy.appGroupStorageLimit) }
-        return notices
+        owners(of: bundle).flatMap { volumes.prepare($0.owner, limit: $0.limit) }
+    }
+
+    /// Whether setting up the storage of the app's container and its app groups' needs work
+    /// that would hold the loop (a disk image to make, check, resize or mount): then
+    /// `prepareOffTheLoop` does it, and `commit` records it. A stat or two; on the loop.
+    func needsPreparingOffTheLoop(_ bundle: AppBundle) -> Bool {
+        owners(of: bundle).contains { volumes.needsPreparing($0.owner) }
+    }
+
+    /// Sets up the storage of the app's container and its app groups' on the storage's own
+    /// serial queue (StorageVolumes.ImageQueue), one launch's after another's; `then` runs on
+    /// that queue with what is to be committed. Never fails: a container that cannot be limited
+    /// is reported unlimited, with a warning, as `prepare(for:)` does.
+    func prepareOffTheLoop(_ bundle: AppBundle, then: @escaping @Sendable (StoragePreparation) -> Void) {
+        volumes.images.prepare(owners(of: bundle)) { parts in then(StoragePreparation(parts: parts)) }
+    }
+
+    /// On the loop: records what `prepareOffTheLoop` made (each container's volume, the mount
+    /// count) and returns the notices to publish, as `prepare(for:)` returns them.
+    func commit(_ preparation: StoragePreparation) -> [StorageVolumes.Notice] {
+        preparation.parts.flatMap { volumes.commit($0) }
+    }
+
+    /// The app's container and its app groups', in that order, with their limits.
+    private func owners(of bundle: AppBundle) -> [(owner: StorageVolumes.Owner, limit: UInt64)] {
+        [(.app(bundle.identifier), policy.storageLimit)] + bundle.appGroups.map { (.group($0), policy.appGroupStorageLimit) }
     }
 
     /// What the app's container and its app groups' use now, and their limits.
@@ -166,4 +190,11 @@ final class StorageService {
         let outcome = StoragePressure.purged(bytes: totals.bytes, files: totals.files, problem: problems.isEmpty ? nil : problems.joined(separator: "; "))
         return (warnings, outcome)
     }
+}
+
+/// What setting up an app's storage off the loop made (StorageService.prepareOffTheLoop), for
+/// the loop to commit: each container's volume and notices, and whether a mount changed.
+struct StoragePreparation: Equatable, Sendable {
+    /// The app's container first, then its app groups'.
+    var parts: [StorageVolumes.ImageQueue.Prepared]
 }
