@@ -30,6 +30,9 @@ enum HostInput: Sendable {
     case measure(RunID)
     /// The launch waited for the standby being made, which is done: it goes on.
     case standbyAwaited(RunID, reason: String, callbacks: [WireCallbackRequest])
+    /// The run's storage was set up off the loop (StorageService.prepareOffTheLoop): it is
+    /// committed, and the launch goes on.
+    case storagePrepared(RunID, StoragePreparation, reason: String, callbacks: [WireCallbackRequest])
     /// The launchpad started the run's process, or could not.
     case launched(RunID, LaunchResult)
     /// The launchpad's spawn thread did what it was asked (started or reaped the template, made
@@ -103,6 +106,8 @@ extension HostLoop {
         case .standbyAwaited(let id, let reason, let callbacks):
             guard let (record, run) = current(id) else { return }
             resumeSpawn(record, run, reason: reason, callbacks: callbacks)
+        case .storagePrepared(let id, let preparation, let reason, let callbacks):
+            storagePrepared(id, preparation, reason: reason, callbacks: callbacks)
         case .launched(let id, let result):
             guard let (record, run) = current(id) else { return result.abandon() }
             launched(result, record, run)

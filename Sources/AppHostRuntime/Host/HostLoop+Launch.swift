@@ -67,7 +67,8 @@ extension HostLoop {
             return refused("cannot prepare the app's container: \(error)")
         }
         // Storage limits first: the file systems (or quotas) the containers live in.
-        prepareStorage(for: bundle, run: run)
+        // Disk images are made and mounted off the loop; the launch goes on once they are.
+        if prepareStorage(for: bundle, run: run, reason: reason, callbacks: callbacks) { return }
         let container = Containers.url(for: bundle, in: configuration.stateDirectory)
         let order = LaunchOrder(
             run: run.id, bundle: bundle, container: container, user: user,

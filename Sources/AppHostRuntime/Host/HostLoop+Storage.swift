@@ -3,14 +3,37 @@ import Glibc
 #endif
 import Dispatch
 import Foundation
+import AppHostProtocol
 import AppHostSystem
 
 /// Storage (StorageService owns it): its notices published, and storage pressure, which
 /// StorageService decides for each app (Rules/StoragePressure.swift) and this performs.
 extension HostLoop {
-    /// Sets up the storage of the app's containers before they are prepared (StorageService).
-    func prepareStorage(for bundle: AppBundle, run: AppRun) {
-        for notice in storage.prepare(for: bundle) {
+    /// Sets up the storage of the app's containers before they are prepared (StorageService):
+    /// on the loop where it is cheap (a stat, a quota); else off it, and true: the launch goes on
+    /// at `.storagePrepared`.
+    func prepareStorage(for bundle: AppBundle, run: AppRun, reason: String, callbacks: [WireCallbackRequest]) -> Bool {
+        if storage.needsPreparingOffTheLoop(bundle) {
+            storage.prepareOffTheLoop(bundle) { [weak self, id = run.id] preparation in
+                self?.post(.storagePrepared(id, preparation, reason: reason, callbacks: callbacks))
+            }
+            return true
+        }
+        publishStorage(storage.prepare(for: bundle), of: bundle, run: run)
+        return false
+    }
+
+    /// What the storage queue made for a launch is recorded (whether or not its run is still
+    /// there: the mount count must have it), said, and the launch goes on.
+    func storagePrepared(_ id: RunID, _ preparation: StoragePreparation, reason: String, callbacks: [WireCallbackRequest]) {
+        let notices = storage.commit(preparation)
+        guard let (record, run) = current(id) else { return }
+        publishStorage(notices, of: record.bundle, run: run)
+        resumeSpawn(record, run, reason: reason, callbacks: callbacks)
+    }
+
+    private func publishStorage(_ notices: [StorageVolumes.Notice], of bundle: AppBundle, run: AppRun) {
+        for notice in notices {
             publish(HostEvent(
                 time: Date(), app: bundle.identifier, name: bundle.name, event: notice.warning ? .warning : .storage,
                 detail: notice.text, elapsed: notice.elapsed), run: run)
