@@ -5,8 +5,8 @@ import Foundation
 import Dispatch
 import AppHostProtocol
 
-/// What comes into the host's loop besides the façade's commands (docs/internals.md, "The
-/// loop"): from the apps' processes, the kernel, the host's timer, the threads that work off the
+/// What comes into the host's loop besides the façade's commands (docs/internals.md, "How the
+/// code is laid out"): from the apps' processes, the kernel, the host's timer, the threads that work off the
 /// loop (the spawn thread, the stores' writer, the transfer engine), and the loop's own passes,
 /// queued behind the work that asked for them. Each is taken whole, one at a time, by
 /// `HostLoop.receive`.
