@@ -37,11 +37,10 @@ extension HostLoop {
 
     /// The scene sessions of every app that adopts scenes, with their states (`scenes`).
     func sceneListing() -> [SceneListing] {
-        defer {
-            // Answered once what it lists is on the disk (the store's writer, not the loop, waits).
-            scenes.flush()
-        }
-        return queue.sync { scenes.listing(apps.map(sceneFacts)) }
+        let (listed, flush) = queue.sync { (scenes.listing(apps.map(sceneFacts)), scenes.flushing) }
+        // Answered once what it lists is on the disk (the store's writer, not the loop, waits).
+        flush()
+        return listed
     }
 
     /// The app's report of its sessions' restoration data, checked, kept and saved; or why it

@@ -59,6 +59,9 @@ final class SceneStore {
     /// Returns once what was saved so far is on the disk.
     func flush() { store.flush() }
 
+    /// `flush`, to call from another thread (the store is thread-safe; this type is not).
+    var flushing: @Sendable () -> Void { { [store] in store.flush() } }
+
     // MARK: Commands
 
     /// `open APP --new-scene`: a new session, connected in place of the scene in the foreground
