@@ -41,7 +41,7 @@ extension HostLoop {
     /// Starts the app's process for the machine's spawn, with the launch's `callbacks` (which
     /// its configuration carries): the launchpad launches it (the standby, or a process started
     /// off the loop); the app's events wait meanwhile. What came of it comes back as an input,
-    /// `.launched`, never within this action: a launch refused here too.
+    /// `.launched`, a launch refused here too; only a standby taken is watched at once.
     func spawn(_ record: AppRecord, _ run: AppRun, reason: String, callbacks: [WireCallbackRequest]) {
         run.isSpawning = true
         // A standby (or the template) being made is this launch's: it waits for it off the
@@ -74,7 +74,11 @@ extension HostLoop {
             run: run.id, bundle: bundle, container: container, user: user,
             memoryLimit: resources.memoryLimit(state: .launching, inForeground: run.machine.isInForeground).bytes,
             message: launchMessage(record, run, container: container, reason: reason, callbacks: callbacks))
-        if let result = launchpad.launch(order) { post(.launched(run.id, result)) }
+        guard let result = launchpad.launch(order) else { return }
+        // The standby took it: its process is watched now, so that its first messages are read
+        // without waiting for another turn of the loop (a worker thread's wake-up, on a loaded
+        // machine a millisecond). A launch that failed comes back as an input.
+        if case .started = result.outcome { launched(result, record, run) } else { post(.launched(run.id, result)) }
     }
 
     /// Watches a started app process: its control socket, its end, its memory group and its
