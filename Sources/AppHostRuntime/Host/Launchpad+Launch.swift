@@ -279,7 +279,7 @@ extension Launchpad {
         // Compiled once per entitlements and own pid (about a millisecond, which a forked app
         // process would otherwise wait for); only a namespace's pid, always the same, is kept.
         let entitlements = Set(order.bundle.entitlements.compactMap(SyscallProfile.Entitlement.init(rawValue:)))
-        let program = try filter(entitlements: entitlements, ownPID: ownPID)
+        let program = try filters.program(entitlements: entitlements, ownPID: ownPID)
         sandbox.filter = Data(program.instructions)
         sandbox.filterNotifies = program.notifies
         sandbox.readablePaths = Self.libraryDirectories + groupPaths

@@ -30,9 +30,8 @@ final class Launchpad: @unchecked Sendable {
     private var isOver = false
     /// Where what the spawn thread did goes, on the loop (`onReturn`); false: nobody takes it.
     private var route: ((Return) -> Bool)?
-    /// Compiled seccomp filters by entitlements and the pid the app sees as its own: in a PID
-    /// namespace that is always 2, so each app's filter is compiled once per host.
-    private var filters: [String: Seccomp.Program] = [:]
+    /// The seccomp filters compiled for launches.
+    let filters = SeccompFilterCache()
 
     /// A launchpad for the host's launcher: the template where the configuration asks for it
     /// and the kernel has clone3 (else launches are exec'd).
@@ -57,14 +56,6 @@ final class Launchpad: @unchecked Sendable {
 
     /// The template, if it runs: a launch forks it.
     var runningTemplate: TemplateLauncher? { template?.current != nil ? template : nil }
-
-    /// The seccomp filter for these entitlements and own pid, compiled once for a namespace's pid.
-    func filter(entitlements: Set<SyscallProfile.Entitlement>, ownPID: pid_t) throws -> Seccomp.Program {
-        let key = entitlements.map(\.rawValue).sorted().joined(separator: ",") + "/\(ownPID)"
-        let program = try filters[key] ?? Seccomp.compile(SyscallProfile(entitlements: entitlements, ownPID: ownPID))
-        if ownPID == Namespaces.appPID { filters[key] = program }
-        return program
-    }
 
     // MARK: The template
 
